@@ -1,0 +1,113 @@
+# hourglass — build, run and test.
+#
+#   make            build build/hourglassd
+#   make run        install what is missing, start private Redis + MariaDB under .run/, run the daemon
+#   make test       the same set-up, then unit (Check) and integration tests
+#   make bench      benchmark suite (see docs/performance.md)
+#   make SANITIZE=address,undefined test
+#   make WERROR=1   warnings are errors (CI sets this)
+
+CC       ?= cc
+BUILD    ?= build
+PKGS     := libevent libevent_pthreads hiredis jansson mysqlclient
+SANITIZE ?=
+WERROR   ?=
+OPT      ?= -O2
+
+WARN := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wpointer-arith -Wcast-align -Wwrite-strings -Wvla -Wno-unused-parameter
+ifneq ($(WERROR),)
+WARN += -Werror
+endif
+
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -pthread $(WARN) -Isrc -I$(BUILD)
+LDLIBS  += -pthread -lm
+
+ifneq ($(SANITIZE),)
+CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+BUILD   := build-san
+endif
+
+# pkg-config is only asked once the packages exist (scripts/deps.sh installs them).
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+LUA      := $(sort $(wildcard src/lua/*.lua))
+SRC      := $(sort $(wildcard src/*.c))
+LIB_SRC  := $(filter-out src/main.c,$(SRC))
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps run test unit integration bench bench-quick fuzz format clean stack-stop
+all: $(BUILD)/hourglassd
+
+$(BUILD)/hourglassd: $(BUILD)/main.o $(BUILD)/libhourglass.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+$(BUILD)/libhourglass.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: src/%.c | $(BUILD)/.dir
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+# Lua scripts are embedded at build time; src/lua/lib.lua is the prelude of every script.
+$(BUILD)/lua_scripts.c: $(LUA) scripts/embed-lua.sh | $(BUILD)/.dir
+	sh scripts/embed-lua.sh $(LUA) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) -o $@ $< \
+	    $(BUILD)/libhourglass.a $(CHECK_LIBS) $(PKG_LIBS) $(LDLIBS)
+
+$(BUILD)/.dir:
+	@mkdir -p $(BUILD)
+	@touch $@
+
+deps:
+	@sh scripts/deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@sh scripts/run.sh $(BUILD)/hourglassd
+
+unit: $(UNIT_BIN)
+	@sh scripts/run-unit.sh $(UNIT_BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory integration
+
+integration: $(BUILD)/hourglassd
+	@HOURGLASSD=$(abspath $(BUILD)/hourglassd) sh scripts/run-integration.sh $(T)
+
+bench: deps all
+	@sh scripts/deps.sh bench
+	@sh bench/run.sh full $(BUILD)/hourglassd
+
+bench-quick: deps all
+	@sh scripts/deps.sh bench
+	@sh bench/run.sh quick $(BUILD)/hourglassd
+
+fuzz:
+	@sh scripts/deps.sh fuzz
+	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk
+
+format:
+	clang-format -i src/*.c src/*.h tests/unit/*.c
+
+stack-stop:
+	@sh scripts/stack.sh stop .run
+
+clean:
+	rm -rf build build-san
+
+-include $(wildcard $(BUILD)/*.d)

@@ -1,0 +1,55 @@
+-- hourglass schema. Idempotent: safe to apply again (CREATE ... IF NOT EXISTS only).
+-- Works on MariaDB 10.6+ and MySQL 8. Apply with:
+--   mariadb hourglass < sql/schema.sql        (or: mysql hourglass < sql/schema.sql)
+--
+-- The daemon refuses to start when these tables are missing or older than it needs
+-- (schema_version below); it never changes the schema itself.
+
+-- One row per job ever accepted: the whole job and its latest known state.
+-- `version` orders updates: every Redis transition carries the job's version, and a
+-- batched update only applies when it is newer than the row, so late batches never
+-- roll a job back (a delete committed first is never overwritten by an older "ready").
+CREATE TABLE IF NOT EXISTS message (
+    id          BIGINT UNSIGNED NOT NULL,
+    topic       VARCHAR(128)    NOT NULL,
+    biz_key     VARCHAR(128)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+    body        MEDIUMBLOB      NOT NULL,               -- compact JSON text
+    run_at      BIGINT          NOT NULL,               -- due time, unix ms
+    priority    TINYINT UNSIGNED NOT NULL,
+    ttr         BIGINT UNSIGNED NOT NULL,               -- ms
+    tries       INT UNSIGNED    NOT NULL,
+    attempts    INT UNSIGNED    NOT NULL DEFAULT 0,
+    state       ENUM('delayed','ready','reserved','finished','deleted','dead','aborted') NOT NULL,
+    version     INT UNSIGNED    NOT NULL DEFAULT 1,
+    created_at  BIGINT          NOT NULL,               -- unix ms
+    updated_at  BIGINT          NOT NULL,               -- unix ms
+    PRIMARY KEY (id),
+    -- restore pages through live states in id order; retention through terminal states by age
+    KEY idx_state_id (state, id),
+    KEY idx_state_updated (state, updated_at),
+    KEY idx_topic_biz (topic, biz_key)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- One row per state change, appended; /jobs/{id} reads a job's history from here.
+CREATE TABLE IF NOT EXISTS transition (
+    seq         BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    message_id  BIGINT UNSIGNED NOT NULL,
+    from_state  VARCHAR(16)     NOT NULL,               -- '' for a new job
+    to_state    VARCHAR(16)     NOT NULL,
+    at          BIGINT          NOT NULL,               -- unix ms
+    actor       VARCHAR(200)    NOT NULL,               -- Redis key or thread that acted
+    host        VARCHAR(64)     NOT NULL,               -- client address, or the instance's host
+    instance    VARCHAR(64)     NOT NULL,
+    attempts    INT UNSIGNED    NOT NULL DEFAULT 0,
+    PRIMARY KEY (seq),
+    KEY idx_message (message_id, seq)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- The schema generation this file creates; the daemon checks it at start.
+CREATE TABLE IF NOT EXISTS schema_version (
+    version     INT UNSIGNED    NOT NULL,
+    applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    PRIMARY KEY (version)
+) ENGINE=InnoDB;
+
+INSERT IGNORE INTO schema_version (version) VALUES (1);
