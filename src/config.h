@@ -1,0 +1,91 @@
+/* config.h — the daemon's configuration, read from an INI file.
+ *
+ * One table (config.c) names every key with its type, default, bounds and the
+ * field it fills; the parser, `hourglassd -t` and `hourglassd --print-config`
+ * all read that table. Unknown sections/keys and bad values are errors naming
+ * the file, line and key. */
+#ifndef HG_CONFIG_H
+#define HG_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define CONFIG_STR_MAX 256
+
+struct config {
+    /* [http] */
+    char listen[CONFIG_STR_MAX];
+    int http_threads;          /* 0 = one per core */
+    int64_t max_body;          /* bytes */
+    int longpoll_max;          /* seconds */
+    char token[CONFIG_STR_MAX];
+    char admin_token[CONFIG_STR_MAX];
+    int max_batch;             /* jobs per POST /push array */
+    int max_connections;       /* open HTTP connections per instance; 503 past it */
+    int max_parked;            /* parked long-polls per instance; 503 past it */
+    int max_header;            /* bytes of request line + headers; 413 past it */
+    int idle_timeout;          /* seconds a keep-alive connection may sit idle */
+    int request_timeout;       /* seconds to receive a whole request once it started */
+    int rate_limit;            /* requests per second per token (or per client address); 0 = off */
+    int rate_burst;            /* bucket size for rate_limit */
+
+    /* [redis] */
+    char redis_address[CONFIG_STR_MAX]; /* host:port or unix:/path */
+    char redis_password[CONFIG_STR_MAX];
+    int redis_db;
+    char redis_prefix[64];
+    int redis_shards;
+    int redis_timeout_ms;      /* connect and per-command timeout */
+
+    /* [mysql] */
+    char mysql_host[CONFIG_STR_MAX];
+    int mysql_port;
+    char mysql_socket[CONFIG_STR_MAX];
+    char mysql_user[CONFIG_STR_MAX];
+    char mysql_password[CONFIG_STR_MAX];
+    char mysql_database[CONFIG_STR_MAX];
+    int retention_days;
+    int mysql_timeout;         /* seconds, connect/read/write */
+    int journal_batch;         /* max records per MySQL transaction */
+    int journal_backlog;       /* max queued transition records while MySQL is slow or down */
+    int journal_per_row;       /* 1 = one transaction per record (benchmark baseline only) */
+
+    /* [queue] */
+    int64_t default_ttr;
+    int default_tries;
+    int64_t max_delay;
+    int64_t max_ttr;
+    int max_tries;
+    int mover_batch;           /* jobs moved per script call */
+
+    /* [instance] */
+    char instance_id[64];      /* empty = hostname:port */
+    int worker_id;             /* -1 = lease one from Redis */
+
+    /* [log] */
+    int log_level;
+    char log_file[CONFIG_STR_MAX];
+};
+
+/* Fill `cfg` with every default. */
+void config_defaults(struct config *cfg);
+
+/* Parse `path` over the defaults already in `cfg`. On error returns -1 and writes
+ * "file:line: [section] key: problem" into err. */
+int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Parse INI text (for tests); `name` is used in error messages. */
+int config_load_string(struct config *cfg, const char *name, const char *text, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Cross-key checks and derived values (threads = cores, listen address parses...). */
+int config_validate(struct config *cfg, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Write every key with its current value (secrets masked) as INI. */
+void config_print(const struct config *cfg, FILE *out);
+
+/* Describe every key with its default and bounds, as Markdown rows (for docs). */
+void config_describe(FILE *out);
+
+#endif

@@ -1,0 +1,115 @@
+/* log.c — see log.h. The fd is swapped atomically on reopen so writers never
+ * see a closed descriptor for longer than one write. */
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_int current_level = LL_INFO;
+static atomic_int log_fd = STDERR_FILENO;
+static char log_path[1024];
+static pthread_mutex_t reopen_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local const char *thread_name = "main";
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+int log_level_get(void)
+{
+    return atomic_load_explicit(&current_level, memory_order_relaxed);
+}
+
+void log_level_set(enum log_level level)
+{
+    atomic_store(&current_level, (int)level);
+}
+
+int log_level_parse(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcasecmp(name, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void log_set_thread_name(const char *name)
+{
+    thread_name = name;
+}
+
+static int open_path(const char *path)
+{
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+}
+
+int log_open(const char *path)
+{
+    if (path == NULL || path[0] == '\0') {
+        log_path[0] = '\0';
+        atomic_store(&log_fd, STDERR_FILENO);
+        return 0;
+    }
+    int fd = open_path(path);
+    if (fd < 0)
+        return -1;
+    snprintf(log_path, sizeof log_path, "%s", path);
+    int old = atomic_exchange(&log_fd, fd);
+    if (old != STDERR_FILENO)
+        close(old);
+    return 0;
+}
+
+void log_reopen(void)
+{
+    pthread_mutex_lock(&reopen_lock);
+    if (log_path[0] != '\0') {
+        int fd = open_path(log_path);
+        if (fd >= 0) {
+            int old = atomic_exchange(&log_fd, fd);
+            if (old != STDERR_FILENO)
+                close(old);
+        }
+    }
+    pthread_mutex_unlock(&reopen_lock);
+}
+
+void log_write(int level, const char *file, int line, const char *fmt, ...)
+{
+    char buf[2048];
+    struct timeval tv;
+    struct tm tm;
+    int saved_errno = errno;
+
+    gettimeofday(&tv, NULL);
+    localtime_r(&tv.tv_sec, &tm);
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+
+    size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    int w = snprintf(buf + n, sizeof buf - n, ".%03d %-5s [%s] %s:%d: ", (int)(tv.tv_usec / 1000),
+                     level_names[level < 0 ? 0 : level > 3 ? 3 : level], thread_name, base, line);
+    if (w > 0)
+        n += (size_t)w < sizeof buf - n ? (size_t)w : sizeof buf - n - 1;
+
+    va_list ap;
+    va_start(ap, fmt);
+    w = vsnprintf(buf + n, sizeof buf - n, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        n += (size_t)w < sizeof buf - n ? (size_t)w : sizeof buf - n - 1;
+    if (n >= sizeof buf - 1)
+        n = sizeof buf - 2;
+    buf[n++] = '\n';
+
+    ssize_t r = write(atomic_load_explicit(&log_fd, memory_order_relaxed), buf, n);
+    (void)r;
+    errno = saved_errno;
+}

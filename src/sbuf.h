@@ -1,0 +1,41 @@
+/* sbuf.h — a growable byte buffer, and JSON writing helpers on top of it.
+ *
+ * Allocation failure is sticky: the buffer stops growing, `oom` is set, and the caller
+ * checks it once at the end instead of after every append. */
+#ifndef HG_SBUF_H
+#define HG_SBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sbuf {
+    char *data; /* always NUL-terminated when non-NULL */
+    size_t len;
+    size_t cap;
+    int oom;
+};
+
+#define SBUF_INIT {NULL, 0, 0, 0}
+
+void sb_free(struct sbuf *sb);
+void sb_reset(struct sbuf *sb);
+/* Make room for `extra` more bytes (plus the NUL); 0, or -1 (and oom) when out of memory.
+ * Callers may then write up to `extra` bytes at data + len and advance len themselves. */
+int sb_reserve(struct sbuf *sb, size_t extra);
+void sb_put(struct sbuf *sb, const void *data, size_t len);
+void sb_puts(struct sbuf *sb, const char *s);
+void sb_putc(struct sbuf *sb, char c);
+void sb_printf(struct sbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Hand the buffer's memory to the caller (free() it); the sbuf is left empty. */
+char *sb_steal(struct sbuf *sb, size_t *len);
+
+/* JSON: a quoted, escaped string (input is UTF-8; control characters are \u-escaped). */
+void sb_json_str(struct sbuf *sb, const char *s, size_t len);
+void sb_json_cstr(struct sbuf *sb, const char *s);
+void sb_json_int(struct sbuf *sb, int64_t v);
+void sb_json_uint(struct sbuf *sb, uint64_t v);
+/* `"key":` */
+void sb_json_key(struct sbuf *sb, const char *key);
+
+#endif
