@@ -1,0 +1,76 @@
+/* job.h — the job model: states, and validation of what producers push.
+ *
+ * Validation is all-or-nothing for an array: the first bad item fails the whole request
+ * with a message naming its index and field. Pure functions (jansson only), unit-tested
+ * and fuzzed directly. */
+#ifndef HG_JOB_H
+#define HG_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TOPIC_MAX 128
+#define BIZKEY_MAX 128 /* characters (code points), not bytes */
+#define TOPICS_PER_GET 32
+
+/* Numbers match the Lua scripts (src/lua/lib.lua); ABORTED exists only in MySQL. */
+enum job_state {
+    JS_NONE = 0,
+    JS_DELAYED = 1,
+    JS_READY = 2,
+    JS_RESERVED = 3,
+    JS_FINISHED = 4,
+    JS_DELETED = 5,
+    JS_DEAD = 6,
+    JS_ABORTED = 7,
+};
+
+const char *job_state_name(int state); /* "" for JS_NONE */
+int job_state_parse(const char *name);  /* -1 when unknown */
+
+struct job_limits {
+    int64_t max_delay;
+    int64_t default_ttr, max_ttr;
+    int default_tries, max_tries;
+    int max_batch;
+};
+
+/* One validated job from POST /push. */
+struct job_spec {
+    char topic[TOPIC_MAX + 1];
+    size_t topic_len;
+    char *body;          /* compact JSON text, malloc'd */
+    size_t body_len;
+    int64_t run_at;      /* unix ms, never before the time of the push */
+    int priority;
+    int64_t ttr;
+    int tries;
+    char *biz_key;       /* NULL when absent; malloc'd */
+    size_t biz_len;
+    int replace;
+    /* filled by the caller */
+    uint64_t id;
+    int shard;
+};
+
+enum push_parse_result { PUSH_OK = 0, PUSH_BAD = -1, PUSH_TOO_MANY = -2, PUSH_NOMEM = -3 };
+
+/* Parse and validate a push body. On PUSH_OK, *jobs (malloc'd array, free with
+ * job_specs_free) holds *count jobs and *is_array tells which form was sent. */
+enum push_parse_result job_parse_push(const char *body, size_t len, const struct job_limits *limits,
+                                      int64_t now_ms, struct job_spec **jobs, int *count, int *is_array,
+                                      char *err, size_t errlen) __attribute__((warn_unused_result));
+
+void job_specs_free(struct job_spec *jobs, int count);
+
+/* 1..128 chars of [A-Za-z0-9_.:-]. */
+int topic_valid(const char *s, size_t len);
+
+/* Split "a,b,c" into up to TOPICS_PER_GET validated topics (pointers into `list`, which is
+ * modified: commas become NULs). Duplicates are an error. Returns the count, or -1. */
+int topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, char *err, size_t errlen);
+
+/* 1..128 code points of valid UTF-8 with no control characters. */
+int bizkey_valid(const char *s, size_t len);
+
+#endif

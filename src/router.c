@@ -1,0 +1,130 @@
+/* router.c — see router.h. */
+#include "router.h"
+
+#include <string.h>
+
+struct rule {
+    const char *prefix;   /* exact path, or prefix ending in '/' that takes one argument */
+    enum endpoint endpoint;
+};
+
+/* Exact paths first; "/reStore" and "/reStore/" differ by the argument. */
+static const struct rule rules[] = {
+    {"/push", EP_PUSH},           {"/finish", EP_FINISH},   {"/release", EP_RELEASE},
+    {"/touch", EP_TOUCH},         {"/delete", EP_DELETE},   {"/reschedule", EP_RESCHEDULE},
+    {"/reStore", EP_RESTORE},     {"/health", EP_HEALTH},   {"/stats", EP_STATS},
+    {"/metrics", EP_METRICS},     {"/get/", EP_GET},        {"/jobs/", EP_JOBS},
+    {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE},
+};
+
+static const char *const names[EP_COUNT] = {
+    [EP_NOT_FOUND] = "not_found", [EP_PUSH] = "push",         [EP_GET] = "get",
+    [EP_FINISH] = "finish",       [EP_RELEASE] = "release",   [EP_TOUCH] = "touch",
+    [EP_DELETE] = "delete",       [EP_RESCHEDULE] = "reschedule", [EP_JOBS] = "jobs",
+    [EP_DEAD] = "dead",           [EP_RESTORE] = "restore",   [EP_RESTORE_ONE] = "restore_one",
+    [EP_HEALTH] = "health",       [EP_STATS] = "stats",       [EP_METRICS] = "metrics",
+};
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+long percent_decode(const char *src, size_t len, char *dst, size_t dstcap, int plus_is_space)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = src[i];
+        if (c == '%') {
+            if (i + 2 >= len)
+                return -1;
+            int hi = hexval(src[i + 1]), lo = hexval(src[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            c = ' ';
+        }
+        if (o + 1 >= dstcap)
+            return -1;
+        dst[o++] = c;
+    }
+    if (dstcap > 0)
+        dst[o] = '\0';
+    return (long)o;
+}
+
+enum route_status router_match(const char *path, size_t len, struct route *out)
+{
+    out->endpoint = EP_NOT_FOUND;
+    out->arg[0] = '\0';
+    out->arg_len = 0;
+
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+        const char *prefix = rules[r].prefix;
+        size_t plen = strlen(prefix);
+        if (prefix[plen - 1] != '/') {
+            if (len == plen && memcmp(path, prefix, plen) == 0) {
+                out->endpoint = rules[r].endpoint;
+                return ROUTE_OK;
+            }
+            continue;
+        }
+        if (len < plen || memcmp(path, prefix, plen) != 0)
+            continue;
+        const char *arg = path + plen;
+        size_t arg_len = len - plen;
+        if (memchr(arg, '/', arg_len) != NULL)
+            return ROUTE_NOT_FOUND; /* one segment only: no nesting, no traversal */
+        if (arg_len > 3 * ROUTE_ARG_MAX)
+            return ROUTE_TOO_LONG;
+        long n = percent_decode(arg, arg_len, out->arg, sizeof out->arg, 0);
+        if (n < 0)
+            return arg_len > ROUTE_ARG_MAX ? ROUTE_TOO_LONG : ROUTE_BAD_ENCODING;
+        if (memchr(out->arg, '\0', (size_t)n) != NULL)
+            return ROUTE_BAD_ENCODING;
+        out->arg_len = (size_t)n;
+        out->endpoint = rules[r].endpoint;
+        return ROUTE_OK;
+    }
+    return ROUTE_NOT_FOUND;
+}
+
+int router_method_allowed(enum endpoint ep, enum method m, const char **allow)
+{
+    switch (ep) {
+    case EP_PUSH:
+        *allow = "POST";
+        return m == METHOD_POST;
+    case EP_GET:
+    case EP_FINISH:
+    case EP_RELEASE:
+    case EP_TOUCH:
+    case EP_DELETE:
+    case EP_RESCHEDULE:
+    case EP_RESTORE:
+    case EP_RESTORE_ONE:
+        *allow = "GET, POST";
+        return m == METHOD_GET || m == METHOD_POST;
+    default:
+        *allow = "GET, HEAD";
+        return m == METHOD_GET || m == METHOD_HEAD;
+    }
+}
+
+int router_is_admin(enum endpoint ep)
+{
+    return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD;
+}
+
+const char *endpoint_name(enum endpoint ep)
+{
+    return (unsigned)ep < EP_COUNT ? names[ep] : "unknown";
+}

@@ -1,0 +1,55 @@
+/* router.h — map a request path and method onto an endpoint. Pure functions: no I/O, no
+ * allocation, so they are unit-tested and fuzzed directly. */
+#ifndef HG_ROUTER_H
+#define HG_ROUTER_H
+
+#include <stddef.h>
+
+enum endpoint {
+    EP_NOT_FOUND = 0,
+    EP_PUSH,
+    EP_GET,
+    EP_FINISH,
+    EP_RELEASE,
+    EP_TOUCH,
+    EP_DELETE,
+    EP_RESCHEDULE,
+    EP_JOBS,
+    EP_DEAD,
+    EP_RESTORE,
+    EP_RESTORE_ONE,
+    EP_HEALTH,
+    EP_STATS,
+    EP_METRICS,
+    EP_COUNT
+};
+
+enum method { METHOD_GET, METHOD_POST, METHOD_HEAD, METHOD_OTHER };
+
+#define ROUTE_ARG_MAX 4096
+
+enum route_status { ROUTE_OK, ROUTE_NOT_FOUND, ROUTE_BAD_ENCODING, ROUTE_TOO_LONG };
+
+struct route {
+    enum endpoint endpoint;
+    char arg[ROUTE_ARG_MAX + 1]; /* percent-decoded path argument ({topic}, {id}); "" when none */
+    size_t arg_len;
+};
+
+/* Match `path` (the raw path, without query). Fills `out` and returns ROUTE_OK, or why not. */
+enum route_status router_match(const char *path, size_t len, struct route *out);
+
+/* Whether `m` may be used on `ep`; the Allow header value for a 405 goes in *allow. */
+int router_method_allowed(enum endpoint ep, enum method m, const char **allow);
+
+/* Admin endpoints need the admin token (or a loopback client when none is set). */
+int router_is_admin(enum endpoint ep);
+
+/* Stable lowercase name, used in metrics labels and logs ("push", "get", ...). */
+const char *endpoint_name(enum endpoint ep);
+
+/* Decode %XX escapes (and '+' as space when plus_is_space) from src into dst (capacity
+ * dstcap). Returns the decoded length, or -1 on a malformed escape or lack of room. */
+long percent_decode(const char *src, size_t len, char *dst, size_t dstcap, int plus_is_space);
+
+#endif
