@@ -1,0 +1,14 @@
+-- finish.lua — acknowledge a reserved job: it is done and leaves Redis.
+-- KEYS[1] = <prefix>:{<shard>}:jobs
+-- ARGV    = idkey, now, attempt (0 = any; otherwise must match the delivery being acked)
+-- Returns {"ok", ver, attempts, runAt} | {"missing"} | {"state", state} | {"stale", attempts}
+local idkey, now, attempt = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local j = load_job(idkey)
+if not j then return { "missing" } end
+if j.st ~= RESERVED then return { "state", j.st } end
+if attempt ~= 0 and attempt ~= j.att then return { "stale", j.att } end
+unplace(idkey, j)
+redis.call("HDEL", K_JOBS, idkey)
+biz_release(idkey, j)
+tombstone(idkey, now)
+return { "ok", j.ver + 1, j.att, j.runat }

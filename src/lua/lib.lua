@@ -1,0 +1,117 @@
+-- lib.lua — prelude prepended to every script (scripts/embed-lua.sh).
+--
+-- Every script runs on ONE shard: KEYS[1] is "<prefix>:{<shard>}:jobs" and every other key
+-- it touches shares the "{<shard>}" hash tag, so the layout is Redis Cluster ready.
+--
+-- Keys of a shard (base = "<prefix>:{<shard>}:"):
+--   base.."jobs"          hash   id key -> job record (below)
+--   base.."delay"         zset   delayed jobs scored by due ms, reserved jobs by lease deadline
+--   base.."ready:"..topic zset   ready jobs scored by priority * 1e13 + due ms (lowest first)
+--   base.."dead:"..topic  zset   dead jobs scored by the time they died
+--   base.."biz:"..topic   hash   bizKey -> id key of the live job holding it
+--   base.."count"         hash   "<state>:<topic>" -> number of jobs (O(1) stats)
+--   base.."restoring"     string present while a restore runs (finish/delete leave tombstones)
+--   base.."gone"          zset   tombstones: id keys finished/deleted during a restore
+-- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
+--
+-- A job record is cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic,
+-- bizKey, body). `ver` grows by one on every transition; MySQL applies a batched update only
+-- when its version is newer, so journal batches that arrive late never roll a job back.
+
+local DELAYED, READY, RESERVED, FINISHED, DELETED, DEAD = 1, 2, 3, 4, 5, 6
+local PRIO_SCALE = 10000000000000 -- 1e13 ms: later than year 2286, so priority always dominates
+
+local base = string.sub(KEYS[1], 1, -5) -- strip "jobs"
+local prefix = string.match(base, "^(.*):{")
+local shard = string.match(base, ":{(%d+)}:$")
+local K_JOBS, K_DELAY, K_COUNT = KEYS[1], base .. "delay", base .. "count"
+
+local function ready_key(topic) return base .. "ready:" .. topic end
+local function dead_key(topic) return base .. "dead:" .. topic end
+local function biz_key(topic) return base .. "biz:" .. topic end
+
+local STATE_NAME = { "delayed", "ready", "reserved", "finished", "deleted", "dead" }
+
+local function load_job(idkey)
+    local rec = redis.call("HGET", K_JOBS, idkey)
+    if not rec then return nil end
+    local ver, st, att, prio, ttr, tries, runat, topic, biz, body = cmsgpack.unpack(rec)
+    return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
+             runat = runat, topic = topic, biz = biz, body = body }
+end
+
+local function save_job(idkey, j)
+    redis.call("HSET", K_JOBS, idkey,
+        cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body))
+end
+
+local function count(st, topic, delta)
+    local field = STATE_NAME[st] .. ":" .. topic
+    if redis.call("HINCRBY", K_COUNT, field, delta) <= 0 then
+        redis.call("HDEL", K_COUNT, field)
+    end
+end
+
+local function ready_score(prio, due) return prio * PRIO_SCALE + due end
+
+-- Topics made ready by this script run; published once each at the end.
+local ready_topics = {}
+local function notify_ready(topic) ready_topics[topic] = true end
+local function publish_ready()
+    for topic in pairs(ready_topics) do
+        redis.call("PUBLISH", prefix .. ":ready", topic)
+    end
+end
+
+-- Put job `idkey` on the delay zset (due > now) or its topic's ready zset.
+local function place(idkey, j, now)
+    if j.runat > now then
+        j.st = DELAYED
+        redis.call("ZADD", K_DELAY, j.runat, idkey)
+    else
+        j.st = READY
+        redis.call("ZADD", ready_key(j.topic), ready_score(j.prio, j.runat), idkey)
+        notify_ready(j.topic)
+    end
+    count(j.st, j.topic, 1)
+end
+
+-- Take job `idkey` off whatever structure holds it in state j.st.
+local function unplace(idkey, j)
+    if j.st == DELAYED or j.st == RESERVED then
+        redis.call("ZREM", K_DELAY, idkey)
+    elseif j.st == READY then
+        redis.call("ZREM", ready_key(j.topic), idkey)
+    elseif j.st == DEAD then
+        redis.call("ZREM", dead_key(j.topic), idkey)
+    end
+    count(j.st, j.topic, -1)
+end
+
+-- After adding `score` to the delay zset: when it became the earliest entry, tell every
+-- mover so the one that owns this shard can wake sooner than it planned.
+local function wake_if_head(idkey)
+    local head = redis.call("ZRANGE", K_DELAY, 0, 0, "WITHSCORES")
+    if head[1] == idkey then
+        redis.call("PUBLISH", prefix .. ":wake", shard .. " " .. head[2])
+    end
+end
+
+-- The bizKey index only ever points at a live job; drop it when this job leaves.
+local function biz_release(idkey, j)
+    if j.biz ~= "" then
+        local bk = biz_key(j.topic)
+        if redis.call("HGET", bk, j.biz) == idkey then
+            redis.call("HDEL", bk, j.biz)
+        end
+    end
+end
+
+-- While a restore runs, remember jobs that end so the restore cannot bring them back.
+local function tombstone(idkey, now)
+    if redis.call("EXISTS", base .. "restoring") == 1 then
+        redis.call("ZADD", base .. "gone", now, idkey)
+    end
+end
+
+local function is_live(st) return st == DELAYED or st == READY or st == RESERVED end

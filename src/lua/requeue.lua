@@ -1,0 +1,22 @@
+-- requeue.lua — give a dead job a fresh start: ready now, attempts back to 0.
+-- KEYS[1] = <prefix>:{<shard>}:jobs
+-- ARGV    = idkey, now
+-- Returns {"ok", ver} | {"missing"} | {"state", state} | {"bizheld", idkey}
+local idkey, now = ARGV[1], tonumber(ARGV[2])
+local j = load_job(idkey)
+if not j then return { "missing" } end
+if j.st ~= DEAD then return { "state", j.st } end
+if j.biz ~= "" then
+    local holder = redis.call("HGET", biz_key(j.topic), j.biz)
+    local hj = holder and holder ~= idkey and load_job(holder)
+    if hj and is_live(hj.st) then return { "bizheld", holder } end
+    redis.call("HSET", biz_key(j.topic), j.biz, idkey)
+end
+unplace(idkey, j)
+j.att = 0
+j.runat = now
+j.ver = j.ver + 1
+place(idkey, j, now)
+save_job(idkey, j)
+publish_ready()
+return { "ok", j.ver }

@@ -1,0 +1,67 @@
+/* rconn.h — one asynchronous Redis connection on an event_base that looks after itself.
+ *
+ * hiredis (0.14, as Debian ships it) has no command timeouts and no reconnection, so this
+ * wrapper adds both: it reconnects with backoff, re-authenticates, re-selects the db and
+ * re-loads every Lua script on each connect; a watchdog drops a connection whose oldest
+ * command has waited longer than the timeout (a paused or hung Redis), which fails every
+ * pending command at once. A connection counts as up only after its set-up commands were
+ * answered, so callers get an immediate "down" instead of waiting on a half-open socket.
+ *
+ * Owned by the thread of its event_base; never touch it from another thread. */
+#ifndef HG_RCONN_H
+#define HG_RCONN_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+
+#include "scripts.h"
+
+struct event_base;
+struct rconn;
+
+/* A command's outcome. `reply` is NULL when the command failed in any way (connection down
+ * or dropped, timeout, or an error reply, which is logged); it is freed after the callback. */
+typedef void (*rconn_reply_fn)(redisReply *reply, void *arg);
+
+/* Told whenever the connection becomes usable (up = 1) or stops being so (up = 0). */
+typedef void (*rconn_state_fn)(struct rconn *rc, int up, void *arg);
+
+/* A published message on a subscribed channel. */
+typedef void (*rconn_message_fn)(const char *channel, const char *payload, size_t len, void *arg);
+
+struct rconn_config {
+    const char *name;      /* for logs: "http-0", "mover", "sub" */
+    const char *address;   /* host:port or unix:/path */
+    const char *password;  /* "" = none */
+    int db;
+    int timeout_ms;
+    int load_scripts;      /* SCRIPT LOAD everything on connect */
+};
+
+/* Create and start connecting. The strings in cfg are copied. NULL on bad address/memory. */
+struct rconn *rconn_new(struct event_base *base, const struct rconn_config *cfg, rconn_state_fn on_state,
+                        void *state_arg);
+
+/* Turn this connection into a subscriber of `channels` (re-subscribed after every reconnect).
+ * Call once, right after rconn_new; no commands may be sent on it afterwards. */
+int rconn_subscribe(struct rconn *rc, const char *const *channels, int n, rconn_message_fn on_message, void *arg);
+
+/* Close; pending callbacks run with reply = NULL before this returns. */
+void rconn_free(struct rconn *rc);
+
+int rconn_is_up(const struct rconn *rc);
+
+/* Send a command. Returns 0 (the callback will run exactly once) or -1 when the connection
+ * is not up (the callback will not run). */
+int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, const char **argv, const size_t *lens)
+    __attribute__((warn_unused_result));
+
+/* EVALSHA `script` with one key. argv[0..2] are reserved for this function (left unset by
+ * the caller); argv[3] is KEYS[1], argv[4..] are ARGV. Same return as rconn_command. */
+int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
+               void *arg) __attribute__((warn_unused_result));
+
+/* Parse "host:port", "[v6]:port" or "unix:/path" (exposed for tests). 0 / -1. */
+int rconn_parse_address(const char *address, char *host, size_t hostlen, int *port, int *is_unix);
+
+#endif

@@ -1,0 +1,69 @@
+/* rsync.c — see rsync.h. */
+#include "rsync.h"
+#include "rconn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+redisContext *rsync_connect(const struct config *cfg, char *err, size_t errlen)
+{
+    char host[256];
+    int port, is_unix;
+    if (rconn_parse_address(cfg->redis_address, host, sizeof host, &port, &is_unix) < 0) {
+        snprintf(err, errlen, "bad [redis] address");
+        return NULL;
+    }
+    struct timeval tv = {cfg->redis_timeout_ms / 1000, (cfg->redis_timeout_ms % 1000) * 1000};
+    redisContext *c = is_unix ? redisConnectUnixWithTimeout(host, tv) : redisConnectWithTimeout(host, port, tv);
+    if (c == NULL || c->err) {
+        snprintf(err, errlen, "%s", c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    int n = 0;
+    if (cfg->redis_password[0]) {
+        redisAppendCommand(c, "AUTH %s", cfg->redis_password);
+        n++;
+    }
+    if (cfg->redis_db) {
+        redisAppendCommand(c, "SELECT %d", cfg->redis_db);
+        n++;
+    }
+    for (int id = 0; id < SCRIPT_COUNT; id++) {
+        redisAppendCommand(c, "SCRIPT LOAD %s", script_text((enum script_id)id));
+        n++;
+    }
+    for (int i = 0; i < n; i++) {
+        redisReply *r = rsync_reply(c);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "set-up failed: %s", r ? r->str : c->errstr);
+            if (r)
+                freeReplyObject(r);
+            redisFree(c);
+            return NULL;
+        }
+        freeReplyObject(r);
+    }
+    return c;
+}
+
+int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)
+{
+    argv[0] = "EVALSHA";
+    lens[0] = 7;
+    argv[1] = script_sha(script);
+    lens[1] = 40;
+    argv[2] = "1";
+    lens[2] = 1;
+    return redisAppendCommandArgv(c, argc, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+redisReply *rsync_reply(redisContext *c)
+{
+    void *reply = NULL;
+    if (redisGetReply(c, &reply) != REDIS_OK)
+        return NULL;
+    return reply;
+}

@@ -1,0 +1,40 @@
+/* scripts.h — the Lua scripts (the .lua files under src/lua, embedded at build time) and their SHA-1 names.
+ * Each script's contract (KEYS, ARGV, reply) is in the header comment of its .lua file. */
+#ifndef HG_SCRIPTS_H
+#define HG_SCRIPTS_H
+
+#include <stddef.h>
+
+enum script_id {
+    SCRIPT_PUSH,
+    SCRIPT_MOVE,
+    SCRIPT_RESERVE,
+    SCRIPT_FINISH,
+    SCRIPT_RELEASE,
+    SCRIPT_TOUCH,
+    SCRIPT_DELETE,
+    SCRIPT_RESCHEDULE,
+    SCRIPT_INSPECT,
+    SCRIPT_RESTORE,
+    SCRIPT_REQUEUE,
+    SCRIPT_DEADLIST,
+    SCRIPT_LEASE,
+    SCRIPT_COUNT
+};
+
+/* Generated table (build/lua_scripts.c): name = file name without .lua, text = lib.lua + file. */
+struct script_source {
+    const char *name;
+    const char *text;
+};
+extern const struct script_source script_sources[];
+extern const int script_sources_count;
+
+/* Bind every script_id to its source and hash it. Returns 0, or -1 (and logs) if one is missing. */
+int scripts_init(void) __attribute__((warn_unused_result));
+
+const char *script_name(enum script_id id);
+const char *script_sha(enum script_id id);
+const char *script_text(enum script_id id);
+
+#endif

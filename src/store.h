@@ -1,0 +1,128 @@
+/* store.h — the job store in Redis: one typed call per Lua script.
+ *
+ * Builds each script's KEYS/ARGV (documented in src/lua/<name>.lua), sends it on an rconn,
+ * checks the reply's shape and hands the caller a C struct. Strings in results point into
+ * the Redis reply and are valid only during the callback.
+ *
+ * Every call returns 0 when sent (the callback will run exactly once) or -1 when Redis is
+ * not usable (the callback will not run): the caller answers 503 at once. A callback's
+ * result pointer is NULL when the command failed after being sent. */
+#ifndef HG_STORE_H
+#define HG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job.h"
+
+struct rconn;
+
+struct store {
+    struct rconn *rc;
+    const char *prefix;
+    int shards;
+};
+
+/* "<prefix>:{<shard>}:<suffix>" into buf; returns its length. */
+int store_key(char *buf, size_t cap, const char *prefix, int shard, const char *suffix);
+
+/* ---- push ---- */
+enum push_code { PUSHED_NEW, PUSHED_DUP, PUSHED_REPLACED, PUSHED_CONFLICT };
+struct push_outcome {
+    enum push_code code;
+    uint64_t id;       /* the new job, or the existing one for DUP/REPLACED/CONFLICT */
+    int64_t run_at;
+    uint32_t ver;
+    int state;         /* state after the push (NEW, REPLACED) */
+    int from_state;    /* REPLACED: the state it had */
+};
+typedef void (*store_push_fn)(const struct push_outcome *out, int n, void *arg);
+int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, int64_t now, store_push_fn fn,
+               void *arg) __attribute__((warn_unused_result));
+
+/* ---- reserve ---- */
+struct delivered {
+    uint64_t id;
+    const char *topic, *body, *biz;
+    size_t topic_len, body_len, biz_len;
+    int priority, tries, attempt, state;
+    int64_t ttr, run_at, lease_until;
+    uint32_t ver;
+};
+typedef void (*store_reserve_fn)(const struct delivered *jobs, int n, int failed, void *arg);
+int store_reserve(struct store *s, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
+                  int64_t now, store_reserve_fn fn, void *arg) __attribute__((warn_unused_result));
+
+/* ---- operations on one job id ---- */
+enum id_status { ID_OK, ID_MISSING, ID_WRONG_STATE, ID_STALE, ID_BIZ_HELD };
+struct id_outcome {
+    enum id_status status;
+    int state;         /* OK: state after; WRONG_STATE: the state it is in */
+    int from_state;    /* OK: state before (delete, reschedule, release) */
+    int64_t run_at, lease_until;
+    uint32_t ver, attempts;
+};
+typedef void (*store_id_fn)(const struct id_outcome *out, void *arg);
+int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, store_id_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+int store_delete(struct store *s, uint64_t id, int64_t now, store_id_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, store_id_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+int store_requeue(struct store *s, uint64_t id, int64_t now, store_id_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+
+/* ---- inspect ---- */
+struct job_view {
+    int found;
+    int state, priority, tries;
+    uint32_t ver, attempts;
+    int64_t ttr, run_at, lease_until;
+    const char *topic, *biz, *body;
+    size_t topic_len, biz_len, body_len;
+};
+typedef void (*store_inspect_fn)(const struct job_view *view, void *arg);
+int store_inspect(struct store *s, uint64_t id, store_inspect_fn fn, void *arg) __attribute__((warn_unused_result));
+
+/* ---- dead jobs of a topic ---- */
+struct dead_job {
+    uint64_t id;
+    int64_t died_at, ttr, run_at;
+    int attempts, priority, tries;
+    const char *biz, *body;
+    size_t biz_len, body_len;
+};
+typedef void (*store_dead_fn)(const struct dead_job *jobs, int n, int failed, void *arg);
+int store_dead_list(struct store *s, const char *topic, size_t topic_len, int limit, store_dead_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+
+/* ---- the mover's step on one shard ---- */
+struct moved {
+    uint64_t id;
+    int from, to;
+    uint32_t ver, attempts;
+    int64_t run_at;
+};
+struct move_outcome {
+    int64_t next_due; /* earliest remaining entry of the delay zset, -1 when empty */
+    int more;         /* the batch limit was hit: call again at once */
+    int n;
+    const struct moved *moved;
+};
+typedef void (*store_move_fn)(const struct move_outcome *out, void *arg);
+int store_move(struct store *s, int shard, int64_t now, int limit, store_move_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+
+/* ---- per-topic counts over all shards (for /stats) ---- */
+struct topic_counts {
+    char topic[TOPIC_MAX + 1];
+    int64_t delayed, ready, reserved, dead;
+};
+typedef void (*store_counts_fn)(const struct topic_counts *topics, int n, int failed, void *arg);
+int store_counts(struct store *s, store_counts_fn fn, void *arg) __attribute__((warn_unused_result));
+
+#endif
