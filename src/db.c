@@ -1,0 +1,122 @@
+/* db.c — see db.h. */
+#include "db.h"
+#include "log.h"
+#include "metrics.h"
+#include "sbuf.h"
+
+#include <errmsg.h>
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
+{
+    MYSQL *db = mysql_init(NULL);
+    if (db == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    unsigned int timeout = (unsigned int)cfg->mysql_timeout;
+    my_bool off = 0;
+    mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &timeout);
+    mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &timeout);
+    mysql_options(db, MYSQL_OPT_RECONNECT, &off); /* we reconnect ourselves, knowing what was lost */
+    mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    const char *socket = cfg->mysql_socket[0] ? cfg->mysql_socket : NULL;
+    if (mysql_real_connect(db, socket ? NULL : cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
+                           cfg->mysql_database, (unsigned int)cfg->mysql_port, socket, 0) == NULL) {
+        snprintf(err, errlen, "%s", mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    if (mysql_autocommit(db, 0) != 0) {
+        snprintf(err, errlen, "autocommit off failed: %s", mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+int db_check_schema(MYSQL *db, char *err, size_t errlen)
+{
+    static const char sql[] = "SELECT MAX(version) FROM schema_version";
+    if (mysql_real_query(db, sql, sizeof sql - 1) != 0) {
+        unsigned int e = mysql_errno(db);
+        if (e == ER_NO_SUCH_TABLE || e == ER_BAD_DB_ERROR) {
+            snprintf(err, errlen, "the hourglass tables are missing: apply sql/schema.sql to this database (%s)",
+                     mysql_error(db));
+            return -1;
+        }
+        snprintf(err, errlen, "schema check failed: %s", mysql_error(db));
+        return -2;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    long version = row && row[0] ? atol(row[0]) : 0;
+    if (res)
+        mysql_free_result(res);
+    mysql_commit(db);
+    if (version < SCHEMA_VERSION_REQUIRED) {
+        snprintf(err, errlen, "schema version %ld is older than %d: apply sql/schema.sql", version,
+                 SCHEMA_VERSION_REQUIRED);
+        return -1;
+    }
+    const char *tables[] = {"message", "transition"};
+    for (int i = 0; i < 2; i++) {
+        char q[64];
+        int n = snprintf(q, sizeof q, "SELECT 1 FROM %s LIMIT 0", tables[i]);
+        if (mysql_real_query(db, q, (unsigned long)n) != 0) {
+            snprintf(err, errlen, "table %s: %s: apply sql/schema.sql", tables[i], mysql_error(db));
+            return db_error_is_connection(db) ? -2 : -1;
+        }
+        MYSQL_RES *r = mysql_store_result(db);
+        if (r)
+            mysql_free_result(r);
+    }
+    mysql_commit(db);
+    return 0;
+}
+
+int db_error_is_connection(MYSQL *db)
+{
+    switch (mysql_errno(db)) {
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_SERVER_LOST_EXTENDED:
+    case CR_COMMANDS_OUT_OF_SYNC:
+    case ER_SERVER_SHUTDOWN:
+    case ER_CONNECTION_KILLED:
+    case ER_QUERY_INTERRUPTED:
+    case ER_LOCK_WAIT_TIMEOUT:
+    case ER_LOCK_DEADLOCK:
+    case ER_OPTION_PREVENTS_STATEMENT: /* read-only server during failover */
+        return 1;
+    default:
+        return mysql_errno(db) >= 2000 && mysql_errno(db) < 3000; /* client-side errors */
+    }
+}
+
+int db_exec(MYSQL *db, const char *sql, size_t len)
+{
+    if (mysql_real_query(db, sql, (unsigned long)len) != 0) {
+        metrics_inc(MC_MYSQL_ERRORS, 1);
+        log_warn("mysql: %s (errno %u) in: %.120s", mysql_error(db), mysql_errno(db), sql);
+        return -1;
+    }
+    return 0;
+}
+
+void db_quote(MYSQL *db, struct sbuf *sb, const char *s, size_t len)
+{
+    sb_putc(sb, '\'');
+    if (sb_reserve(sb, len * 2 + 1) < 0)
+        return;
+    unsigned long n = mysql_real_escape_string(db, sb->data + sb->len, s, (unsigned long)len);
+    sb->len += n;
+    sb->data[sb->len] = '\0';
+    sb_putc(sb, '\'');
+}

@@ -1,0 +1,583 @@
+/* journal.c — see journal.h.
+ *
+ * Queue: durable submissions are a linked list of groups (each group commits or fails as
+ * one); batched records live in a ring that grows up to the backlog limit (and a little
+ * past it: records that describe transitions already made in Redis are never dropped).
+ *
+ * One cycle of the thread: take every durable group and up to [mysql] batch records from
+ * the ring, write them in one transaction, commit, then report to the durable submitters
+ * and pop the batched records. On failure the durable submitters are told "not committed"
+ * (their clients get 503) and the batched records stay at the head of the ring to be
+ * retried after a reconnect: nothing already true in Redis is lost from the journal.
+ *
+ * Message-row updates are ordered by the job's version: updates are staged in a MEMORY
+ * temporary table and applied with one UPDATE ... JOIN ... WHERE newer, so a batch that
+ * arrives late never rolls a row back. */
+#include "journal.h"
+#include "clock.h"
+#include "db.h"
+#include "log.h"
+#include "loopq.h"
+#include "metrics.h"
+#include "sbuf.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STATEMENT_FLUSH_BYTES (1u << 20) /* start a new multi-row statement past this */
+#define DURABLE_MAX_RECORDS 200000       /* durable records queued before refusing */
+
+struct jsync {
+    struct jsync *next;
+    struct jrec *recs;
+    int n;
+    struct loopq *reply_to;
+    journal_done_fn done;
+    void *arg;
+    int ok;
+};
+
+static struct {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int started;
+    int stop;
+    int64_t stop_deadline_us;
+
+    struct jrec *ring;
+    size_t cap, head, count;
+
+    struct jsync *sync_head, *sync_tail;
+    long sync_records;
+
+    int up;
+    const struct config *cfg;
+    char instance[64];
+} J = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+int journal_up(void)
+{
+    pthread_mutex_lock(&J.lock);
+    int up = J.up;
+    pthread_mutex_unlock(&J.lock);
+    return up;
+}
+
+long journal_backlog(void)
+{
+    pthread_mutex_lock(&J.lock);
+    long n = (long)J.count;
+    pthread_mutex_unlock(&J.lock);
+    return n;
+}
+
+long journal_durable_waiting(void)
+{
+    pthread_mutex_lock(&J.lock);
+    long n = J.sync_records;
+    pthread_mutex_unlock(&J.lock);
+    return n;
+}
+
+int journal_accepting(void)
+{
+    pthread_mutex_lock(&J.lock);
+    int ok = (long)J.count < (long)J.cfg->journal_backlog;
+    pthread_mutex_unlock(&J.lock);
+    return ok;
+}
+
+static void free_rec(struct jrec *r)
+{
+    if (r->replacement) {
+        job_specs_free(r->replacement, 1);
+        r->replacement = NULL;
+    }
+}
+
+/* Ring append; grows by doubling. Caller holds the lock. */
+static int ring_push(const struct jrec *r)
+{
+    if (J.count == J.cap) {
+        size_t cap = J.cap ? J.cap * 2 : 1024;
+        struct jrec *ring = malloc(cap * sizeof *ring);
+        if (ring == NULL)
+            return -1;
+        for (size_t i = 0; i < J.count; i++)
+            ring[i] = J.ring[(J.head + i) % J.cap];
+        free(J.ring);
+        J.ring = ring;
+        J.cap = cap;
+        J.head = 0;
+    }
+    J.ring[(J.head + J.count) % J.cap] = *r;
+    J.count++;
+    return 0;
+}
+
+void journal_submit(const struct jrec *recs, int n)
+{
+    pthread_mutex_lock(&J.lock);
+    for (int i = 0; i < n; i++) {
+        if (ring_push(&recs[i]) < 0) {
+            log_error("journal: out of memory; a transition of job %llu is not journaled",
+                      (unsigned long long)recs[i].id);
+            struct jrec copy = recs[i];
+            free_rec(&copy);
+        }
+    }
+    metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)J.count);
+    pthread_cond_signal(&J.cond);
+    pthread_mutex_unlock(&J.lock);
+}
+
+int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
+{
+    struct jsync *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return -1;
+    s->recs = recs;
+    s->n = n;
+    s->reply_to = reply_to;
+    s->done = done;
+    s->arg = arg;
+    pthread_mutex_lock(&J.lock);
+    if (!J.up || J.stop || J.sync_records + n > DURABLE_MAX_RECORDS) {
+        pthread_mutex_unlock(&J.lock);
+        free(s);
+        return -1;
+    }
+    if (J.sync_tail)
+        J.sync_tail->next = s;
+    else
+        J.sync_head = s;
+    J.sync_tail = s;
+    J.sync_records += n;
+    metrics_gauge_set(MG_JOURNAL_INFLIGHT, J.sync_records);
+    pthread_cond_signal(&J.cond);
+    pthread_mutex_unlock(&J.lock);
+    return 0;
+}
+
+static void deliver(void *arg)
+{
+    struct jsync *s = arg;
+    s->done(s->ok, s->arg);
+    free(s);
+}
+
+/* Report the outcome of a list of durable groups to their submitters. */
+static void complete(struct jsync *list, int ok)
+{
+    while (list) {
+        struct jsync *next = list->next;
+        list->ok = ok;
+        list->next = NULL;
+        if (loopq_post(list->reply_to, deliver, list) < 0) {
+            log_error("journal: cannot report a commit outcome (out of memory)");
+            free(list);
+        }
+        list = next;
+    }
+}
+
+/* ---- SQL building ---- */
+
+struct batch {
+    MYSQL *db;
+    struct sbuf sql;
+    int rows;          /* rows in the statement being built */
+};
+
+static int flush_statement(struct batch *b)
+{
+    if (b->rows == 0)
+        return 0;
+    if (b->sql.oom) {
+        log_error("journal: out of memory building a statement");
+        return -1;
+    }
+    int rc = db_exec(b->db, b->sql.data, b->sql.len);
+    sb_reset(&b->sql);
+    b->rows = 0;
+    return rc;
+}
+
+/* Begin a row of a multi-row INSERT, flushing a long statement first. */
+static int begin_row(struct batch *b, const char *head)
+{
+    if (b->rows > 0 && b->sql.len > STATEMENT_FLUSH_BYTES && flush_statement(b) < 0)
+        return -1;
+    if (b->rows == 0)
+        sb_puts(&b->sql, head);
+    else
+        sb_putc(&b->sql, ',');
+    b->rows++;
+    return 0;
+}
+
+static int insert_messages(struct batch *b, struct jsync *groups)
+{
+    static const char head[] = "INSERT INTO message (id,topic,biz_key,body,run_at,priority,ttr,tries,attempts,"
+                               "state,version,created_at,updated_at) VALUES ";
+    for (struct jsync *g = groups; g; g = g->next)
+        for (int i = 0; i < g->n; i++) {
+            const struct jrec *r = &g->recs[i];
+            if (r->kind != JR_INSERT)
+                continue;
+            const struct job_spec *j = r->job;
+            if (begin_row(b, head) < 0)
+                return -1;
+            sb_printf(&b->sql, "(%llu,", (unsigned long long)r->id);
+            db_quote(b->db, &b->sql, j->topic, j->topic_len);
+            sb_putc(&b->sql, ',');
+            if (j->biz_key)
+                db_quote(b->db, &b->sql, j->biz_key, j->biz_len);
+            else
+                sb_puts(&b->sql, "NULL");
+            sb_putc(&b->sql, ',');
+            db_quote(b->db, &b->sql, j->body, j->body_len);
+            sb_printf(&b->sql, ",%lld,%d,%lld,%d,0,'%s',%u,%lld,%lld)", (long long)j->run_at, j->priority,
+                      (long long)j->ttr, j->tries, job_state_name(r->to), r->ver, (long long)r->at,
+                      (long long)r->at);
+        }
+    return flush_statement(b);
+}
+
+static int add_transition_row(struct batch *b, const struct jrec *r, const char *instance)
+{
+    static const char head[] =
+        "INSERT INTO transition (message_id,from_state,to_state,at,actor,host,instance,attempts) VALUES ";
+    if (begin_row(b, head) < 0)
+        return -1;
+    sb_printf(&b->sql, "(%llu,'%s','%s',%lld,", (unsigned long long)r->id, job_state_name(r->from),
+              job_state_name(r->to), (long long)r->at);
+    db_quote(b->db, &b->sql, r->actor, strnlen(r->actor, sizeof r->actor));
+    sb_putc(&b->sql, ',');
+    db_quote(b->db, &b->sql, r->host, strnlen(r->host, sizeof r->host));
+    sb_putc(&b->sql, ',');
+    db_quote(b->db, &b->sql, instance, strlen(instance));
+    sb_printf(&b->sql, ",%u)", r->attempts);
+    return 0;
+}
+
+static int cmp_update(const void *a, const void *b)
+{
+    const struct jrec *x = *(const struct jrec *const *)a, *y = *(const struct jrec *const *)b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    if (x->ver != y->ver)
+        return x->ver < y->ver ? -1 : 1;
+    return (int)x->force - (int)y->force;
+}
+
+/* Apply the newest update per job to its message row. */
+static int update_messages(struct batch *b, const struct jrec **updates, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(updates, n, sizeof *updates, cmp_update);
+    static const char clear[] = "DELETE FROM journal_update";
+    if (db_exec(b->db, clear, sizeof clear - 1) < 0)
+        return -1;
+    static const char head[] = "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES ";
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 < n && updates[i + 1]->id == updates[i]->id)
+            continue; /* a newer update for this job follows */
+        const struct jrec *r = updates[i];
+        if (begin_row(b, head) < 0)
+            return -1;
+        sb_printf(&b->sql, "(%llu,'%s',%u,%lld,%u,%lld,%d)", (unsigned long long)r->id, job_state_name(r->to),
+                  r->attempts, (long long)r->run_at, r->ver, (long long)r->at, r->force);
+    }
+    if (flush_statement(b) < 0)
+        return -1;
+    static const char apply[] =
+        "UPDATE message m JOIN journal_update u ON m.id = u.id SET m.state = u.state, m.attempts = u.attempts, "
+        "m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
+        "WHERE u.version > m.version OR u.force_apply = 1";
+    if (db_exec(b->db, apply, sizeof apply - 1) < 0)
+        return -1;
+
+    /* Replacements also change the job itself; they are rare, so one statement each. */
+    for (size_t i = 0; i < n; i++) {
+        const struct jrec *r = updates[i];
+        if (r->kind != JR_REPLACE || r->replacement == NULL)
+            continue;
+        const struct job_spec *j = r->replacement;
+        sb_puts(&b->sql, "UPDATE message SET body = ");
+        db_quote(b->db, &b->sql, j->body, j->body_len);
+        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d WHERE id = %llu", j->priority, (long long)j->ttr,
+                  j->tries, (unsigned long long)r->id);
+        b->rows = 1;
+        if (flush_statement(b) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Write durable groups and batched records in one transaction. 0 = committed; on failure
+ * *lost_connection tells whether the connection broke (retry) or the server refused it. */
+static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_t nrecs, const char *instance,
+                       int *lost_connection)
+{
+    struct batch b = {db, SBUF_INIT, 0};
+    size_t nupdates = 0, cap = nrecs;
+    for (struct jsync *g = groups; g; g = g->next)
+        cap += (size_t)g->n;
+    const struct jrec **updates = malloc((cap ? cap : 1) * sizeof *updates);
+    int rc = -1;
+    if (updates == NULL)
+        goto out;
+
+    if (insert_messages(&b, groups) < 0)
+        goto out;
+    for (struct jsync *g = groups; g; g = g->next)
+        for (int i = 0; i < g->n; i++) {
+            if (add_transition_row(&b, &g->recs[i], instance) < 0)
+                goto out;
+            if (g->recs[i].kind != JR_INSERT)
+                updates[nupdates++] = &g->recs[i];
+        }
+    for (size_t i = 0; i < nrecs; i++) {
+        if (add_transition_row(&b, &recs[i], instance) < 0)
+            goto out;
+        updates[nupdates++] = &recs[i];
+    }
+    if (flush_statement(&b) < 0)
+        goto out;
+    if (update_messages(&b, updates, nupdates) < 0)
+        goto out;
+    if (mysql_commit(db) != 0) {
+        metrics_inc(MC_MYSQL_ERRORS, 1);
+        log_warn("mysql: commit failed: %s", mysql_error(db));
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc < 0) {
+        *lost_connection = db_error_is_connection(db) || mysql_errno(db) == 0;
+        mysql_rollback(db);
+    }
+    free(updates);
+    sb_free(&b.sql);
+    return rc;
+}
+
+static MYSQL *connect_db(void)
+{
+    char err[512];
+    MYSQL *db = db_connect(J.cfg, err, sizeof err);
+    if (db == NULL) {
+        metrics_inc(MC_MYSQL_ERRORS, 1);
+        return NULL;
+    }
+    int rc = db_check_schema(db, err, sizeof err);
+    if (rc < 0) {
+        log_error("journal: %s", err);
+        mysql_close(db);
+        return NULL;
+    }
+    static const char temp[] = "CREATE TEMPORARY TABLE IF NOT EXISTS journal_update (id BIGINT UNSIGNED NOT NULL "
+                               "PRIMARY KEY, state VARCHAR(16) NOT NULL, attempts INT UNSIGNED NOT NULL, run_at "
+                               "BIGINT NOT NULL, version INT UNSIGNED NOT NULL, at BIGINT NOT NULL, force_apply "
+                               "TINYINT NOT NULL) ENGINE=MEMORY";
+    if (db_exec(db, temp, sizeof temp - 1) < 0) {
+        mysql_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+static void wait_locked(int64_t us)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ns = ts.tv_nsec + (us % 1000000) * 1000;
+    ts.tv_sec += (time_t)(us / 1000000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&J.cond, &J.lock, &ts);
+}
+
+static void *journal_main(void *unused)
+{
+    log_set_thread_name("journal");
+    MYSQL *db = NULL;
+    int64_t last_connect_try = 0;
+    int warned_down = 0;
+    size_t batch_cap = (size_t)J.cfg->journal_batch;
+    struct jrec *taken = malloc(batch_cap * sizeof *taken);
+
+    pthread_mutex_lock(&J.lock);
+    for (;;) {
+        int has_work = J.sync_head != NULL || J.count > 0;
+        if (J.stop && (!has_work || clock_mono_us() > J.stop_deadline_us))
+            break;
+
+        if (db == NULL) {
+            int64_t now = clock_mono_us();
+            if (now - last_connect_try < 1000000) {
+                wait_locked(1000000 - (now - last_connect_try));
+                continue;
+            }
+            last_connect_try = now;
+            pthread_mutex_unlock(&J.lock);
+            db = connect_db();
+            pthread_mutex_lock(&J.lock);
+            if (db == NULL) {
+                if (!warned_down)
+                    log_warn("journal: MySQL is unreachable; pushes and deletes get 503 until it is back, "
+                             "transitions are held in memory");
+                warned_down = 1;
+                /* durable submissions cannot wait for a reconnect: their clients get 503 */
+                struct jsync *failed = J.sync_head;
+                J.sync_head = J.sync_tail = NULL;
+                J.sync_records = 0;
+                complete(failed, 0);
+                continue;
+            }
+            if (warned_down)
+                metrics_inc(MC_MYSQL_RECONNECTS, 1);
+            log_info("journal: connected to MySQL");
+            warned_down = 0;
+            J.up = 1;
+            metrics_gauge_set(MG_MYSQL_UP, 1);
+            continue;
+        }
+
+        if (!has_work) {
+            wait_locked(1000000);
+            continue;
+        }
+
+        /* Take everything durable, and a batch of batched records. */
+        struct jsync *groups = J.sync_head;
+        long group_records = J.sync_records;
+        J.sync_head = J.sync_tail = NULL;
+        J.sync_records = 0;
+        size_t n = J.count < batch_cap ? J.count : batch_cap;
+        for (size_t i = 0; i < n; i++)
+            taken[i] = J.ring[(J.head + i) % J.cap];
+        pthread_mutex_unlock(&J.lock);
+
+        int64_t t0 = clock_mono_us();
+        int rc, lost = 0;
+        if (J.cfg->journal_per_row) {
+            /* Benchmark baseline: one transaction per durable group and per record. */
+            rc = 0;
+            for (struct jsync *g = groups; g && rc == 0;) {
+                struct jsync *next = g->next;
+                g->next = NULL;
+                rc = write_batch(db, g, NULL, 0, J.instance, &lost);
+                g->next = next;
+                g = next;
+            }
+            for (size_t i = 0; i < n && rc == 0; i++)
+                rc = write_batch(db, NULL, &taken[i], 1, J.instance, &lost);
+        } else {
+            rc = write_batch(db, groups, taken, n, J.instance, &lost);
+        }
+        int64_t t1 = clock_mono_us();
+
+        if (rc == 0) {
+            metrics_observe(MH_MYSQL_COMMIT, (double)(t1 - t0) / 1e6);
+            metrics_observe(MH_JOURNAL_BATCH, (double)((size_t)group_records + n));
+            metrics_inc(MC_JOURNAL_RECORDS, (uint64_t)group_records + n);
+            metrics_inc(MC_JOURNAL_BATCHES, 1);
+            for (size_t i = 0; i < n; i++)
+                free_rec(&taken[i]);
+            complete(groups, 1);
+            pthread_mutex_lock(&J.lock);
+            J.head = (J.head + n) % (J.cap ? J.cap : 1);
+            J.count -= n;
+        } else if (!lost) {
+            /* The server refused the batch (not a connection problem): the durable submitters
+             * get their 503, and each batched record is tried alone so that one bad record
+             * cannot block the journal; only records refused alone are dropped. */
+            complete(groups, 0);
+            size_t dropped = 0;
+            int broke = 0;
+            for (size_t i = 0; i < n && !broke; i++) {
+                int lost_one = 0;
+                if (write_batch(db, NULL, &taken[i], 1, J.instance, &lost_one) < 0) {
+                    if ((broke = lost_one))
+                        break; /* the connection went meanwhile: keep the rest for the retry */
+                    log_error("journal: MySQL refused the record for job %llu (%s -> %s): %s; it is not journaled",
+                              (unsigned long long)taken[i].id, job_state_name(taken[i].from),
+                              job_state_name(taken[i].to), mysql_error(db));
+                    dropped++;
+                }
+                free_rec(&taken[i]);
+                pthread_mutex_lock(&J.lock);
+                J.head = (J.head + 1) % J.cap;
+                J.count--;
+                pthread_mutex_unlock(&J.lock);
+            }
+            metrics_inc(MC_MYSQL_ERRORS, dropped);
+            if (broke) {
+                mysql_close(db);
+                db = NULL;
+                last_connect_try = clock_mono_us();
+            }
+            pthread_mutex_lock(&J.lock);
+            if (broke) {
+                J.up = 0;
+                metrics_gauge_set(MG_MYSQL_UP, 0);
+            }
+        } else {
+            complete(groups, 0);
+            mysql_close(db);
+            db = NULL;
+            last_connect_try = clock_mono_us();
+            pthread_mutex_lock(&J.lock);
+            J.up = 0;
+            metrics_gauge_set(MG_MYSQL_UP, 0);
+        }
+        metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)J.count);
+        metrics_gauge_set(MG_JOURNAL_INFLIGHT, J.sync_records);
+    }
+
+    if (J.count > 0 || J.sync_head)
+        log_warn("journal: stopping with %zu transition records not written to MySQL", J.count);
+    complete(J.sync_head, 0);
+    J.sync_head = J.sync_tail = NULL;
+    J.up = 0;
+    pthread_mutex_unlock(&J.lock);
+    if (db)
+        mysql_close(db);
+    free(taken);
+    mysql_thread_end();
+    return NULL;
+}
+
+int journal_start(const struct config *cfg, const char *instance)
+{
+    J.cfg = cfg;
+    snprintf(J.instance, sizeof J.instance, "%s", instance);
+    J.stop = 0;
+    if (pthread_create(&J.thread, NULL, journal_main, NULL) != 0)
+        return -1;
+    J.started = 1;
+    return 0;
+}
+
+void journal_stop(int deadline_ms)
+{
+    if (!J.started)
+        return;
+    pthread_mutex_lock(&J.lock);
+    J.stop = 1;
+    J.stop_deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
+    pthread_cond_signal(&J.cond);
+    pthread_mutex_unlock(&J.lock);
+    pthread_join(J.thread, NULL);
+    J.started = 0;
+    for (size_t i = 0; i < J.count; i++)
+        free_rec(&J.ring[(J.head + i) % J.cap]);
+    free(J.ring);
+    J.ring = NULL;
+    J.cap = J.count = J.head = 0;
+}

@@ -1,0 +1,78 @@
+/* journal.h — the MySQL journal: every job's message row and every state change, appended
+ * to MySQL by one thread with group commit.
+ *
+ * The journal thread owns its MySQL connection; no other thread of the request path talks
+ * to MySQL. Submitters hand over records and go on; the thread takes everything queued,
+ * writes it as multi-row statements in ONE transaction and commits (design.md, decision 1).
+ *
+ * Two kinds of submission:
+ *  - durable (journal_submit_sync): a push's message rows, a delete's transition. The
+ *    submitter is told the outcome on its own event loop; it answers its client only then.
+ *    Refused at once (-1) while MySQL is down, so clients get a prompt 503.
+ *  - batched (journal_submit): transitions that already happened in Redis (ready, reserved,
+ *    finished, dead...). Kept in a bounded backlog while MySQL is slow or down and written
+ *    when it returns. Producers check journal_accepting() before making more transitions,
+ *    which is the back-pressure: consumption pauses instead of records being dropped. */
+#ifndef HG_JOURNAL_H
+#define HG_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "job.h"
+
+struct loopq;
+
+enum jrec_kind {
+    JR_INSERT = 1,     /* new message row + its first transition; job borrowed (durable only) */
+    JR_TRANSITION = 2, /* transition row + message state/attempts/run_at update */
+    JR_REPLACE = 3,    /* like a transition, and the row takes the replacement's body/priority/ttr/tries */
+};
+
+#define JREC_ACTOR_MAX 96
+#define JREC_HOST_MAX 48
+
+struct jrec {
+    uint8_t kind;
+    uint8_t from, to;   /* job states (job.h); from = JS_NONE for a new job */
+    uint8_t force;      /* apply to the message row even if its version is not older (delete, abort) */
+    uint32_t ver;       /* job version after this change */
+    uint32_t attempts;
+    uint64_t id;
+    int64_t at;         /* unix ms */
+    int64_t run_at;     /* the job's due time after this change */
+    char actor[JREC_ACTOR_MAX]; /* thread and Redis key that acted, e.g. "mover hg:{3}:delay" */
+    char host[JREC_HOST_MAX];   /* client address, or the instance's host name */
+    const struct job_spec *job; /* JR_INSERT: borrowed until the durable submission completes */
+    struct job_spec *replacement; /* JR_REPLACE: owned by the journal once submitted */
+};
+
+/* Called on the submitter's loop with ok = 1 when committed, 0 when not. */
+typedef void (*journal_done_fn)(int ok, void *arg);
+
+/* Start the journal thread. Does not wait for MySQL: it connects (and reconnects) itself. */
+int journal_start(const struct config *cfg, const char *instance) __attribute__((warn_unused_result));
+
+/* Write what is queued (for at most `deadline_ms`), then stop the thread. */
+void journal_stop(int deadline_ms);
+
+/* Durable submission of recs[0..n) in one transaction; recs must stay valid until `done`
+ * runs on `reply_to`. Returns -1 without queueing when MySQL is down or the queue is full. */
+int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
+    __attribute__((warn_unused_result));
+
+/* Batched submission; records are copied. Always accepted (check journal_accepting first). */
+void journal_submit(const struct jrec *recs, int n);
+
+/* Is the backlog below [mysql] backlog? Producers of batched records pause when it is not. */
+int journal_accepting(void);
+
+/* Is the MySQL connection up? */
+int journal_up(void);
+
+/* Records waiting (batched backlog) and durable submissions waiting. */
+long journal_backlog(void);
+long journal_durable_waiting(void);
+
+#endif

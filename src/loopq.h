@@ -1,0 +1,23 @@
+/* loopq.h — run a function on another thread's event loop.
+ *
+ * Any thread may post; the functions run on the loop's thread, in posting order. This is
+ * the only way threads talk to each other (journal completions, pub/sub wakes, shutdown):
+ * nothing else is shared between event loops. */
+#ifndef HG_LOOPQ_H
+#define HG_LOOPQ_H
+
+struct event_base;
+struct loopq;
+
+typedef void (*loopq_fn)(void *arg);
+
+/* Attach a queue to `base` (call on the loop's thread, before it runs). NULL on failure. */
+struct loopq *loopq_new(struct event_base *base);
+
+/* Free the queue; functions still queued are dropped without running. */
+void loopq_free(struct loopq *q);
+
+/* Queue fn(arg) to run on the loop. Thread-safe. 0, or -1 when out of memory. */
+int loopq_post(struct loopq *q, loopq_fn fn, void *arg) __attribute__((warn_unused_result));
+
+#endif
