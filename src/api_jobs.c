@@ -1,0 +1,494 @@
+/* api_jobs.c — endpoints that act on one job by id (finish, release, touch, delete,
+ * reschedule, inspect) and the dead-job listing.
+ *
+ * Each transition is one Lua script on the job's shard (the shard comes from the id), then a
+ * batched journal record. Delete is the exception the contract makes durable: its transition
+ * is committed in MySQL before Redis is changed, so a 503 means nothing happened and a 200
+ * means no restore can ever bring the job back. */
+#include "api.h"
+#include "api_util.h"
+#include "clock.h"
+#include "dbtask.h"
+#include "ids.h"
+#include "journal.h"
+#include "log.h"
+#include "worker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Per-request state for the by-id endpoints. */
+struct id_state {
+    struct request *r;
+    uint64_t id;
+    int shard;
+    struct jrec rec;       /* delete: the durable transition */
+};
+
+static void id_state_free(void *p)
+{
+    free(p);
+}
+
+static struct id_state *id_state_new(struct request *r, uint64_t id)
+{
+    struct id_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        respond_unavailable(r, "memory");
+        return NULL;
+    }
+    st->r = r;
+    st->id = id;
+    st->shard = id_shard(id, r->w->app->cfg.redis_shards);
+    r->state = st;
+    r->state_free = id_state_free;
+    return st;
+}
+
+/* Common prologue: allowed params, id, Redis up, journal room. NULL when answered. */
+static struct id_state *begin(struct request *r, const char *const *allowed, int journals)
+{
+    uint64_t id;
+    if (api_params_only(r, allowed) < 0 || api_param_id(r, &id) < 0 || api_require_redis(r) < 0)
+        return NULL;
+    if (journals && api_require_journal_room(r) < 0)
+        return NULL;
+    return id_state_new(r, id);
+}
+
+static int param_attempt(struct request *r, int *attempt)
+{
+    char err[128];
+    int64_t v;
+    if (param_int(&r->params, "attempt", 1, 1000000, 0, &v, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return -1;
+    }
+    *attempt = (int)v;
+    return 0;
+}
+
+/* Answer the outcomes every by-id endpoint shares; returns 1 when it answered. */
+static int answer_common(struct id_state *st, const struct id_outcome *o, const char *need)
+{
+    struct request *r = st->r;
+    if (o == NULL) {
+        respond_unavailable(r, "Redis");
+        return 1;
+    }
+    switch (o->status) {
+    case ID_OK:
+        return 0;
+    case ID_MISSING:
+        respond_error(r, 404, "not_found", "no live job with this id (unknown, finished or deleted)");
+        return 1;
+    case ID_WRONG_STATE:
+        respond_error(r, 404, "not_found", "the job is %s, not %s", job_state_name(o->state), need);
+        return 1;
+    case ID_STALE:
+        respond_error(r, 409, "conflict", "your lease expired: the job was delivered again (attempt %u)", o->attempts);
+        return 1;
+    case ID_BIZ_HELD:
+        respond_error(r, 409, "conflict", "another live job holds this job's bizKey");
+        return 1;
+    }
+    return 1;
+}
+
+static void answer_state(struct id_state *st, const char *state, const char *extra_key, int64_t extra)
+{
+    struct sbuf sb = SBUF_INIT;
+    sb_puts(&sb, "{\"id\":");
+    api_json_id(&sb, st->id);
+    if (state) {
+        sb_puts(&sb, ",\"state\":");
+        sb_json_cstr(&sb, state);
+    }
+    if (extra_key)
+        sb_printf(&sb, ",\"%s\":%lld", extra_key, (long long)extra);
+    sb_putc(&sb, '}');
+    respond_json(st->r, 200, &sb);
+    sb_free(&sb);
+}
+
+/* ---- finish ---- */
+
+static void on_finished(const struct id_outcome *o, void *arg)
+{
+    struct id_state *st = arg;
+    if (answer_common(st, o, "reserved"))
+        return;
+    api_journal(st->r, st->id, st->shard, "jobs", JS_RESERVED, JS_FINISHED, o->ver, o->attempts, o->run_at, 0);
+    answer_state(st, "finished", NULL, 0);
+}
+
+void api_finish(struct request *r)
+{
+    static const char *const allowed[] = {"id", "attempt", NULL};
+    struct id_state *st = begin(r, allowed, 1);
+    int attempt;
+    if (st == NULL || param_attempt(r, &attempt) < 0)
+        return;
+    if (store_finish(&r->w->store, st->id, clock_unix_ms(), attempt, on_finished, st) < 0)
+        respond_unavailable(r, "Redis");
+}
+
+/* ---- release ---- */
+
+static void on_released(const struct id_outcome *o, void *arg)
+{
+    struct id_state *st = arg;
+    if (answer_common(st, o, "reserved"))
+        return;
+    api_journal(st->r, st->id, st->shard, "jobs", JS_RESERVED, o->state, o->ver, o->attempts, o->run_at, 0);
+    struct sbuf sb = SBUF_INIT;
+    sb_puts(&sb, "{\"id\":");
+    api_json_id(&sb, st->id);
+    sb_printf(&sb, ",\"state\":\"%s\",\"runAt\":%lld}", job_state_name(o->state), (long long)o->run_at);
+    respond_json(st->r, 200, &sb);
+    sb_free(&sb);
+}
+
+void api_release(struct request *r)
+{
+    static const char *const allowed[] = {"id", "delay", "attempt", NULL};
+    struct id_state *st = begin(r, allowed, 1);
+    int attempt;
+    int64_t delay;
+    char err[128];
+    if (st == NULL || param_attempt(r, &attempt) < 0)
+        return;
+    if (param_int(&r->params, "delay", 0, r->w->app->cfg.max_delay, 0, &delay, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    if (store_release(&r->w->store, st->id, clock_unix_ms(), delay, attempt, on_released, st) < 0)
+        respond_unavailable(r, "Redis");
+}
+
+/* ---- touch ---- */
+
+static void on_touched(const struct id_outcome *o, void *arg)
+{
+    struct id_state *st = arg;
+    if (answer_common(st, o, "reserved"))
+        return;
+    answer_state(st, NULL, "leaseUntil", o->lease_until);
+}
+
+void api_touch(struct request *r)
+{
+    static const char *const allowed[] = {"id", "attempt", NULL};
+    struct id_state *st = begin(r, allowed, 0);
+    int attempt;
+    if (st == NULL || param_attempt(r, &attempt) < 0)
+        return;
+    if (store_touch(&r->w->store, st->id, clock_unix_ms(), attempt, on_touched, st) < 0)
+        respond_unavailable(r, "Redis");
+}
+
+/* ---- delete: MySQL first ---- */
+
+static void on_deleted(const struct id_outcome *o, void *arg)
+{
+    struct id_state *st = arg;
+    if (o == NULL) {
+        /* MySQL says deleted, Redis did not answer: a retry completes it. */
+        respond_unavailable(st->r, "Redis");
+        return;
+    }
+    if (o->status != ID_OK) {
+        respond_error(st->r, 404, "not_found", "the job ended before it could be deleted");
+        return;
+    }
+    /* Make the row's final version newer than anything that happened since the pre-check. */
+    api_journal(st->r, st->id, st->shard, "jobs", o->from_state, JS_DELETED, o->ver, o->attempts, o->run_at, 0);
+    answer_state(st, "deleted", NULL, 0);
+}
+
+static void on_delete_committed(int ok, void *arg)
+{
+    struct id_state *st = arg;
+    if (!ok) {
+        respond_unavailable(st->r, "MySQL");
+        return;
+    }
+    if (store_delete(&st->r->w->store, st->id, clock_unix_ms(), on_deleted, st) < 0)
+        respond_unavailable(st->r, "Redis");
+}
+
+static void on_delete_checked(const struct job_view *v, void *arg)
+{
+    struct id_state *st = arg;
+    struct request *r = st->r;
+    if (v == NULL) {
+        respond_unavailable(r, "Redis");
+        return;
+    }
+    if (!v->found) {
+        respond_error(r, 404, "not_found", "no live job with this id (unknown, finished or deleted)");
+        return;
+    }
+    api_fill_jrec(&st->rec, r, st->id, st->shard, "jobs", v->state, JS_DELETED, v->ver + 1, v->attempts, v->run_at);
+    st->rec.force = 1;
+    if (journal_submit_sync(&st->rec, 1, r->w->inbox, on_delete_committed, st) < 0)
+        respond_unavailable(r, "MySQL");
+}
+
+void api_delete(struct request *r)
+{
+    static const char *const allowed[] = {"id", NULL};
+    struct id_state *st = begin(r, allowed, 0);
+    if (st == NULL)
+        return;
+    if (!journal_up()) {
+        respond_unavailable(r, "MySQL");
+        return;
+    }
+    if (store_inspect(&r->w->store, st->id, on_delete_checked, st) < 0)
+        respond_unavailable(r, "Redis");
+}
+
+/* ---- reschedule ---- */
+
+static void on_rescheduled(const struct id_outcome *o, void *arg)
+{
+    struct id_state *st = arg;
+    if (o && o->status == ID_WRONG_STATE) {
+        respond_error(st->r, 409, "conflict", "the job is %s; only delayed or ready jobs can be rescheduled",
+                      job_state_name(o->state));
+        return;
+    }
+    if (answer_common(st, o, "delayed or ready"))
+        return;
+    api_journal(st->r, st->id, st->shard, "jobs", o->from_state, o->state, o->ver, o->attempts, o->run_at, 0);
+    answer_state(st, NULL, "runAt", o->run_at);
+}
+
+void api_reschedule(struct request *r)
+{
+    static const char *const allowed[] = {"id", "delay", "runAt", NULL};
+    struct id_state *st = begin(r, allowed, 1);
+    if (st == NULL)
+        return;
+    const struct config *cfg = &r->w->app->cfg;
+    int64_t now = clock_unix_ms(), delay, run_at;
+    char err[160];
+    int has_delay = params_get(&r->params, "delay") != NULL, has_run_at = params_get(&r->params, "runAt") != NULL;
+    if (has_delay == has_run_at) {
+        respond_error(r, 400, "bad_request", "give exactly one of delay (ms from now) or runAt (epoch ms)");
+        return;
+    }
+    if (param_int(&r->params, "delay", 0, cfg->max_delay, 0, &delay, err, sizeof err) < 0 ||
+        param_int(&r->params, "runAt", 0, now + cfg->max_delay, 0, &run_at, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    int64_t due = has_delay ? now + delay : (run_at < now ? now : run_at);
+    if (store_reschedule(&r->w->store, st->id, now, due, on_rescheduled, st) < 0)
+        respond_unavailable(r, "Redis");
+}
+
+/* ---- inspect: Redis for the live job, MySQL for the history (and for ended jobs) ---- */
+
+struct inspect_state {
+    struct request *r;
+    uint64_t id;
+    int in_redis;
+    struct sbuf job;      /* the job object without its closing brace */
+    int db_ok;            /* MySQL answered */
+    struct sbuf history;  /* JSON array */
+};
+
+static void inspect_state_free(void *p)
+{
+    struct inspect_state *st = p;
+    sb_free(&st->job);
+    sb_free(&st->history);
+    free(st);
+}
+
+/* Pool thread: the message row (when Redis lacks the job) and the transitions. */
+static void inspect_run(MYSQL *db, void *arg)
+{
+    struct inspect_state *st = arg;
+    char sql[256];
+    if (db == NULL)
+        return;
+    if (!st->in_redis) {
+        snprintf(sql, sizeof sql,
+                 "SELECT topic, state, body, priority, ttr, tries, attempts, run_at, created_at, biz_key "
+                 "FROM message WHERE id = %llu",
+                 (unsigned long long)st->id);
+        if (mysql_query(db, sql) != 0)
+            return;
+        MYSQL_RES *res = mysql_store_result(db);
+        MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+        unsigned long *len = row ? mysql_fetch_lengths(res) : NULL;
+        if (row) {
+            sb_puts(&st->job, "{\"id\":");
+            api_json_id(&st->job, st->id);
+            sb_puts(&st->job, ",\"topic\":");
+            sb_json_str(&st->job, row[0], len[0]);
+            sb_puts(&st->job, ",\"state\":");
+            sb_json_str(&st->job, row[1], len[1]);
+            sb_puts(&st->job, ",\"body\":");
+            sb_put(&st->job, row[2], len[2]);
+            sb_printf(&st->job, ",\"priority\":%s,\"ttr\":%s,\"tries\":%s,\"attempt\":%s,\"runAt\":%s,\"createdAt\":%s",
+                      row[3], row[4], row[5], row[6], row[7], row[8]);
+            if (row[9]) {
+                sb_puts(&st->job, ",\"bizKey\":");
+                sb_json_str(&st->job, row[9], len[9]);
+            }
+        }
+        if (res)
+            mysql_free_result(res);
+    }
+    snprintf(sql, sizeof sql,
+             "SELECT from_state, to_state, at, actor, host, instance, attempts FROM transition "
+             "WHERE message_id = %llu ORDER BY seq LIMIT 1000",
+             (unsigned long long)st->id);
+    if (mysql_query(db, sql) != 0)
+        return;
+    MYSQL_RES *res = mysql_store_result(db);
+    if (res == NULL)
+        return;
+    sb_putc(&st->history, '[');
+    MYSQL_ROW row;
+    int first = 1;
+    while ((row = mysql_fetch_row(res)) != NULL) {
+        unsigned long *len = mysql_fetch_lengths(res);
+        sb_puts(&st->history, first ? "{\"state\":" : ",{\"state\":");
+        first = 0;
+        sb_json_str(&st->history, row[1], len[1]);
+        sb_puts(&st->history, ",\"from\":");
+        sb_json_str(&st->history, row[0], len[0]);
+        sb_printf(&st->history, ",\"at\":%s,\"by\":", row[2]);
+        sb_json_str(&st->history, row[3], len[3]);
+        sb_puts(&st->history, ",\"host\":");
+        sb_json_str(&st->history, row[4], len[4]);
+        sb_puts(&st->history, ",\"instance\":");
+        sb_json_str(&st->history, row[5], len[5]);
+        sb_printf(&st->history, ",\"attempt\":%s}", row[6]);
+    }
+    sb_putc(&st->history, ']');
+    mysql_free_result(res);
+    mysql_commit(db);
+    st->db_ok = 1;
+}
+
+static void inspect_done(void *arg)
+{
+    struct inspect_state *st = arg;
+    struct request *r = st->r;
+    if (st->job.len == 0) {
+        if (!st->db_ok)
+            respond_unavailable(r, "MySQL");
+        else
+            respond_error(r, 404, "not_found", "no job with this id");
+        return;
+    }
+    struct sbuf *out = &st->job;
+    sb_puts(out, ",\"history\":");
+    if (st->db_ok)
+        sb_put(out, st->history.data, st->history.len);
+    else
+        sb_puts(out, "null,\"historyError\":\"MySQL is unavailable\"");
+    sb_putc(out, '}');
+    respond_json(r, 200, out);
+}
+
+static void on_inspected(const struct job_view *v, void *arg)
+{
+    struct inspect_state *st = arg;
+    if (v == NULL) {
+        respond_unavailable(st->r, "Redis");
+        return;
+    }
+    if (v->found) {
+        st->in_redis = 1;
+        api_json_view(&st->job, st->id, v);
+    }
+    if (dbtask_submit(inspect_run, inspect_done, st->r->w->inbox, st) < 0)
+        inspect_done(st);
+}
+
+void api_jobs(struct request *r)
+{
+    static const char *const none[] = {NULL};
+    uint64_t id;
+    if (api_params_only(r, none) < 0)
+        return;
+    if (id_parse(r->route.arg, r->route.arg_len, &id) < 0) {
+        respond_error(r, 400, "bad_request", "a job id is a decimal number of up to 19 digits");
+        return;
+    }
+    if (api_require_redis(r) < 0)
+        return;
+    struct inspect_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        respond_unavailable(r, "memory");
+        return;
+    }
+    st->r = r;
+    st->id = id;
+    r->state = st;
+    r->state_free = inspect_state_free;
+    if (store_inspect(&r->w->store, id, on_inspected, st) < 0)
+        respond_unavailable(r, "Redis");
+}
+
+/* ---- dead jobs of a topic ---- */
+
+static void on_dead_list(const struct dead_job *jobs, int n, int failed, void *arg)
+{
+    struct request *r = arg;
+    if (failed) {
+        respond_unavailable(r, "Redis");
+        return;
+    }
+    struct sbuf sb = SBUF_INIT;
+    sb_puts(&sb, "{\"topic\":");
+    sb_json_str(&sb, r->route.arg, r->route.arg_len);
+    sb_puts(&sb, ",\"jobs\":[");
+    for (int i = 0; i < n; i++) {
+        const struct dead_job *d = &jobs[i];
+        if (i)
+            sb_putc(&sb, ',');
+        sb_puts(&sb, "{\"id\":");
+        api_json_id(&sb, d->id);
+        sb_puts(&sb, ",\"state\":\"dead\",\"body\":");
+        sb_put(&sb, d->body, d->body_len);
+        sb_printf(&sb, ",\"diedAt\":%lld,\"attempt\":%d,\"priority\":%d,\"ttr\":%lld,\"tries\":%d,\"runAt\":%lld",
+                  (long long)d->died_at, d->attempts, d->priority, (long long)d->ttr, d->tries, (long long)d->run_at);
+        if (d->biz_len) {
+            sb_puts(&sb, ",\"bizKey\":");
+            sb_json_str(&sb, d->biz, d->biz_len);
+        }
+        sb_putc(&sb, '}');
+    }
+    sb_puts(&sb, "]}");
+    respond_json(r, 200, &sb);
+    sb_free(&sb);
+}
+
+void api_dead(struct request *r)
+{
+    static const char *const allowed[] = {"limit", NULL};
+    int64_t limit;
+    char err[128];
+    if (api_params_only(r, allowed) < 0)
+        return;
+    if (param_int(&r->params, "limit", 1, 1000, 100, &limit, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    if (!topic_valid(r->route.arg, r->route.arg_len)) {
+        respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
+        return;
+    }
+    if (api_require_redis(r) < 0)
+        return;
+    if (store_dead_list(&r->w->store, r->route.arg, r->route.arg_len, (int)limit, on_dead_list, r) < 0)
+        respond_unavailable(r, "Redis");
+}

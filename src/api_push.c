@@ -1,0 +1,292 @@
+/* api_push.c — POST /push: one job or an array of them.
+ *
+ * Order of work, which is what makes a 200 durable (contract, "Durability"):
+ *   1. validate everything (all-or-nothing) and give each job an id on its topic's shard;
+ *   2. commit the message rows in MySQL (the journal's group commit) — MySQL down: 503, and
+ *      nothing was written anywhere;
+ *   3. add the jobs to Redis, one push.lua call per shard — Redis failing now: 503, and the
+ *      rows just committed are marked 'aborted' so /reStore never brings them back;
+ *   4. answer. A bizKey duplicate (or a replace) leaves the new row 'aborted' too: the job
+ *      that counts is the one that already held the bizKey. */
+#include "api.h"
+#include "api_util.h"
+#include "clock.h"
+#include "ids.h"
+#include "journal.h"
+#include "log.h"
+#include "metrics.h"
+#include "worker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct push_state {
+    struct request *r;
+    struct job_spec *jobs;
+    int n;
+    int is_array;
+    int64_t now;
+    struct jrec *recs;
+    struct push_outcome *outcomes;
+    char *failed;           /* per job: Redis did not take it */
+    int calls_pending;
+};
+
+static void push_state_free(void *p)
+{
+    struct push_state *st = p;
+    job_specs_free(st->jobs, st->n);
+    free(st->recs);
+    free(st->outcomes);
+    free(st->failed);
+    free(st);
+}
+
+static int initial_state(const struct job_spec *j, int64_t now)
+{
+    return j->run_at > now ? JS_DELAYED : JS_READY;
+}
+
+/* Journal what Redis decided, then answer. */
+static void finish_push(struct push_state *st)
+{
+    struct request *r = st->r;
+    int nfailed = 0, nconflict = 0;
+
+    for (int i = 0; i < st->n; i++) {
+        struct job_spec *j = &st->jobs[i];
+        const struct push_outcome *o = &st->outcomes[i];
+        int first = initial_state(j, st->now);
+        if (st->failed[i] || o->code != PUSHED_NEW) {
+            /* The row committed in step 2 stands for no job: mark it so restore skips it. */
+            api_journal(r, j->id, j->shard, "jobs", first, JS_ABORTED, 2, 0, j->run_at, 1);
+        }
+        if (st->failed[i]) {
+            nfailed++;
+            continue;
+        }
+        switch (o->code) {
+        case PUSHED_NEW:
+            metrics_inc(MC_JOBS_PUSHED, 1);
+            break;
+        case PUSHED_DUP:
+            metrics_inc(MC_JOBS_DUPLICATE, 1);
+            break;
+        case PUSHED_CONFLICT:
+            nconflict++;
+            break;
+        case PUSHED_REPLACED: {
+            metrics_inc(MC_JOBS_REPLACED, 1);
+            struct jrec rec;
+            api_fill_jrec(&rec, r, o->id, j->shard, "jobs", o->from_state, o->state, o->ver, 0, o->run_at);
+            rec.kind = JR_REPLACE;
+            /* The holder's row takes this push's body and settings; the journal owns the copy. */
+            rec.replacement = calloc(1, sizeof *rec.replacement);
+            if (rec.replacement) {
+                *rec.replacement = *j;
+                j->body = NULL;
+                j->biz_key = NULL;
+            }
+            journal_submit(&rec, 1);
+            break;
+        }
+        }
+    }
+
+    if (nfailed > 0) {
+        if (st->is_array && nfailed < st->n)
+            log_warn("push: Redis took %d of %d jobs of an array; the rest were not queued", st->n - nfailed, st->n);
+        respond_unavailable(r, "Redis");
+        return;
+    }
+    if (!st->is_array && nconflict) {
+        respond_error(r, 409, "conflict", "the job holding this bizKey is reserved by a consumer; it cannot be replaced");
+        return;
+    }
+
+    struct sbuf sb = SBUF_INIT;
+    if (!st->is_array) {
+        const struct push_outcome *o = &st->outcomes[0];
+        sb_puts(&sb, "{\"id\":");
+        api_json_id(&sb, o->id);
+        sb_printf(&sb, ",\"runAt\":%lld", (long long)o->run_at);
+        if (o->code == PUSHED_DUP)
+            sb_puts(&sb, ",\"duplicate\":true");
+        if (o->code == PUSHED_REPLACED)
+            sb_puts(&sb, ",\"duplicate\":true,\"replaced\":true");
+        sb_putc(&sb, '}');
+    } else {
+        sb_puts(&sb, "{\"ids\":[");
+        for (int i = 0; i < st->n; i++) {
+            if (i)
+                sb_putc(&sb, ',');
+            api_json_id(&sb, st->outcomes[i].id);
+        }
+        sb_putc(&sb, ']');
+        const char *lists[] = {"duplicates", "replaced", "conflicts"};
+        const enum push_code codes[] = {PUSHED_DUP, PUSHED_REPLACED, PUSHED_CONFLICT};
+        for (int l = 0; l < 3; l++) {
+            int any = 0;
+            for (int i = 0; i < st->n; i++) {
+                if (st->outcomes[i].code != codes[l])
+                    continue;
+                if (any)
+                    sb_putc(&sb, ',');
+                else
+                    sb_printf(&sb, ",\"%s\":[", lists[l]);
+                sb_printf(&sb, "%d", i);
+                any = 1;
+            }
+            if (any)
+                sb_putc(&sb, ']');
+        }
+        sb_putc(&sb, '}');
+    }
+    respond_json(r, 200, &sb);
+    sb_free(&sb);
+}
+
+struct shard_call {
+    struct push_state *st;
+    int *index;   /* job indices of this call, in order */
+    int n;
+};
+
+static void on_pushed(const struct push_outcome *out, int n, void *arg)
+{
+    struct shard_call *call = arg;
+    struct push_state *st = call->st;
+    for (int k = 0; k < call->n; k++) {
+        int i = call->index[k];
+        if (out == NULL || k >= n)
+            st->failed[i] = 1;
+        else
+            st->outcomes[i] = out[k];
+    }
+    free(call->index);
+    free(call);
+    if (--st->calls_pending == 0)
+        finish_push(st);
+}
+
+static void on_committed(int ok, void *arg)
+{
+    struct push_state *st = arg;
+    if (!ok) {
+        respond_unavailable(st->r, "MySQL");
+        return;
+    }
+    struct worker *w = st->r->w;
+    st->calls_pending = 1; /* our hold while sending */
+    int *shard_of = malloc((size_t)st->n * sizeof *shard_of);
+    char *sent = calloc((size_t)st->n, 1);
+    for (int i = 0; shard_of && sent && i < st->n; i++)
+        shard_of[i] = st->jobs[i].shard;
+    for (int i = 0; i < st->n; i++) {
+        if (sent == NULL || shard_of == NULL) {
+            st->failed[i] = 1;
+            continue;
+        }
+        if (sent[i])
+            continue;
+        /* one call per shard, jobs in request order */
+        struct shard_call *call = calloc(1, sizeof *call);
+        struct job_spec **ptrs = malloc((size_t)st->n * sizeof *ptrs);
+        if (call)
+            call->index = malloc((size_t)st->n * sizeof *call->index);
+        if (!call || !ptrs || !call->index) {
+            if (call)
+                free(call->index);
+            free(call);
+            free(ptrs);
+            st->failed[i] = 1;
+            sent[i] = 1;
+            continue;
+        }
+        call->st = st;
+        for (int k = i; k < st->n; k++)
+            if (!sent[k] && shard_of[k] == shard_of[i]) {
+                sent[k] = 1;
+                call->index[call->n] = k;
+                ptrs[call->n++] = &st->jobs[k];
+            }
+        st->calls_pending++;
+        if (store_push(&w->store, shard_of[i], ptrs, call->n, st->now, on_pushed, call) < 0) {
+            for (int k = 0; k < call->n; k++)
+                st->failed[call->index[k]] = 1;
+            st->calls_pending--;
+            free(call->index);
+            free(call);
+        }
+        free(ptrs);
+    }
+    free(shard_of);
+    free(sent);
+    if (--st->calls_pending == 0)
+        finish_push(st);
+}
+
+void api_push(struct request *r)
+{
+    static const char *const none[] = {NULL};
+    if (api_params_only(r, none) < 0)
+        return;
+    struct worker *w = r->w;
+    struct app *app = w->app;
+    char err[512];
+
+    struct push_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        respond_unavailable(r, "memory");
+        return;
+    }
+    st->r = r;
+    r->state = st;
+    r->state_free = push_state_free;
+    st->now = clock_unix_ms();
+
+    switch (job_parse_push(r->body, r->body_len, &app->limits, st->now, &st->jobs, &st->n, &st->is_array, err,
+                           sizeof err)) {
+    case PUSH_OK:
+        break;
+    case PUSH_BAD:
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    case PUSH_TOO_MANY:
+        respond_error(r, 413, "too_large", "%s", err);
+        return;
+    case PUSH_NOMEM:
+        respond_unavailable(r, "memory");
+        return;
+    }
+    /* Known-down dependencies answer at once, before anything is written. */
+    if (api_require_redis(r) < 0)
+        return;
+    if (!journal_up()) {
+        respond_unavailable(r, "MySQL");
+        return;
+    }
+
+    st->recs = calloc((size_t)st->n, sizeof *st->recs);
+    st->outcomes = calloc((size_t)st->n, sizeof *st->outcomes);
+    st->failed = calloc((size_t)st->n, 1);
+    if (!st->recs || !st->outcomes || !st->failed) {
+        respond_unavailable(r, "memory");
+        return;
+    }
+    for (int i = 0; i < st->n; i++) {
+        struct job_spec *j = &st->jobs[i];
+        j->shard = topic_shard(j->topic, j->topic_len, app->cfg.redis_shards);
+        if (idgen_next(&app->ids, j->shard, st->now, &j->id) < 0) {
+            respond_unavailable(r, "the id generator (no worker id held yet)");
+            return;
+        }
+        struct jrec *rec = &st->recs[i];
+        api_fill_jrec(rec, r, j->id, j->shard, "jobs", JS_NONE, initial_state(j, st->now), 1, 0, j->run_at);
+        rec->kind = JR_INSERT;
+        rec->at = st->now;
+        rec->job = j;
+    }
+    if (journal_submit_sync(st->recs, st->n, w->inbox, on_committed, st) < 0)
+        respond_unavailable(r, "MySQL");
+}

@@ -1,0 +1,40 @@
+/* api_util.h — pieces shared by the endpoint handlers: reading common parameters (answering
+ * 400 themselves), writing jobs as JSON, and journaling a transition made in Redis. */
+#ifndef HG_API_UTIL_H
+#define HG_API_UTIL_H
+
+#include <stdint.h>
+
+#include "http.h"
+#include "sbuf.h"
+#include "store.h"
+
+/* The required "id" parameter. 0, or -1 after answering 400. */
+int api_param_id(struct request *r, uint64_t *id);
+
+/* Only these parameter names are allowed (NULL-terminated). 0, or -1 after answering 400. */
+int api_params_only(struct request *r, const char *const *allowed);
+
+/* Check Redis is usable (and, for transitions that must be journaled, that the journal has
+ * room). 0, or -1 after answering 503. */
+int api_require_redis(struct request *r);
+int api_require_journal_room(struct request *r);
+
+/* A job id as a JSON string (ids pass 2^53, so never a JSON number). */
+void api_json_id(struct sbuf *sb, uint64_t id);
+
+/* A delivered job: {"id","topic","body","priority","ttr","tries","attempt","runAt",...}. */
+void api_json_delivered(struct sbuf *sb, const struct delivered *d);
+
+/* A job seen by inspect, with its "state" (history is added by the caller). */
+void api_json_view(struct sbuf *sb, uint64_t id, const struct job_view *v);
+
+/* Journal one transition of job `id` made by this request (batched). */
+void api_journal(struct request *r, uint64_t id, int shard, const char *key, int from, int to, uint32_t ver,
+                 uint32_t attempts, int64_t run_at, int force);
+
+/* Fill a jrec for a transition (used by api_journal and the durable paths). */
+void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,
+                   uint32_t ver, uint32_t attempts, int64_t run_at);
+
+#endif

@@ -1,0 +1,37 @@
+/* app.h — what every thread of one hourglassd process shares.
+ *
+ * Set up by main before any thread starts and read-only afterwards, except for the fields
+ * marked atomic and the id generator (internally locked). Per-thread state lives in
+ * struct worker (HTTP), the mover, the journal and the background threads. */
+#ifndef HG_APP_H
+#define HG_APP_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "ids.h"
+#include "job.h"
+
+struct worker;
+struct mover;
+
+struct app {
+    struct config cfg;
+    struct job_limits limits;
+    char instance[64];        /* [instance] id, or hostname:port */
+    char hostname[64];
+    struct idgen ids;
+    int64_t started_unix_ms;
+
+    int listen_fd;
+    struct worker **workers;
+    int nworkers;
+    struct mover *mover;
+
+    atomic_int draining;      /* SIGTERM received: answer what is in flight, take nothing new */
+    atomic_int worker_id;     /* id-generator worker number held, -1 when none */
+    atomic_int_fast64_t parked; /* parked long-polls across workers (for max_parked) */
+};
+
+#endif

@@ -1,0 +1,519 @@
+/* longpoll.c — see longpoll.h. */
+#include "longpoll.h"
+#include "api.h"
+#include "api_util.h"
+#include "clock.h"
+#include "ids.h"
+#include "log.h"
+#include "metrics.h"
+#include "rconn.h"
+#include "worker.h"
+
+#include <errno.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+struct parked;
+struct topic_list;
+
+struct link {
+    struct parked *p;
+    struct topic_list *list;
+    struct link *prev, *next;
+};
+
+struct topic_list {
+    struct topic_list *chain; /* hash bucket chain */
+    struct link *head, *tail;
+    size_t len;
+    char topic[];
+};
+
+struct parked {
+    struct request *r;
+    struct longpoll *lp;
+    int ntopics;
+    const char *topics[TOPICS_PER_GET];
+    size_t lens[TOPICS_PER_GET];
+    int shards[TOPICS_PER_GET];
+    int count;
+    int64_t timeout_ms;
+    int first_attempt;     /* no reservation has come back yet */
+    int reserving;         /* a reservation is in flight */
+    int rewake;            /* a notification arrived during it */
+    int finished;          /* timed out / shutting down: answer once the reservation returns */
+    int hung_up;           /* the client is gone */
+    int linked;
+    int segment;           /* first topic of the reservation in flight */
+    int got;               /* jobs reserved so far (several segments may each give some) */
+    struct sbuf acc;       /* their JSON, comma-separated */
+    struct taken_job {
+        uint64_t id;
+        int attempt, state;
+    } taken[100];
+    struct event *timer;
+    struct event *hup;
+    struct link links[TOPICS_PER_GET];
+};
+
+struct longpoll {
+    struct worker *w;
+    struct topic_list **buckets;
+    size_t nbuckets;
+    long nparked;
+};
+
+static size_t hash_topic(const char *s, size_t len)
+{
+    size_t h = 5381;
+    for (size_t i = 0; i < len; i++)
+        h = h * 33 + (unsigned char)s[i];
+    return h;
+}
+
+static struct topic_list *find_list(struct longpoll *lp, const char *topic, size_t len, int create)
+{
+    struct topic_list **slot = &lp->buckets[hash_topic(topic, len) & (lp->nbuckets - 1)];
+    for (struct topic_list *t = *slot; t; t = t->chain)
+        if (t->len == len && memcmp(t->topic, topic, len) == 0)
+            return t;
+    if (!create)
+        return NULL;
+    struct topic_list *t = calloc(1, sizeof *t + len + 1);
+    if (t == NULL)
+        return NULL;
+    memcpy(t->topic, topic, len);
+    t->len = len;
+    t->chain = *slot;
+    *slot = t;
+    return t;
+}
+
+static void drop_list(struct longpoll *lp, struct topic_list *t)
+{
+    struct topic_list **slot = &lp->buckets[hash_topic(t->topic, t->len) & (lp->nbuckets - 1)];
+    while (*slot && *slot != t)
+        slot = &(*slot)->chain;
+    if (*slot)
+        *slot = t->chain;
+    free(t);
+}
+
+static int link_parked(struct parked *p)
+{
+    for (int i = 0; i < p->ntopics; i++) {
+        struct topic_list *t = find_list(p->lp, p->topics[i], p->lens[i], 1);
+        if (t == NULL) {
+            while (--i >= 0) { /* undo */
+                struct link *l = &p->links[i];
+                if (l->prev) l->prev->next = l->next; else l->list->head = l->next;
+                if (l->next) l->next->prev = l->prev; else l->list->tail = l->prev;
+                if (l->list->head == NULL) drop_list(p->lp, l->list);
+            }
+            return -1;
+        }
+        struct link *l = &p->links[i];
+        l->p = p;
+        l->list = t;
+        l->next = NULL;
+        l->prev = t->tail;
+        if (t->tail)
+            t->tail->next = l;
+        else
+            t->head = l;
+        t->tail = l;
+    }
+    p->linked = 1;
+    p->lp->nparked++;
+    atomic_fetch_add(&p->lp->w->app->parked, 1);
+    metrics_gauge_add(MG_PARKED, 1);
+    return 0;
+}
+
+static void unlink_parked(struct parked *p)
+{
+    if (!p->linked)
+        return;
+    for (int i = 0; i < p->ntopics; i++) {
+        struct link *l = &p->links[i];
+        if (l->prev)
+            l->prev->next = l->next;
+        else
+            l->list->head = l->next;
+        if (l->next)
+            l->next->prev = l->prev;
+        else
+            l->list->tail = l->prev;
+        if (l->list->head == NULL)
+            drop_list(p->lp, l->list);
+    }
+    p->linked = 0;
+    p->lp->nparked--;
+    atomic_fetch_sub(&p->lp->w->app->parked, 1);
+    metrics_gauge_add(MG_PARKED, -1);
+}
+
+static void parked_free(void *arg)
+{
+    struct parked *p = arg;
+    unlink_parked(p);
+    if (p->timer)
+        event_free(p->timer);
+    if (p->hup)
+        event_free(p->hup);
+    sb_free(&p->acc);
+    free(p);
+}
+
+/* Answer and forget. The request owns p (state_free), so this frees p too. */
+static void answer_empty(struct parked *p)
+{
+    unlink_parked(p);
+    respond_no_content(p->r);
+}
+
+static void try_reserve(struct parked *p);
+
+/* Pass a notification on to the next idle request parked on `topic`. */
+static void notify_list(struct longpoll *lp, struct topic_list *t)
+{
+    struct link *first = t->head;
+    for (struct link *l = t->head; l; l = l->next)
+        if (!l->p->reserving && !l->p->finished) {
+            try_reserve(l->p);
+            return;
+        }
+    if (first)
+        first->p->rewake = 1; /* everyone is mid-reservation: the oldest retries */
+}
+
+void longpoll_notify(struct longpoll *lp, const char *topic, size_t len)
+{
+    struct topic_list *t = find_list(lp, topic, len, 0);
+    if (t)
+        notify_list(lp, t);
+}
+
+static void release_taken(struct parked *p);
+
+/* Journal and render jobs just reserved for p. */
+static void take(struct parked *p, const struct delivered *jobs, int n)
+{
+    struct longpoll *lp = p->lp;
+    int64_t now = clock_unix_ms();
+    for (int i = 0; i < n && p->got < p->count; i++) {
+        const struct delivered *d = &jobs[i];
+        int shard = id_shard(d->id, lp->w->app->cfg.redis_shards);
+        api_journal(p->r, d->id, shard, "ready", JS_READY, d->state, d->ver, (uint32_t)d->attempt, d->run_at, 0);
+        if (d->attempt == 1)
+            metrics_observe(MH_LATENESS, now > d->run_at ? (double)(now - d->run_at) / 1000.0 : 0.0);
+        if (p->got)
+            sb_putc(&p->acc, ',');
+        api_json_delivered(&p->acc, d);
+        p->taken[p->got].id = d->id;
+        p->taken[p->got].attempt = d->attempt;
+        p->taken[p->got].state = d->state;
+        p->got++;
+    }
+    metrics_inc(MC_JOBS_DELIVERED, (uint64_t)n);
+}
+
+/* Answer with what was taken, then pass the notification on: more may wait for others. */
+static void deliver(struct parked *p)
+{
+    struct request *r = p->r;
+    struct longpoll *lp = p->lp;
+    if (p->hung_up) {
+        release_taken(p);
+        answer_empty(p);
+        return;
+    }
+    struct sbuf sb = SBUF_INIT;
+    if (p->count > 1)
+        sb_putc(&sb, '[');
+    sb_put(&sb, p->acc.data, p->acc.len);
+    if (p->count > 1)
+        sb_putc(&sb, ']');
+
+    char topics[TOPICS_PER_GET][TOPIC_MAX + 1];
+    size_t lens[TOPICS_PER_GET];
+    int ntopics = p->ntopics;
+    for (int i = 0; i < ntopics; i++) {
+        memcpy(topics[i], p->topics[i], p->lens[i]);
+        lens[i] = p->lens[i];
+    }
+    unlink_parked(p);
+    respond_json(r, 200, &sb); /* frees p */
+    sb_free(&sb);
+    for (int i = 0; i < ntopics; i++)
+        longpoll_notify(lp, topics[i], lens[i]);
+}
+
+static void on_reserved(const struct delivered *jobs, int n, int failed, void *arg)
+{
+    struct parked *p = arg;
+    p->reserving = 0;
+    if (n > 0)
+        take(p, jobs, n);
+    if (!failed && p->got < p->count && !p->hung_up && !p->finished) {
+        /* try the next shard's topics, in the order asked */
+        int next = p->segment;
+        while (next < p->ntopics && p->shards[next] == p->shards[p->segment])
+            next++;
+        if (next < p->ntopics) {
+            p->segment = next;
+            try_reserve(p);
+            return;
+        }
+    }
+    p->segment = 0;
+    if (p->got > 0) {
+        deliver(p);
+        return;
+    }
+    if (failed && p->first_attempt && !p->finished) {
+        unlink_parked(p);
+        respond_unavailable(p->r, "Redis");
+        return;
+    }
+    int first = p->first_attempt;
+    p->first_attempt = 0;
+    if (p->finished || p->hung_up || (first && p->timeout_ms == 0)) {
+        answer_empty(p);
+        return;
+    }
+    if (first) {
+        struct timeval tv = {(time_t)(p->timeout_ms / 1000), (suseconds_t)((p->timeout_ms % 1000) * 1000)};
+        event_add(p->timer, &tv);
+        if (p->hup)
+            event_add(p->hup, NULL);
+    }
+    if (p->rewake) {
+        p->rewake = 0;
+        try_reserve(p);
+    }
+}
+
+static void try_reserve(struct parked *p)
+{
+    struct worker *w = p->lp->w;
+    if (!p->first_attempt && !journal_accepting())
+        return; /* back-pressure: stay parked; the tick retries */
+    const char *topics[TOPICS_PER_GET];
+    size_t lens[TOPICS_PER_GET];
+    int n = 0;
+    for (int i = p->segment; i < p->ntopics && p->shards[i] == p->shards[p->segment]; i++) {
+        topics[n] = p->topics[i];
+        lens[n++] = p->lens[i];
+    }
+    p->reserving = 1;
+    if (store_reserve(&w->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(),
+                      on_reserved, p) < 0) {
+        p->reserving = 0;
+        p->segment = 0;
+        if (p->got > 0)
+            deliver(p);
+        else if (p->first_attempt) {
+            unlink_parked(p);
+            respond_unavailable(p->r, "Redis");
+        }
+    }
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct parked *p = arg;
+    metrics_inc(MC_LONGPOLL_TIMEOUTS, 1);
+    if (p->reserving) {
+        p->finished = 1;
+        return;
+    }
+    answer_empty(p);
+}
+
+static void on_hangup_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct parked *p = arg;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0)
+        return; /* the client sent more (a pipelined request): it is there; stop watching */
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        event_add(p->hup, NULL);
+        return;
+    }
+    metrics_inc(MC_LONGPOLL_HANGUPS, 1);
+    p->hung_up = 1;
+    event_free(p->hup);
+    p->hup = NULL;
+    if (p->reserving)
+        return; /* answered (and any job released) when the reservation returns */
+    answer_empty(p);
+}
+
+static void on_released(const struct id_outcome *out, void *arg)
+{
+    (void)out;
+    (void)arg;
+}
+
+/* Jobs reserved for a client that has gone: give them back now rather than after their lease. */
+static void release_taken(struct parked *p)
+{
+    struct worker *w = p->lp->w;
+    int64_t now = clock_unix_ms();
+    for (int i = 0; i < p->got; i++)
+        if (p->taken[i].state == JS_RESERVED &&
+            store_release(&w->store, p->taken[i].id, now, 0, p->taken[i].attempt, on_released, NULL) < 0)
+            log_warn("get: job %llu reserved for a client that left will be redelivered after its lease",
+                     (unsigned long long)p->taken[i].id);
+}
+
+void api_get(struct request *r)
+{
+    static const char *const allowed[] = {"timeout", "count", NULL};
+    if (api_params_only(r, allowed) < 0)
+        return;
+    struct worker *w = r->w;
+    const struct config *cfg = &w->app->cfg;
+    char err[256];
+    int64_t count, timeout_ms;
+    int64_t max_ms = (int64_t)cfg->longpoll_max * 1000;
+    if (param_int(&r->params, "count", 1, 100, 1, &count, err, sizeof err) < 0 ||
+        param_seconds(&r->params, "timeout", max_ms, 30000 < max_ms ? 30000 : max_ms, &timeout_ms, err,
+                      sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+
+    struct parked *p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        respond_unavailable(r, "memory");
+        return;
+    }
+    p->r = r;
+    p->lp = w->parked;
+    r->state = p;
+    r->state_free = parked_free;
+    int n = topic_list_parse(r->route.arg, r->route.arg_len, p->topics, p->lens, err, sizeof err);
+    if (n < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    p->ntopics = n;
+    for (int i = 0; i < n; i++)
+        p->shards[i] = topic_shard(p->topics[i], p->lens[i], cfg->redis_shards);
+    p->count = (int)count;
+    p->timeout_ms = timeout_ms;
+    p->first_attempt = 1;
+
+    if (api_require_redis(r) < 0 || api_require_journal_room(r) < 0)
+        return;
+    if (timeout_ms > 0) {
+        if (atomic_load(&w->app->parked) >= cfg->max_parked) {
+            respond_error(r, 503, "unavailable", "too many consumers are waiting on this instance (max_parked)");
+            return;
+        }
+        p->timer = evtimer_new(w->base, on_timeout, p);
+        struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
+        struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+        evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+        if (fd >= 0)
+            p->hup = event_new(w->base, fd, EV_READ, on_hangup_check, p);
+        /* filed before the first reservation: see longpoll.h */
+        if (p->timer == NULL || link_parked(p) < 0) {
+            respond_unavailable(r, "memory");
+            return;
+        }
+    }
+    try_reserve(p);
+}
+
+struct longpoll *longpoll_new(struct worker *w)
+{
+    struct longpoll *lp = calloc(1, sizeof *lp);
+    if (lp == NULL)
+        return NULL;
+    lp->w = w;
+    lp->nbuckets = 1024;
+    lp->buckets = calloc(lp->nbuckets, sizeof *lp->buckets);
+    if (lp->buckets == NULL) {
+        free(lp);
+        return NULL;
+    }
+    return lp;
+}
+
+void longpoll_free(struct longpoll *lp)
+{
+    if (lp == NULL)
+        return;
+    free(lp->buckets);
+    free(lp);
+}
+
+/* Visit each topic list once; notify may unlink and free lists, so collect names first. */
+static void for_each_list(struct longpoll *lp, void (*fn)(struct longpoll *, struct topic_list *))
+{
+    size_t n = 0;
+    for (size_t b = 0; b < lp->nbuckets; b++)
+        for (struct topic_list *t = lp->buckets[b]; t; t = t->chain)
+            n++;
+    if (n == 0)
+        return;
+    char **names = calloc(n, sizeof *names);
+    size_t *lens = calloc(n, sizeof *lens);
+    size_t k = 0;
+    for (size_t b = 0; names && lens && b < lp->nbuckets; b++)
+        for (struct topic_list *t = lp->buckets[b]; t; t = t->chain) {
+            names[k] = strndup(t->topic, t->len);
+            lens[k++] = t->len;
+        }
+    for (size_t i = 0; i < k; i++) {
+        struct topic_list *t = names[i] ? find_list(lp, names[i], lens[i], 0) : NULL;
+        if (t)
+            fn(lp, t);
+        free(names[i]);
+    }
+    free(names);
+    free(lens);
+}
+
+void longpoll_tick(struct longpoll *lp)
+{
+    for_each_list(lp, notify_list);
+}
+
+static void drain_list(struct longpoll *lp, struct topic_list *t)
+{
+    struct link *l = t->head;
+    while (l) {
+        struct parked *p = l->p;
+        struct link *next = l->next;
+        /* answering unlinks p from every list, possibly freeing t: stop at the last one */
+        int last = next == NULL;
+        if (p->reserving) {
+            p->finished = 1;
+        } else {
+            answer_empty(p);
+            if (last)
+                return;
+            /* t may be gone if p was its only member; it was not (next != NULL) */
+        }
+        l = next;
+    }
+}
+
+void longpoll_drain(struct longpoll *lp)
+{
+    for_each_list(lp, drain_list);
+}
+
+long longpoll_count(const struct longpoll *lp)
+{
+    return lp->nparked;
+}

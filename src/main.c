@@ -1,0 +1,337 @@
+/* main.c — hourglassd: command line, start-up checks, threads, signals, shutdown.
+ *
+ * Threads: N HTTP workers (worker.c), the mover with the pub/sub subscriber (mover.c), the
+ * MySQL journal (journal.c) and a small pool for other MySQL work (dbtask.c). This thread
+ * only handles signals.
+ *
+ * Shutdown on SIGTERM/SIGINT: stop accepting, answer parked long-polls (204), let in-flight
+ * requests finish (up to 8 s), stop the mover, flush the journal, exit 0. A second signal
+ * exits at once. SIGHUP reopens the log file. */
+#include "app.h"
+#include "clock.h"
+#include "config.h"
+#include "db.h"
+#include "dbtask.h"
+#include "journal.h"
+#include "log.h"
+#include "mover.h"
+#include "scripts.h"
+#include "sdnotify.h"
+#include "worker.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <hiredis/hiredis.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HOURGLASS_VERSION "1.0.0"
+#define DRAIN_DEADLINE_MS 8000
+#define JOURNAL_FLUSH_MS 2000
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: hourglassd [-c FILE] [-t] [-h] [-v]\n"
+                 "  -c FILE   configuration file (default conf/hourglass.conf)\n"
+                 "  -t        check the configuration and exit (0 = valid, 1 = not)\n"
+                 "  -p        print the effective configuration (secrets masked) and exit\n"
+                 "  -h        this help\n"
+                 "  -v        version\n");
+}
+
+/* Bind the [http] listen address. Exits with a message on failure (start-up only). */
+static int open_listener(const char *listen_addr)
+{
+    char host[256];
+    const char *colon = strrchr(listen_addr, ':');
+    size_t hlen = (size_t)(colon - listen_addr);
+    const char *h = listen_addr;
+    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
+        h++;
+        hlen -= 2;
+    }
+    if (hlen >= sizeof host)
+        hlen = sizeof host - 1;
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+
+    struct addrinfo hints, *res;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    int rc = getaddrinfo(hlen ? host : NULL, colon + 1, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "hourglassd: [http] listen %s: %s\n", listen_addr, gai_strerror(rc));
+        exit(1);
+    }
+    int fd = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 4096) < 0) {
+        fprintf(stderr, "hourglassd: cannot listen on %s: %s (is another process using it? change [http] listen)\n",
+                listen_addr, strerror(errno));
+        exit(1);
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/* The shard count is part of the data layout (ids.h): refuse to run with a different one. */
+static void check_redis_layout(const struct config *cfg)
+{
+    char host[256];
+    int port = 0, is_unix = 0;
+    if (strncmp(cfg->redis_address, "unix:", 5) == 0) {
+        snprintf(host, sizeof host, "%s", cfg->redis_address + 5);
+        is_unix = 1;
+    } else {
+        const char *colon = strrchr(cfg->redis_address, ':');
+        snprintf(host, sizeof host, "%.*s", (int)(colon - cfg->redis_address), cfg->redis_address);
+        port = atoi(colon + 1);
+    }
+    struct timeval tv = {cfg->redis_timeout_ms / 1000, (cfg->redis_timeout_ms % 1000) * 1000};
+    redisContext *c = is_unix ? redisConnectUnixWithTimeout(host, tv) : redisConnectWithTimeout(host, port, tv);
+    if (c == NULL || c->err) {
+        log_warn("Redis at %s is not reachable now (%s); starting anyway, requests get 503 until it is",
+                 cfg->redis_address, c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return;
+    }
+    redisSetTimeout(c, tv);
+    redisReply *r = NULL;
+    if (cfg->redis_password[0]) {
+        r = redisCommand(c, "AUTH %s", cfg->redis_password);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            fprintf(stderr, "hourglassd: Redis AUTH failed: %s (check [redis] password)\n", r ? r->str : c->errstr);
+            exit(1);
+        }
+        freeReplyObject(r);
+    }
+    if (cfg->redis_db) {
+        r = redisCommand(c, "SELECT %d", cfg->redis_db);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            fprintf(stderr, "hourglassd: Redis SELECT %d failed: %s (check [redis] db)\n", cfg->redis_db,
+                    r ? r->str : c->errstr);
+            exit(1);
+        }
+        freeReplyObject(r);
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%s:{w}:meta", cfg->redis_prefix);
+    r = redisCommand(c, "HSETNX %s shards %d", key, cfg->redis_shards);
+    if (r)
+        freeReplyObject(r);
+    r = redisCommand(c, "HGET %s shards", key);
+    if (r && r->type == REDIS_REPLY_STRING && atoi(r->str) != cfg->redis_shards) {
+        fprintf(stderr,
+                "hourglassd: the data under prefix \"%s\" was written with [redis] shards = %s, this config says %d.\n"
+                "  The shard count is fixed for the life of the data: set shards = %s (or use another prefix).\n",
+                cfg->redis_prefix, r->str, cfg->redis_shards, r->str);
+        exit(1);
+    }
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+}
+
+static void check_mysql_schema(const struct config *cfg)
+{
+    char err[512];
+    MYSQL *db = db_connect(cfg, err, sizeof err);
+    if (db == NULL) {
+        log_warn("MySQL is not reachable now (%s); starting anyway: pushes and deletes get 503 until it is", err);
+        return;
+    }
+    int rc = db_check_schema(db, err, sizeof err);
+    mysql_close(db);
+    if (rc == -1) {
+        fprintf(stderr, "hourglassd: %s\n  e.g.: mysql -h %s -P %d -u %s -p %s < sql/schema.sql\n", err,
+                cfg->mysql_host, cfg->mysql_port, cfg->mysql_user, cfg->mysql_database);
+        exit(1);
+    }
+    if (rc < 0)
+        log_warn("MySQL schema check failed (%s); the journal checks again when it connects", err);
+}
+
+/* ---- signals ---- */
+
+struct signals {
+    struct app *app;
+    struct event_base *base;
+    int terms;
+};
+
+static void on_term(evutil_socket_t sig, short what, void *arg)
+{
+    struct signals *s = arg;
+    if (s->terms++ > 0) {
+        log_warn("second signal: exiting now");
+        _exit(1);
+    }
+    log_info("signal %d: draining (a second one exits at once)", (int)sig);
+    event_base_loopexit(s->base, NULL);
+}
+
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    log_reopen();
+    log_info("SIGHUP: log file reopened");
+}
+
+static void shutdown_workers(struct app *app, struct signals *sigs)
+{
+    atomic_store(&app->draining, 1);
+    sd_notify_msg("STOPPING=1");
+    for (int i = 0; i < app->nworkers; i++)
+        worker_drain(app->workers[i]);
+    /* Wait for in-flight requests, still answering a second signal. */
+    int64_t deadline = clock_mono_ms() + DRAIN_DEADLINE_MS;
+    for (int i = 0; i < app->nworkers; i++) {
+        struct timespec ts;
+        for (;;) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            if (pthread_timedjoin_np(app->workers[i]->thread, NULL, &ts) == 0)
+                break;
+            event_base_loop(sigs->base, EVLOOP_NONBLOCK);
+            if (clock_mono_ms() > deadline) {
+                log_warn("%s: requests still in flight after %d ms; closing them", app->workers[i]->name,
+                         DRAIN_DEADLINE_MS);
+                event_base_loopbreak(app->workers[i]->base);
+                pthread_join(app->workers[i]->thread, NULL);
+                break;
+            }
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *conf_path = "conf/hourglass.conf";
+    int check_only = 0, print_only = 0;
+    int opt;
+    while ((opt = getopt(argc, argv, "c:tphv")) != -1) {
+        switch (opt) {
+        case 'c': conf_path = optarg; break;
+        case 't': check_only = 1; break;
+        case 'p': print_only = 1; break;
+        case 'h': usage(stdout); return 0;
+        case 'v': printf("hourglassd %s\n", HOURGLASS_VERSION); return 0;
+        default: usage(stderr); return 1;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 1;
+    }
+
+    static struct app app;
+    char err[512];
+    config_defaults(&app.cfg);
+    if (config_load(&app.cfg, conf_path, err, sizeof err) < 0 || config_validate(&app.cfg, err, sizeof err) < 0) {
+        fprintf(stderr, "hourglassd: %s\n", err);
+        return 1;
+    }
+    if (check_only) {
+        printf("hourglassd: %s: configuration OK\n", conf_path);
+        return 0;
+    }
+    if (print_only) {
+        config_print(&app.cfg, stdout);
+        return 0;
+    }
+
+    struct config *cfg = &app.cfg;
+    log_level_set((enum log_level)cfg->log_level);
+    if (log_open(cfg->log_file) < 0) {
+        fprintf(stderr, "hourglassd: cannot open [log] file %s: %s\n", cfg->log_file, strerror(errno));
+        return 1;
+    }
+    if (scripts_init() < 0)
+        return 1;
+    signal(SIGPIPE, SIG_IGN);
+    if (evthread_use_pthreads() < 0 || mysql_library_init(0, NULL, NULL) != 0) {
+        fprintf(stderr, "hourglassd: cannot initialise libevent threads or the MySQL client library\n");
+        return 1;
+    }
+
+    gethostname(app.hostname, sizeof app.hostname - 1);
+    const char *port = strrchr(cfg->listen, ':') + 1;
+    if (cfg->instance_id[0])
+        snprintf(app.instance, sizeof app.instance, "%s", cfg->instance_id);
+    else
+        snprintf(app.instance, sizeof app.instance, "%.50s:%s", app.hostname, port);
+    app.limits = (struct job_limits){cfg->max_delay, cfg->default_ttr, cfg->max_ttr, cfg->default_tries,
+                                     cfg->max_tries, cfg->max_batch};
+    app.started_unix_ms = clock_unix_ms();
+    atomic_store(&app.worker_id, -1);
+    idgen_init(&app.ids, cfg->redis_shards);
+
+    check_mysql_schema(cfg);
+    check_redis_layout(cfg);
+    app.listen_fd = open_listener(cfg->listen);
+
+    if (journal_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {
+        log_error("cannot start the MySQL threads");
+        return 1;
+    }
+    app.nworkers = cfg->http_threads;
+    app.workers = calloc((size_t)app.nworkers, sizeof *app.workers);
+    for (int i = 0; app.workers && i < app.nworkers; i++) {
+        app.workers[i] = calloc(1, sizeof **app.workers);
+        if (app.workers[i] == NULL || worker_start(app.workers[i], &app, i) < 0) {
+            log_error("cannot start HTTP worker %d", i);
+            return 1;
+        }
+    }
+    app.mover = mover_start(&app);
+    if (app.mover == NULL)
+        return 1;
+
+    struct signals sigs = {&app, event_base_new(), 0};
+    struct event *ev_term = evsignal_new(sigs.base, SIGTERM, on_term, &sigs);
+    struct event *ev_int = evsignal_new(sigs.base, SIGINT, on_term, &sigs);
+    struct event *ev_hup = evsignal_new(sigs.base, SIGHUP, on_hup, &sigs);
+    event_add(ev_term, NULL);
+    event_add(ev_int, NULL);
+    event_add(ev_hup, NULL);
+
+    log_info("hourglassd %s listening on %s (%d HTTP threads, instance %s, Redis %s, MySQL %s:%d/%s)",
+             HOURGLASS_VERSION, cfg->listen, app.nworkers, app.instance, cfg->redis_address,
+             cfg->mysql_socket[0] ? cfg->mysql_socket : cfg->mysql_host, cfg->mysql_port, cfg->mysql_database);
+    sd_notify_msg("READY=1");
+    event_base_dispatch(sigs.base);
+
+    shutdown_workers(&app, &sigs);
+    mover_stop(app.mover);
+    journal_stop(JOURNAL_FLUSH_MS);
+    dbtask_stop();
+    for (int i = 0; i < app.nworkers; i++) {
+        worker_free(app.workers[i]);
+        free(app.workers[i]);
+    }
+    free(app.workers);
+    close(app.listen_fd);
+    event_free(ev_term);
+    event_free(ev_int);
+    event_free(ev_hup);
+    event_base_free(sigs.base);
+    idgen_destroy(&app.ids);
+    mysql_library_end();
+    log_info("stopped");
+    return 0;
+}

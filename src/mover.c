@@ -1,0 +1,330 @@
+/* mover.c — see mover.h. */
+#include "mover.h"
+#include "clock.h"
+#include "idlease.h"
+#include "job.h"
+#include "journal.h"
+#include "log.h"
+#include "loopq.h"
+#include "metrics.h"
+#include "rconn.h"
+#include "retention.h"
+#include "store.h"
+#include "worker.h"
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NEVER INT64_MAX
+#define SAFETY_MS 1000
+
+struct mover {
+    struct app *app;
+    pthread_t thread;
+    struct event_base *base;
+    struct rconn *redis;
+    struct rconn *sub;
+    struct store store;
+    struct idlease *lease;
+    struct event *timer;      /* next due time of an owned shard */
+    struct event *tick;       /* every second: safety re-check, lease */
+    struct event *stop_ev;
+    int ticks;
+    int shards;
+    int64_t *next_due;        /* per shard, unix ms; NEVER when the zset is empty */
+    char *running;            /* a move.lua call is in flight */
+    char *again;              /* run again when it returns */
+    char *owned;
+    atomic_llong moved_total;
+    atomic_llong expired_total;
+};
+
+struct move_call {
+    struct mover *m;
+    int shard;
+};
+
+static void arm_timer(struct mover *m);
+static void run_shard(struct mover *m, int shard);
+
+static void journal_moves(struct mover *m, int shard, const struct move_outcome *o)
+{
+    if (o->n == 0)
+        return;
+    struct jrec *recs = calloc((size_t)o->n, sizeof *recs);
+    if (recs == NULL) {
+        log_error("mover: out of memory; %d transitions are not journaled", o->n);
+        return;
+    }
+    int64_t now = clock_unix_ms();
+    long long expired = 0;
+    for (int i = 0; i < o->n; i++) {
+        const struct moved *mv = &o->moved[i];
+        struct jrec *r = &recs[i];
+        r->kind = JR_TRANSITION;
+        r->id = mv->id;
+        r->from = (uint8_t)mv->from;
+        r->to = (uint8_t)mv->to;
+        r->ver = mv->ver;
+        r->attempts = mv->attempts;
+        r->at = now;
+        r->run_at = mv->run_at;
+        snprintf(r->actor, sizeof r->actor, "mover %s:{%d}:delay", m->app->cfg.redis_prefix, shard);
+        snprintf(r->host, sizeof r->host, "%.47s", m->app->hostname);
+        metrics_transition(mv->from, mv->to, 1);
+        if (mv->from == JS_RESERVED)
+            expired++;
+    }
+    journal_submit(recs, o->n);
+    free(recs);
+    atomic_fetch_add(&m->moved_total, o->n);
+    atomic_fetch_add(&m->expired_total, expired);
+}
+
+static void on_moved(const struct move_outcome *o, void *arg)
+{
+    struct move_call *call = arg;
+    struct mover *m = call->m;
+    int shard = call->shard;
+    free(call);
+    m->running[shard] = 0;
+    metrics_inc(MC_MOVER_RUNS, 1);
+    if (o == NULL) {
+        m->again[shard] = 0; /* Redis trouble: the safety tick retries */
+        return;
+    }
+    journal_moves(m, shard, o);
+    m->next_due[shard] = o->next_due < 0 ? NEVER : o->next_due;
+    if (o->more || m->again[shard]) {
+        m->again[shard] = 0;
+        run_shard(m, shard);
+    }
+    arm_timer(m);
+}
+
+static void run_shard(struct mover *m, int shard)
+{
+    if (m->running[shard]) {
+        m->again[shard] = 1;
+        return;
+    }
+    if (!journal_accepting())
+        return; /* back-pressure: leave the jobs where they are until MySQL catches up */
+    struct move_call *call = malloc(sizeof *call);
+    if (call == NULL)
+        return;
+    call->m = m;
+    call->shard = shard;
+    m->running[shard] = 1;
+    if (store_move(&m->store, shard, clock_unix_ms(), m->app->cfg.mover_batch, on_moved, call) < 0) {
+        m->running[shard] = 0;
+        free(call);
+    }
+}
+
+/* Run every owned shard that is due, then sleep until the next one (at most SAFETY_MS). */
+static void run_due(struct mover *m)
+{
+    int64_t now = clock_unix_ms();
+    for (int s = 0; s < m->shards; s++)
+        if (m->owned[s] && m->next_due[s] <= now)
+            run_shard(m, s);
+    arm_timer(m);
+}
+
+static void arm_timer(struct mover *m)
+{
+    int64_t next = NEVER;
+    for (int s = 0; s < m->shards; s++)
+        if (m->owned[s] && !m->running[s] && m->next_due[s] < next)
+            next = m->next_due[s];
+    int64_t now_us = clock_unix_us();
+    int64_t wait_us = next == NEVER ? SAFETY_MS * 1000 : next * 1000 - now_us;
+    if (wait_us < 0)
+        wait_us = 0;
+    if (wait_us > SAFETY_MS * 1000)
+        wait_us = SAFETY_MS * 1000;
+    struct timeval tv = {(time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000)};
+    event_add(m->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    run_due(arg);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct mover *m = arg;
+    /* Safety net: every shard, owned or not, at least once a second. */
+    for (int s = 0; s < m->shards; s++)
+        run_shard(m, s);
+    idlease_tick(m->lease);
+    if (++m->ticks % 60 == 5)
+        retention_schedule(&m->app->cfg);
+}
+
+/* "<shard> <due>" on <prefix>:wake: a sooner entry on a shard. */
+static void on_wake(struct mover *m, const char *payload, size_t len)
+{
+    char buf[64];
+    if (len >= sizeof buf)
+        return;
+    memcpy(buf, payload, len);
+    buf[len] = '\0';
+    char *end;
+    long shard = strtol(buf, &end, 10);
+    long long due = strtoll(end, NULL, 10);
+    if (shard < 0 || shard >= m->shards || due <= 0)
+        return;
+    if (due < m->next_due[shard]) {
+        m->next_due[shard] = due;
+        if (due <= clock_unix_ms())
+            run_shard(m, (int)shard);
+        arm_timer(m);
+    }
+}
+
+static void on_message(const char *channel, const char *payload, size_t len, void *arg)
+{
+    struct mover *m = arg;
+    metrics_inc(MC_PUBSUB_MESSAGES, 1);
+    size_t clen = strlen(channel);
+    if (clen > 5 && strcmp(channel + clen - 5, ":wake") == 0) {
+        on_wake(m, payload, len);
+        return;
+    }
+    for (int i = 0; i < m->app->nworkers; i++)
+        worker_notify_ready(m->app->workers[i], payload, len);
+}
+
+static void on_sub_state(struct rconn *rc, int up, void *arg)
+{
+    struct mover *m = arg;
+    if (!up)
+        return;
+    /* Notifications may have been missed while disconnected: look at everything now. */
+    for (int s = 0; s < m->shards; s++)
+        m->next_due[s] = 0;
+    run_due(m);
+    for (int i = 0; i < m->app->nworkers; i++)
+        worker_notify_ready(m->app->workers[i], NULL, 0);
+}
+
+static void on_redis_state(struct rconn *rc, int up, void *arg)
+{
+    struct mover *m = arg;
+    if (up) {
+        idlease_tick(m->lease);
+        for (int s = 0; s < m->shards; s++)
+            m->next_due[s] = 0;
+        run_due(m);
+    }
+}
+
+static void *mover_main(void *arg)
+{
+    struct mover *m = arg;
+    log_set_thread_name("mover");
+    event_base_dispatch(m->base);
+    return NULL;
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    struct mover *m = arg;
+    idlease_release(m->lease);
+    event_del(m->tick);
+    event_del(m->timer);
+    /* give the release a moment to reach Redis, then leave the loop */
+    struct timeval tv = {0, 200000};
+    event_base_loopexit(m->base, &tv);
+}
+
+struct mover *mover_start(struct app *app)
+{
+    struct mover *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    m->app = app;
+    m->shards = app->cfg.redis_shards;
+    m->next_due = calloc((size_t)m->shards, sizeof *m->next_due);
+    m->running = calloc((size_t)m->shards, 1);
+    m->again = calloc((size_t)m->shards, 1);
+    m->owned = calloc((size_t)m->shards, 1);
+    struct event_config *ec = event_config_new();
+    event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    m->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    if (!m->next_due || !m->running || !m->again || !m->owned || !m->base)
+        goto fail;
+    for (int s = 0; s < m->shards; s++)
+        m->owned[s] = 1; /* one instance moves every shard; fleets share them (issue: fleet) */
+    metrics_gauge_set(MG_OWNED_SHARDS, m->shards);
+
+    const struct config *cfg = &app->cfg;
+    struct rconn_config rcfg = {"mover", cfg->redis_address, cfg->redis_password, cfg->redis_db,
+                                cfg->redis_timeout_ms, 1};
+    m->redis = rconn_new(m->base, &rcfg, on_redis_state, m);
+    struct rconn_config scfg = {"subscriber", cfg->redis_address, cfg->redis_password, cfg->redis_db,
+                                cfg->redis_timeout_ms, 0};
+    m->sub = rconn_new(m->base, &scfg, on_sub_state, m);
+    if (m->redis == NULL || m->sub == NULL)
+        goto fail;
+    char ready[96], wake[96];
+    snprintf(ready, sizeof ready, "%s:ready", cfg->redis_prefix);
+    snprintf(wake, sizeof wake, "%s:wake", cfg->redis_prefix);
+    const char *channels[] = {ready, wake};
+    if (rconn_subscribe(m->sub, channels, 2, on_message, m) < 0)
+        goto fail;
+    m->store.rc = m->redis;
+    m->store.prefix = cfg->redis_prefix;
+    m->store.shards = m->shards;
+    m->lease = idlease_new(app, m->redis);
+    m->timer = evtimer_new(m->base, on_timer, m);
+    m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
+    m->stop_ev = evtimer_new(m->base, on_stop, m);
+    if (!m->lease || !m->timer || !m->tick || !m->stop_ev)
+        goto fail;
+    struct timeval second = {1, 0};
+    event_add(m->tick, &second);
+    arm_timer(m);
+    if (pthread_create(&m->thread, NULL, mover_main, m) != 0)
+        goto fail;
+    return m;
+fail:
+    log_error("mover: cannot start (out of memory or bad [redis] address)");
+    return NULL;
+}
+
+void mover_stop(struct mover *m)
+{
+    if (m == NULL)
+        return;
+    event_active(m->stop_ev, EV_TIMEOUT, 0);
+    pthread_join(m->thread, NULL);
+    rconn_free(m->sub);
+    rconn_free(m->redis);
+    idlease_free(m->lease);
+    event_free(m->timer);
+    event_free(m->tick);
+    event_free(m->stop_ev);
+    event_base_free(m->base);
+    free(m->next_due);
+    free(m->running);
+    free(m->again);
+    free(m->owned);
+    free(m);
+}
+
+void mover_stats_json(struct mover *m, struct sbuf *sb)
+{
+    if (m == NULL)
+        return;
+    sb_printf(sb, ",\"mover\":{\"shards\":%d,\"owned\":%lld,\"moved\":%lld,\"leasesExpired\":%lld}", m->shards,
+              (long long)metrics_gauge_get(MG_OWNED_SHARDS), (long long)atomic_load(&m->moved_total),
+              (long long)atomic_load(&m->expired_total));
+}

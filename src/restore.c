@@ -1,0 +1,598 @@
+/* restore.c — GET /reStore and GET /reStore/{id}: rebuild Redis from the MySQL journal.
+ *
+ * /reStore pages through the message rows in a live state (delayed, ready, reserved), 1000
+ * at a time in id order per state (keyset pagination on idx_state_id: memory stays flat
+ * whatever the table size), and pipelines them into Redis with restore.lua, which inserts a
+ * job only where Redis lacks it. So it is idempotent, and safe beside live traffic: a job
+ * that Redis holds is untouched; a job finished or deleted while the restore runs left a
+ * tombstone (the scripts keep them while the per-shard "restoring" flag is set) and is not
+ * brought back. expire=false (the default) leaves jobs whose runAt has passed in MySQL and
+ * counts them. Every job put back is journaled as a transition.
+ *
+ * Both run on a MySQL pool thread (dbtask.c) with a blocking Redis connection; the HTTP
+ * request waits for the result. One /reStore at a time per instance. */
+#include "api.h"
+#include "api_util.h"
+#include "app.h"
+#include "clock.h"
+#include "dbtask.h"
+#include "ids.h"
+#include "journal.h"
+#include "log.h"
+#include "metrics.h"
+#include "rsync.h"
+#include "worker.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PAGE_ROWS 1000
+#define FLAG_TTL_MS 120000
+
+static atomic_int restore_running;
+
+enum outcome { OUT_RESTORED, OUT_PRESENT, OUT_GONE, OUT_BIZHELD, OUT_FAILED };
+
+/* One message row, as read from MySQL (pointers into the MYSQL_RES). */
+struct row {
+    uint64_t id;
+    const char *topic, *biz, *body;
+    unsigned long topic_len, biz_len, body_len;
+    int64_t run_at, ttr;
+    int priority, tries, attempts;
+    unsigned ver;
+    int state;
+};
+
+static const char SELECT_COLUMNS[] = "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state";
+
+static void read_row(MYSQL_ROW m, unsigned long *len, struct row *r)
+{
+    r->id = strtoull(m[0], NULL, 10);
+    r->topic = m[1];
+    r->topic_len = len[1];
+    r->biz = m[2] ? m[2] : "";
+    r->biz_len = m[2] ? len[2] : 0;
+    r->body = m[3];
+    r->body_len = len[3];
+    r->run_at = strtoll(m[4], NULL, 10);
+    r->priority = atoi(m[5]);
+    r->ttr = strtoll(m[6], NULL, 10);
+    r->tries = atoi(m[7]);
+    r->attempts = atoi(m[8]);
+    r->ver = (unsigned)strtoul(m[9], NULL, 10);
+    r->state = job_state_parse(m[10]);
+}
+
+/* Queue one restore.lua call for rows[0..n) (all on `shard`). */
+static int append_restore(redisContext *c, const struct config *cfg, int shard, struct row **rows, int n, int64_t now)
+{
+    int argc = 6 + 10 * n;
+    const char **argv = malloc((size_t)argc * sizeof *argv);
+    size_t *lens = malloc((size_t)argc * sizeof *lens);
+    char(*nums)[24] = malloc((size_t)(2 + 7 * n) * sizeof *nums);
+    char(*keys)[ID_KEY_LEN + 1] = malloc((size_t)n * sizeof *keys);
+    char jobs_key[160];
+    int rc = -1;
+    if (argv && lens && nums && keys) {
+        int a = 3, k = 0;
+#define STR(s, l) (argv[a] = (s), lens[a] = (l), a++)
+#define NUM(v) (lens[a] = (size_t)snprintf(nums[k], 24, "%lld", (long long)(v)), argv[a] = nums[k++], a++)
+        int klen = store_key(jobs_key, sizeof jobs_key, cfg->redis_prefix, shard, "jobs");
+        STR(jobs_key, (size_t)klen);
+        NUM(now);
+        NUM(n);
+        for (int i = 0; i < n; i++) {
+            const struct row *r = rows[i];
+            id_to_key(r->id, keys[i]);
+            STR(keys[i], ID_KEY_LEN);
+            STR(r->topic, r->topic_len);
+            STR(r->body, r->body_len);
+            NUM(r->run_at);
+            NUM(r->priority);
+            NUM(r->ttr);
+            NUM(r->tries);
+            STR(r->biz, r->biz_len);
+            NUM(r->attempts);
+            NUM(r->ver);
+        }
+#undef STR
+#undef NUM
+        rc = rsync_append_eval(c, SCRIPT_RESTORE, a, argv, lens);
+    }
+    free(argv);
+    free(lens);
+    free(nums);
+    free(keys);
+    return rc;
+}
+
+/* Map restore.lua's answer for one job; on OUT_RESTORED also its new state and version. */
+static enum outcome read_outcome(const redisReply *e, int *state, unsigned *ver)
+{
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 || e->element[0]->type != REDIS_REPLY_STRING)
+        return OUT_FAILED;
+    const char *code = e->element[0]->str;
+    if (strcmp(code, "restored") == 0 && e->elements >= 3) {
+        *state = (int)e->element[1]->integer;
+        *ver = (unsigned)e->element[2]->integer;
+        return OUT_RESTORED;
+    }
+    if (strcmp(code, "present") == 0)
+        return OUT_PRESENT;
+    if (strcmp(code, "gone") == 0)
+        return OUT_GONE;
+    if (strcmp(code, "bizheld") == 0)
+        return OUT_BIZHELD;
+    return OUT_FAILED;
+}
+
+static void journal_restored(const struct app *app, const struct row *r, int shard, int to, unsigned ver,
+                             const char *who)
+{
+    struct jrec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = JR_TRANSITION;
+    rec.id = r->id;
+    rec.from = (uint8_t)(r->state > 0 ? r->state : JS_NONE);
+    rec.to = (uint8_t)to;
+    rec.ver = ver;
+    rec.attempts = (uint32_t)r->attempts;
+    rec.at = clock_unix_ms();
+    rec.run_at = r->run_at;
+    /* ver is the row's version + 1, so this update applies over whatever the row said */
+    snprintf(rec.actor, sizeof rec.actor, "%s %s:{%d}:jobs", who, app->cfg.redis_prefix, shard);
+    snprintf(rec.host, sizeof rec.host, "%.47s", app->hostname);
+    journal_submit(&rec, 1);
+    metrics_transition(rec.from, to, 1);
+}
+
+/* Set (ttl > 0) or clear the per-shard "restoring" flags; clearing also drops tombstones. */
+static int set_restoring(redisContext *c, const struct config *cfg, int on)
+{
+    for (int s = 0; s < cfg->redis_shards; s++) {
+        char flag[160], gone[160];
+        store_key(flag, sizeof flag, cfg->redis_prefix, s, "restoring");
+        store_key(gone, sizeof gone, cfg->redis_prefix, s, "gone");
+        if (on)
+            redisAppendCommand(c, "SET %s 1 PX %d", flag, FLAG_TTL_MS);
+        else
+            redisAppendCommand(c, "DEL %s %s", flag, gone);
+    }
+    int ok = 0;
+    for (int s = 0; s < cfg->redis_shards; s++) {
+        redisReply *r = rsync_reply(c);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR)
+            ok = -1;
+        if (r)
+            freeReplyObject(r);
+    }
+    return ok;
+}
+
+/* ---- /reStore ---- */
+
+struct restore_all {
+    struct request *r;
+    struct app *app;
+    int expire;
+    int64_t started_ms;
+    long scanned, restored, present, expired_skipped, gone, biz_held, misplaced;
+    const char *unavailable; /* "MySQL" / "Redis" when it could not finish */
+};
+
+/* One page of one state. Returns rows read (0 = done), or -1 on failure. */
+static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, const char *state, uint64_t *after)
+{
+    const struct config *cfg = &ra->app->cfg;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM message WHERE state = '%s' AND id > %llu ORDER BY id LIMIT %d",
+             SELECT_COLUMNS, state, (unsigned long long)*after, PAGE_ROWS);
+    if (mysql_query(db, sql) != 0) {
+        log_warn("restore: %s", mysql_error(db));
+        ra->unavailable = "MySQL";
+        return -1;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    if (res == NULL) {
+        ra->unavailable = "MySQL";
+        return -1;
+    }
+    int n = (int)mysql_num_rows(res);
+    struct row *rows = calloc((size_t)(n ? n : 1), sizeof *rows);
+    struct row **by_shard = calloc((size_t)(n ? n : 1), sizeof *by_shard);
+    int *shard_of = calloc((size_t)(n ? n : 1), sizeof *shard_of);
+    int rc = n;
+    if (!rows || !by_shard || !shard_of) {
+        rc = -1;
+        ra->unavailable = "memory";
+        goto out;
+    }
+    int64_t now = clock_unix_ms();
+    int take = 0;
+    for (int i = 0; i < n; i++) {
+        MYSQL_ROW m = mysql_fetch_row(res);
+        read_row(m, mysql_fetch_lengths(res), &rows[i]);
+        *after = rows[i].id;
+        ra->scanned++;
+        shard_of[i] = -1;
+        if (!ra->expire && rows[i].run_at <= now) {
+            ra->expired_skipped++;
+            continue;
+        }
+        int s = id_shard(rows[i].id, cfg->redis_shards);
+        if (s != topic_shard(rows[i].topic, rows[i].topic_len, cfg->redis_shards)) {
+            ra->misplaced++; /* written under another [redis] shards value: cannot be placed */
+            continue;
+        }
+        shard_of[i] = s;
+        take++;
+    }
+    if (take == 0)
+        goto out;
+
+    /* One restore.lua call per shard, pipelined; replies come back in the same order. */
+    int calls = 0;
+    int order[256]; /* shard of each call */
+    for (int s = 0; s < cfg->redis_shards; s++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (shard_of[i] == s)
+                by_shard[k++] = &rows[i];
+        if (k == 0)
+            continue;
+        if (append_restore(c, cfg, s, by_shard, k, now) < 0) {
+            rc = -1;
+            ra->unavailable = "memory";
+            goto out;
+        }
+        order[calls++] = s;
+    }
+    for (int call = 0; call < calls; call++) {
+        redisReply *reply = rsync_reply(c);
+        if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
+            log_warn("restore: Redis failed: %s", reply && reply->str ? reply->str : c->errstr);
+            if (reply)
+                freeReplyObject(reply);
+            ra->unavailable = "Redis";
+            rc = -1;
+            goto out;
+        }
+        int s = order[call], k = 0;
+        for (int i = 0; i < n && (size_t)k < reply->elements; i++) {
+            if (shard_of[i] != s)
+                continue;
+            int to = 0;
+            unsigned ver = 0;
+            switch (read_outcome(reply->element[k++], &to, &ver)) {
+            case OUT_RESTORED:
+                ra->restored++;
+                journal_restored(ra->app, &rows[i], s, to, ver, "restore");
+                break;
+            case OUT_PRESENT: ra->present++; break;
+            case OUT_GONE: ra->gone++; break;
+            case OUT_BIZHELD: ra->biz_held++; break;
+            case OUT_FAILED: break;
+            }
+        }
+        freeReplyObject(reply);
+    }
+out:
+    free(rows);
+    free(by_shard);
+    free(shard_of);
+    mysql_free_result(res);
+    mysql_commit(db); /* end the read snapshot: each page sees current data */
+    return rc;
+}
+
+static void restore_all_run(MYSQL *db, void *arg)
+{
+    struct restore_all *ra = arg;
+    const struct config *cfg = &ra->app->cfg;
+    if (db == NULL) {
+        ra->unavailable = "MySQL";
+        return;
+    }
+    char err[256];
+    redisContext *c = rsync_connect(cfg, err, sizeof err);
+    if (c == NULL) {
+        log_warn("restore: cannot connect to Redis: %s", err);
+        ra->unavailable = "Redis";
+        return;
+    }
+    if (set_restoring(c, cfg, 1) < 0) {
+        ra->unavailable = "Redis";
+        redisFree(c);
+        return;
+    }
+    int64_t flags_set = clock_mono_ms();
+    static const char *const live[] = {"delayed", "ready", "reserved"};
+    for (int st = 0; st < 3 && !ra->unavailable; st++) {
+        uint64_t after = 0;
+        for (;;) {
+            /* back-pressure: the journal must keep up with the transitions we add */
+            while (!journal_accepting() && !dbtask_stopping())
+                usleep(10000);
+            if (dbtask_stopping()) {
+                ra->unavailable = "this instance (shutting down)";
+                break;
+            }
+            int got = restore_page(ra, db, c, live[st], &after);
+            if (got <= 0)
+                break;
+            if (clock_mono_ms() - flags_set > FLAG_TTL_MS / 4) {
+                set_restoring(c, cfg, 1);
+                flags_set = clock_mono_ms();
+            }
+        }
+    }
+    set_restoring(c, cfg, 0);
+    redisFree(c);
+    metrics_inc(MC_RESTORED, (uint64_t)ra->restored);
+    log_info("restore: scanned %ld, restored %ld, present %ld, expiredSkipped %ld, gone %ld, bizHeld %ld in %lld ms",
+             ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held,
+             (long long)(clock_unix_ms() - ra->started_ms));
+}
+
+static void restore_all_done(void *arg)
+{
+    struct restore_all *ra = arg;
+    atomic_store(&restore_running, 0);
+    if (ra->unavailable) {
+        respond_unavailable(ra->r, ra->unavailable);
+        return;
+    }
+    struct sbuf sb = SBUF_INIT;
+    sb_printf(&sb,
+              "{\"scanned\":%ld,\"restored\":%ld,\"present\":%ld,\"expiredSkipped\":%ld,\"gone\":%ld,"
+              "\"bizHeld\":%ld,\"misplaced\":%ld,\"expire\":%s,\"ms\":%lld}",
+              ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held, ra->misplaced,
+              ra->expire ? "true" : "false", (long long)(clock_unix_ms() - ra->started_ms));
+    respond_json(ra->r, 200, &sb);
+    sb_free(&sb);
+}
+
+static void free_state(void *p)
+{
+    free(p);
+}
+
+void api_restore(struct request *r)
+{
+    static const char *const allowed[] = {"expire", NULL};
+    int expire;
+    char err[128];
+    if (api_params_only(r, allowed) < 0)
+        return;
+    if (param_bool(&r->params, "expire", 0, &expire, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&restore_running, &idle, 1)) {
+        respond_error(r, 409, "conflict", "a restore is already running on this instance");
+        return;
+    }
+    struct restore_all *ra = calloc(1, sizeof *ra);
+    if (ra == NULL) {
+        atomic_store(&restore_running, 0);
+        respond_unavailable(r, "memory");
+        return;
+    }
+    ra->r = r;
+    ra->app = r->w->app;
+    ra->expire = expire;
+    ra->started_ms = clock_unix_ms();
+    r->state = ra;
+    r->state_free = free_state;
+    log_info("restore: started by %s (expire=%s)", r->client, expire ? "true" : "false");
+    if (dbtask_submit(restore_all_run, restore_all_done, r->w->inbox, ra) < 0) {
+        atomic_store(&restore_running, 0);
+        respond_unavailable(r, "the MySQL task queue");
+    }
+}
+
+/* ---- /reStore/{id} ---- */
+
+struct restore_one {
+    struct request *r;
+    struct app *app;
+    uint64_t id;
+    int force;
+    int status;         /* HTTP status to answer */
+    int restored;
+    int state;          /* state now */
+    char message[160];  /* for errors */
+};
+
+/* Run one script on the job's shard and return its reply (caller frees). */
+static redisReply *eval_one(redisContext *c, const struct config *cfg, enum script_id script, uint64_t id,
+                            int64_t now, int with_now)
+{
+    char key[160], idkey[ID_KEY_LEN + 1], nowbuf[24];
+    int klen = store_key(key, sizeof key, cfg->redis_prefix, id_shard(id, cfg->redis_shards), "jobs");
+    id_to_key(id, idkey);
+    int nlen = snprintf(nowbuf, sizeof nowbuf, "%lld", (long long)now);
+    const char *argv[6] = {NULL, NULL, NULL, key, idkey, nowbuf};
+    size_t lens[6] = {0, 0, 0, (size_t)klen, ID_KEY_LEN, (size_t)nlen};
+    if (rsync_append_eval(c, script, with_now ? 6 : 5, argv, lens) < 0)
+        return NULL;
+    return rsync_reply(c);
+}
+
+static void restore_one_run(MYSQL *db, void *arg)
+{
+    struct restore_one *ro = arg;
+    const struct config *cfg = &ro->app->cfg;
+    ro->status = 503;
+    snprintf(ro->message, sizeof ro->message, "MySQL");
+    if (db == NULL)
+        return;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT %s FROM message WHERE id = %llu", SELECT_COLUMNS, (unsigned long long)ro->id);
+    if (mysql_query(db, sql) != 0)
+        return;
+    MYSQL_RES *res = mysql_store_result(db);
+    if (res == NULL)
+        return;
+    MYSQL_ROW m = mysql_fetch_row(res);
+    struct row row;
+    memset(&row, 0, sizeof row);
+    if (m)
+        read_row(m, mysql_fetch_lengths(res), &row);
+
+    char err[256];
+    redisContext *c = rsync_connect(cfg, err, sizeof err);
+    snprintf(ro->message, sizeof ro->message, "Redis");
+    if (c == NULL)
+        goto out;
+    int64_t now = clock_unix_ms();
+    int shard = id_shard(ro->id, cfg->redis_shards);
+    redisReply *view = eval_one(c, cfg, SCRIPT_INSPECT, ro->id, now, 0);
+    if (view == NULL || view->type != REDIS_REPLY_ARRAY)
+        goto out_reply;
+
+    if (view->elements > 0) {
+        /* Redis holds it: only a dead job has anything to restore (a requeue). */
+        ro->state = (int)view->element[0]->integer;
+        if (ro->state != JS_DEAD) {
+            ro->status = 200;
+            goto out_reply;
+        }
+        redisReply *rq = eval_one(c, cfg, SCRIPT_REQUEUE, ro->id, now, 1);
+        if (rq && rq->type == REDIS_REPLY_ARRAY && rq->elements >= 2 && strcmp(rq->element[0]->str, "ok") == 0) {
+            ro->status = 200;
+            ro->restored = 1;
+            ro->state = JS_READY;
+            row.state = JS_DEAD;
+            row.attempts = 0;
+            if (m)
+                journal_restored(ro->app, &row, shard, JS_READY, (unsigned)rq->element[1]->integer, "requeue");
+        } else if (rq && rq->type == REDIS_REPLY_ARRAY && rq->elements >= 1 && strcmp(rq->element[0]->str, "bizheld") == 0) {
+            ro->status = 409;
+            snprintf(ro->message, sizeof ro->message, "another live job holds this job's bizKey");
+        }
+        if (rq)
+            freeReplyObject(rq);
+        goto out_reply;
+    }
+
+    /* Redis lacks it: MySQL decides. */
+    if (m == NULL) {
+        ro->status = 404;
+        snprintf(ro->message, sizeof ro->message, "no job with this id in MySQL");
+        goto out_reply;
+    }
+    int live = row.state == JS_DELAYED || row.state == JS_READY || row.state == JS_RESERVED;
+    if (!live && row.state != JS_DEAD && !ro->force) {
+        ro->status = 409;
+        snprintf(ro->message, sizeof ro->message, "the job is %s; add force=true to run it again",
+                 job_state_name(row.state));
+        goto out_reply;
+    }
+    struct row put = row;
+    if (!live) {
+        put.attempts = 0;  /* a dead or ended job starts over */
+        put.run_at = now;
+    }
+    struct row *one = &put;
+    redisReply *rr = NULL;
+    if (append_restore(c, cfg, shard, &one, 1, now) == 0)
+        rr = rsync_reply(c);
+    int to = 0;
+    unsigned ver = 0;
+    enum outcome out = (rr && rr->type == REDIS_REPLY_ARRAY && rr->elements == 1) ? read_outcome(rr->element[0], &to, &ver)
+                                                                                 : OUT_FAILED;
+    if (rr)
+        freeReplyObject(rr);
+    switch (out) {
+    case OUT_RESTORED:
+        ro->status = 200;
+        ro->restored = 1;
+        ro->state = to;
+        journal_restored(ro->app, &put, shard, to, ver, "restore");
+        metrics_inc(MC_RESTORED, 1);
+        break;
+    case OUT_PRESENT:
+        ro->status = 200;
+        ro->state = row.state;
+        break;
+    case OUT_BIZHELD:
+        ro->status = 409;
+        snprintf(ro->message, sizeof ro->message, "another live job holds this job's bizKey");
+        break;
+    case OUT_GONE:
+        ro->status = 409;
+        snprintf(ro->message, sizeof ro->message, "the job ended while a restore was running");
+        break;
+    case OUT_FAILED:
+        break;
+    }
+out_reply:
+    if (view)
+        freeReplyObject(view);
+    redisFree(c);
+out:
+    mysql_free_result(res);
+    mysql_commit(db);
+}
+
+static void restore_one_done(void *arg)
+{
+    struct restore_one *ro = arg;
+    struct request *r = ro->r;
+    switch (ro->status) {
+    case 200: {
+        struct sbuf sb = SBUF_INIT;
+        sb_puts(&sb, "{\"id\":");
+        api_json_id(&sb, ro->id);
+        sb_printf(&sb, ",\"restored\":%s,\"state\":\"%s\"}", ro->restored ? "true" : "false",
+                  job_state_name(ro->state));
+        respond_json(r, 200, &sb);
+        sb_free(&sb);
+        return;
+    }
+    case 404:
+        respond_error(r, 404, "not_found", "%s", ro->message);
+        return;
+    case 409:
+        respond_error(r, 409, "conflict", "%s", ro->message);
+        return;
+    default:
+        respond_unavailable(r, ro->message);
+    }
+}
+
+void api_restore_one(struct request *r)
+{
+    static const char *const allowed[] = {"force", NULL};
+    int force;
+    uint64_t id;
+    char err[128];
+    if (api_params_only(r, allowed) < 0)
+        return;
+    if (param_bool(&r->params, "force", 0, &force, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    if (id_parse(r->route.arg, r->route.arg_len, &id) < 0) {
+        respond_error(r, 400, "bad_request", "a job id is a decimal number of up to 19 digits");
+        return;
+    }
+    struct restore_one *ro = calloc(1, sizeof *ro);
+    if (ro == NULL) {
+        respond_unavailable(r, "memory");
+        return;
+    }
+    ro->r = r;
+    ro->app = r->w->app;
+    ro->id = id;
+    ro->force = force;
+    r->state = ro;
+    r->state_free = free_state;
+    if (dbtask_submit(restore_one_run, restore_one_done, r->w->inbox, ro) < 0)
+        respond_unavailable(r, "the MySQL task queue");
+}
