@@ -1,0 +1,66 @@
+#!/bin/sh
+# Install the Debian 12 packages hourglass needs, only when some are missing.
+#
+#   scripts/deps.sh [core|bench|fuzz]      (default: core; `make deps` runs this)
+#
+#   core   build the daemon, run it and its tests (private Redis + MariaDB, Check, curl)
+#   bench  core + load generator and profilers
+#   fuzz   core + clang and its sanitizer/fuzzer runtime
+#
+# When everything is installed this prints one line and exits 0 without touching apt.
+# Otherwise, as root: apt-get update + apt-get install --no-install-recommends.
+# Not root: prints the command to run and exits 1 (sudo is never assumed to exist).
+# Installing redis-server / mariadb-server may start the system services on 6379 / 3306;
+# that is fine, hourglass's private servers (scripts/stack.sh) use other ports.
+set -eu
+
+core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev
+      libmariadb-dev libmariadb-dev-compat check redis-server mariadb-server mariadb-client
+      curl python3 procps iproute2 nginx-light"
+
+set_name=${1:-core}
+case "$set_name" in
+    core)  pkgs="$core" ;;
+    bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind" ;;
+    fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
+    *)
+        echo "usage: scripts/deps.sh [core|bench|fuzz]  (got '$set_name')" >&2
+        exit 2
+        ;;
+esac
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    echo "deps.sh: dpkg-query not found: this script supports Debian 12 only; install by hand:" $pkgs >&2
+    exit 1
+fi
+
+# One dpkg-query call for all packages; unknown packages only produce a stderr line.
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+installed=" $(dpkg-query -W -f='${Package} ${Status}\n' $pkgs 2>/dev/null |
+              awk '$2 == "install" && $3 == "ok" && $4 == "installed" { printf "%s ", $1 }' || true) "
+missing=""
+for p in $pkgs; do
+    case "$installed" in
+        *" $p "*) ;;
+        *) missing="$missing $p" ;;
+    esac
+done
+missing=${missing# }
+
+if [ -z "$missing" ]; then
+    echo "deps.sh: all $set_name packages are installed"
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: missing Debian packages ($set_name): $missing" >&2
+    echo "deps.sh: as root, run:" >&2
+    echo "    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing" >&2
+    exit 1
+fi
+
+echo "deps.sh: installing missing $set_name packages: $missing"
+apt-get update
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing
