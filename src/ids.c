@@ -37,7 +37,7 @@ void idgen_set_worker(struct idgen *g, int worker, int64_t floor_unix_ms)
         g->worker = worker;
         /* A new worker number shares nothing with the old one; start at the floor. */
         int64_t floor = floor_unix_ms - IDS_EPOCH_MS;
-        g->cur_ms = floor > 0 ? floor + 1 : 0;
+        g->cur_ms = floor >= 0 ? floor + 1 : 0;
         reset_counters(g);
     } else if (floor_unix_ms - IDS_EPOCH_MS >= g->cur_ms) {
         g->cur_ms = floor_unix_ms - IDS_EPOCH_MS + 1;
