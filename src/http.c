@@ -204,7 +204,7 @@ static void rewrite_error_page(struct worker *w, struct evbuffer *buf)
                          : status == 405 || status == 501 ? "method_not_allowed" : "bad_request";
         const char *message = status == 413 ? "request body or headers larger than the server accepts"
                             : status == 501 ? "unsupported HTTP method"
-                            : "malformed HTTP request";
+                            : "malformed HTTP request line or headers (or a header block over max_header bytes)";
         if (status == 501)
             status = 405; /* never a 5xx for bad input */
         else if (status != 413 && status != 404)
