@@ -23,6 +23,7 @@ static int grow(struct sbuf *sb, size_t extra)
     }
     sb->data = data;
     sb->cap = cap;
+    sb->data[sb->len] = '\0'; /* a fresh allocation is not terminated yet (sb_reserve, sb_steal) */
     return 0;
 }
 
