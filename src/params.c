@@ -23,7 +23,14 @@ static int add(struct params *p, const char *name, size_t name_len, const char *
                char *err, size_t errlen)
 {
     char decoded_name[PARAM_NAME_MAX + 1];
-    long n = percent_decode(name, name_len, decoded_name, sizeof decoded_name, 1);
+    long n = -1;
+    if (decode) {
+        n = percent_decode(name, name_len, decoded_name, sizeof decoded_name, 1);
+    } else if (name_len < sizeof decoded_name) { /* a JSON member name is taken literally */
+        memcpy(decoded_name, name, name_len);
+        decoded_name[name_len] = '\0';
+        n = (long)name_len;
+    }
     if (n <= 0) {
         snprintf(err, errlen, n == 0 ? "empty parameter name" : "malformed or too long parameter name");
         return -1;
