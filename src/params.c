@@ -127,7 +127,14 @@ int params_parse_json(struct params *p, const char *s, size_t len, char *err, si
             text_len = (size_t)snprintf(tmp, sizeof tmp, "%lld", (long long)json_integer_value(value));
             text = tmp;
         } else if (json_is_real(value)) {
-            text_len = (size_t)snprintf(tmp, sizeof tmp, "%.17g", json_real_value(value));
+            /* The shortest text that reads back as the same double, so 0.1 becomes "0.1" (what the
+             * client wrote, and what param_seconds accepts), not "0.10000000000000001". */
+            double d = json_real_value(value);
+            for (int prec = 15; prec <= 17; prec++) {
+                text_len = (size_t)snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+                if (strtod(tmp, NULL) == d)
+                    break;
+            }
             text = tmp;
         } else if (json_is_boolean(value)) {
             text = json_is_true(value) ? "true" : "false";
