@@ -78,6 +78,8 @@ static const struct cfg_key keys[] = {
     {"mysql", "database", CT_STR, "hourglass", 1, 64, F(mysql_database), 0, "database (schema) name"},
     {"mysql", "retention_days", CT_INT, "7", 0, 36500, F(retention_days), 0,
      "days finished/deleted/dead messages are kept; 0 = forever"},
+    {"mysql", "retention_interval", CT_INT, "60", 1, 86400, F(retention_interval), 0,
+     "seconds between retention passes"},
     {"mysql", "timeout", CT_INT, "3", 1, 300, F(mysql_timeout), 0,
      "seconds for a connect, read or write before MySQL counts as down"},
     {"mysql", "batch", CT_INT, "2000", 1, 100000, F(journal_batch), 0,

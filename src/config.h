@@ -45,6 +45,7 @@ struct config {
     char mysql_password[CONFIG_STR_MAX];
     char mysql_database[CONFIG_STR_MAX];
     int retention_days;
+    int retention_interval;    /* seconds between retention passes */
     int mysql_timeout;         /* seconds, connect/read/write */
     int journal_batch;         /* max records per MySQL transaction */
     int journal_backlog;       /* max queued transition records while MySQL is slow or down */

@@ -331,6 +331,23 @@ static int is_loopback(const char *addr)
     return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 || strncmp(addr, "::ffff:127.", 11) == 0;
 }
 
+/* Connections are counted from their first request (evhttp 2.1 has no accept hook) until
+ * evhttp frees them, which always calls the close callback. */
+static void on_connection_closed(struct evhttp_connection *evcon, void *arg)
+{
+    struct worker *w = arg;
+    if (ptrset_remove(&w->conns, evcon) == 1)
+        metrics_gauge_add(MG_CONNECTIONS, -1);
+}
+
+static void track_connection(struct worker *w, struct evhttp_connection *evcon)
+{
+    if (evcon && ptrset_add(&w->conns, evcon) == 1) {
+        metrics_gauge_add(MG_CONNECTIONS, 1);
+        evhttp_connection_set_closecb(evcon, on_connection_closed, w);
+    }
+}
+
 static int read_params(struct request *r)
 {
     char err[256];
@@ -378,6 +395,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     params_init(&r->params);
 
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    track_connection(w, evcon);
     char *peer = NULL;
     ev_uint16_t port = 0;
     if (evcon)
@@ -404,6 +422,11 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
 
+    if (metrics_gauge_get(MG_CONNECTIONS) > w->app->cfg.max_connections && r->endpoint != EP_HEALTH) {
+        respond_header(r, "Connection", "close");
+        respond_error(r, 503, "unavailable", "too many open connections on this instance (max_connections)");
+        return;
+    }
     const char *allow;
     if (!router_method_allowed(r->endpoint, r->method, &allow)) {
         respond_error(r, 405, "method_not_allowed", "use %s for this endpoint", allow);

@@ -1,6 +1,7 @@
 /* mover.c — see mover.h. */
 #include "mover.h"
 #include "clock.h"
+#include "fleet.h"
 #include "idlease.h"
 #include "job.h"
 #include "journal.h"
@@ -29,6 +30,7 @@ struct mover {
     struct rconn *sub;
     struct store store;
     struct idlease *lease;
+    struct fleet *fleet;
     struct event *timer;      /* next due time of an owned shard */
     struct event *tick;       /* every second: safety re-check, lease */
     struct event *stop_ev;
@@ -156,6 +158,40 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     run_due(arg);
 }
 
+/* This instance's summary for the fleet view of /stats. */
+static void local_stats(struct mover *m, struct sbuf *sb)
+{
+    struct app *app = m->app;
+    int owned = 0;
+    for (int s = 0; s < m->shards; s++)
+        owned += m->owned[s];
+    sb_puts(sb, "{\"instance\":");
+    sb_json_cstr(sb, app->instance);
+    sb_printf(sb,
+              ",\"workerId\":%d,\"startedAt\":%lld,\"ownedShards\":%d,\"parked\":%lld,\"connections\":%lld,"
+              "\"journalBacklog\":%ld,\"mysql\":\"%s\",\"draining\":%s,\"pushed\":%llu,\"delivered\":%llu,"
+              "\"moved\":%lld}",
+              atomic_load(&app->worker_id), (long long)app->started_unix_ms, owned,
+              (long long)atomic_load(&app->parked), (long long)metrics_gauge_get(MG_CONNECTIONS), journal_backlog(),
+              journal_up() ? "up" : "down", atomic_load(&app->draining) ? "true" : "false",
+              (unsigned long long)metrics_counter_get(MC_JOBS_PUSHED),
+              (unsigned long long)metrics_counter_get(MC_JOBS_DELIVERED), (long long)atomic_load(&m->moved_total));
+}
+
+static void on_owned(const char *owned, int shards, void *arg)
+{
+    struct mover *m = arg;
+    int count = 0;
+    for (int s = 0; s < shards && s < m->shards; s++) {
+        if (owned[s] && !m->owned[s])
+            m->next_due[s] = 0; /* newly ours: look at it now */
+        m->owned[s] = owned[s];
+        count += owned[s];
+    }
+    metrics_gauge_set(MG_OWNED_SHARDS, count);
+    run_due(m);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct mover *m = arg;
@@ -163,7 +199,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     for (int s = 0; s < m->shards; s++)
         run_shard(m, s);
     idlease_tick(m->lease);
-    if (++m->ticks % 60 == 5)
+    struct sbuf local = SBUF_INIT;
+    local_stats(m, &local);
+    fleet_tick(m->fleet, local.data ? local.data : "{}");
+    sb_free(&local);
+    if (++m->ticks % m->app->cfg.retention_interval == 0)
         retention_schedule(&m->app->cfg);
 }
 
@@ -237,6 +277,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 {
     struct mover *m = arg;
     idlease_release(m->lease);
+    fleet_leave(m->fleet);
     event_del(m->tick);
     event_del(m->timer);
     /* give the release a moment to reach Redis, then leave the loop */
@@ -262,7 +303,7 @@ struct mover *mover_start(struct app *app)
     if (!m->next_due || !m->running || !m->again || !m->owned || !m->base)
         goto fail;
     for (int s = 0; s < m->shards; s++)
-        m->owned[s] = 1; /* one instance moves every shard; fleets share them (issue: fleet) */
+        m->owned[s] = 1; /* alone until the fleet registry says otherwise (fleet.c) */
     metrics_gauge_set(MG_OWNED_SHARDS, m->shards);
 
     const struct config *cfg = &app->cfg;
@@ -284,10 +325,11 @@ struct mover *mover_start(struct app *app)
     m->store.prefix = cfg->redis_prefix;
     m->store.shards = m->shards;
     m->lease = idlease_new(app, m->redis);
+    m->fleet = fleet_new(app, m->redis, on_owned, m);
     m->timer = evtimer_new(m->base, on_timer, m);
     m->tick = event_new(m->base, -1, EV_PERSIST, on_tick, m);
     m->stop_ev = evtimer_new(m->base, on_stop, m);
-    if (!m->lease || !m->timer || !m->tick || !m->stop_ev)
+    if (!m->lease || !m->fleet || !m->timer || !m->tick || !m->stop_ev)
         goto fail;
     struct timeval second = {1, 0};
     event_add(m->tick, &second);
@@ -309,6 +351,7 @@ void mover_stop(struct mover *m)
     rconn_free(m->sub);
     rconn_free(m->redis);
     idlease_free(m->lease);
+    fleet_free(m->fleet);
     event_free(m->timer);
     event_free(m->tick);
     event_free(m->stop_ev);
@@ -327,4 +370,5 @@ void mover_stats_json(struct mover *m, struct sbuf *sb)
     sb_printf(sb, ",\"mover\":{\"shards\":%d,\"owned\":%lld,\"moved\":%lld,\"leasesExpired\":%lld}", m->shards,
               (long long)metrics_gauge_get(MG_OWNED_SHARDS), (long long)atomic_load(&m->moved_total),
               (long long)atomic_load(&m->expired_total));
+    fleet_stats_json(m->fleet, sb);
 }

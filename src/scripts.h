@@ -19,6 +19,7 @@ enum script_id {
     SCRIPT_REQUEUE,
     SCRIPT_DEADLIST,
     SCRIPT_LEASE,
+    SCRIPT_FLEET,
     SCRIPT_COUNT
 };
 

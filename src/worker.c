@@ -94,6 +94,7 @@ void worker_drain(struct worker *w)
 void worker_free(struct worker *w)
 {
     http_free(w);
+    ptrset_free(&w->conns);
     rconn_free(w->redis);
     longpoll_free(w->parked);
     event_free(w->tick);
