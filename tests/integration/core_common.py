@@ -1,0 +1,166 @@
+"""Shared helpers for the black-box core tests (tests/integration/test_core_*.py).
+
+Not a test module itself (discovery only picks up test_*.py). Everything here talks to the
+daemon over HTTP through harness.Daemon; nothing reaches into src/.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Iterable
+
+from harness import Daemon, HourglassTestCase, Response, wait_until
+
+STATES_LIVE = ("delayed", "ready", "reserved")
+COUNT_KEYS = ("delayed", "ready", "reserved", "dead")
+
+
+def now_ms() -> int:
+    """Wall-clock ms, the same clock the daemon uses (same machine)."""
+    return int(time.time() * 1000)
+
+
+class CoreTestCase(HourglassTestCase):
+    """HourglassTestCase plus small assertions shared by the core tests."""
+
+    # -- daemon
+    def daemon(self, **queue: Any) -> Daemon:
+        """A daemon on a fresh namespace; keyword args go to [queue] (e.g. default_ttr=1000)."""
+        return self.start_daemon({"queue": queue} if queue else None)
+
+    # -- responses
+    def assertJsonOk(self, r: Response, status: int = 200) -> Any:
+        self.assertStatus(r, status)
+        ctype = r.header("Content-Type") or ""
+        self.assertTrue(ctype.startswith("application/json"),
+                        f"Content-Type {ctype!r} for {r!r}")
+        return r.json()
+
+    def assertError(self, r: Response, status: int, code: str, what: str = "") -> dict:
+        """The contract's error shape: status, application/json, {"error": code, "message": text}."""
+        prefix = f"{what}: " if what else ""
+        if r.status != status:
+            self.fail(f"{prefix}expected HTTP {status} {code}, got {r.status}: {r.body[:500]!r}")
+        ctype = r.header("Content-Type") or ""
+        self.assertTrue(ctype.startswith("application/json"),
+                        f"{prefix}Content-Type {ctype!r}, body {r.body[:300]!r}")
+        try:
+            obj = json.loads(r.body)
+        except ValueError:
+            self.fail(f"{prefix}error body is not JSON: {r.body[:300]!r}")
+        self.assertIsInstance(obj, dict, f"{prefix}{r.body[:300]!r}")
+        self.assertEqual(obj.get("error"), code, f"{prefix}{obj}")
+        self.assertIsInstance(obj.get("message"), str, f"{prefix}{obj}")
+        self.assertTrue(obj["message"], f"{prefix}empty message: {obj}")
+        return obj
+
+    # -- jobs
+    def push(self, d: Daemon, topic: str, body: Any = None, **fields: Any) -> str:
+        """Push one job; returns its id (asserting the 200 answer's shape)."""
+        job = {"topic": topic, "body": body, **fields}
+        obj = self.assertJsonOk(d.push(job))
+        self.assertIsInstance(obj.get("id"), str, obj)
+        self.assertTrue(obj["id"].isdigit(), obj)
+        self.assertIsInstance(obj.get("runAt"), int, obj)
+        return obj["id"]
+
+    def get_one(self, d: Daemon, topic: str | Iterable[str], timeout: float = 5) -> dict:
+        """GET /get/{topic} that must deliver one job (a JSON object)."""
+        r = d.get(topic, timeout=timeout)
+        self.assertStatus(r, 200, f"GET /get/{topic} timeout={timeout}")
+        job = r.json()
+        self.assertIsInstance(job, dict, job)
+        return job
+
+    def assertNothing(self, d: Daemon, topic: str | Iterable[str], timeout: float = 0) -> None:
+        r = d.get(topic, timeout=timeout)
+        self.assertEqual(r.status, 204, f"expected nothing on {topic}, got {r!r}")
+        self.assertEqual(r.body, b"")
+
+    def inspect(self, d: Daemon, id: str) -> dict:
+        return self.assertJsonOk(d.job(id))
+
+    def state(self, d: Daemon, id: str) -> str:
+        return self.inspect(d, id)["state"]
+
+    def wait_history(self, d: Daemon, id: str, states: list[str], timeout: float = 10) -> dict:
+        """Poll /jobs/{id} until its history has len(states) entries (the journal writes in
+        batches), then assert the state sequence. Returns the inspected job."""
+        last: dict = {}
+
+        def ready() -> bool:
+            nonlocal last
+            last = self.inspect(d, id)
+            return len(last.get("history") or []) >= len(states)
+        try:
+            wait_until(ready, timeout, 0.05, f"history of {id} to reach {states}")
+        except TimeoutError:
+            self.fail(f"history of job {id} never reached {states}: {last}")
+        got = [h.get("state") for h in last["history"]]
+        self.assertEqual(got, states, f"history of {id}: {last['history']}")
+        return last
+
+    # -- stats
+    def counts(self, d: Daemon, topic: str) -> dict:
+        """{delayed, ready, reserved, dead} of one topic from /stats (zeros when absent)."""
+        obj = self.assertJsonOk(d.stats())
+        t = (obj.get("topics") or {}).get(topic) or {}
+        return {k: int(t.get(k, 0)) for k in COUNT_KEYS}
+
+    def assertCounts(self, d: Daemon, topic: str, **expected: int) -> None:
+        want = {k: expected.get(k, 0) for k in COUNT_KEYS}
+        self.assertEqual(self.counts(d, topic), want, f"/stats counts of topic {topic}")
+
+    def wait_counts(self, d: Daemon, topic: str, timeout: float = 10, **expected: int) -> None:
+        want = {k: expected.get(k, 0) for k in COUNT_KEYS}
+        last: dict = {}
+
+        def match() -> bool:
+            nonlocal last
+            last = self.counts(d, topic)
+            return last == want
+        try:
+            wait_until(match, timeout, 0.05, f"counts of {topic} = {want}")
+        except TimeoutError:
+            self.fail(f"/stats counts of {topic} never became {want}; last {last}")
+
+    def parked(self, d: Daemon) -> int:
+        return int(self.assertJsonOk(d.stats())["http"]["parked"])
+
+    def journal_idle(self, d: Daemon) -> bool:
+        j = self.assertJsonOk(d.stats())["journal"]
+        return j["backlog"] == 0 and j["durableWaiting"] == 0
+
+
+class Background:
+    """Run a callable in a thread and keep its result or exception (for parked long-polls)."""
+
+    def __init__(self, fn, *args: Any, **kw: Any) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.started = time.monotonic()
+        self.finished: float | None = None
+        self._t = threading.Thread(target=self._run, args=(fn, args, kw), daemon=True)
+        self._t.start()
+
+    def _run(self, fn, args, kw) -> None:
+        try:
+            self.result = fn(*args, **kw)
+        except BaseException as e:  # noqa: BLE001 - reported by join()
+            self.error = e
+        finally:
+            self.finished = time.monotonic()
+
+    def join(self, timeout: float = 30) -> Any:
+        self._t.join(timeout)
+        if self._t.is_alive():
+            raise TimeoutError(f"background call still running after {timeout} s")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    @property
+    def elapsed(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
