@@ -49,7 +49,7 @@ static const struct cfg_key keys[] = {
     {"http", "max_parked", CT_INT, "10000", 1, 1000000, F(max_parked), 0,
      "parked long-polls per instance (503 past it)"},
     {"http", "max_header", CT_INT, "8192", 1024, 1 << 20, F(max_header), 0,
-     "bytes of request line plus headers (413 past it)"},
+     "bytes of request line plus headers (400 past it)"},
     {"http", "idle_timeout", CT_INT, "60", 1, 3600, F(idle_timeout), 0,
      "seconds an idle keep-alive connection is kept"},
     {"http", "request_timeout", CT_INT, "10", 1, 600, F(request_timeout), 0,

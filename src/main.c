@@ -42,6 +42,7 @@ static void usage(FILE *out)
                  "  -c FILE   configuration file (default conf/hourglass.conf)\n"
                  "  -t        check the configuration and exit (0 = valid, 1 = not)\n"
                  "  -p        print the effective configuration (secrets masked) and exit\n"
+                 "  -d        describe every configuration key (Markdown table) and exit\n"
                  "  -h        this help\n"
                  "  -v        version\n");
 }
@@ -224,11 +225,12 @@ int main(int argc, char **argv)
     const char *conf_path = "conf/hourglass.conf";
     int check_only = 0, print_only = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "c:tphv")) != -1) {
+    while ((opt = getopt(argc, argv, "c:tpdhv")) != -1) {
         switch (opt) {
         case 'c': conf_path = optarg; break;
         case 't': check_only = 1; break;
         case 'p': print_only = 1; break;
+        case 'd': config_describe(stdout); return 0;
         case 'h': usage(stdout); return 0;
         case 'v': printf("hourglassd %s\n", HOURGLASS_VERSION); return 0;
         default: usage(stderr); return 1;

@@ -1,0 +1,64 @@
+"""The documentation tells the truth about the things it can be checked against.
+
+    make integration T=test_docs
+"""
+import os
+import re
+import subprocess
+import unittest
+
+import harness
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+class DocsTest(unittest.TestCase):
+    def test_config_table_matches_the_binary(self):
+        table = subprocess.run([harness.daemon_binary(), "-d"], check=True, capture_output=True,
+                               text=True).stdout
+        doc = read("docs/operations.md")
+        m = re.search(r"<!-- config-table:begin[^>]*-->\n(.*?)<!-- config-table:end -->", doc, re.S)
+        self.assertIsNotNone(m, "docs/operations.md lost its config-table markers")
+        self.assertEqual(m.group(1), table,
+                         "docs/operations.md config table is stale: regenerate it with `hourglassd -d`")
+
+    def test_every_contract_config_key_exists(self):
+        table = subprocess.run([harness.daemon_binary(), "-d"], check=True, capture_output=True,
+                               text=True).stdout
+        keys = {(row.split("|")[1].strip(), row.split("|")[2].strip())
+                for row in table.splitlines()[2:]}
+        contract = {
+            "http": ["listen", "threads", "max_body", "longpoll_max", "token", "admin_token"],
+            "redis": ["address", "password", "db", "prefix", "shards"],
+            "mysql": ["host", "port", "socket", "user", "password", "database", "retention_days"],
+            "queue": ["default_ttr", "default_tries", "max_delay"],
+            "log": ["level", "file"],
+        }
+        for section, names in contract.items():
+            for name in names:
+                self.assertIn((section, name), keys, f"[{section}] {name} missing")
+
+    def test_api_doc_has_a_curl_example_for_every_endpoint(self):
+        doc = read("docs/api.md")
+        for path in ["/push", "/get/", "/finish", "/release", "/touch", "/delete", "/reschedule",
+                     "/jobs/", "/dead/", "/reStore?", "/reStore/", "/health", "/stats", "/metrics"]:
+            self.assertRegex(doc, r"curl [^\n]*" + re.escape(path), f"no curl example for {path}")
+
+    def test_readme_opens_with_the_two_commands(self):
+        head = "\n".join(read("README.md").splitlines()[:8])
+        self.assertIn("make run", head)
+        self.assertIn("make test", head)
+
+    def test_sample_config_is_valid(self):
+        out = subprocess.run([harness.daemon_binary(), "-t", "-c", os.path.join(ROOT, "conf/hourglass.conf")],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
