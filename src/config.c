@@ -364,8 +364,13 @@ int config_validate(struct config *cfg, char *err, size_t errlen)
             snprintf(err, errlen, "[redis] prefix: only letters, digits, '_', '-' and '.' are allowed");
             return -1;
         }
-    if (strchr(cfg->listen, ':') == NULL) {
-        snprintf(err, errlen, "[http] listen: \"%s\" is not address:port", cfg->listen);
+    /* The port must be a number getaddrinfo() takes as is: it silently reads "" as port 0 and
+     * "99999" as 99999 mod 65536, and resolves service names. */
+    const char *colon = strrchr(cfg->listen, ':');
+    size_t port_len = colon ? strlen(colon + 1) : 0;
+    if (colon == NULL || port_len == 0 || port_len > 5 || strspn(colon + 1, "0123456789") != port_len ||
+        atol(colon + 1) > 65535) {
+        snprintf(err, errlen, "[http] listen: \"%s\" is not address:port (port 0..65535)", cfg->listen);
         return -1;
     }
     if (cfg->token[0] && cfg->admin_token[0] && strcmp(cfg->token, cfg->admin_token) == 0) {
