@@ -1,0 +1,97 @@
+"""The MySQL schema: the daemon refuses a database without it; sql/schema.sql is idempotent.
+
+Contract: "Schema: sql/schema.sql, idempotent (safe to apply twice)"; architecture: "The
+daemon refuses to start when these tables are missing or older than it needs
+(schema_version); it never changes the schema itself."
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+from harness import (MYSQL_PASSWORD, MYSQL_USER, SCHEMA_SQL, Daemon, DaemonError, HOST,
+                     HourglassTestCase)
+from test_journal_common import expect_ok, journal_idle, wait_or_fail
+
+
+class SchemaTest(HourglassTestCase):
+    def namespace_with(self, sql: str | None):
+        """A namespace whose database holds only `sql` (None: no tables at all)."""
+        ns = self.namespace()
+        ns.mariadb.drop_database(ns.database)
+        ns.mariadb.create_database(ns.database, schema=False)
+        if sql:
+            ns.execute(sql)
+        return ns
+
+    def assert_refuses_to_start(self, ns, what):
+        d = Daemon(namespace=ns)
+        self.addCleanup(d.close)
+        t0 = time.monotonic()
+        try:
+            d.start(timeout=20)
+        except DaemonError:
+            pass
+        else:
+            self.fail(f"hourglassd started on a database {what}; log:\n{d.log_tail(20)}")
+        rc = d.wait_exit(10)
+        self.assertNotEqual(rc, 0, f"exit status on a database {what}")
+        self.assertLess(time.monotonic() - t0, 15)
+        log = d.log()
+        self.assertIn("sql/schema.sql", log, f"the message must say to apply sql/schema.sql:\n{d.log_tail(20)}")
+        return d
+
+    def test_no_tables_exits_nonzero_naming_schema_sql(self):
+        ns = self.namespace_with(None)
+        self.assert_refuses_to_start(ns, "without tables")
+        self.assertEqual(ns.mariadb.tables(ns.database), [], "the daemon must not create the tables itself")
+
+    def test_missing_transition_table_exits_nonzero(self):
+        schema = SCHEMA_SQL.read_text()
+        ns = self.namespace_with(schema)
+        ns.execute("DROP TABLE transition")
+        self.assert_refuses_to_start(ns, "without the transition table")
+
+    def test_empty_schema_version_exits_nonzero(self):
+        ns = self.namespace_with(SCHEMA_SQL.read_text())
+        ns.execute("DELETE FROM schema_version")
+        self.assert_refuses_to_start(ns, "with no schema version recorded")
+
+    def test_schema_applies_twice_cleanly_with_the_mariadb_client(self):
+        ns = self.namespace_with(None)
+        m = ns.mariadb
+
+        def apply():
+            # as an operator would: mariadb <db> < sql/schema.sql, as the application user
+            with open(SCHEMA_SQL) as f:
+                return subprocess.run(["mariadb", "--no-defaults", "--protocol=tcp", "-h", HOST, "-P", str(m.port),
+                                       "-u", MYSQL_USER, "--show-warnings", ns.database],
+                                      stdin=f, capture_output=True, text=True, timeout=60,
+                                      env={**os.environ, "MYSQL_PWD": MYSQL_PASSWORD})
+
+        first = apply()
+        self.assertEqual((first.returncode, first.stderr.strip()), (0, ""), first)
+        tables = m.tables(ns.database)
+        self.assertEqual(tables, ["message", "schema_version", "transition"])
+
+        d = self.start_daemon(namespace=ns)
+        jid = expect_ok(d.push({"topic": "sc", "body": {"k": 1}}), "push")["id"]
+        wait_or_fail(self, lambda: journal_idle(d) and ns.query("SELECT COUNT(*) FROM transition") == [("1",)],
+                     10, "the journal")
+        snapshot = ns.query("SELECT id, state, version FROM message"), ns.query("SELECT COUNT(*) FROM transition")
+
+        second = apply()
+        self.assertEqual((second.returncode, second.stderr.strip()), (0, ""), second)
+        self.assertNotIn("Error", second.stdout)
+        self.assertEqual(m.tables(ns.database), tables)
+        self.assertEqual(ns.query("SELECT version FROM schema_version"), [("1",)])
+        self.assertEqual((ns.query("SELECT id, state, version FROM message"),
+                          ns.query("SELECT COUNT(*) FROM transition")), snapshot, "reapplying changed data")
+        self.assertEqual(snapshot[0][0][0], jid)
+
+        # the running daemon keeps working on the re-applied schema, and a new one starts
+        expect_ok(d.push({"topic": "sc", "body": 2}), "push after re-applying the schema")
+        d.restart()
+        self.assertEqual(len(expect_ok(d.get("sc", timeout=1, count=5), "get")), 2)
