@@ -156,9 +156,17 @@ static void render_hist(struct sbuf *out, const char *name, const char *labels, 
 
 void metrics_render(struct sbuf *out, const char *instance)
 {
-    sb_printf(out, "# HELP hourglass_info instance name\n# TYPE hourglass_info gauge\n"
-                   "hourglass_info{instance=\"%s\"} 1\n",
-              instance);
+    /* The instance name is free text ([instance] id): escape it as a label value must be. */
+    sb_puts(out, "# HELP hourglass_info instance name\n# TYPE hourglass_info gauge\nhourglass_info{instance=\"");
+    for (const char *c = instance; *c; c++) {
+        if (*c == '\\' || *c == '"')
+            sb_putc(out, '\\');
+        if (*c == '\n')
+            sb_puts(out, "\\n");
+        else
+            sb_putc(out, *c);
+    }
+    sb_puts(out, "\"} 1\n");
 
     sb_puts(out, "# HELP hourglass_http_requests_total HTTP responses by endpoint and status\n"
                  "# TYPE hourglass_http_requests_total counter\n");
