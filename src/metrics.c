@@ -173,10 +173,12 @@ void metrics_render(struct sbuf *out, const char *instance)
     for (int ep = 0; ep < EP_COUNT; ep++)
         for (int s = 0; s <= NSTATUS; s++) {
             uint64_t v = atomic_load_explicit(&http_count[ep][s], memory_order_relaxed);
+            char code[16] = "other"; /* statuses outside the fixed list share one series */
+            if (s < NSTATUS)
+                snprintf(code, sizeof code, "%d", statuses[s]);
             if (v)
-                sb_printf(out, "hourglass_http_requests_total{endpoint=\"%s\",code=\"%s%d\"} %llu\n",
-                          endpoint_name((enum endpoint)ep), s == NSTATUS ? "other" : "",
-                          s == NSTATUS ? 0 : statuses[s], (unsigned long long)v);
+                sb_printf(out, "hourglass_http_requests_total{endpoint=\"%s\",code=\"%s\"} %llu\n",
+                          endpoint_name((enum endpoint)ep), code, (unsigned long long)v);
         }
     sb_puts(out, "# HELP hourglass_http_request_seconds time from request to response\n"
                  "# TYPE hourglass_http_request_seconds histogram\n");
