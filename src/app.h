@@ -15,6 +15,7 @@
 
 struct worker;
 struct mover;
+struct ratelimit;
 
 struct app {
     struct config cfg;
@@ -28,6 +29,7 @@ struct app {
     struct worker **workers;
     int nworkers;
     struct mover *mover;
+    struct ratelimit *ratelimit; /* NULL when [http] rate_limit = 0 */
 
     atomic_int draining;      /* SIGTERM received: answer what is in flight, take nothing new */
     atomic_int worker_id;     /* id-generator worker number held, -1 when none */

@@ -13,8 +13,10 @@
 #include "http.h"
 #include "api.h"
 #include "clock.h"
+#include "conn.h"
 #include "log.h"
 #include "metrics.h"
+#include "ratelimit.h"
 #include "worker.h"
 
 #include <ctype.h>
@@ -49,6 +51,7 @@ static void send_reply(struct request *r, int status, const char *reason, struct
     struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
     w->replying = bev ? bufferevent_get_output(bev) : NULL;
+    conn_request_answering(w, r->req);
     evhttp_send_reply(r->req, status, reason, body);
     w->replying = NULL;
     metrics_http(r->endpoint, status, clock_mono_us() - r->start_us);
@@ -125,7 +128,7 @@ void respond_error(struct request *r, int status, const char *code, const char *
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(r->req);
-    if (status == 503 || status == 429)
+    if ((status == 503 || status == 429) && evhttp_find_header(headers, "Retry-After") == NULL)
         evhttp_add_header(headers, "Retry-After", "1");
     if (status == 405) {
         const char *allow = "";
@@ -242,12 +245,9 @@ static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
     rewrite_error_page(w, buf);
 }
 
-static struct bufferevent *make_bufferevent(struct event_base *base, void *arg)
+void http_watch_output(struct worker *w, struct bufferevent *bev)
 {
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (bev)
-        evbuffer_add_cb(bufferevent_get_output(bev), on_output, arg);
-    return bev;
+    evbuffer_add_cb(bufferevent_get_output(bev), on_output, w);
 }
 
 /* ---- authentication ---- */
@@ -314,6 +314,30 @@ static int authorize(struct request *r)
     return 0;
 }
 
+/* Over [http] rate_limit for this token (or address)? Then it has been answered 429. */
+static int rate_limited(struct request *r)
+{
+    struct ratelimit *rl = r->w->app->ratelimit;
+    if (rl == NULL || r->endpoint == EP_HEALTH || r->endpoint == EP_METRICS)
+        return 0;
+    size_t len = 0;
+    const char *key = bearer(r, &len);
+    if (key == NULL) {
+        key = r->client;
+        len = strlen(key);
+    }
+    int wait = ratelimit_take(rl, key, len, r->start_us);
+    if (wait == 0)
+        return 0;
+    char retry[16];
+    snprintf(retry, sizeof retry, "%d", wait);
+    respond_header(r, "Retry-After", retry);
+    metrics_inc(MC_RATE_LIMITED, 1);
+    respond_error(r, 429, "rate_limited", "over %d requests per second; retry after %d s",
+                  r->w->app->cfg.rate_limit, wait);
+    return 1;
+}
+
 /* ---- dispatch ---- */
 
 static enum method method_of(struct evhttp_request *req)
@@ -329,23 +353,6 @@ static enum method method_of(struct evhttp_request *req)
 static int is_loopback(const char *addr)
 {
     return strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0 || strncmp(addr, "::ffff:127.", 11) == 0;
-}
-
-/* Connections are counted from their first request (evhttp 2.1 has no accept hook) until
- * evhttp frees them, which always calls the close callback. */
-static void on_connection_closed(struct evhttp_connection *evcon, void *arg)
-{
-    struct worker *w = arg;
-    if (ptrset_remove(&w->conns, evcon) == 1)
-        metrics_gauge_add(MG_CONNECTIONS, -1);
-}
-
-static void track_connection(struct worker *w, struct evhttp_connection *evcon)
-{
-    if (evcon && ptrset_add(&w->conns, evcon) == 1) {
-        metrics_gauge_add(MG_CONNECTIONS, 1);
-        evhttp_connection_set_closecb(evcon, on_connection_closed, w);
-    }
 }
 
 static int read_params(struct request *r)
@@ -394,8 +401,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     r->method = method_of(req);
     params_init(&r->params);
 
+    conn_request_started(w, req);
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    track_connection(w, evcon);
     char *peer = NULL;
     ev_uint16_t port = 0;
     if (evcon)
@@ -432,7 +439,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         respond_error(r, 405, "method_not_allowed", "use %s for this endpoint", allow);
         return;
     }
-    if (authorize(r) < 0)
+    if (authorize(r) < 0 || rate_limited(r))
         return;
     if (atomic_load(&w->app->draining) && r->endpoint != EP_HEALTH) {
         respond_unavailable(r, "this instance (shutting down)");
@@ -457,7 +464,7 @@ int http_start(struct worker *w)
     w->http = evhttp_new(w->base);
     if (w->http == NULL)
         return -1;
-    evhttp_set_bevcb(w->http, make_bufferevent, w);
+    evhttp_set_bevcb(w->http, conn_make_bufferevent, w);
     evhttp_set_gencb(w->http, on_request, w);
     evhttp_set_max_body_size(w->http, (ev_ssize_t)cfg->max_body);
     evhttp_set_max_headers_size(w->http, cfg->max_header);

@@ -39,6 +39,10 @@ struct request {
 /* Start serving HTTP on the worker's loop (shared listening socket). */
 int http_start(struct worker *w) __attribute__((warn_unused_result));
 
+/* Rewrite evhttp's own error pages on this connection into JSON (see http.c). */
+struct bufferevent;
+void http_watch_output(struct worker *w, struct bufferevent *bev);
+
 /* Stop accepting new connections on this worker. */
 void http_stop_accepting(struct worker *w);
 void http_free(struct worker *w);

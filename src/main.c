@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "log.h"
 #include "mover.h"
+#include "ratelimit.h"
 #include "scripts.h"
 #include "sdnotify.h"
 #include "worker.h"
@@ -283,6 +284,10 @@ int main(int argc, char **argv)
     atomic_store(&app.worker_id, -1);
     idgen_init(&app.ids, cfg->redis_shards);
 
+    if (cfg->rate_limit > 0 && (app.ratelimit = ratelimit_new(cfg->rate_limit, cfg->rate_burst)) == NULL) {
+        fprintf(stderr, "hourglassd: out of memory\n");
+        return 1;
+    }
     check_mysql_schema(cfg);
     check_redis_layout(cfg);
     app.listen_fd = open_listener(cfg->listen);
@@ -333,6 +338,7 @@ int main(int argc, char **argv)
     event_free(ev_hup);
     event_base_free(sigs.base);
     idgen_destroy(&app.ids);
+    ratelimit_free(app.ratelimit);
     mysql_library_end();
     log_info("stopped");
     return 0;

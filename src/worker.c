@@ -24,6 +24,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
     longpoll_tick(w->parked);
+    conn_sweep(w);
     worker_exit_if_idle(w);
 }
 
@@ -64,7 +65,7 @@ int worker_start(struct worker *w, struct app *app, int index)
     w->store.shards = cfg->redis_shards;
     struct timeval second = {1, 0};
     event_add(w->tick, &second);
-    if (http_start(w) < 0)
+    if (conn_init(w) < 0 || http_start(w) < 0)
         return -1;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return -1;
@@ -94,7 +95,7 @@ void worker_drain(struct worker *w)
 void worker_free(struct worker *w)
 {
     http_free(w);
-    ptrset_free(&w->conns);
+    conn_release_all(w);
     rconn_free(w->redis);
     longpoll_free(w->parked);
     event_free(w->tick);

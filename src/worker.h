@@ -9,7 +9,7 @@
 
 #include "app.h"
 #include "loopq.h"
-#include "ptrset.h"
+#include "conn.h"
 #include "store.h"
 
 struct evbuffer;
@@ -29,7 +29,7 @@ struct worker {
     struct longpoll *parked;
     struct event *tick;              /* 1 s housekeeping: long-poll safety re-check */
     long inflight;                   /* requests received and not yet answered */
-    struct ptrset conns;             /* live connections that sent a request (see http.c) */
+    struct conn_registry conns;      /* open HTTP connections (conn.c) */
     const struct evbuffer *replying; /* output buffer of the reply being sent (see http.c) */
     int rewriting;
     int stopping;

@@ -1,0 +1,55 @@
+/* conn.h — a worker's HTTP connections, from accept to close.
+ *
+ * evhttp (libevent 2.1) has no accept or close hook for server connections, yet limits need
+ * both: how many connections are open, and how long each has been idle or sending its
+ * request (a slowloris client trickling a header byte every few seconds would otherwise hold
+ * a connection for hours). So every connection's bufferevent is made here (evhttp_set_bevcb)
+ * and we keep one extra reference on it. evhttp "frees" a connection by dropping its own
+ * reference after clearing the callbacks (and shutting the socket down for writing, so the
+ * client sees the close at once); we notice that — right after the last write drains, or
+ * in the once-a-second sweep — and only then let the bufferevent go.
+ *
+ * Phases: IDLE (between requests) -> READING (a byte of the next request arrived) -> BUSY
+ * (evhttp handed us the request; ends when we answer). The sweep closes connections IDLE
+ * longer than [http] idle_timeout and READING longer than [http] request_timeout. BUSY has
+ * no deadline here: long-polls are bounded by their own timeout. */
+#ifndef HG_CONN_H
+#define HG_CONN_H
+
+#include <stdint.h>
+
+#include "ptrmap.h"
+
+struct worker;
+struct event;
+struct event_base;
+struct bufferevent;
+struct evhttp_request;
+
+struct conn;
+
+struct conn_registry {
+    struct conn *head;        /* every connection of the worker, newest first */
+    struct conn *reap;        /* connections to check right after their output drained */
+    struct ptrmap by_bev;     /* bufferevent -> conn */
+    struct event *reap_ev;
+    long count;
+};
+
+/* Set up the registry on the worker's loop. */
+int conn_init(struct worker *w) __attribute__((warn_unused_result));
+
+/* evhttp_set_bevcb callback (arg = the worker). */
+struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg);
+
+/* evhttp handed us a request on its connection / we are answering it. */
+void conn_request_started(struct worker *w, struct evhttp_request *req);
+void conn_request_answering(struct worker *w, struct evhttp_request *req);
+
+/* Once a second: close connections past their deadline, release those evhttp let go. */
+void conn_sweep(struct worker *w);
+
+/* After evhttp_free: release every remaining connection. */
+void conn_release_all(struct worker *w);
+
+#endif
