@@ -310,8 +310,9 @@ static int update_messages(struct batch *b, const struct jrec **updates, size_t 
         const struct job_spec *j = r->replacement;
         sb_puts(&b->sql, "UPDATE message SET body = ");
         db_quote(b->db, &b->sql, j->body, j->body_len);
-        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d WHERE id = %llu", j->priority, (long long)j->ttr,
-                  j->tries, (unsigned long long)r->id);
+        /* only if this replacement is the job's newest version (a later one may have landed) */
+        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d WHERE id = %llu AND version = %u", j->priority,
+                  (long long)j->ttr, j->tries, (unsigned long long)r->id, r->ver);
         b->rows = 1;
         if (flush_statement(b) < 0)
             return -1;
