@@ -1234,3 +1234,260 @@ class HourglassTestCase(unittest.TestCase):
             self.fail(f"{msg + ': ' if msg else ''}expected HTTP {status}, got {response.status}: "
                       f"{response.body[:1000]!r}")
         return response
+
+
+# --------------------------------------------------------------------------- nginx
+
+NGINX_CONF = REPO_ROOT / "conf" / "nginx.conf"
+
+_NGINX_TEMP_PATHS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+
+
+def nginx_local_config(template: str, dir: str, listen: str, upstream_lines: Iterable[str],
+                       server_extra: Iterable[str] = ()) -> str:
+    """conf/nginx.conf (its text in `template`) rewritten to run from `dir` without root paths:
+
+    * `user` dropped (nginx keeps the user it was started as, or `nobody` under root);
+    * pid, error_log and access_log under dir; every *_temp_path under dir/tmp;
+    * the first `listen` of the server block becomes `listen <listen>;` (further ones dropped);
+    * the `server`/`include` lines of `upstream hourglass` replaced by upstream_lines
+      (e.g. ["include /x/upstream.conf;"] or ["server 127.0.0.1:8081;"]);
+    * server_extra lines added at the top of the server block (e.g. an add_header).
+
+    Everything else — timeouts, retries, keepalive, locations — is the example as shipped, so
+    tests and scripts/fleet.sh exercise the real file. scripts/fleet.sh does the same in awk.
+    Raises HarnessError when the template lacks a part the rewrite relies on."""
+    out: list[str] = []
+    stack: list[str] = []  # names of the open blocks
+    seen = {"pid": False, "http": False, "upstream": False, "server": False, "listen": False}
+    for line in template.splitlines():
+        s = line.strip()
+        depth = len(stack)
+        if s.startswith("#") or not s:
+            out.append(line)
+            continue
+        word = s.split(None, 1)[0].rstrip(";{")
+        ind = line[:len(line) - len(line.lstrip())]
+        if s.endswith("{"):
+            stack.append(" ".join(s[:-1].split()))
+            out.append(line)
+            name = stack[-1]
+            if name == "http" and depth == 0:
+                seen["http"] = True
+                out += [f"{ind}    {p}_temp_path {dir}/tmp/{p};" for p in _NGINX_TEMP_PATHS]
+            elif name == "upstream hourglass":
+                seen["upstream"] = True
+                out += [f"{ind}    {u}" for u in upstream_lines]
+            elif name == "server" and stack[:-1] == ["http"]:
+                seen["server"] = True
+                out += [f"{ind}    {x}" for x in server_extra]
+            continue
+        if s == "}":
+            if stack:
+                stack.pop()
+            out.append(line)
+            continue
+        if depth == 0 and word == "user":
+            continue
+        if word == "pid":
+            seen["pid"] = True
+            out.append(f"{ind}pid {dir}/nginx.pid;")
+        elif word == "error_log":
+            out.append(f"{ind}error_log {dir}/error.log info;")
+        elif word == "access_log":
+            parts = s.rstrip(";").split()
+            rest = " ".join(parts[2:]) if len(parts) > 2 and parts[1] != "off" else ""
+            out.append(f"{ind}access_log {dir}/access.log{' ' + rest if rest else ''};")
+        elif stack and stack[-1] == "upstream hourglass" and word in ("server", "include"):
+            continue
+        elif stack == ["http", "server"] and word == "listen":
+            if not seen["listen"]:
+                seen["listen"] = True
+                out.append(f"{ind}listen {listen};")
+        else:
+            out.append(line)
+    missing = [k for k, v in seen.items() if not v]
+    if missing:
+        raise HarnessError(f"nginx template lacks: {', '.join(missing)} (expected the shape of {NGINX_CONF})")
+    return "\n".join(out) + "\n"
+
+
+def nginx_binary() -> str:
+    return _which("nginx")
+
+
+class NginxServer(_Process):
+    """A real nginx (master + workers) on 127.0.0.1:<free port> in front of hourglassd instances,
+    running conf/nginx.conf as shipped except for paths, the listen address and the upstream
+    servers (nginx_local_config). The upstream `server` lines live in an include file,
+    dir/upstream.conf, which scripts/nginx-health.sh can rewrite (reload_command()).
+
+    Runs in the foreground (`-g "daemon off;"`), so it is our child; close() stops the master and
+    then SIGKILLs whatever is left of its process group (workers). If the test process is
+    SIGKILLed, the master dies with it but its workers do not (nginx has no parent-death
+    check): `pkill -P 1 -f hg-nginx-` is not done for you.
+
+    HTTP helpers are Daemon's (request, push, get, finish, stats, health, ...), aimed at nginx.
+    """
+
+    kind = "nginx"
+
+    # Borrowed: they only use HOST, self.port and self.default_headers.
+    request = Daemon.request
+    push = Daemon.push
+    get = Daemon.get
+    finish = Daemon.finish
+    release = Daemon.release
+    touch = Daemon.touch
+    delete = Daemon.delete
+    job = Daemon.job
+    dead = Daemon.dead
+    restore = Daemon.restore
+    health = Daemon.health
+    stats = Daemon.stats
+    metrics = Daemon.metrics
+    connection = Daemon.connection
+
+    def __init__(self, upstreams: Iterable[str], port: int | None = None, dir: str | None = None,
+                 server_params: str = "max_fails=2 fail_timeout=5s", server_extra: Iterable[str] = (),
+                 template: str | os.PathLike = NGINX_CONF) -> None:
+        super().__init__(dir)
+        if os.geteuid() == 0:
+            # Workers run as nobody under root: they must reach dir/tmp (temp files).
+            os.chmod(self.dir, 0o755)
+        self.binary = nginx_binary()
+        self._auto_port = port is None
+        self.port = port or free_port()
+        self.upstreams = list(upstreams)
+        self.server_params = server_params
+        self.server_extra = list(server_extra)
+        self.template = Path(template).read_text()
+        self.config_path = os.path.join(self.dir, "nginx.conf")
+        self.upstream_path = os.path.join(self.dir, "upstream.conf")
+        self.access_log_path = os.path.join(self.dir, "access.log")
+        self.error_log_path = os.path.join(self.dir, "error.log")
+        self.default_headers: dict[str, str] = {}
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def upstream_text(self, down: Iterable[str] = ()) -> str:
+        down = set(down)
+        return "".join(f"server {u} {self.server_params}{' down' if u in down else ''};\n"
+                       for u in self.upstreams)
+
+    def write_config(self) -> str:
+        os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
+        if not os.path.exists(self.upstream_path):
+            with open(self.upstream_path, "w") as f:
+                f.write(self.upstream_text())
+        text = nginx_local_config(self.template, self.dir, self.address,
+                                  [f"include {self.upstream_path};"], self.server_extra)
+        with open(self.config_path, "w") as f:
+            f.write(text)
+        return self.config_path
+
+    def _base_argv(self) -> list[str]:
+        return [self.binary, "-p", self.dir + "/", "-c", self.config_path, "-e", self.log_path]
+
+    def check_config(self) -> subprocess.CompletedProcess:
+        """`nginx -t` on the generated config; returncode 0 = valid."""
+        self.write_config()
+        return _run(self._base_argv() + ["-t", "-q"], timeout=30, what="nginx -t")
+
+    def reload_command(self) -> str:
+        """A shell command that reloads this nginx (for scripts/nginx-health.sh -r)."""
+        import shlex
+        return " ".join(shlex.quote(a) for a in self._base_argv() + ["-s", "reload"])
+
+    def start(self, timeout: float = 30.0) -> "NginxServer":
+        """Write the configs, check them (nginx -t), start, wait until the port accepts."""
+        if self.running:
+            return self
+        for attempt in range(3):
+            r = self.check_config()
+            if r.returncode != 0:
+                raise self._fail(f"nginx -t failed for {self.config_path}:\n{r.stdout}{r.stderr}")
+            self._spawn(self._base_argv() + ["-g", "daemon off;"])
+            try:
+                wait_until(self._ready, timeout, 0.02, f"nginx on {self.address}")
+                return self
+            except TimeoutError:
+                self.kill()
+                raise self._fail(f"nginx did not accept connections on {self.address} within {timeout:g} s")
+            except HarnessError:
+                if self._auto_port and attempt < 2 and "in use" in self.log_tail(10):
+                    self.port = free_port()
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _ready(self) -> bool:
+        if not self.running:
+            raise self._fail(f"nginx exited with status {self.returncode} during startup")
+        try:
+            with socket.create_connection((HOST, self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def reload(self) -> None:
+        """SIGHUP: re-read the config and the upstream file (new workers; old ones finish)."""
+        self.signal(signal.SIGHUP)
+
+    def set_upstreams(self, down: Iterable[str] = (), reload: bool = True) -> None:
+        """Rewrite the upstream include file, marking `down` addresses down, and reload."""
+        with open(self.upstream_path, "w") as f:
+            f.write(self.upstream_text(down))
+        if reload:
+            self.reload()
+
+    def access_log(self) -> str:
+        try:
+            with open(self.access_log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def error_log(self) -> str:
+        try:
+            with open(self.error_log_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM (fast shutdown) and wait; leftover workers are killed."""
+        try:
+            return self._terminate(signal.SIGTERM, timeout)
+        finally:
+            self._kill_group()
+
+    def kill(self) -> int | None:
+        rc = super().kill()
+        self._kill_group()
+        return rc
+
+    def _kill_group(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)  # start_new_session: pgid = master pid
+
+    def close(self, check: bool = True) -> None:
+        if self._closed:
+            return
+        try:
+            if self.running:
+                with contextlib.suppress(HarnessError):
+                    self._terminate(signal.SIGTERM, 15)
+        finally:
+            self._kill_group()
+            super().close(check)
+
+
+__all__ += ["NGINX_CONF", "nginx_local_config", "nginx_binary", "NginxServer"]
