@@ -27,8 +27,22 @@ class CoreTestCase(HourglassTestCase):
 
     # -- daemon
     def daemon(self, **queue: Any) -> Daemon:
-        """A daemon on a fresh namespace; keyword args go to [queue] (e.g. default_ttr=1000)."""
-        return self.start_daemon({"queue": queue} if queue else None)
+        """A daemon on a fresh namespace; keyword args go to [queue] (e.g. default_ttr=1000).
+        Waits until /health says 200 (Redis and MySQL connected), as a load balancer would."""
+        d = self.start_daemon({"queue": queue} if queue else None)
+        self.wait_healthy(d)
+        return d
+
+    def wait_healthy(self, d: Daemon, timeout: float = 15) -> None:
+        """Until /health is 200 and (when it says) an id-generator worker number is held: the
+        daemon answers before its id lease is taken, and pushes get 503 until then."""
+        def ready() -> bool:
+            r = d.health()
+            return r.status == 200 and int(r.json().get("workerId", 0)) >= 0
+        try:
+            wait_until(ready, timeout, 0.02, "GET /health to answer 200 with a worker id")
+        except TimeoutError:
+            self.fail(f"/health never answered 200: {d.health()!r}\n{d.log_tail(20)}")
 
     # -- responses
     def assertJsonOk(self, r: Response, status: int = 200) -> Any:
@@ -84,6 +98,21 @@ class CoreTestCase(HourglassTestCase):
 
     def state(self, d: Daemon, id: str) -> str:
         return self.inspect(d, id)["state"]
+
+    def wait_state(self, d: Daemon, id: str, state: str, timeout: float = 10) -> dict:
+        """Poll /jobs/{id} until its state is `state` (states that only the batched journal
+        records reach MySQL a little later); the inspected job."""
+        last: dict = {}
+
+        def ready() -> bool:
+            nonlocal last
+            last = self.inspect(d, id)
+            return last.get("state") == state
+        try:
+            wait_until(ready, timeout, 0.05, f"job {id} to be {state}")
+        except TimeoutError:
+            self.fail(f"job {id} never became {state}: {last}")
+        return last
 
     def wait_history(self, d: Daemon, id: str, states: list[str], timeout: float = 10) -> dict:
         """Poll /jobs/{id} until its history has len(states) entries (the journal writes in

@@ -314,8 +314,20 @@ class ByIdTest(CoreTestCase):
         obj = self.assertJsonOk(d.finish(id))
         self.assertEqual(obj, {"id": id, "state": "finished"})
         self.assertError(d.finish(id), 404, "not_found", "second finish")
-        self.assertEqual(self.state(d, id), "finished")
+        self.wait_state(d, id, "finished")
         self.assertCounts(d, "t")
+
+    def test_inspect_right_after_finish_reports_finished(self):
+        """After a 200 from /finish, /jobs/{id} must not report an older state (read your writes)."""
+        d = self.daemon()
+        seen = []
+        for i in range(20):
+            id = self.push(d, "t", i)
+            self.get_one(d, "t")
+            self.assertJsonOk(d.finish(id))
+            job = self.inspect(d, id)
+            seen.append((job["state"], job["attempt"]))
+        self.assertEqual(seen, [("finished", 1)] * 20, "state/attempt seen by /jobs right after finish")
 
     def test_release_with_delay(self):
         d = self.daemon()
@@ -389,7 +401,7 @@ class ByIdTest(CoreTestCase):
         self.get_one(d, "t")
         self.assertJsonOk(d.finish(id))
         self.assertError(d.delete(id), 404, "not_found", "delete of a finished job")
-        self.assertEqual(self.state(d, id), "finished")
+        self.wait_state(d, id, "finished")
         unknown = str(int(id) + 4096 * 1000)
         self.assertError(d.delete(unknown), 404, "not_found", "delete of an unknown id")
 
