@@ -1,0 +1,235 @@
+"""Black-box tests of GET /get long-polls: wake-ups, concurrent consumers, hang-ups, shutdown.
+
+Latency bounds here are generous on purpose (a busy 2-core machine); precise figures belong
+in the benchmarks.
+
+    make integration T=test_core_longpoll
+"""
+
+import signal
+import socket
+import threading
+import time
+import unittest
+
+from core_common import Background, CoreTestCase, now_ms
+from harness import HOST, wait_until
+
+WAKE_BOUND_S = 0.5   # a parked long-poll must be answered this soon after its job is ready
+
+
+class WakeTest(CoreTestCase):
+    def park(self, d, topic, timeout=10, count=None, n=1):
+        """Start n long-polls in the background and wait until the daemon reports them parked."""
+        before = self.parked(d)
+        polls = [Background(d.get, topic, timeout=timeout, count=count) for _ in range(n)]
+        wait_until(lambda: self.parked(d) >= before + n, 5, 0.01, f"{n} long-poll(s) to park")
+        return polls
+
+    def test_parked_get_is_woken_by_a_push(self):
+        d = self.daemon()
+        [poll] = self.park(d, "wake", timeout=10)
+        time.sleep(0.3)
+        self.assertIsNone(poll.finished, "the long-poll answered before anything was pushed")
+        t_push = time.monotonic()
+        id = self.push(d, "wake", "hello")
+        r = poll.join(15)
+        latency = poll.finished - t_push
+        self.assertStatus(r, 200)
+        self.assertEqual(r.json()["id"], id)
+        self.assertLess(latency, WAKE_BOUND_S, f"woken {latency * 1000:.0f} ms after the push")
+        self.assertEqual(self.parked(d), 0)
+
+    def test_parked_get_is_woken_when_a_delayed_job_comes_due(self):
+        d = self.daemon()
+        [poll] = self.park(d, "due", timeout=10)
+        r_push = d.push({"topic": "due", "body": 1, "delay": 1200})
+        run_at = self.assertJsonOk(r_push)["runAt"]
+        r = poll.join(15)
+        got = now_ms()
+        self.assertStatus(r, 200)
+        job = r.json()
+        self.assertEqual(job["runAt"], run_at)
+        self.assertGreaterEqual(got, run_at, "delivered before it was due")
+        self.assertLess(got - run_at, WAKE_BOUND_S * 1000, f"delivered {got - run_at} ms after due")
+        self.assertLess(poll.elapsed, 5, "the long-poll ran towards its timeout instead of being woken")
+
+    def test_parked_get_is_woken_by_a_reschedule_and_a_release(self):
+        d = self.daemon()
+        id = self.push(d, "rs", 1, delay=60000)
+        [poll] = self.park(d, "rs", timeout=10)
+        t = time.monotonic()
+        self.assertJsonOk(d.reschedule(id, delay=0))
+        r = poll.join(15)
+        self.assertEqual(self.assertJsonOk(r)["id"], id)
+        self.assertLess(poll.finished - t, WAKE_BOUND_S)
+        [poll] = self.park(d, "rs", timeout=10)
+        t = time.monotonic()
+        self.assertJsonOk(d.release(id, delay=0))
+        r = poll.join(15)
+        self.assertEqual((self.assertJsonOk(r)["id"], r.json()["attempt"]), (id, 2))
+        self.assertLess(poll.finished - t, WAKE_BOUND_S)
+
+    def test_multi_topic_long_poll_is_woken_by_any_topic(self):
+        d = self.daemon()
+        [poll] = self.park(d, ["x", "y", "z"], timeout=10)
+        t = time.monotonic()
+        id = self.push(d, "z", "zz")
+        r = poll.join(15)
+        self.assertEqual(self.assertJsonOk(r)["id"], id)
+        self.assertEqual(r.json()["topic"], "z")
+        self.assertLess(poll.finished - t, WAKE_BOUND_S)
+
+    def test_a_burst_wakes_every_parked_consumer(self):
+        d = self.daemon()
+        polls = self.park(d, "burst", timeout=10, n=4)
+        ids = self.assertJsonOk(d.push([{"topic": "burst", "body": i} for i in range(4)]))["ids"]
+        got = []
+        for p in polls:
+            r = p.join(15)
+            self.assertStatus(r, 200)
+            got.append(r.json()["id"])
+        self.assertEqual(sorted(got), sorted(ids))
+        self.assertLess(max(p.elapsed for p in polls), 5)
+
+    def test_longpoll_with_count_is_answered_with_what_became_ready(self):
+        d = self.daemon()
+        [poll] = self.park(d, "cnt", timeout=10, count=5)
+        id = self.push(d, "cnt", 1)
+        r = poll.join(15)
+        self.assertStatus(r, 200)
+        self.assertEqual([j["id"] for j in r.json()], [id])
+        self.assertLess(poll.elapsed, 5)
+
+
+class ConsumersTest(CoreTestCase):
+    def test_concurrent_consumers_never_share_a_job(self):
+        """Several threads long-poll one topic while producers push; leases are long, so every
+        job must be delivered exactly once."""
+        d = self.daemon(default_ttr=120000)
+        total, consumers = 600, 6
+        deliveries = []
+        lock = threading.Lock()
+        errors = []
+        stop = threading.Event()
+
+        def consume(k):
+            try:
+                while not stop.is_set():
+                    count = 1 + k % 3
+                    r = d.get("shared", timeout=1, count=count if count > 1 else None)
+                    if r.status == 204:
+                        continue
+                    if r.status != 200:
+                        errors.append(f"consumer {k}: {r!r}")
+                        return
+                    jobs = r.json()
+                    jobs = jobs if isinstance(jobs, list) else [jobs]
+                    with lock:
+                        deliveries.extend((j["id"], j["attempt"], k) for j in jobs)
+                    for j in jobs:
+                        f = d.finish(j["id"])
+                        if f.status != 200:
+                            errors.append(f"consumer {k}: finish {j['id']}: {f!r}")
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"consumer {k}: {e!r}")
+
+        threads = [threading.Thread(target=consume, args=(k,), daemon=True) for k in range(consumers)]
+        for t in threads:
+            t.start()
+        pushed = []
+        for i in range(0, total, 20):
+            jobs = [{"topic": "shared", "body": i + j, "delay": (j % 4) * 50} for j in range(20)]
+            pushed += self.assertJsonOk(d.push(jobs))["ids"]
+            time.sleep(0.01)
+        try:
+            wait_until(lambda: len(deliveries) >= total or errors, 60, 0.05, "every job to be delivered")
+            time.sleep(0.5)  # anything delivered twice would show up now
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(10)
+        self.assertEqual(errors, [])
+        ids = [i for i, _, _ in deliveries]
+        dups = {i for i in ids if ids.count(i) > 1}
+        self.assertEqual(dups, set(), "jobs delivered to more than one consumer inside one lease")
+        self.assertEqual(sorted(ids), sorted(pushed))
+        self.assertTrue(all(a == 1 for _, a, _ in deliveries))
+        self.assertGreater(len({k for _, _, k in deliveries}), 1, "only one consumer got work")
+        self.assertCounts(d, "shared")
+
+
+class HangupAndShutdownTest(CoreTestCase):
+    def test_client_hanging_up_releases_its_long_poll(self):
+        d = self.daemon()
+        socks = []
+        for _ in range(3):
+            s = socket.create_connection((HOST, d.port), timeout=5)
+            s.sendall(b"GET /get/hang?timeout=30 HTTP/1.1\r\nHost: x\r\n\r\n")
+            socks.append(s)
+        wait_until(lambda: self.parked(d) == 3, 5, 0.02, "3 long-polls to park")
+        for s in socks:
+            s.close()
+        t = time.monotonic()
+        wait_until(lambda: self.parked(d) == 0, 5, 0.02, "parked long-polls to be released after hang-up")
+        self.assertLess(time.monotonic() - t, 3)
+        gauges = [line for line in d.metrics().text.splitlines()
+                  if "parked" in line and not line.startswith("#")]
+        self.assertTrue(gauges, "no parked-long-poll gauge in /metrics")
+        for line in gauges:
+            self.assertEqual(float(line.rsplit(" ", 1)[1]), 0.0, line)
+        # a job pushed now goes to a live consumer, not to a vanished one
+        id = self.push(d, "hang", 1)
+        self.assertCounts(d, "hang", ready=1)
+        self.assertEqual(self.get_one(d, "hang", timeout=2)["id"], id)
+
+    def test_hang_up_racing_a_push_loses_no_job(self):
+        d = self.daemon()
+        for i in range(10):
+            s = socket.create_connection((HOST, d.port), timeout=5)
+            s.sendall(b"GET /get/race?timeout=30 HTTP/1.1\r\nHost: x\r\n\r\n")
+            wait_until(lambda: self.parked(d) == 1, 5, 0.01, "the long-poll to park")
+            id = self.push(d, "race", i)
+            s.close()
+            wait_until(lambda: self.parked(d) == 0, 5, 0.01, "the long-poll to go")
+            # either the vanished client's reservation was undone (ready) or it was delivered
+            # into a socket being closed; a job must never be lost in reserved without a lease
+            c = self.counts(d, "race")
+            self.assertEqual(c["delayed"] + c["dead"], 0, c)
+            if c["ready"] == 1:
+                self.assertEqual(self.get_one(d, "race", timeout=0)["id"], id)
+                self.assertJsonOk(d.finish(id))
+            else:
+                self.assertEqual(c["reserved"], 1, c)
+                self.assertJsonOk(d.finish(id))
+            self.assertCounts(d, "race")
+
+    def test_sigterm_answers_parked_long_polls_with_204_and_exits_0(self):
+        d = self.daemon()
+        polls = [Background(d.get, "term", timeout=30) for _ in range(3)]
+        polls.append(Background(d.get, ["term", "other"], timeout=30, count=5))
+        wait_until(lambda: self.parked(d) == 4, 5, 0.02, "4 long-polls to park")
+        t = time.monotonic()
+        d.signal(signal.SIGTERM)
+        for p in polls:
+            r = p.join(20)
+            self.assertEqual((r.status, r.body), (204, b""), r)
+            self.assertLess(p.finished - t, 5, "a parked long-poll was not answered promptly at SIGTERM")
+        self.assertEqual(d.wait_exit(20), 0)
+        d.stopped_by_us = True
+
+    def test_sigterm_with_pending_jobs_keeps_them(self):
+        d = self.daemon()
+        ids = [self.push(d, "keep", i) for i in range(3)]
+        reserved = self.get_one(d, "keep")
+        self.assertEqual(d.stop(), 0)
+        d.start()
+        self.wait_healthy(d)
+        self.assertCounts(d, "keep", ready=2, reserved=1)
+        self.assertJsonOk(d.finish(reserved["id"]))
+        got = [self.get_one(d, "keep")["id"] for _ in range(2)]
+        self.assertEqual(sorted(got), sorted(set(ids) - {reserved["id"]}))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
