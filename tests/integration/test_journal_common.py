@@ -11,7 +11,7 @@ import concurrent.futures
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from harness import Daemon, MariaDBServer, Namespace, wait_until
+from harness import Daemon, MariaDBServer, wait_until
 
 LIVE_STATES = ("delayed", "ready", "reserved")
 
@@ -106,3 +106,16 @@ def wait_or_fail(tc, predicate: Callable[[], Any], timeout: float, what: str,
         return wait_until(predicate, timeout, 0.1, what)
     except TimeoutError as e:
         tc.fail(f"{e}" + (f"\n{detail()}" if detail else ""))
+
+
+def wait_healthy(tc, d: Daemon, timeout: float = 15.0) -> Daemon:
+    """Wait for GET /health 200: the daemon answers HTTP (and 503s) before its Redis and MySQL
+    connections are all up; /health says when it is ready for traffic."""
+    wait_or_fail(tc, lambda: d.health(timeout=5).status == 200, timeout, "GET /health 200",
+                 lambda: f"last /health: {d.health(timeout=5).text[:300]}")
+    return d
+
+
+def start_ready(tc, overrides: Mapping[str, Mapping[str, Any]] | None = None, **kw: Any) -> Daemon:
+    """tc.start_daemon(...) and wait until /health says it is ready."""
+    return wait_healthy(tc, tc.start_daemon(overrides, **kw))

@@ -20,9 +20,9 @@ import http.client
 import threading
 import time
 
-from harness import HourglassTestCase, wait_until
-from test_journal_common import (LIVE_STATES, drain, expect_ok, journal_idle, mysql_overrides,
-                                 pmap, stats, topic_counts, totals, wait_or_fail)
+from harness import HourglassTestCase
+from test_journal_common import (drain, expect_ok, journal_idle, mysql_overrides, pmap, start_ready,
+                                 stats, topic_counts, totals, wait_or_fail)
 
 MYSQL_TIMEOUT = 2
 
@@ -68,7 +68,7 @@ class MySQLStoppedTest(HourglassTestCase):
         m = self.private_mariadb()
         m.create_database("hgdur")
         q = lambda sql: m.query(sql, db="hgdur")  # noqa: E731
-        d = self.start_daemon({**mysql_overrides(m, "hgdur", timeout=MYSQL_TIMEOUT),
+        d = start_ready(self, {**mysql_overrides(m, "hgdur", timeout=MYSQL_TIMEOUT),
                                "queue": {"default_ttr": 120_000}})
         limit = MYSQL_TIMEOUT + 2.0
 
@@ -175,7 +175,7 @@ class MySQLPausedTest(HourglassTestCase):
         m = self.private_mariadb()
         m.create_database("hgpause")
         q = lambda sql: m.query(sql, db="hgpause")  # noqa: E731
-        d = self.start_daemon({**mysql_overrides(m, "hgpause", timeout=MYSQL_TIMEOUT),
+        d = start_ready(self, {**mysql_overrides(m, "hgpause", timeout=MYSQL_TIMEOUT),
                                "queue": {"default_ttr": 120_000}})
         limit = MYSQL_TIMEOUT + 2.0
         acked = expect_ok(d.push([{"topic": "pz", "body": i} for i in range(10)]), "push")["ids"]
@@ -234,7 +234,7 @@ class MySQLPausedTest(HourglassTestCase):
 class RedisDownTest(HourglassTestCase):
     def test_redis_down_push_503_and_no_pending_row(self):
         r = self.private_redis()
-        d = self.start_daemon({"redis": {"address": r.address, "db": 0, "timeout": 500}})
+        d = start_ready(self, {"redis": {"address": r.address, "db": 0, "timeout": 500}})
         ns = d.namespace
         ok = [expect_ok(d.push({"topic": "rd", "body": f"ok-{i}"}), "push")["id"] for i in range(5)]
         wait_or_fail(self, lambda: journal_idle(d), 10, "the journal")

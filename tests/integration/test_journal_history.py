@@ -13,7 +13,7 @@ one "deleted" entry, not two.
 from __future__ import annotations
 
 from harness import HourglassTestCase
-from test_journal_common import expect_ok, journal_idle, now_ms, totals, wait_or_fail
+from test_journal_common import expect_ok, journal_idle, now_ms, start_ready, totals, wait_or_fail
 
 DAY_MS = 86_400_000
 
@@ -40,7 +40,7 @@ class HistoryTest(HourglassTestCase):
         return h
 
     def test_finished_job_history_served_from_mysql(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         t0 = now_ms()
         jid = expect_ok(d.push({"topic": "hi", "body": {"v": 1}, "priority": 2, "bizKey": "h-1"}), "push")["id"]
         g = expect_ok(d.get("hi", timeout=2), "get")
@@ -58,7 +58,7 @@ class HistoryTest(HourglassTestCase):
         self.assertGreaterEqual(h[1]["at"], h[0]["at"])
 
     def test_delayed_job_history(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         t0 = now_ms()
         r = expect_ok(d.push({"topic": "hd", "body": 2, "delay": 400}), "push")
         jid, run_at = r["id"], r["runAt"]
@@ -71,7 +71,7 @@ class HistoryTest(HourglassTestCase):
         self.assertGreaterEqual(h[1]["at"], run_at, "ready before its runAt")
 
     def test_deleted_job_has_one_deleted_entry(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         t0 = now_ms()
         a = expect_ok(d.push({"topic": "hx", "body": "a"}), "push")["id"]
         b = expect_ok(d.push({"topic": "hx", "body": "b", "delay": 600_000}), "push")["id"]
@@ -92,7 +92,7 @@ class HistoryTest(HourglassTestCase):
         self.assertEqual(n, [("3",)], "one transition row per delete")
 
     def test_redelivery_and_death_history(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         t0 = now_ms()
         jid = expect_ok(d.push({"topic": "hr", "body": 1, "ttr": 300, "tries": 2}), "push")["id"]
         self.assertEqual(expect_ok(d.get("hr", timeout=2), "get")["attempt"], 1)
@@ -105,7 +105,7 @@ class HistoryTest(HourglassTestCase):
 
 class RetentionTest(HourglassTestCase):
     def test_old_ended_messages_are_deleted_with_their_transitions(self):
-        d = self.start_daemon({"mysql": {"retention_days": 1, "retention_interval": 1}})
+        d = start_ready(self, {"mysql": {"retention_days": 1, "retention_interval": 1}})
         q = d.namespace.query
 
         def push(body, **kw):

@@ -16,11 +16,10 @@ Choices where the contract is silent (what an SQS/beanstalkd user would expect):
 from __future__ import annotations
 
 import random
-import time
 
-from harness import HourglassTestCase, wait_until
+from harness import HourglassTestCase
 from test_journal_common import (LIVE_STATES, consume, drain, expect_ok, journal_idle, now_ms, pmap,
-                                 state_counts, stats, totals, wait_or_fail)
+                                 start_ready, state_counts, stats, totals, wait_or_fail)
 
 FIELDS = ("topic", "body", "priority", "ttr", "tries", "runAt", "bizKey")
 EXTRA_COUNTS = ("gone", "bizHeld", "misplaced")
@@ -40,7 +39,7 @@ class RestoreAfterRedisLossTest(HourglassTestCase):
     def test_restore_brings_back_exactly_the_live_jobs(self):
         seed = random.randrange(1 << 30)
         rng = random.Random(seed)
-        d = self.start_daemon({"http": {"threads": 2, "max_body": 4 << 20}})
+        d = start_ready(self, {"http": {"threads": 2, "max_body": 4 << 20}})
         ns = d.namespace
         q = ns.query
 
@@ -223,7 +222,7 @@ class RestoreExpireFalseTest(HourglassTestCase):
     """expire=false (the default) leaves due jobs in MySQL, counted in expiredSkipped."""
 
     def test_expire_false_skips_due_jobs_and_restores_future_ones(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         ns = d.namespace
         due = expect_ok(d.push([{"topic": "ex", "body": i, "priority": i % 10} for i in range(60)]), "push")["ids"]
         future = expect_ok(d.push([{"topic": "ex", "body": 100 + i, "delay": 20_000 + 500 * i}
@@ -285,7 +284,7 @@ class RestoreOneTest(HourglassTestCase):
         return jid
 
     def test_dead_job_is_requeued_and_starts_over(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         jid = self.make_dead(d, "ro.dead")
         listed = expect_ok(d.dead("ro.dead"), "/dead")["jobs"]
         self.assertEqual([j["id"] for j in listed], [jid])
@@ -301,7 +300,7 @@ class RestoreOneTest(HourglassTestCase):
         self.wait_row(d, jid, "finished")
 
     def test_dead_job_after_redis_loss_is_requeued_not_bulk_restored(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         jid = self.make_dead(d, "ro.dead2")
         self.wait_row(d, jid, "dead")
         d.namespace.flush_redis()
@@ -314,7 +313,7 @@ class RestoreOneTest(HourglassTestCase):
         self.assertEqual((g["id"], g["attempt"]), (jid, 1))
 
     def test_live_job_present_in_redis_is_not_restored(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         ready = expect_ok(d.push({"topic": "ro.live", "body": 1}), "push")["id"]
         delayed = expect_ok(d.push({"topic": "ro.live", "body": 2, "delay": 600_000}), "push")["id"]
         self.assertEqual(expect_ok(d.restore_one(ready), "/reStore/{id}"),
@@ -329,7 +328,7 @@ class RestoreOneTest(HourglassTestCase):
         self.assertEqual(totals(d), {"delayed": 1, "ready": 0, "reserved": 1, "dead": 0})
 
     def test_live_job_lost_by_redis_is_restored_as_it_was(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         jid = expect_ok(d.push({"topic": "ro.lost", "body": {"a": [1, 2]}, "priority": 1, "ttr": 45_000,
                                 "tries": 4, "bizKey": "bk-lost", "delay": 600_000}), "push")["id"]
         before = expect_ok(d.job(jid), "/jobs")
@@ -346,7 +345,7 @@ class RestoreOneTest(HourglassTestCase):
         self.assertEqual((dup["id"], dup.get("duplicate")), (jid, True))
 
     def test_finished_and_deleted_need_force(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         fin = expect_ok(d.push({"topic": "ro.end", "body": "f", "priority": 3, "tries": 2}), "push")["id"]
         dele = expect_ok(d.push({"topic": "ro.end", "body": "d", "priority": 4, "delay": 600_000}), "push")["id"]
         g = expect_ok(d.get("ro.end", timeout=1), "get")
@@ -377,7 +376,7 @@ class RestoreOneTest(HourglassTestCase):
                          {"id": fin, "restored": False, "state": "reserved"})
 
     def test_unknown_id_is_404(self):
-        d = self.start_daemon()
+        d = start_ready(self)
         jid = expect_ok(d.push({"topic": "ro.x", "body": 1}), "push")["id"]
         unknown = str(int(jid) + 1)  # never issued: the only job of this namespace is jid
         for i in (unknown, "1", "9223372036854775807"):
@@ -390,7 +389,7 @@ class RestoreOneTest(HourglassTestCase):
 
 class RestoreAdminAuthTest(HourglassTestCase):
     def test_admin_token(self):
-        d = self.start_daemon({"http": {"admin_token": "adm-s3cret"}})
+        d = start_ready(self, {"http": {"admin_token": "adm-s3cret"}})
         jid = expect_ok(d.push({"topic": "au", "body": 1}), "push")["id"]
         for call in (lambda **kw: d.restore(**kw), lambda **kw: d.restore_one(jid, **kw)):
             r = call()
@@ -403,7 +402,7 @@ class RestoreAdminAuthTest(HourglassTestCase):
         self.assertEqual(totals(d)["ready"], 1)
 
     def test_no_admin_token_allows_loopback(self):
-        d = self.start_daemon({"http": {"admin_token": ""}})
+        d = start_ready(self, {"http": {"admin_token": ""}})
         jid = expect_ok(d.push({"topic": "au", "body": 1}), "push")["id"]
         self.assertStatus(d.restore(), 200)
         self.assertStatus(d.restore_one(jid), 200)

@@ -13,7 +13,7 @@ import time
 
 from harness import (MYSQL_PASSWORD, MYSQL_USER, SCHEMA_SQL, Daemon, DaemonError, HOST,
                      HourglassTestCase)
-from test_journal_common import expect_ok, journal_idle, wait_or_fail
+from test_journal_common import expect_ok, journal_idle, start_ready, wait_healthy, wait_or_fail
 
 
 class SchemaTest(HourglassTestCase):
@@ -76,7 +76,7 @@ class SchemaTest(HourglassTestCase):
         tables = m.tables(ns.database)
         self.assertEqual(tables, ["message", "schema_version", "transition"])
 
-        d = self.start_daemon(namespace=ns)
+        d = start_ready(self, namespace=ns)
         jid = expect_ok(d.push({"topic": "sc", "body": {"k": 1}}), "push")["id"]
         wait_or_fail(self, lambda: journal_idle(d) and ns.query("SELECT COUNT(*) FROM transition") == [("1",)],
                      10, "the journal")
@@ -93,5 +93,5 @@ class SchemaTest(HourglassTestCase):
 
         # the running daemon keeps working on the re-applied schema, and a new one starts
         expect_ok(d.push({"topic": "sc", "body": 2}), "push after re-applying the schema")
-        d.restart()
+        wait_healthy(self, d.restart())
         self.assertEqual(len(expect_ok(d.get("sc", timeout=1, count=5), "get")), 2)
