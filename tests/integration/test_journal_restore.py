@@ -262,6 +262,47 @@ class RestoreExpireFalseTest(HourglassTestCase):
         self.assertEqual(sorted(j["attempt"] for j in out), [1] * 20 + [2] * 40)
 
 
+class RestoreEdgeTest(HourglassTestCase):
+    def test_expire_false_counts_jobs_redis_holds_as_present(self):
+        # A due job that Redis still holds is "present", not "expiredSkipped": it was not left
+        # in MySQL. (An operator reading expiredSkipped=N on a healthy system would think N
+        # jobs were not brought back.)
+        d = start_ready(self)
+        ns = d.namespace
+        expect_ok(d.push([{"topic": "pr", "body": i} for i in range(5)]), "push")
+        expect_ok(d.push([{"topic": "pr", "body": i, "delay": 600_000} for i in range(3)]), "push")
+        self.assertEqual(len(consume(d, "pr", 2)), 2)
+        want = {"ready": 3, "reserved": 2, "delayed": 3}
+        wait_or_fail(self, lambda: journal_idle(d) and state_counts(ns.query) == want, 10, "the journal")
+        res = expect_ok(d.restore(expire=False), "/reStore?expire=false with nothing lost")
+        self.assertEqual((res["scanned"], res["restored"], res["present"], res["expiredSkipped"]),
+                         (8, 0, 8, 0), res)
+        self.assertEqual(count_sum(res), res["scanned"], res)
+        self.assertEqual(totals(d), {"delayed": 3, "ready": 3, "reserved": 2, "dead": 0})
+
+    def test_restored_job_on_its_last_try_is_not_delivered_beyond_tries(self):
+        # tries = max deliveries. A job reserved on its last try when Redis was lost has lost
+        # its lease, as if it had run out: it may come back dead, but it must not be delivered
+        # once more than tries.
+        d = start_ready(self)
+        ns = d.namespace
+        jid = expect_ok(d.push({"topic": "lt", "body": 1, "tries": 2, "ttr": 300}), "push")["id"]
+        self.assertEqual(expect_ok(d.get("lt", timeout=2), "get")["attempt"], 1)
+        second = expect_ok(d.get("lt", timeout=5), "get after the lease ran out")
+        self.assertEqual((second["id"], second["attempt"]), (jid, 2))
+        wait_or_fail(self, lambda: journal_idle(d) and ns.query(f"SELECT state, attempts FROM message WHERE id = {jid}")
+                     == [("reserved", "2")], 10, "the journal")
+        ns.flush_redis()
+        expect_ok(d.restore(expire=True), "/reStore?expire=true")
+        r = d.get("lt", timeout=1)
+        if r.status == 200:
+            j = r.json()
+            self.assertLessEqual(j["attempt"], j["tries"],
+                                 f"a tries={j['tries']} job delivered again after a restore (attempt {j['attempt']}): {j}")
+        else:
+            self.assertStatus(r, 204)
+
+
 class RestoreOneTest(HourglassTestCase):
     """GET /reStore/{id}."""
 
