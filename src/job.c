@@ -1,7 +1,9 @@
 /* job.c — see job.h. */
 #include "job.h"
 
-#include <jansson.h>
+#include "jscan.h"
+
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,70 +122,157 @@ void job_specs_free(struct job_spec *jobs, int count)
     free(jobs);
 }
 
-/* Integer member `name` of `obj` in [min, max]; absent -> def. */
-static int get_int(json_t *obj, const char *name, int64_t min, int64_t max, int64_t def, int64_t *out, int *present,
-                   const char *where, char *err, size_t errlen)
+/* ---- push parsing ----
+ *
+ * The push body is walked with jscan (jscan.h), not parsed into a tree: every job's "body"
+ * is kept as the exact text the producer sent, and the other fields are read straight from
+ * their text. Strictness matches the contract: unknown or repeated fields, wrong types and
+ * values out of range are errors naming the job's index and the field. */
+
+enum field { F_TOPIC, F_BODY, F_DELAY, F_RUNAT, F_PRIORITY, F_TTR, F_TRIES, F_BIZKEY, F_REPLACE, F_COUNT };
+
+static const char *const field_names[F_COUNT] = {"topic", "body", "delay", "runAt", "priority",
+                                                  "ttr",   "tries", "bizKey", "replace"};
+
+/* The text of one field's value. */
+struct span {
+    const char *p;
+    size_t len;
+};
+
+/* An integer field: JSON integer text (no fraction or exponent) within [min, max]. */
+static int span_int(struct span v, const char *name, int64_t min, int64_t max, int64_t *out, const char *where,
+                    char *err, size_t errlen)
 {
-    json_t *v = json_object_get(obj, name);
-    if (present)
-        *present = v != NULL;
-    if (v == NULL) {
-        *out = def;
-        return 0;
+    size_t i = 0;
+    int neg = 0;
+    uint64_t n = 0;
+    int ok = v.len > 0;
+    if (ok && v.p[0] == '-') {
+        neg = 1;
+        i = 1;
+        ok = v.len > 1;
     }
-    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+    for (; ok && i < v.len; i++) {
+        if (v.p[i] < '0' || v.p[i] > '9' || n > (UINT64_MAX - 9) / 10) {
+            ok = 0;
+            break;
+        }
+        n = n * 10 + (uint64_t)(v.p[i] - '0');
+    }
+    int64_t value = 0;
+    if (ok && n <= (uint64_t)INT64_MAX)
+        value = neg ? -(int64_t)n : (int64_t)n;
+    else if (ok)
+        value = neg ? INT64_MIN : INT64_MAX; /* certainly out of range below */
+    if (!ok || value < min || value > max || (neg && n > (uint64_t)INT64_MAX)) {
         snprintf(err, errlen, "%s%s must be an integer from %lld to %lld", where, name, (long long)min,
                  (long long)max);
         return -1;
     }
-    *out = json_integer_value(v);
+    *out = value;
     return 0;
 }
 
-static const char *const known_fields[] = {"topic", "body", "delay", "runAt", "priority",
-                                           "ttr",   "tries", "bizKey", "replace", NULL};
-
-static int parse_one(json_t *obj, const struct job_limits *lim, int64_t now, struct job_spec *job, const char *where,
-                     char *err, size_t errlen)
+/* A string field, decoded into out (cap bytes). -1 when not a string or too long. */
+static int span_string(struct span v, char *out, size_t cap, size_t *outlen)
 {
-    if (!json_is_object(obj)) {
-        snprintf(err, errlen, "%sa job must be a JSON object", where);
-        return PUSH_BAD;
-    }
-    const char *key;
-    json_t *value;
-    json_object_foreach(obj, key, value)
-    {
-        int known = 0;
-        for (const char *const *f = known_fields; *f; f++)
-            if (strcmp(*f, key) == 0)
-                known = 1;
-        if (!known) {
-            snprintf(err, errlen, "%sunknown field \"%.64s\" (known: topic, body, delay, runAt, priority, ttr, tries, "
-                                  "bizKey, replace)",
-                     where, key);
-            return PUSH_BAD;
-        }
-    }
+    if (v.len == 0 || v.p[0] != '"')
+        return -1;
+    struct jscan j;
+    int truncated = 0;
+    jscan_init(&j, v.p, v.len);
+    if (jscan_string(&j, out, cap, outlen, &truncated) < 0 || truncated)
+        return -1;
+    return 0;
+}
 
-    json_t *topic = json_object_get(obj, "topic");
-    if (!json_is_string(topic) || !topic_valid(json_string_value(topic), json_string_length(topic))) {
+static int span_is(struct span v, const char *word)
+{
+    return v.len == strlen(word) && memcmp(v.p, word, v.len) == 0;
+}
+
+/* Read one job object at the scanner's position into spans (validating its syntax). */
+static int scan_job(struct jscan *j, struct span *fields, const char *where, char *err, size_t errlen)
+{
+    if (jscan_peek(j) != '{') {
+        snprintf(err, errlen, "%sa job must be a JSON object", where);
+        return -1;
+    }
+    if (jscan_expect(j, '{') < 0)
+        return -1;
+    if (jscan_peek(j) == '}') {
+        j->pos++;
+        return 0;
+    }
+    for (;;) {
+        char key[64];
+        size_t klen;
+        int truncated;
+        if (jscan_peek(j) != '"') {
+            snprintf(err, errlen, "%sexpected a field name at byte %zu", where, j->pos);
+            return -1;
+        }
+        if (jscan_string(j, key, sizeof key - 1, &klen, &truncated) < 0) {
+            snprintf(err, errlen, "body is not valid JSON: %s", j->err);
+            return -1;
+        }
+        key[klen] = '\0';
+        int f = 0;
+        while (f < F_COUNT && (truncated || strlen(field_names[f]) != klen || memcmp(field_names[f], key, klen)))
+            f++;
+        if (f == F_COUNT) {
+            snprintf(err, errlen,
+                     "%sunknown field \"%.40s\" (known: topic, body, delay, runAt, priority, ttr, tries, bizKey, "
+                     "replace)",
+                     where, key);
+            return -1;
+        }
+        if (fields[f].p != NULL) {
+            snprintf(err, errlen, "%sfield \"%s\" is given twice", where, field_names[f]);
+            return -1;
+        }
+        size_t start, end;
+        if (jscan_expect(j, ':') < 0 || jscan_value(j, &start, &end) < 0) {
+            snprintf(err, errlen, "body is not valid JSON: %s", j->err);
+            return -1;
+        }
+        fields[f].p = j->s + start;
+        fields[f].len = end - start;
+        int next = jscan_peek(j);
+        if (next == ',') {
+            j->pos++;
+            continue;
+        }
+        if (next == '}') {
+            j->pos++;
+            return 0;
+        }
+        snprintf(err, errlen, "body is not valid JSON: expected ',' or '}' at byte %zu", j->pos);
+        return -1;
+    }
+}
+
+static enum push_parse_result build_job(struct span *f, const struct job_limits *lim, int64_t now,
+                                        struct job_spec *job, const char *where, char *err, size_t errlen)
+{
+    if (f[F_TOPIC].p == NULL || span_string(f[F_TOPIC], job->topic, TOPIC_MAX, &job->topic_len) < 0 ||
+        !topic_valid(job->topic, job->topic_len)) {
         snprintf(err, errlen, "%stopic is required: 1-%d characters of A-Z a-z 0-9 _ . : -", where, TOPIC_MAX);
         return PUSH_BAD;
     }
-    job->topic_len = json_string_length(topic);
-    memcpy(job->topic, json_string_value(topic), job->topic_len + 1);
+    job->topic[job->topic_len] = '\0';
 
-    int64_t delay, run_at, v;
-    int has_delay, has_run_at;
-    if (get_int(obj, "delay", 0, lim->max_delay, 0, &delay, &has_delay, where, err, errlen) < 0 ||
-        get_int(obj, "runAt", 0, INT64_C(253402300799999), 0, &run_at, &has_run_at, where, err, errlen) < 0)
+    int64_t delay = 0, run_at = 0, v;
+    if (f[F_DELAY].p && span_int(f[F_DELAY], "delay", 0, lim->max_delay, &delay, where, err, errlen) < 0)
         return PUSH_BAD;
-    if (has_delay && has_run_at) {
+    if (f[F_RUNAT].p && span_int(f[F_RUNAT], "runAt", 0, INT64_C(253402300799999), &run_at, where, err, errlen) < 0)
+        return PUSH_BAD;
+    if (f[F_DELAY].p && f[F_RUNAT].p) {
         snprintf(err, errlen, "%sgive delay or runAt, not both", where);
         return PUSH_BAD;
     }
-    if (has_run_at) {
+    if (f[F_RUNAT].p) {
         if (run_at - now > lim->max_delay) {
             snprintf(err, errlen, "%srunAt is more than max_delay (%lld ms) from now", where, (long long)lim->max_delay);
             return PUSH_BAD;
@@ -193,100 +282,162 @@ static int parse_one(json_t *obj, const struct job_limits *lim, int64_t now, str
         job->run_at = now + delay;
     }
 
-    if (get_int(obj, "priority", 0, 9, 5, &v, NULL, where, err, errlen) < 0)
+    job->priority = 5;
+    if (f[F_PRIORITY].p) {
+        if (span_int(f[F_PRIORITY], "priority", 0, 9, &v, where, err, errlen) < 0)
+            return PUSH_BAD;
+        job->priority = (int)v;
+    }
+    job->ttr = lim->default_ttr;
+    if (f[F_TTR].p && span_int(f[F_TTR], "ttr", 0, lim->max_ttr, &job->ttr, where, err, errlen) < 0)
         return PUSH_BAD;
-    job->priority = (int)v;
-    if (get_int(obj, "ttr", 0, lim->max_ttr, lim->default_ttr, &job->ttr, NULL, where, err, errlen) < 0)
-        return PUSH_BAD;
-    if (get_int(obj, "tries", 1, lim->max_tries, lim->default_tries, &v, NULL, where, err, errlen) < 0)
-        return PUSH_BAD;
-    job->tries = (int)v;
+    job->tries = lim->default_tries;
+    if (f[F_TRIES].p) {
+        if (span_int(f[F_TRIES], "tries", 1, lim->max_tries, &v, where, err, errlen) < 0)
+            return PUSH_BAD;
+        job->tries = (int)v;
+    }
 
-    json_t *biz = json_object_get(obj, "bizKey");
-    if (biz != NULL && !json_is_null(biz)) {
-        if (!json_is_string(biz) || !bizkey_valid(json_string_value(biz), json_string_length(biz))) {
+    if (f[F_BIZKEY].p && !span_is(f[F_BIZKEY], "null")) {
+        char biz[BIZKEY_MAX * 4 + 1];
+        size_t blen;
+        if (span_string(f[F_BIZKEY], biz, sizeof biz - 1, &blen) < 0 || !bizkey_valid(biz, blen)) {
             snprintf(err, errlen, "%sbizKey must be a string of 1-%d printable characters", where, BIZKEY_MAX);
             return PUSH_BAD;
         }
-        job->biz_len = json_string_length(biz);
-        job->biz_key = malloc(job->biz_len + 1);
+        job->biz_len = blen;
+        job->biz_key = malloc(blen + 1);
         if (job->biz_key == NULL)
             return PUSH_NOMEM;
-        memcpy(job->biz_key, json_string_value(biz), job->biz_len + 1);
+        memcpy(job->biz_key, biz, blen);
+        job->biz_key[blen] = '\0';
     }
-    json_t *replace = json_object_get(obj, "replace");
-    if (replace != NULL) {
-        if (!json_is_boolean(replace)) {
+    if (f[F_REPLACE].p) {
+        if (!span_is(f[F_REPLACE], "true") && !span_is(f[F_REPLACE], "false")) {
             snprintf(err, errlen, "%sreplace must be true or false", where);
             return PUSH_BAD;
         }
-        job->replace = json_is_true(replace);
+        job->replace = span_is(f[F_REPLACE], "true");
         if (job->replace && job->biz_key == NULL) {
             snprintf(err, errlen, "%sreplace needs a bizKey to know which job to replace", where);
             return PUSH_BAD;
         }
     }
 
-    json_t *body = json_object_get(obj, "body");
-    if (body == NULL)
-        body = json_null();
-    job->body = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+    /* The body as sent, minus whitespace between tokens (it is valid JSON: jscan checked).
+     * Absent means null. */
+    struct span body = f[F_BODY].p ? f[F_BODY] : (struct span){"null", 4};
+    job->body = malloc(body.len + 1);
     if (job->body == NULL)
         return PUSH_NOMEM;
-    job->body_len = strlen(job->body);
+    size_t n = 0;
+    int in_string = 0;
+    for (size_t i = 0; i < body.len; i++) {
+        char c = body.p[i];
+        if (in_string) {
+            if (c == '\\') {
+                job->body[n++] = c;
+                c = body.p[++i]; /* the escaped character is never the closing quote */
+            } else if (c == '"') {
+                in_string = 0;
+            }
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            continue;
+        }
+        job->body[n++] = c;
+    }
+    job->body[n] = '\0';
+    job->body_len = n;
     return PUSH_OK;
 }
 
-enum push_parse_result job_parse_push(const char *body, size_t len, const struct job_limits *limits,
-                                      int64_t now_ms, struct job_spec **jobs_out, int *count_out, int *is_array,
-                                      char *err, size_t errlen)
+enum push_parse_result job_parse_push(const char *text, size_t len, const struct job_limits *limits, int64_t now_ms,
+                                      struct job_spec **jobs_out, int *count_out, int *is_array, char *err,
+                                      size_t errlen)
 {
     *jobs_out = NULL;
     *count_out = 0;
     *is_array = 0;
-    if (len == 0) {
+    struct jscan j;
+    jscan_init(&j, text, len);
+    int first = jscan_peek(&j);
+    if (first == -1) {
         snprintf(err, errlen, "body is empty: send a job object or an array of them");
         return PUSH_BAD;
     }
-    json_error_t jerr;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL) {
-        snprintf(err, errlen, "body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+    if (first != '{' && first != '[') {
+        /* say whether it is JSON at all */
+        size_t s, e;
+        if (jscan_value(&j, &s, &e) < 0 || jscan_end(&j) < 0)
+            snprintf(err, errlen, "body is not valid JSON: %s", j.err);
+        else
+            snprintf(err, errlen, "body must be a job object or an array of job objects");
         return PUSH_BAD;
     }
 
-    enum push_parse_result rc = PUSH_OK;
+    /* Validate the whole document first, so a syntax error anywhere wins over field errors,
+     * and count the jobs of an array. */
     size_t n = 1;
-    if (json_is_array(root)) {
+    {
+        struct jscan all;
+        jscan_init(&all, text, len);
+        size_t s, e;
+        if (jscan_value(&all, &s, &e) < 0 || jscan_end(&all) < 0) {
+            snprintf(err, errlen, "body is not valid JSON: %s", all.err);
+            return PUSH_BAD;
+        }
+    }
+    if (first == '[') {
         *is_array = 1;
-        n = json_array_size(root);
+        n = 0;
+        struct jscan count;
+        jscan_init(&count, text, len);
+        if (jscan_expect(&count, '[') < 0)
+            return PUSH_BAD;
+        if (jscan_peek(&count) != ']')
+            for (;;) {
+                size_t s, e;
+                if (jscan_value(&count, &s, &e) < 0)
+                    return PUSH_BAD;
+                n++;
+                if (jscan_peek(&count) != ',')
+                    break;
+                count.pos++;
+            }
         if (n == 0) {
             snprintf(err, errlen, "the job array is empty");
-            rc = PUSH_BAD;
-        } else if (n > (size_t)limits->max_batch) {
-            snprintf(err, errlen, "at most %d jobs per push (got %zu)", limits->max_batch, n);
-            rc = PUSH_TOO_MANY;
+            return PUSH_BAD;
         }
-    } else if (!json_is_object(root)) {
-        snprintf(err, errlen, "body must be a job object or an array of job objects");
-        rc = PUSH_BAD;
+        if (n > (size_t)limits->max_batch) {
+            snprintf(err, errlen, "at most %d jobs per push (got %zu)", limits->max_batch, n);
+            return PUSH_TOO_MANY;
+        }
+        j.pos++; /* past '[' */
     }
 
-    struct job_spec *jobs = NULL;
-    if (rc == PUSH_OK) {
-        jobs = calloc(n, sizeof *jobs);
-        if (jobs == NULL)
-            rc = PUSH_NOMEM;
+    struct job_spec *jobs = calloc(n, sizeof *jobs);
+    if (jobs == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return PUSH_NOMEM;
     }
-    size_t done = 0;
-    for (; rc == PUSH_OK && done < n; done++) {
+    enum push_parse_result rc = PUSH_OK;
+    for (size_t i = 0; i < n && rc == PUSH_OK; i++) {
         char where[32] = "";
         if (*is_array)
-            snprintf(where, sizeof where, "jobs[%zu]: ", done);
-        json_t *item = *is_array ? json_array_get(root, done) : root;
-        rc = parse_one(item, limits, now_ms, &jobs[done], where, err, errlen);
+            snprintf(where, sizeof where, "jobs[%zu]: ", i);
+        if (i > 0 && jscan_expect(&j, ',') < 0) {
+            rc = PUSH_BAD;
+            break;
+        }
+        struct span fields[F_COUNT];
+        memset(fields, 0, sizeof fields);
+        if (scan_job(&j, fields, where, err, errlen) < 0)
+            rc = PUSH_BAD;
+        else
+            rc = build_job(fields, limits, now_ms, &jobs[i], where, err, errlen);
     }
-    json_decref(root);
     if (rc != PUSH_OK) {
         job_specs_free(jobs, (int)n);
         if (rc == PUSH_NOMEM)

@@ -254,10 +254,30 @@ START_TEST(test_body_any_json_value)
     check_body("null", "null");
     check_body("{}", "{}");
     check_body("[]", "[]");
-    check_body("\"caf\\u00e9 \\u20ac\"", "\"caf\xc3\xa9 \xe2\x82\xac\"");
+    /* escapes are kept as sent: the same value, not re-encoded */
+    check_body("\"caf\\u00e9 \\u20ac\"", "\"caf\\u00e9 \\u20ac\"");
+    check_body("\"caf\xc3\xa9 \xe2\x82\xac\"", "\"caf\xc3\xa9 \xe2\x82\xac\"");
+    /* numbers keep their text: no binary round trip (0.1 stays 0.1, 1e2 stays 1e2) */
+    check_body("0.1", "0.1");
+    check_body("[1e2, 2.50, -0.0]", "[1e2,2.50,-0.0]");
+    /* whitespace inside strings is the value; between tokens it is not */
+    check_body("\" a  b \"", "\" a  b \"");
     check_body("\"quote\\\" back\\\\ nl\\n\"", "\"quote\\\" back\\\\ nl\\n\"");
     /* members keep their order */
     check_body("{\"z\":1,\"a\":2,\"m\":3}", "{\"z\":1,\"a\":2,\"m\":3}");
+
+    /* values jansson cannot hold are still the producer's to send */
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"body\":123456789012345678901234567890}"), PUSH_OK);
+    ck_assert_str_eq(jobs[0].body, "123456789012345678901234567890");
+    done();
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"body\":{\"k\":1,\"k\":2}}"), PUSH_OK);
+    ck_assert_str_eq(jobs[0].body, "{\"k\":1,\"k\":2}");
+    done();
+    /* but it must be JSON */
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"body\":01}"), PUSH_BAD);
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"body\":[1,]}"), PUSH_BAD);
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"body\":\"\\ud800\"}"), PUSH_BAD);
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"body\":\"\xff\"}"), PUSH_BAD);
 
     /* absent -> null */
     ck_assert_int_eq(push("{\"topic\":\"t\"}"), PUSH_OK);
