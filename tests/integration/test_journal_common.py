@@ -108,10 +108,17 @@ def wait_or_fail(tc, predicate: Callable[[], Any], timeout: float, what: str,
         tc.fail(f"{e}" + (f"\n{detail()}" if detail else ""))
 
 
+def ready(d: Daemon) -> bool:
+    r = d.health(timeout=5)
+    return r.status == 200 and r.json().get("workerId", -1) >= 0
+
+
 def wait_healthy(tc, d: Daemon, timeout: float = 15.0) -> Daemon:
-    """Wait for GET /health 200: the daemon answers HTTP (and 503s) before its Redis and MySQL
-    connections are all up; /health says when it is ready for traffic."""
-    wait_or_fail(tc, lambda: d.health(timeout=5).status == 200, timeout, "GET /health 200",
+    """Wait until the daemon is ready for pushes: GET /health 200 with a workerId. It answers
+    HTTP (503s) before its Redis and MySQL connections are up, and /health can say ok a moment
+    before the id generator holds a worker number (pushes then get 503 "the id generator (no
+    worker id held yet) is unavailable")."""
+    wait_or_fail(tc, lambda: ready(d), timeout, "GET /health 200 with a workerId",
                  lambda: f"last /health: {d.health(timeout=5).text[:300]}")
     return d
 

@@ -107,6 +107,12 @@ class MySQLStoppedTest(HourglassTestCase):
         self.assertEqual(totals(d), before, "a push or delete that got 503 changed Redis")
         self.assertEqual(topic_counts(d, "dur.fail"), {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0})
         self.assertEqual(expect_ok(d.job(victim), "/jobs")["state"], "ready", "a delete that got 503 happened")
+        for what, call in (("/reStore", lambda: d.restore(expire=True, timeout=20)),
+                           ("/reStore/{id}", lambda: d.restore_one(victim, timeout=20))):
+            t0 = time.monotonic()
+            r = call()
+            self.assertStatus(r, 503, f"{what} while MySQL is stopped")
+            self.assertLess(time.monotonic() - t0, limit, f"{what} while MySQL is stopped")
 
         # consumption goes on: finish what was reserved, reserve and finish more, incl. due delayed jobs
         done = []
