@@ -136,7 +136,21 @@ class TransitionsTest(CoreTestCase):
         self.assertEqual(job["id"], keep)
         self.assertNothing(d, "t", timeout=1)
         self.assertEqual(self.state(d, gone), "deleted")
-        self.wait_history(d, gone, ["delayed", "deleted"])
+
+    def test_delete_is_journaled_once(self):
+        """The history of a deleted job has one 'deleted' entry, whatever state it was in."""
+        d = self.daemon()
+        delayed = self.push(d, "t", 1, delay=60000)
+        ready = self.push(d, "t", 2)
+        reserved = self.push(d, "r", 3)
+        self.get_one(d, "r")
+        for id in (delayed, ready, reserved):
+            self.assertJsonOk(d.delete(id))
+        wait_until(lambda: self.journal_idle(d), 10, 0.05, "the journal to be written")
+        time.sleep(0.3)
+        self.wait_history(d, delayed, ["delayed", "deleted"])
+        self.wait_history(d, ready, ["ready", "deleted"])
+        self.wait_history(d, reserved, ["ready", "reserved", "deleted"])
 
     def test_finish_after_redelivery_to_another_consumer(self):
         """A consumer whose lease expired may not act on the job once it is reserved again:
