@@ -6,8 +6,7 @@
 import time
 import unittest
 
-from core_common import STATES_LIVE, CoreTestCase, now_ms
-from harness import wait_until
+from core_common import CoreTestCase, now_ms
 
 
 class PushTest(CoreTestCase):

@@ -7,10 +7,9 @@ leave the daemon alive and Redis and MySQL exactly as they were.
 
 import json
 import unittest
-import urllib.parse
 
 from core_common import CoreTestCase, now_ms
-from harness import Response, parse_http_responses, wait_until
+from harness import parse_http_responses, wait_until
 
 JSON = {"Content-Type": "application/json"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
