@@ -16,7 +16,8 @@ void api_health(struct request *r)
     int redis = rconn_is_up(r->w->redis);
     int mysql = journal_up();
     int draining = atomic_load(&app->draining);
-    int ok = redis && mysql && !draining;
+    int ids = atomic_load(&app->worker_id) >= 0; /* without a worker number it cannot take pushes */
+    int ok = redis && mysql && ids && !draining;
     struct sbuf sb = SBUF_INIT;
     sb_printf(&sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
               ok ? "ok" : "unavailable", redis ? "up" : "down", mysql ? "up" : "down", draining ? "true" : "false");

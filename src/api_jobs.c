@@ -12,6 +12,7 @@
 #include "ids.h"
 #include "journal.h"
 #include "log.h"
+#include "metrics.h"
 #include "worker.h"
 
 #include <stdlib.h>
@@ -201,8 +202,13 @@ static void on_deleted(const struct id_outcome *o, void *arg)
         respond_error(st->r, 404, "not_found", "the job ended before it could be deleted");
         return;
     }
-    /* Make the row's final version newer than anything that happened since the pre-check. */
-    api_journal(st->r, st->id, st->shard, "jobs", o->from_state, JS_DELETED, o->ver, o->attempts, o->run_at, 0);
+    /* The transition is logged already (committed before Redis changed); this only makes the
+     * row's version newer than anything that happened between the pre-check and the delete. */
+    struct jrec rec;
+    api_fill_jrec(&rec, st->r, st->id, st->shard, "jobs", o->from_state, JS_DELETED, o->ver, o->attempts, o->run_at);
+    rec.row_only = 1;
+    journal_submit(&rec, 1);
+    metrics_transition(o->from_state, JS_DELETED, 1);
     answer_state(st, "deleted", NULL, 0);
 }
 

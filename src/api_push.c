@@ -88,6 +88,7 @@ static void finish_push(struct push_state *st)
                 j->biz_key = NULL;
             }
             journal_submit(&rec, 1);
+            metrics_transition(o->from_state, o->state, 1);
             break;
         }
         }
@@ -286,6 +287,7 @@ void api_push(struct request *r)
         rec->kind = JR_INSERT;
         rec->at = st->now;
         rec->job = j;
+        metrics_transition(JS_NONE, rec->to, 1);
     }
     if (journal_submit_sync(st->recs, st->n, w->inbox, on_committed, st) < 0)
         respond_unavailable(r, "MySQL");

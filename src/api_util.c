@@ -114,7 +114,6 @@ void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, 
     rec->run_at = run_at;
     request_actor(r, shard, key, rec->actor, sizeof rec->actor);
     snprintf(rec->host, sizeof rec->host, "%s", r->client);
-    metrics_transition(from, to, 1);
 }
 
 void api_journal(struct request *r, uint64_t id, int shard, const char *key, int from, int to, uint32_t ver,
@@ -124,4 +123,5 @@ void api_journal(struct request *r, uint64_t id, int shard, const char *key, int
     api_fill_jrec(&rec, r, id, shard, key, from, to, ver, attempts, run_at);
     rec.force = (uint8_t)force;
     journal_submit(&rec, 1);
+    metrics_transition(from, to, 1);
 }

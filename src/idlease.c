@@ -21,6 +21,7 @@ struct idlease {
     int busy;          /* a call is in flight */
     int tried;         /* numbers tried in this acquisition round */
     int64_t sent_horizon; /* the mark the call in flight makes durable */
+    int warned;
     char token[96];
     char key[128];
 };
@@ -109,6 +110,17 @@ static void on_fixed(redisReply *r, void *arg)
     l->busy = 0;
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
         return;
+    if (r->element[0]->integer != 1) {
+        /* Two instances configured with one number would issue the same ids: refuse. */
+        if (l->held >= 0 || !l->warned)
+            log_error("ids: [instance] worker_id = %d is held by another instance (%s); pushes get 503 until it "
+                      "is released or this instance gets its own number",
+                      l->app->cfg.worker_id, r->element[1]->str ? r->element[1]->str : "?");
+        l->warned = 1;
+        drop(l, "configured number in use elsewhere");
+        return;
+    }
+    l->warned = 0;
     if (l->held < 0)
         hold(l, l->app->cfg.worker_id, r->element[1]->integer, l->sent_horizon);
     else
@@ -138,7 +150,7 @@ static void on_released(redisReply *r, void *arg)
 
 void idlease_release(struct idlease *l)
 {
-    if (l->held >= 0 && l->app->cfg.worker_id < 0 && rconn_is_up(l->rc))
+    if (l->held >= 0 && rconn_is_up(l->rc))
         call(l, "release", l->held, 0, on_released);
 }
 
@@ -150,7 +162,12 @@ struct idlease *idlease_new(struct app *app, struct rconn *rc)
     l->app = app;
     l->rc = rc;
     l->held = -1;
-    snprintf(l->token, sizeof l->token, "%s/%d/%lld", app->instance, (int)getpid(), (long long)clock_unix_ms());
+    /* auto: a fresh token per process, so a restarted instance leases a new number while its
+     * old lease runs out; fixed: the instance's name, so it takes its own number back at once */
+    if (app->cfg.worker_id >= 0)
+        snprintf(l->token, sizeof l->token, "%s", app->instance);
+    else
+        snprintf(l->token, sizeof l->token, "%s/%d/%lld", app->instance, (int)getpid(), (long long)clock_unix_ms());
     snprintf(l->key, sizeof l->key, "%s:{w}:workers", app->cfg.redis_prefix);
     /* start the search somewhere different on each instance, so a fleet rarely collides */
     l->trying = (int)((unsigned)(getpid() * 2654435761u + (unsigned)clock_mono_us()) % (IDS_MAX_WORKER + 1)) - 1;

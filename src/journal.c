@@ -344,7 +344,7 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
                 updates[nupdates++] = &g->recs[i];
         }
     for (size_t i = 0; i < nrecs; i++) {
-        if (add_transition_row(&b, &recs[i], instance) < 0)
+        if (!recs[i].row_only && add_transition_row(&b, &recs[i], instance) < 0)
             goto out;
         updates[nupdates++] = &recs[i];
     }
@@ -366,6 +366,19 @@ out:
     free(updates);
     sb_free(&b.sql);
     return rc;
+}
+
+/* The connection is gone: refuse durable submissions from now on, and answer the ones
+ * queued behind the failed batch at once rather than after a reconnect attempt (which can
+ * take the whole connect timeout against a hung server). Caller holds the lock. */
+static void mark_down_locked(void)
+{
+    J.up = 0;
+    metrics_gauge_set(MG_MYSQL_UP, 0);
+    struct jsync *waiting = J.sync_head;
+    J.sync_head = J.sync_tail = NULL;
+    J.sync_records = 0;
+    complete(waiting, 0);
 }
 
 static MYSQL *connect_db(void)
@@ -524,18 +537,15 @@ static void *journal_main(void *unused)
                 last_connect_try = clock_mono_us();
             }
             pthread_mutex_lock(&J.lock);
-            if (broke) {
-                J.up = 0;
-                metrics_gauge_set(MG_MYSQL_UP, 0);
-            }
+            if (broke)
+                mark_down_locked();
         } else {
             complete(groups, 0);
             mysql_close(db);
             db = NULL;
             last_connect_try = clock_mono_us();
             pthread_mutex_lock(&J.lock);
-            J.up = 0;
-            metrics_gauge_set(MG_MYSQL_UP, 0);
+            mark_down_locked();
         }
         metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)J.count);
         metrics_gauge_set(MG_JOURNAL_INFLIGHT, J.sync_records);

@@ -37,6 +37,7 @@ struct jrec {
     uint8_t kind;
     uint8_t from, to;   /* job states (job.h); from = JS_NONE for a new job */
     uint8_t force;      /* apply to the message row even if its version is not older (delete, abort) */
+    uint8_t row_only;   /* update the message row, write no transition row (the change is already logged) */
     uint32_t ver;       /* job version after this change */
     uint32_t attempts;
     uint64_t id;

@@ -15,6 +15,7 @@
 #include "api_util.h"
 #include "app.h"
 #include "clock.h"
+#include "db.h"
 #include "dbtask.h"
 #include "ids.h"
 #include "journal.h"
@@ -33,7 +34,7 @@
 
 static atomic_int restore_running;
 
-enum outcome { OUT_RESTORED, OUT_PRESENT, OUT_GONE, OUT_BIZHELD, OUT_FAILED };
+enum outcome { OUT_RESTORED, OUT_PRESENT, OUT_GONE, OUT_BIZHELD, OUT_EXPIRED, OUT_FAILED };
 
 /* One message row, as read from MySQL (pointers into the MYSQL_RES). */
 struct row {
@@ -67,12 +68,13 @@ static void read_row(MYSQL_ROW m, unsigned long *len, struct row *r)
 }
 
 /* Queue one restore.lua call for rows[0..n) (all on `shard`). */
-static int append_restore(redisContext *c, const struct config *cfg, int shard, struct row **rows, int n, int64_t now)
+static int append_restore(redisContext *c, const struct config *cfg, int shard, struct row **rows, int n, int64_t now,
+                          int expire)
 {
-    int argc = 6 + 10 * n;
+    int argc = 7 + 11 * n;
     const char **argv = malloc((size_t)argc * sizeof *argv);
     size_t *lens = malloc((size_t)argc * sizeof *lens);
-    char(*nums)[24] = malloc((size_t)(2 + 7 * n) * sizeof *nums);
+    char(*nums)[24] = malloc((size_t)(3 + 8 * n) * sizeof *nums);
     char(*keys)[ID_KEY_LEN + 1] = malloc((size_t)n * sizeof *keys);
     char jobs_key[160];
     int rc = -1;
@@ -83,6 +85,7 @@ static int append_restore(redisContext *c, const struct config *cfg, int shard, 
         int klen = store_key(jobs_key, sizeof jobs_key, cfg->redis_prefix, shard, "jobs");
         STR(jobs_key, (size_t)klen);
         NUM(now);
+        NUM(expire);
         NUM(n);
         for (int i = 0; i < n; i++) {
             const struct row *r = rows[i];
@@ -97,6 +100,7 @@ static int append_restore(redisContext *c, const struct config *cfg, int shard, 
             STR(r->biz, r->biz_len);
             NUM(r->attempts);
             NUM(r->ver);
+            NUM(r->state);
         }
 #undef STR
 #undef NUM
@@ -126,6 +130,8 @@ static enum outcome read_outcome(const redisReply *e, int *state, unsigned *ver)
         return OUT_GONE;
     if (strcmp(code, "bizheld") == 0)
         return OUT_BIZHELD;
+    if (strcmp(code, "expired") == 0)
+        return OUT_EXPIRED;
     return OUT_FAILED;
 }
 
@@ -218,10 +224,6 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
         *after = rows[i].id;
         ra->scanned++;
         shard_of[i] = -1;
-        if (!ra->expire && rows[i].run_at <= now) {
-            ra->expired_skipped++;
-            continue;
-        }
         int s = id_shard(rows[i].id, cfg->redis_shards);
         if (s != topic_shard(rows[i].topic, rows[i].topic_len, cfg->redis_shards)) {
             ra->misplaced++; /* written under another [redis] shards value: cannot be placed */
@@ -243,7 +245,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
                 by_shard[k++] = &rows[i];
         if (k == 0)
             continue;
-        if (append_restore(c, cfg, s, by_shard, k, now) < 0) {
+        if (append_restore(c, cfg, s, by_shard, k, now, ra->expire) < 0) {
             rc = -1;
             ra->unavailable = "memory";
             goto out;
@@ -274,6 +276,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
             case OUT_PRESENT: ra->present++; break;
             case OUT_GONE: ra->gone++; break;
             case OUT_BIZHELD: ra->biz_held++; break;
+            case OUT_EXPIRED: ra->expired_skipped++; break;
             case OUT_FAILED: break;
             }
         }
@@ -284,7 +287,6 @@ out:
     free(by_shard);
     free(shard_of);
     mysql_free_result(res);
-    mysql_commit(db); /* end the read snapshot: each page sees current data */
     return rc;
 }
 
@@ -309,6 +311,19 @@ static void restore_all_run(MYSQL *db, void *arg)
         return;
     }
     int64_t flags_set = clock_mono_ms();
+    /* One snapshot for the whole scan, taken after the flags are up: every live row is seen
+     * in exactly one state, even while the journal moves rows between states (a row moving
+     * to a state whose pass is already past its id would otherwise be seen by no pass).
+     * Anything that ends after this point leaves a tombstone, so the snapshot's staleness
+     * cannot resurrect it. */
+    static const char isolation[] = "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ";
+    static const char snapshot[] = "START TRANSACTION WITH CONSISTENT SNAPSHOT";
+    if (db_exec(db, isolation, sizeof isolation - 1) < 0 || db_exec(db, snapshot, sizeof snapshot - 1) < 0) {
+        ra->unavailable = "MySQL";
+        set_restoring(c, cfg, 0);
+        redisFree(c);
+        return;
+    }
     static const char *const live[] = {"delayed", "ready", "reserved"};
     for (int st = 0; st < 3 && !ra->unavailable; st++) {
         uint64_t after = 0;
@@ -329,6 +344,7 @@ static void restore_all_run(MYSQL *db, void *arg)
             }
         }
     }
+    mysql_commit(db); /* end the snapshot */
     set_restoring(c, cfg, 0);
     redisFree(c);
     metrics_inc(MC_RESTORED, (uint64_t)ra->restored);
@@ -500,7 +516,7 @@ static void restore_one_run(MYSQL *db, void *arg)
     }
     struct row *one = &put;
     redisReply *rr = NULL;
-    if (append_restore(c, cfg, shard, &one, 1, now) == 0)
+    if (append_restore(c, cfg, shard, &one, 1, now, 1) == 0)
         rr = rsync_reply(c);
     int to = 0;
     unsigned ver = 0;
@@ -528,6 +544,7 @@ static void restore_one_run(MYSQL *db, void *arg)
         ro->status = 409;
         snprintf(ro->message, sizeof ro->message, "the job ended while a restore was running");
         break;
+    case OUT_EXPIRED:
     case OUT_FAILED:
         break;
     }

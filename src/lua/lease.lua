@@ -5,7 +5,8 @@
 -- ARGV    = op, worker, token, ttl_ms, horizon_ms
 --   op "acquire": take the lease if free; raise the mark to horizon. -> {1, previous_mark} | {0}
 --   op "renew":   extend our lease; raise the mark to horizon.       -> {1, mark} | {0} (lost)
---   op "fixed":   a number set in config (no lease); raise the mark. -> {1, previous_mark}
+--   op "fixed":   a number set in config: take or keep its lease unless another instance
+--                 holds it; raise the mark.                         -> {1, previous_mark} | {0, holder}
 --   op "release": drop our lease.                                    -> {1}
 local op, worker, token = ARGV[1], ARGV[2], ARGV[3]
 local ttl, horizon = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -24,6 +25,9 @@ elseif op == "renew" then
     raise_mark()
     return { 1, horizon }
 elseif op == "fixed" then
+    local holder = redis.call("GET", lease_key)
+    if holder and holder ~= token then return { 0, holder } end
+    redis.call("SET", lease_key, token, "PX", ttl)
     return { 1, raise_mark() }
 elseif op == "release" then
     if redis.call("GET", lease_key) == token then redis.call("DEL", lease_key) end

@@ -2,22 +2,29 @@
 -- Idempotent and safe beside live traffic: a job Redis holds is left alone, a job that
 -- finished or was deleted while this restore ran (tombstone) is not brought back, and a
 -- bizKey already held by another live job is not taken from it.
+-- A job that was reserved when Redis lost it has lost its lease: like an expired lease it
+-- becomes ready again, or dead when that delivery was its last try.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, n, then n groups of 9:
---           idkey, topic, body, runAt, priority, ttr, tries, bizKey, attempts, ver
---           (10 fields: ver is the MySQL row's version)
--- Returns one entry per job: {"restored", state, ver} | {"present", state} | {"gone"} | {"bizheld", idkey}
-local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
+-- ARGV    = now, expire (1 = put overdue jobs back as ready, 0 = leave them), n,
+--           then n groups of 11:
+--           idkey, topic, body, runAt, priority, ttr, tries, bizKey, attempts, ver, mysql_state
+--           (ver is the MySQL row's version; mysql_state its state number)
+-- Returns one entry per job: {"restored", state, ver} | {"present", state} | {"gone"}
+--                            | {"bizheld", idkey} | {"expired"}
+local now, expire = tonumber(ARGV[1]), ARGV[2] == "1"
+local n = tonumber(ARGV[3])
 local out = {}
 for i = 0, n - 1 do
-    local a = 3 + i * 10
+    local a = 4 + i * 11
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+    local runat = tonumber(ARGV[a + 3])
     local existing = load_job(idkey)
     if existing then
         out[#out + 1] = { "present", existing.st }
     elseif redis.call("ZSCORE", base .. "gone", idkey) then
         out[#out + 1] = { "gone" }
+    elseif not expire and runat <= now then
+        out[#out + 1] = { "expired" }
     else
         local biz = ARGV[a + 7]
         local holder = (biz ~= "") and redis.call("HGET", biz_key(topic), biz)
@@ -27,11 +34,17 @@ for i = 0, n - 1 do
         else
             local j = { ver = tonumber(ARGV[a + 9]) + 1, att = tonumber(ARGV[a + 8]),
                         prio = tonumber(ARGV[a + 4]), ttr = tonumber(ARGV[a + 5]), tries = tonumber(ARGV[a + 6]),
-                        runat = tonumber(ARGV[a + 3]), topic = topic, biz = biz, body = body }
-            place(idkey, j, now)
+                        runat = runat, topic = topic, biz = biz, body = body }
+            if tonumber(ARGV[a + 10]) == RESERVED and j.att >= j.tries then
+                j.st = DEAD
+                redis.call("ZADD", dead_key(topic), now, idkey)
+                count(DEAD, topic, 1)
+            else
+                place(idkey, j, now)
+                if biz ~= "" then redis.call("HSET", biz_key(topic), biz, idkey) end
+                if j.st == DELAYED then wake_if_head(idkey) end
+            end
             save_job(idkey, j)
-            if biz ~= "" then redis.call("HSET", biz_key(topic), biz, idkey) end
-            if j.st == DELAYED then wake_if_head(idkey) end
             out[#out + 1] = { "restored", j.st, j.ver }
         end
     end
