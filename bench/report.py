@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""bench/report.py — turn one run's key=value results into the table and the JSON.
+
+    python3 bench/report.py RESULTS.env OUT.json RAWDIR
+
+RESULTS.env is what bench/run.sh recorded (one KEY=VALUE per line, later lines win). Prints
+the table (figure, value, target, result) on stdout and writes OUT.json with the same rows,
+the run's settings and every raw number. Exit status 0 even when targets fail: a benchmark
+reports, it does not gate (the JSON's "failed" list says what missed).
+"""
+import json
+import math
+import sys
+
+
+def load(path):
+    env = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if "=" in line:
+                k, v = line.split("=", 1)
+                env[k] = v
+    return env
+
+
+def num(env, key):
+    v = env.get(key, "")
+    try:
+        x = float(v)
+    except ValueError:
+        return None
+    return None if math.isnan(x) else x
+
+
+def fmt_int(x):
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def fmt_ms(x):
+    if x is None:
+        return "n/a"
+    return f"{x:.2f}" if x < 100 else f"{x:.0f}"
+
+
+def parse_metrics(path):
+    """Prometheus text -> {series: value} (series = name plus its label block)."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                key, _, val = line.rstrip("\n").rpartition(" ")
+                try:
+                    out[key] = float(val)
+                except ValueError:
+                    pass
+    except OSError:
+        return None
+    return out
+
+
+def read_time(path):
+    try:
+        with open(path) as f:
+            return float(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def hist_quantile(d, name, q):
+    """Upper bucket bound holding quantile q of a histogram delta (None when empty)."""
+    buckets = []
+    for k, v in d.items():
+        if k.startswith(name + "_bucket{le=\""):
+            le = k[len(name) + 12:-2]
+            buckets.append((float("inf") if le == "+Inf" else float(le), v))
+    buckets.sort()
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    total = buckets[-1][1]
+    for le, c in buckets:
+        if c >= q * total:
+            return le
+    return None
+
+
+def internals(raw_dir, tag):
+    """What the daemon's own /metrics say about one measurement (deltas over it)."""
+    m0 = parse_metrics(f"{raw_dir}/metrics-{tag}-0.txt")
+    m1 = parse_metrics(f"{raw_dir}/metrics-{tag}-1.txt")
+    t0, t1 = read_time(f"{raw_dir}/metrics-{tag}-0.time"), read_time(f"{raw_dir}/metrics-{tag}-1.time")
+    if not m0 or not m1 or t0 is None or t1 is None or t1 <= t0:
+        return None
+    d = {k: m1[k] - m0.get(k, 0.0) for k in m1}
+    secs = t1 - t0
+
+    def avg(name, scale=1.0):
+        c = d.get(f"{name}_count", 0)
+        return d.get(f"{name}_sum", 0) / c * scale if c else None
+
+    push_count = d.get('hourglass_http_request_seconds_count{endpoint="push"}', 0)
+    push_sum = d.get('hourglass_http_request_seconds_sum{endpoint="push"}', 0)
+    res = {
+        "seconds": secs,
+        "push_server_ms": push_sum / push_count * 1e3 if push_count else None,
+        "redis_call_ms": avg("hourglass_redis_command_seconds", 1e3),
+        "redis_calls_per_s": d.get("hourglass_redis_command_seconds_count", 0) / secs,
+        "journal_cycle_ms": avg("hourglass_mysql_commit_seconds", 1e3),
+        "journal_cycles_per_s": d.get("hourglass_mysql_commit_seconds_count", 0) / secs,
+        "journal_batch": avg("hourglass_journal_batch_records"),
+        "journal_busy": d.get("hourglass_mysql_commit_seconds_sum", 0) / secs,
+        "mysql_cycle_p99_ms_le": (hist_quantile(d, "hourglass_mysql_commit_seconds", 0.99) or 0) * 1e3 or None,
+        "server_lateness_mean_ms": avg("hourglass_delivery_lateness_seconds", 1e3),
+        "server_lateness_p99_ms_le": (hist_quantile(d, "hourglass_delivery_lateness_seconds", 0.99) or 0) * 1e3
+        or None,
+        "pubsub_per_s": d.get("hourglass_pubsub_messages_total", 0) / secs,
+        "mover_runs_per_s": d.get("hourglass_mover_runs_total", 0) / secs,
+    }
+    return res
+
+
+def main():
+    env_path, out_path, raw_dir = sys.argv[1:4]
+    env = load(env_path)
+    mode = env.get("mode", "?")
+    backlog = int(num(env, "backlog_n") or 0)
+    consume_n = int(num(env, "consume_n") or 0)
+    rows = []
+
+    def row(fig, name, value, display, target, result, unit="", notes=""):
+        rows.append({"figure": fig, "name": name, "value": value, "unit": unit, "display": display,
+                     "target": target, "result": result, "notes": notes})
+
+    def noise(tag):
+        o = num(env, f"{tag}_cpu_other")
+        return f"other load {o:.2f} cores" if o is not None and o >= 0.15 else ""
+
+    # ---- figure 0 and 1: pushes/s
+    push, perrow, hello = num(env, "push_rps"), num(env, "perrow_rps"), num(env, "hello_rps")
+
+    def errs(tag):
+        bad = (num(env, f"{tag}_non2xx") or 0) + (num(env, f"{tag}_socket_errors") or 0)
+        return int(bad)
+
+    def rps_row(fig, tag, name):
+        v = num(env, f"{tag}_rps")
+        e = errs(tag)
+        notes = "; ".join(x for x in (noise(tag), f"{e} non-2xx/socket errors" if e else "") if x)
+        p99 = num(env, f"{tag}_lat_p99_ms")
+        disp = "n/a" if v is None else f"{fmt_int(v)}/s" + (f" (p99 {fmt_ms(p99)} ms)" if p99 is not None else "")
+        row(fig, name, v, disp, "-", "FAIL" if e else ("info" if v is not None else "skip"), "req/s", notes)
+
+    rps_row(0, "push", "durable pushes/s, group commit")
+    rps_row(0, "perrow", "durable pushes/s, per_row_commit=true")
+    if push and perrow:
+        row(0, "group commit speed-up", push / perrow, f"{push / perrow:.2f}x", "-", "info", "x")
+    else:
+        row(0, "group commit speed-up", None, "n/a", "-", "skip")
+    rps_row(1, "hello", "bare evhttp hello (bench/hello.c) req/s")
+    if push and hello:
+        r = push / hello
+        row(1, "durable push / hello", r, f"{r:.3f}", ">= 0.40", "PASS" if r >= 0.4 and not errs("push") else "FAIL")
+    else:
+        row(1, "durable push / hello", None, "n/a", ">= 0.40", "skip")
+
+    # ---- figure 2: lateness
+    def lat_row(fig, tag, rate, name, limit):
+        p50, p99, mx = num(env, f"{tag}_lat_ms_p50"), num(env, f"{tag}_lat_ms_p99"), num(env, f"{tag}_lat_ms_max")
+        if p99 is None:
+            row(fig, name, None, "n/a", f"p99 <= {limit} ms" if limit else "-", "skip")
+            return
+        notes = []
+        achieved = num(env, f"{tag}_push_rate") or 0
+        if achieved < 0.95 * rate:
+            notes.append(f"producers reached only {achieved:,.0f}/s")
+        lost = int((num(env, f"{tag}_pushed") or 0) - (num(env, f"{tag}_received") or 0))
+        if lost > 0:
+            notes.append(f"{lost} pushed jobs never delivered")
+        e = sum(int(num(env, f"{tag}_{k}") or 0) for k in ("push_errors", "get_errors", "finish_errors"))
+        if e:
+            notes.append(f"{e} HTTP errors")
+        if num(env, f"{tag}_redelivered"):
+            notes.append(f"{int(num(env, f'{tag}_redelivered'))} redeliveries")
+        notes.append(f"n={int(num(env, f'{tag}_lat_ms_n') or 0):,}")
+        if noise(tag):
+            notes.append(noise(tag))
+        ok = (limit is None or p99 <= limit) and achieved >= 0.95 * rate and lost <= 0 and e == 0
+        row(fig, name, {"p50": p50, "p99": p99, "max": mx},
+            f"{fmt_ms(p50)} / {fmt_ms(p99)} / {fmt_ms(mx)} ms", f"p99 <= {limit} ms" if limit else "-",
+            ("PASS" if ok else "FAIL") if limit else "info", "ms", "; ".join(notes))
+
+    lat_row(2, "lat1k", 1000, "lateness p50/p99/max @ 1,000 jobs/s", 5)
+    lat_row(2, "lat5k", 5000, "lateness p50/p99/max @ 5,000 jobs/s", 20)
+
+    # ---- figure 3: consume
+    for tag, k in (("consume", 1), ("consume10", 10)):
+        v = num(env, f"{tag}_rate")
+        notes = []
+        if v is not None and num(env, f"{tag}_ok") != 1:
+            notes.append(f"finished {fmt_int(num(env, f'{tag}_finished'))} of {consume_n:,}; errors")
+        row(3, f"get+finish jobs/s, count={k}, backlog {consume_n:,}", v,
+            f"{fmt_int(v)}/s" if v is not None else "n/a", "-",
+            ("info" if not notes else "FAIL") if v is not None else "skip", "jobs/s", "; ".join(notes))
+
+    # ---- figure 4: backlog scaling
+    lat_row(4, "latbig", 1000, f"lateness p50/p99/max @ 1,000/s, {backlog:,} pending", None)
+    small, big = num(env, "lat1k_lat_ms_p99"), num(env, "latbig_lat_ms_p99")
+    if small and big is not None:
+        r = big / small
+        row(4, f"p99 lateness, {backlog:,} vs 1,000 pending", r,
+            f"{fmt_ms(big)} / {fmt_ms(small)} ms = {r:.2f}x", "<= 1.5x", "PASS" if r <= 1.5 else "FAIL", "x",
+            noise("latbig"))
+    else:
+        row(4, f"p99 lateness, {backlog:,} vs 1,000 pending", None, "n/a", "<= 1.5x", "skip")
+    pbig = num(env, "pushbig_rps")
+    if push and pbig:
+        r = pbig / push
+        row(4, f"pushes/s, {backlog:,} vs 1,000 pending", r, f"{fmt_int(pbig)} / {fmt_int(push)} = {r:.2f}x", "-",
+            "FAIL" if errs("pushbig") else "info", "x", noise("pushbig"))
+    else:
+        row(4, f"pushes/s, {backlog:,} vs 1,000 pending", None, "n/a", "-", "skip")
+
+    # ---- figure 5: restore
+    secs = num(env, "restore_secs")
+    restored, pending = num(env, "restore_restored"), num(env, "restore_pending")
+    limit5 = 30.0 * backlog / 1_000_000 if backlog else 30.0
+    if secs is not None and restored is not None:
+        notes = [f"{fmt_int(restored)} restored of {fmt_int(pending)} pending"]
+        ok = env.get("restore_status") == "200" and restored == pending
+        if not ok:
+            notes.append("NOT everything came back")
+        if backlog != 1_000_000:
+            notes.append("target scaled to the backlog size")
+        row(5, f"restore {fmt_int(pending)} pending into an empty Redis", secs, f"{secs:.1f} s",
+            f"<= {limit5:g} s", "PASS" if ok and secs <= limit5 else "FAIL", "s", "; ".join(notes))
+    else:
+        row(5, "restore into an empty Redis", None, "n/a", f"<= {limit5:g} s", "skip")
+
+    # ---- figure 6: memory
+    m0, m1, nj, body = num(env, "mem_before"), num(env, "mem_after"), num(env, "backlog_fill_jobs"), num(env, "mem_body")
+    if m0 is not None and m1 is not None and nj:
+        per = (m1 - m0) / nj - body
+        row(6, f"Redis bytes per pending job beyond its body ({fmt_int(nj)} jobs, {int(body)}-byte body)", per,
+            f"{per:.0f} B", "<= 250 B", "PASS" if per <= 250 else "FAIL", "bytes",
+            f"used_memory {m0 / 2**20:.1f} -> {m1 / 2**20:.1f} MiB")
+    else:
+        row(6, "Redis bytes per pending job beyond its body", None, "n/a", "<= 250 B", "skip")
+
+    # ---- the daemon's own view of each measurement
+    daemon = {}
+    for tag in ("push", "perrow", "pushbig", "lat1k", "lat5k", "latbig"):
+        x = internals(raw_dir, tag)
+        if x:
+            daemon[tag] = x
+
+    # ---- print
+    print()
+    print(f"hourglass benchmark — {mode} run, {env.get('date', '?')}, commit {env.get('commit', '?')}")
+    print(f"machine: {env.get('machine', '?')}")
+    print(f"servers: {env.get('versions', '?')}")
+    print(f"load from other processes just before the run: {env.get('busy_before', '?')} cores "
+          f"(per figure: 'other load' notes when >= 0.15 cores)")
+    print(f"wrk: {env.get('wrk_threads')} threads, {env.get('wrk_conns')} connections, {env.get('wrk_secs')} s, "
+          f"POST /push, one job per request (100-byte body, delay 1 h, 16 topics); "
+          f"hourglassd and hello: {env.get('http_threads')} HTTP threads")
+    if mode == "quick":
+        print(f"QUICK MODE: reduced sizes — wrk {env.get('wrk_secs')} s (full: 10 s), lateness {env.get('lat_secs')} s "
+              f"(full: 30 s), consume backlog {consume_n:,} (full: 100,000), delayed backlog {backlog:,} "
+              f"(full: 1,000,000)")
+    print()
+    w1 = max(len(f"{r['figure']}  {r['name']}") for r in rows)
+    w2 = max(len(r["display"]) for r in rows)
+    w3 = max(len(r["target"]) for r in rows)
+    hdr = f"{'figure':<{w1}}  {'value':<{w2}}  {'target':<{w3}}  result"
+    print(hdr)
+    print("-" * (len(hdr) + 4))
+    for r in rows:
+        name = f"{r['figure']}  {r['name']}"
+        line = f"{name:<{w1}}  {r['display']:<{w2}}  {r['target']:<{w3}}  {r['result']}"
+        if r["notes"]:
+            line += f"   ({r['notes']})"
+        print(line)
+    failed = [f"{r['figure']} {r['name']}" for r in rows if r["result"] == "FAIL"]
+    if daemon:
+        print()
+        print("inside hourglassd during each measurement (its /metrics; journal busy = share of the time the")
+        print("journal thread spent in a MySQL write+commit cycle; '<=' values are histogram bucket bounds):")
+
+        def f(x, spec):
+            return "n/a" if x is None else format(x, spec)
+
+        for tag, x in daemon.items():
+            line = (f"  {tag:<8} push {f(x['push_server_ms'], '.2f')} ms in server; Redis call {f(x['redis_call_ms'], '.2f')} ms"
+                    f" ({f(x['redis_calls_per_s'], ',.0f')}/s); journal {f(x['journal_cycles_per_s'], ',.0f')} cycles/s x "
+                    f"{f(x['journal_batch'], '.1f')} records, {f(x['journal_cycle_ms'], '.2f')} ms each, busy "
+                    f"{f(x['journal_busy'] * 100 if x['journal_busy'] is not None else None, '.0f')}%")
+            if x["server_lateness_mean_ms"] is not None:
+                line += (f"; lateness (server) mean {f(x['server_lateness_mean_ms'], '.2f')} ms, p99 <= "
+                         f"{f(x['server_lateness_p99_ms_le'], 'g')} ms")
+            print(line)
+    print()
+    print(f"targets: {sum(r['result'] == 'PASS' for r in rows)} pass, {len(failed)} fail; run took "
+          f"{env.get('elapsed_s', '?')} s")
+
+    raw = {}
+    for k, v in env.items():
+        x = num(env, k)
+        raw[k] = x if x is not None and k not in ("commit", "date") else v
+    doc = {
+        "date": env.get("date"), "mode": mode, "commit": env.get("commit"), "machine": env.get("machine"),
+        "versions": env.get("versions"), "binary": env.get("binary"), "elapsed_s": num(env, "elapsed_s"),
+        "figures": rows, "failed": failed, "daemon": daemon, "raw": raw, "raw_dir": raw_dir,
+    }
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

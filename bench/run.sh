@@ -1,0 +1,580 @@
+#!/bin/sh
+# bench/run.sh — hourglass's benchmark suite (what each figure means: docs/performance.md).
+#
+#   sh bench/run.sh quick|full BINARY        (make bench-quick / make bench)
+#
+# One run measures every figure on one fresh private stack and prints one table:
+#   0  group commit: durable pushes/s, normal vs [mysql] per_row_commit = true
+#   1  durable pushes/s vs a bare libevent server (bench/hello.c), same wrk settings
+#   2  delivery lateness p50/p99/max at steady 1,000 and 5,000 jobs/s (bench/lateness.c)
+#   3  consume throughput (get + finish) from a ready backlog
+#   4  lateness p99 and push throughput with a large delayed backlog vs 1,000 pending
+#   5  /reStore of that backlog into an emptied Redis
+#   6  Redis bytes per pending job beyond its body
+# Ratios compare numbers measured in this same run (the machine is small and noisy).
+# quick: every size and duration cut down (said in the output), under 2 minutes.
+# full:  the real sizes (1,000,000 backlog), ~10 minutes, plus a perf profile of the push path.
+#
+# Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
+# latency-tail.png, lateness-time.png, <timestamp>-perf.txt (full), and the raw samples
+# under bench/results/<timestamp>/. bench/results/ is git-ignored.
+#
+# Servers: a fresh Redis (no persistence) and MariaDB (innodb_flush_log_at_trx_commit=1, no
+# binlog, 1 GiB buffer pool) on free loopback ports under a mktemp -d directory, removed on
+# exit (HG_BENCH_KEEP=1 keeps it). Between phases the daemon is stopped, Redis flushed and the
+# tables truncated, so no phase inherits another's jobs (except where the figure says so).
+#
+# Environment knobs (defaults in brackets): HG_BENCH_WRK_CONNS [64], HG_BENCH_WRK_THREADS [2],
+# HG_BENCH_HTTP_THREADS [nproc], HG_BENCH_PROFILE [1 in full, 0 in quick],
+# HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog),
+# HG_BENCH_KEEP [0], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
+# to be quiet (other processes using under HG_BENCH_QUIET_MAX [0.3] cores over 5 s); the
+# load seen before and during every measurement is recorded either way.
+set -eu
+
+usage() {
+    echo "usage: sh bench/run.sh quick|full BINARY" >&2
+    exit 2
+}
+die() {
+    echo "bench: $*" >&2
+    exit 1
+}
+
+[ $# -eq 2 ] || usage
+MODE=$1
+case "$MODE" in quick | full) ;; *) usage ;; esac
+[ -x "$2" ] || die "$2 is not an executable (build it first: make)"
+BIN=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BENCH=$ROOT/bench
+PATH=$PATH:/usr/sbin:/sbin
+for c in cc pkg-config wrk gnuplot curl python3 redis-server redis-cli mariadbd mariadb mariadb-admin \
+    mariadb-install-db; do
+    command -v "$c" >/dev/null 2>&1 || die "'$c' not found: run sh scripts/deps.sh bench (as root)"
+done
+
+# ------------------------------------------------------------------ sizes
+
+NPROC=$(nproc)
+WRK_THREADS=${HG_BENCH_WRK_THREADS:-2}
+WRK_CONNS=${HG_BENCH_WRK_CONNS:-64}
+HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog}
+PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
+FAR=2592000000       # 30 days: backlog jobs never come due during the run
+MEM_BODY=16          # figure 6: each job's body is a 16-byte JSON string
+LAT_DMIN=1000        # figure 2: delays spread over 1-3 s
+LAT_DMAX=3000
+LAT_PRODUCERS=64
+LAT_CONSUMERS=16
+LAT_COUNT=1
+LAT_TOPICS=4
+CONSUMERS=16         # figure 3
+if [ "$MODE" = full ]; then
+    WRK_SECS=10
+    LAT_SECS=30
+    CONSUME_N=100000
+    BACKLOG_N=1000000
+    PROFILE=${HG_BENCH_PROFILE:-1}
+else
+    WRK_SECS=5
+    LAT_SECS=6
+    CONSUME_N=10000
+    BACKLOG_N=100000
+    PROFILE=${HG_BENCH_PROFILE:-0}
+fi
+
+# ------------------------------------------------------------------ bookkeeping
+
+START=$(date +%s)
+TS=$(date -u +%Y%m%dT%H%M%SZ)
+RESULTS=$BENCH/results
+RAW=$RESULTS/$TS
+mkdir -p "$RAW"
+WORK=$(mktemp -d /tmp/hgbench.XXXXXX)
+ENV=$RAW/results.env
+: >"$ENV"
+
+say() { echo "[bench $(($(date +%s) - START))s] $*" >&2; }
+rec() { printf '%s=%s\n' "$1" "$2" >>"$ENV"; } # KEY VALUE
+rec_prefixed() { sed -n "s/^\([a-z0-9_]*\)=/$1_\1=/p" >>"$ENV"; } # PREFIX < key=value lines
+getv() { sed -n "s/^$1=//p" "$ENV" | tail -n 1; }
+
+REDIS_PID=""
+MYSQL_PID=""
+DPID=""
+HELLO_PID=""
+# shellcheck disable=SC2317 # runs from a trap
+cleanup() {
+    trap - EXIT INT TERM HUP
+    for p in $DPID $HELLO_PID; do
+        kill -TERM "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    if [ -n "$REDIS_PID" ]; then
+        kill -TERM "$REDIS_PID" 2>/dev/null || true
+        wait "$REDIS_PID" 2>/dev/null || true
+    fi
+    if [ -n "$MYSQL_PID" ]; then
+        kill -TERM "$MYSQL_PID" 2>/dev/null || true
+        wait "$MYSQL_PID" 2>/dev/null || true
+    fi
+    if [ "${HG_BENCH_KEEP:-0}" = 1 ]; then
+        echo "bench: kept $WORK" >&2
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# ------------------------------------------------------------------ a quiet machine?
+
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+busy_over() { # SECONDS -> cores busy on average
+    b0=$(machine_busy)
+    sleep "$1"
+    echo "$b0 $(machine_busy) $(getconf CLK_TCK) $1" | awk '{ printf "%.2f", ($2 - $1) / $3 / $4 }'
+}
+QUIET_WAIT=${HG_BENCH_QUIET_WAIT:-0}
+QUIET_MAX=${HG_BENCH_QUIET_MAX:-0.3}
+waited=0
+busy=$(busy_over 2)
+while [ "$QUIET_WAIT" -gt 0 ] && [ "$(echo "$busy $QUIET_MAX" | awk '{ print ($1 > $2) }')" = 1 ]; do
+    [ "$waited" -lt "$QUIET_WAIT" ] || {
+        say "the machine is still busy ($busy cores) after ${QUIET_WAIT}s; measuring anyway"
+        break
+    }
+    say "the machine is busy ($busy cores used by other processes); waiting for it to be quiet"
+    busy=$(busy_over 5)
+    waited=$((waited + 5))
+done
+rec busy_before "$busy"
+[ "$(echo "$busy" | awk '{ print ($1 > 0.3) }')" = 0 ] ||
+    say "warning: other processes use $busy of $(nproc) cores; figures will be noisy (see 'other load' notes)"
+
+# ------------------------------------------------------------------ tools
+
+say "mode $MODE: wrk ${WRK_SECS}s x ${WRK_CONNS} conns / ${WRK_THREADS} threads, lateness ${LAT_SECS}s, consume backlog $CONSUME_N, delayed backlog $BACKLOG_N"
+LEV=$(pkg-config --cflags --libs libevent libevent_pthreads)
+# shellcheck disable=SC2086
+cc -O2 -g -Wall -Wextra -o "$WORK/hello" "$BENCH/hello.c" $LEV -pthread || die "building bench/hello.c failed"
+cc -O2 -g -Wall -Wextra -o "$WORK/lateness" "$BENCH/lateness.c" -lm || die "building bench/lateness.c failed"
+LATENESS=$WORK/lateness
+# A private copy of the daemon: a rebuild of build/hourglassd during the run (others work in
+# this tree) must not change the binary between phases.
+cp "$BIN" "$WORK/hourglassd"
+BIN_SHA=$(sha256sum "$BIN" | cut -c1-12)
+BIN_SRC=$BIN
+BIN_BUILT=$(date -u -r "$BIN" '+%Y-%m-%d %H:%M UTC')
+BIN=$WORK/hourglassd
+
+# ------------------------------------------------------------------ servers
+
+set -- $(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+RPORT=$1 MPORT=$2 HPORT=$3
+URL=http://127.0.0.1:$HPORT
+MSOCK=$WORK/mysql/mysqld.sock
+mkdir -p "$WORK/redis" "$WORK/mysql"
+
+redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK/redis" \
+    --logfile "$WORK/redis/redis.log" </dev/null >/dev/null 2>&1 &
+REDIS_PID=$!
+rcli() { redis-cli -h 127.0.0.1 -p "$RPORT" "$@"; }
+
+userarg=""
+[ "$(id -u)" -ne 0 ] || userarg=--user=root
+# shellcheck disable=SC2086
+mariadb-install-db --no-defaults $userarg --datadir="$WORK/mysql/data" --auth-root-authentication-method=normal \
+    --skip-test-db >"$WORK/mysql/install.log" 2>&1 || die "mariadb-install-db failed ($WORK/mysql/install.log)"
+# shellcheck disable=SC2086
+mariadbd --no-defaults $userarg --datadir="$WORK/mysql/data" --bind-address=127.0.0.1 --port="$MPORT" \
+    --socket="$MSOCK" --log-error="$WORK/mysql/mysqld.log" --skip-log-bin --skip-name-resolve \
+    --innodb-flush-log-at-trx-commit=1 --innodb-doublewrite=1 --innodb-buffer-pool-size=1G \
+    --innodb-log-file-size=512M --max-connections=200 \
+    --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci </dev/null >/dev/null 2>&1 &
+MYSQL_PID=$!
+sqlroot() { mariadb --no-defaults -uroot --socket="$MSOCK" "$@"; }
+
+n=0
+until [ "$(rcli ping 2>/dev/null)" = PONG ]; do
+    n=$((n + 1))
+    [ $n -lt 300 ] || die "redis did not start ($WORK/redis/redis.log)"
+    sleep 0.1
+done
+n=0
+until mariadb-admin --no-defaults -uroot --socket="$MSOCK" --connect-timeout=2 ping >/dev/null 2>&1; do
+    n=$((n + 1))
+    [ $n -lt 600 ] || die "mariadbd did not start ($WORK/mysql/mysqld.log)"
+    kill -0 "$MYSQL_PID" 2>/dev/null || die "mariadbd exited ($WORK/mysql/mysqld.log)"
+    sleep 0.1
+done
+sqlroot <<EOF || die "database set-up failed"
+CREATE DATABASE hourglass;
+CREATE USER 'hourglass'@'127.0.0.1' IDENTIFIED BY 'hourglass';
+GRANT ALL PRIVILEGES ON hourglass.* TO 'hourglass'@'127.0.0.1';
+EOF
+sqlroot hourglass <"$ROOT/sql/schema.sql" || die "applying sql/schema.sql failed"
+say "redis :$RPORT and mariadb :$MPORT up in $WORK"
+
+# ------------------------------------------------------------------ the daemon
+
+write_conf() { # FILE PER_ROW
+    cat >"$1" <<EOF
+# written by bench/run.sh
+[http]
+listen = 127.0.0.1:$HPORT
+threads = $HTTP_THREADS
+max_body = 4194304
+longpoll_max = 60
+
+[redis]
+address = 127.0.0.1:$RPORT
+prefix = hg
+shards = 8
+
+[mysql]
+host = 127.0.0.1
+port = $MPORT
+user = hourglass
+password = hourglass
+database = hourglass
+per_row_commit = $2
+
+[log]
+level = warn
+file = $WORK/daemon.log
+EOF
+}
+
+wait_http() { # what, for up to 30 s
+    n=0
+    until curl -s -o /dev/null -m 2 "$URL/health" 2>/dev/null; do
+        n=$((n + 1))
+        [ $n -lt 300 ] || die "$1 does not answer on $URL"
+        sleep 0.1
+    done
+}
+
+start_daemon() { # PER_ROW
+    write_conf "$WORK/hourglass.conf" "$1"
+    "$BIN" -t -c "$WORK/hourglass.conf" >/dev/null || die "the daemon rejects $WORK/hourglass.conf"
+    "$BIN" -c "$WORK/hourglass.conf" >>"$WORK/daemon.out" 2>&1 &
+    DPID=$!
+    n=0
+    until [ "$(curl -s -o /dev/null -w '%{http_code}' -m 2 "$URL/health" 2>/dev/null)" = 200 ]; do
+        n=$((n + 1))
+        kill -0 "$DPID" 2>/dev/null || die "hourglassd exited at start ($WORK/daemon.out, $WORK/daemon.log)"
+        [ $n -lt 300 ] || die "hourglassd not healthy within 30 s ($WORK/daemon.log)"
+        sleep 0.1
+    done
+}
+
+stop_daemon() {
+    [ -n "$DPID" ] || return 0
+    kill -TERM "$DPID" 2>/dev/null || true
+    wait "$DPID" 2>/dev/null || true
+    DPID=""
+}
+
+reset_data() { # a clean slate: no daemon, empty Redis, empty tables
+    stop_daemon
+    rcli flushall >/dev/null
+    sqlroot hourglass -e 'TRUNCATE TABLE message; TRUNCATE TABLE transition' || die "truncate failed"
+}
+
+# ------------------------------------------------------------------ measuring helpers
+
+TCK=$(getconf CLK_TCK)
+cpu_ticks() { # PID -> utime+stime of the whole process (0 when gone)
+    if [ -n "$1" ] && [ -r "/proc/$1/stat" ]; then
+        sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+    else
+        echo 0
+    fi
+}
+
+# CPU accounting around a measurement: cores used by the server under test, Redis, MariaDB,
+# the load generator (this shell's reaped children: wrk or lateness) and everything else on
+# the machine ("other": on a shared box, other people's work — a noisy measurement says so).
+children_ticks() { # FILE written by `times` in this shell (not in $(...): a subshell has its own)
+    awk -v tck="$TCK" 'NR == 2 {
+        t = 0
+        for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] }
+        printf "%d\n", t * tck }' "$1"
+}
+scrape() { # TAG 0|1: the daemon's /metrics before/after a measurement (report.py reads them)
+    [ -n "$DPID" ] || return 0
+    curl -s -m 5 "$URL/metrics" >"$RAW/metrics-$1-$2.txt" 2>/dev/null || true
+    date +%s.%N >"$RAW/metrics-$1-$2.time"
+}
+cpu_begin() { # SERVER_PID
+    c_pid=$1
+    times >"$WORK/times0"
+    c_t0=$(date +%s.%N) c_m0=$(machine_busy)
+    c_s0=$(cpu_ticks "$c_pid") c_r0=$(cpu_ticks "$REDIS_PID") c_q0=$(cpu_ticks "$MYSQL_PID")
+}
+cpu_end() { # TAG
+    times >"$WORK/times1"
+    c_t1=$(date +%s.%N) c_m1=$(machine_busy)
+    c_s1=$(cpu_ticks "$c_pid") c_r1=$(cpu_ticks "$REDIS_PID") c_q1=$(cpu_ticks "$MYSQL_PID")
+    c_c0=$(children_ticks "$WORK/times0") c_c1=$(children_ticks "$WORK/times1")
+    echo "$1 $c_t0 $c_t1 $TCK $((c_s1 - c_s0)) $((c_r1 - c_r0)) $((c_q1 - c_q0)) $((c_c1 - c_c0)) $((c_m1 - c_m0))" |
+        awk '{ secs = $3 - $2; k = $4 * secs
+               o = $9 - $5 - $6 - $7 - $8; if (o < 0) o = 0
+               printf "%s_cpu_server=%.2f\n%s_cpu_redis=%.2f\n%s_cpu_mysql=%.2f\n", $1, $5 / k, $1, $6 / k, $1, $7 / k
+               printf "%s_cpu_loadgen=%.2f\n%s_cpu_other=%.2f\n%s_cpu_machine=%.2f\n", $1, $8 / k, $1, o / k, $1, $9 / k
+             }' >>"$ENV"
+}
+cores() { # TAG: one line for the log
+    echo "cores: server $(getv "${1}_cpu_server") redis $(getv "${1}_cpu_redis") mysql $(getv "${1}_cpu_mysql") load $(getv "${1}_cpu_loadgen") other $(getv "${1}_cpu_other")"
+}
+
+# run_wrk TAG SERVER_PID: wrk with push.lua against $URL/push. Records TAG_rps, latency
+# percentiles, non-2xx/socket errors and where the CPU went.
+run_wrk() {
+    tag=$1
+    [ "$2" != "$DPID" ] || scrape "$tag" 0
+    cpu_begin "$2"
+    wrk -t "$WRK_THREADS" -c "$WRK_CONNS" -d "${WRK_SECS}s" --latency -s "$BENCH/push.lua" "$URL/push" \
+        >"$RAW/wrk-$tag.txt" 2>&1 || die "wrk failed (see $RAW/wrk-$tag.txt)"
+    cpu_end "$tag"
+    [ "$2" != "$DPID" ] || scrape "$tag" 1
+    awk -v tag="$tag" '
+        function ms(v) {
+            if (v ~ /us$/) return v * 0.001
+            if (v ~ /ms$/) return v + 0
+            if (v ~ /s$/) return v * 1000
+            return v
+        }
+        /Requests\/sec:/ { rps = $2 }
+        /requests in/ { n = $1 }
+        /Non-2xx or 3xx responses:/ { bad = $5 }
+        /Socket errors:/ { gsub(",", ""); serr = $4 + $6 + $8 + $10 }
+        /^ +50%/ { p50 = ms($2) } /^ +90%/ { p90 = ms($2) } /^ +99%/ { p99 = ms($2) }
+        END {
+            printf "%s_rps=%s\n%s_requests=%s\n%s_non2xx=%d\n%s_socket_errors=%d\n", tag, rps, tag, n, tag, bad, tag, serr
+            printf "%s_lat_p50_ms=%s\n%s_lat_p90_ms=%s\n%s_lat_p99_ms=%s\n", tag, p50, tag, p90, tag, p99
+        }' "$RAW/wrk-$tag.txt" >>"$ENV"
+    say "$tag: $(getv "${tag}_rps") req/s, p99 $(getv "${tag}_lat_p99_ms") ms, non-2xx $(getv "${tag}_non2xx"); $(cores "$tag")"
+}
+
+fill() { # PREFIX JOBS DELAY TOPICS BODY_BYTES [tag]
+    out=$("$LATENESS" fill "127.0.0.1:$HPORT" --prefix "$1" --jobs "$2" --delay "$3" --topics "$4" \
+        --body-bytes "$5" --batch 1000 --producers 4 --max-seconds 900) || die "fill of $2 jobs failed"
+    if [ -n "${6:-}" ]; then
+        echo "$out" | rec_prefixed "$6"
+    fi
+}
+
+# steady TAG RATE: figure 2's workload; samples go to $RAW/lat-TAG.{cdf,series}
+steady() {
+    say "$1: steady $2 jobs/s for ${LAT_SECS}s (delays ${LAT_DMIN}-${LAT_DMAX} ms, $LAT_CONSUMERS consumers, count=$LAT_COUNT, $LAT_TOPICS topics)"
+    scrape "$1" 0
+    cpu_begin "$DPID"
+    "$LATENESS" steady "127.0.0.1:$HPORT" --rate "$2" --duration "$LAT_SECS" --delay-min "$LAT_DMIN" \
+        --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --consumers "$LAT_CONSUMERS" --count "$LAT_COUNT" \
+        --topics "$LAT_TOPICS" --prefix "$1" --samples "$RAW/lat-$1.cdf" --series "$RAW/lat-$1.series" \
+        --max-seconds 600 >"$RAW/lat-$1.txt" 2>"$RAW/lat-$1.err" || {
+        cat "$RAW/lat-$1.err" >&2
+        echo "bench: the $1 lateness run reported a failure (see above); its numbers are kept and marked" >&2
+    }
+    cpu_end "$1"
+    scrape "$1" 1
+    rec_prefixed "$1" <"$RAW/lat-$1.txt"
+    say "$1: lateness p50 $(getv "${1}_lat_ms_p50") p99 $(getv "${1}_lat_ms_p99") max $(getv "${1}_lat_ms_max") ms over $(getv "${1}_lat_ms_n") jobs; pushed at $(getv "${1}_push_rate")/s; $(cores "$1")"
+}
+
+redis_mem() { rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'; }
+redis_jobs() { # total HLEN of every shard's jobs hash
+    t=0
+    for s in 0 1 2 3 4 5 6 7; do t=$((t + $(rcli hlen "hg:{$s}:jobs"))); done
+    echo $t
+}
+
+# profile_push: perf record -a (all processes, 999 Hz) during one more push run, not counted;
+# writes the report to bench/results/<timestamp>-perf.txt.
+profile_push() {
+    [ "$PROFILE" = 1 ] || return 0
+    command -v perf >/dev/null 2>&1 || { say "profile: perf not found, skipped"; return 0; }
+    say "profile: perf record -a during one more push run (not counted)"
+    perf record -a -F 999 -o "$WORK/perf.data" -- sleep "$WRK_SECS" >/dev/null 2>"$WORK/perf.err" &
+    ppid=$!
+    wrk -t "$WRK_THREADS" -c "$WRK_CONNS" -d "${WRK_SECS}s" -s "$BENCH/push.lua" "$URL/push" \
+        >"$RAW/wrk-profile.txt" 2>&1 || true
+    wait "$ppid" || true
+    {
+        echo "# perf record -a -F 999 during wrk push ($WRK_CONNS conns, ${WRK_SECS}s, right after the measured push run), $(date -u)"
+        echo "# $(grep 'Requests/sec' "$RAW/wrk-profile.txt")"
+        echo
+        echo "## CPU samples by process"
+        perf report -i "$WORK/perf.data" --stdio --sort comm 2>/dev/null | grep '%' | head -15
+        echo
+        echo "## hourglassd by thread (tid; share of hourglassd's samples), then each busy thread's top symbols"
+        echo "## (threads are unnamed: the journal shows write_batch/libmariadb, HTTP workers evhttp/jansson/hiredis)"
+        perf report -i "$WORK/perf.data" --stdio --pid "$DPID" --sort pid --percentage relative 2>/dev/null |
+            grep '%' | head -10 |
+            tee "$WORK/tids"
+        for tid in $(awk '$1 + 0 >= 1 { split($NF, a, ":"); print a[1] }' "$WORK/tids"); do
+            echo
+            echo "### tid $tid"
+            perf report -i "$WORK/perf.data" --stdio --tid "$tid" --sort dso,sym --percentage relative 2>/dev/null | grep '%' | head -15
+        done
+        echo
+        echo "## hourglassd, all threads, self time by symbol (share of hourglassd's samples)"
+        perf report -i "$WORK/perf.data" --stdio --pid "$DPID" --sort dso,sym --percentage relative 2>/dev/null | grep '%' | head -40
+        echo
+        echo "## redis-server, self time by symbol"
+        perf report -i "$WORK/perf.data" --stdio --pid "$REDIS_PID" --sort sym --percentage relative 2>/dev/null | grep '%' | head -20
+        echo
+        echo "## mariadbd, self time by symbol"
+        perf report -i "$WORK/perf.data" --stdio --pid "$MYSQL_PID" --sort sym --percentage relative 2>/dev/null | grep '%' | head -20
+    } >"$RESULTS/$TS-perf.txt"
+    say "profile: $RESULTS/$TS-perf.txt"
+}
+
+has_phase() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# ------------------------------------------------------------------ phases
+
+rec mode "$MODE"
+rec wrk_secs "$WRK_SECS"
+rec wrk_conns "$WRK_CONNS"
+rec wrk_threads "$WRK_THREADS"
+rec http_threads "$HTTP_THREADS"
+rec lat_secs "$LAT_SECS"
+rec consume_n "$CONSUME_N"
+rec backlog_n "$BACKLOG_N"
+rec prefill "$PREFILL"
+
+if has_phase hello; then
+    # Figure 1's denominator: the bare server, same wrk settings and request bodies.
+    "$WORK/hello" "127.0.0.1:$HPORT" "$HTTP_THREADS" 2>>"$WORK/hello.log" &
+    HELLO_PID=$!
+    wait_http "bench/hello"
+    run_wrk hello "$HELLO_PID"
+    kill -TERM "$HELLO_PID"
+    wait "$HELLO_PID" 2>/dev/null || true
+    HELLO_PID=""
+fi
+
+if has_phase perrow; then
+    # Figure 0's baseline: one MySQL transaction (one fsync) per push.
+    reset_data
+    start_daemon true
+    fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+    run_wrk perrow "$DPID"
+fi
+
+if has_phase push; then
+    # Figures 0, 1 and the "1,000 pending" half of figure 4's push throughput.
+    reset_data
+    start_daemon false
+    fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+    run_wrk push "$DPID"
+    profile_push
+fi
+
+if has_phase lateness; then
+    # Figure 2, and the "1,000 pending" half of figure 4's lateness.
+    reset_data
+    start_daemon false
+    fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+    steady lat1k 1000
+    steady lat5k 5000
+fi
+
+if has_phase consume; then
+    # Figure 3: fill a ready backlog with array pushes, then get + finish as fast as possible.
+    reset_data
+    start_daemon false
+    say "consume: filling $CONSUME_N ready jobs"
+    fill drain "$CONSUME_N" 0 4 "$MEM_BODY" consume_fill
+    say "consume: draining with $CONSUMERS consumers, count=1"
+    "$LATENESS" drain "127.0.0.1:$HPORT" --prefix drain --jobs "$CONSUME_N" --consumers "$CONSUMERS" --count 1 \
+        --topics 4 --max-seconds 900 >"$RAW/consume.txt" 2>"$RAW/consume.err" || cat "$RAW/consume.err" >&2
+    rec_prefixed consume <"$RAW/consume.txt"
+    say "consume: $(getv consume_rate) jobs/s (count=1)"
+    # The same with count=10 (information: how much batching the get helps).
+    fill drain10 "$CONSUME_N" 0 4 "$MEM_BODY"
+    "$LATENESS" drain "127.0.0.1:$HPORT" --prefix drain10 --jobs "$CONSUME_N" --consumers "$CONSUMERS" \
+        --count 10 --topics 4 --max-seconds 900 >"$RAW/consume10.txt" 2>"$RAW/consume10.err" ||
+        cat "$RAW/consume10.err" >&2
+    rec_prefixed consume10 <"$RAW/consume10.txt"
+    say "consume: $(getv consume10_rate) jobs/s (count=10)"
+fi
+
+if has_phase backlog; then
+    # Figures 6, 5 and 4, in that order, on one backlog of BACKLOG_N delayed jobs.
+    reset_data
+    start_daemon false
+    m0=$(redis_mem)
+    say "backlog: filling $BACKLOG_N delayed jobs (due in 30 days, ${MEM_BODY}-byte bodies)"
+    fill fill "$BACKLOG_N" "$FAR" 8 "$MEM_BODY" backlog_fill
+    sleep 1
+    m1=$(redis_mem)
+    rec mem_before "$m0"
+    rec mem_after "$m1"
+    rec mem_jobs "$(redis_jobs)"
+    rec mem_body "$MEM_BODY"
+    say "backlog: filled at $(getv backlog_fill_rate) jobs/s; Redis used_memory $m0 -> $m1"
+
+    # Figure 5: Redis loses everything; rebuild from MySQL.
+    pending=$(sqlroot -N -B hourglass -e "SELECT COUNT(*) FROM message WHERE state IN ('delayed','ready','reserved')")
+    rec restore_pending "$pending"
+    rcli flushall >/dev/null
+    say "restore: FLUSHALL, then /reStore?expire=true of $pending pending messages"
+    t0=$(date +%s.%N)
+    curl -s -m 900 -o "$RAW/restore.json" -w '%{http_code}' "$URL/reStore?expire=true" >"$RAW/restore.status" ||
+        echo "bench: /reStore request failed" >&2
+    t1=$(date +%s.%N)
+    rec restore_status "$(cat "$RAW/restore.status")"
+    rec restore_secs "$(echo "$t1 $t0" | awk '{ printf "%.3f", $1 - $2 }')"
+    python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception:
+    d = {}
+for k in ("scanned", "restored", "present", "expiredSkipped", "ms"):
+    print("restore_%s=%s" % (k, d.get(k, "")))' "$RAW/restore.json" >>"$ENV"
+    rec restore_jobs_after "$(redis_jobs)"
+    rec restore_mem_after "$(redis_mem)"
+    say "restore: $(getv restore_restored) restored in $(getv restore_secs) s (HTTP $(getv restore_status))"
+
+    # Figure 4: the same lateness and push measurements with the backlog pending.
+    steady latbig 1000
+    run_wrk pushbig "$DPID"
+
+fi
+
+stop_daemon
+rec elapsed_s "$(($(date +%s) - START))"
+
+# ------------------------------------------------------------------ report
+
+commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no -- src 2>/dev/null)" ]; then
+    commit="$commit+dirty-src"
+fi
+rec commit "$commit"
+rec date "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+rec machine "$(uname -srm), $NPROC cores ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)), $(free -g | awk '/^Mem:/ { print $2 }') GiB RAM"
+rec versions "$(redis-server --version | awk '{ print $1, $2, $3 }'); $(mariadbd --version | awk '{ print $2, $3 }'); libevent $(pkg-config --modversion libevent)"
+rec binary "$BIN_SRC (sha256 $BIN_SHA, built $BIN_BUILT)"
+
+python3 "$BENCH/report.py" "$ENV" "$RESULTS/$TS.json" "$RAW"
+cp "$RESULTS/$TS.json" "$RESULTS/latest.json"
+BIGN=$(python3 -c 'import sys; print(f"{int(sys.argv[1]):,}")' "$BACKLOG_N")
+if gnuplot -e "raw='$RAW'; out='$RESULTS'; bigN='$BIGN'" "$BENCH/plot.gp" 2>"$WORK/gnuplot.err"; then
+    echo "plots: $RESULTS/latency-cdf.png $RESULTS/latency-tail.png $RESULTS/lateness-time.png"
+else
+    cat "$WORK/gnuplot.err" >&2
+    echo "bench: gnuplot failed (above); the table and JSON are complete" >&2
+fi
+echo "json: $RESULTS/$TS.json (and latest.json); raw data: $RAW"
