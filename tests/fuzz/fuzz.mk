@@ -33,7 +33,7 @@ FUZZ_CFLAGS  := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -Wno-unused
 FUZZ_LIBS    := $(shell pkg-config --libs jansson 2>/dev/null) -pthread -lm
 
 # Modules under test: pure, and needing nothing but jansson and libc.
-FUZZ_SRC     := router params job ids config log
+FUZZ_SRC     := router params job jscan ids config log
 FUZZ_OBJ     := $(FUZZ_SRC:%=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "ids.h"
 #include "job.h"
+#include "jscan.h"
 #include "params.h"
 #include "router.h"
 
@@ -576,6 +577,153 @@ FZ_UNUSED static int fz_ref_bizkey(const char *s, size_t len)
     return chars >= 1 && chars <= BIZKEY_MAX;
 }
 
+/* ---- JSON documents: jscan (src/jscan.h) against jansson as the reference ----
+ *
+ * jansson (JSON_DECODE_ANY | JSON_ALLOW_NUL, duplicates allowed) accepts exactly RFC 8259
+ * JSON, with differences that are not jscan's to share: it refuses numbers it cannot hold
+ * in an int64 or a double and a \u0000 in an object key (jscan accepts both: valid JSON),
+ * it takes "2\0" as the number 2, and it allows 2048 levels of nesting where jscan allows
+ * JSCAN_MAX_DEPTH. */
+
+struct fz_doc {
+    json_t *root; /* NULL when jansson refused the text */
+    int known;    /* 1 when jansson's verdict is RFC 8259's (not a number it cannot hold) */
+    int depth;    /* nesting of arrays and objects (when root != NULL) */
+};
+
+/* Deepest nesting of a valid JSON text. */
+FZ_UNUSED static int fz_json_depth(const char *s, size_t len)
+{
+    int depth = 0, max = 0, in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = 0;
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max)
+                max = depth;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return max;
+}
+
+FZ_UNUSED static struct fz_doc fz_doc_load(const char *s, size_t len)
+{
+    struct fz_doc d = {NULL, 1, 0};
+    json_error_t jerr;
+    d.root = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    if (d.root != NULL && memchr(s, '\0', len) != NULL) {
+        /* jansson 2.14 takes a NUL right after a top-level number ("2\0") as the end of input;
+         * a raw NUL is never valid JSON, but jansson's acceptance is not a reference here */
+        json_decref(d.root);
+        d.root = NULL;
+        d.known = 0;
+    } else if (d.root == NULL)
+        d.known = strstr(jerr.text, "too big") == NULL && strstr(jerr.text, "overflow") == NULL &&
+                  strstr(jerr.text, "NUL byte in object key") == NULL;
+    else
+        d.depth = fz_json_depth(s, len);
+    return d;
+}
+
+/* The text without whitespace between tokens (what a stored body looks like); *out_len set. */
+FZ_UNUSED static char *fz_strip_ws(const char *s, size_t len, size_t *out_len)
+{
+    char *o = malloc(len + 1);
+    FZ_CHECK(o != NULL);
+    size_t n = 0;
+    int in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\' && i + 1 < len) {
+                o[n++] = c;
+                c = s[++i];
+            } else if (c == '"') {
+                in_string = 0;
+            }
+        } else if (c == '"') {
+            in_string = 1;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            continue;
+        }
+        o[n++] = c;
+    }
+    o[n] = '\0';
+    *out_len = n;
+    return o;
+}
+
+FZ_UNUSED static int fz_is_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* jscan over the whole input as one JSON document, and its string decoder. */
+FZ_UNUSED static void fz_check_jscan(const char *s, size_t len, const struct fz_doc *d, size_t small_cap)
+{
+    struct jscan j;
+    size_t start = 7, end = 7;
+    jscan_init(&j, s, len);
+    int ok = jscan_value(&j, &start, &end) == 0;
+    FZ_CHECK(j.pos <= len && memchr(j.err, '\0', sizeof j.err) != NULL);
+    if (ok) {
+        FZ_CHECK(start <= end && end <= len && end == j.pos);
+        ok = jscan_end(&j) == 0;
+    }
+    if (!ok)
+        FZ_CHECK(j.err[0] != '\0');
+    if (d->known) { /* the verdict is RFC 8259's, up to the depth limit */
+        if (d->root == NULL)
+            FZ_CHECK(!ok);
+        else
+            FZ_CHECK(ok == (d->depth <= JSCAN_MAX_DEPTH));
+    } else {
+        FZ_CHECK(d->root == NULL);
+    }
+    size_t a = 0, b = len;
+    while (a < len && fz_is_ws(s[a]))
+        a++;
+    while (b > a && fz_is_ws(s[b - 1]))
+        b--;
+    if (ok) /* the value is the text between the whitespace */
+        FZ_CHECK(start == a && end == b);
+
+    /* a document that is one string: jscan_string decodes what jansson decodes */
+    if (a < len && s[a] == '"') {
+        char *full = malloc(len + 1), *part = malloc(small_cap + 1);
+        FZ_CHECK(full != NULL && part != NULL);
+        size_t flen = 0, plen = 0;
+        int ftrunc = -1, ptrunc = -1;
+        jscan_init(&j, s, len);
+        int rf = jscan_string(&j, full, len, &flen, &ftrunc);
+        jscan_init(&j, s, len);
+        int rp = jscan_string(&j, part, small_cap, &plen, &ptrunc);
+        FZ_CHECK(rf == rp);
+        if (rf == 0) {
+            FZ_CHECK(ftrunc == 0 && flen <= len); /* decoding never grows the text */
+            FZ_CHECK(ptrunc == (flen > small_cap));
+            FZ_CHECK(plen <= small_cap);
+            if (!ptrunc)
+                FZ_CHECK(plen == flen && memcmp(part, full, flen) == 0);
+            if (d->root != NULL && ok)
+                FZ_CHECK(json_is_string(d->root) && json_string_length(d->root) == flen &&
+                         memcmp(json_string_value(d->root), full, flen) == 0);
+        } else if (d->known && d->root != NULL && json_is_string(d->root)) {
+            fz_fail("jscan_string refused a string jansson accepts", __FILE__, __LINE__);
+        }
+        free(full);
+        free(part);
+    }
+}
+
 /* The value of a member as it must come out of a successful parse. */
 FZ_UNUSED static int64_t fz_int_member(json_t *obj, const char *name, int64_t def)
 {
@@ -584,7 +732,10 @@ FZ_UNUSED static int64_t fz_int_member(json_t *obj, const char *name, int64_t de
     return v ? (int64_t)json_integer_value(v) : def;
 }
 
-FZ_UNUSED static void fz_check_job(const struct job_spec *j, json_t *obj, const struct job_limits *lim)
+/* One accepted job; obj is its object in the reference parse (NULL when jansson could not
+ * hold the document); stripped is the whole push body without whitespace between tokens. */
+FZ_UNUSED static void fz_check_job(const struct job_spec *j, json_t *obj, const struct job_limits *lim,
+                                   const char *stripped, size_t stripped_len)
 {
     /* the job as parsed */
     FZ_CHECK(j->topic_len <= TOPIC_MAX && topic_valid(j->topic, j->topic_len) && fz_ref_topic(j->topic, j->topic_len));
@@ -599,19 +750,34 @@ FZ_UNUSED static void fz_check_job(const struct job_spec *j, json_t *obj, const 
     else
         FZ_CHECK(strlen(j->biz_key) == j->biz_len && bizkey_valid(j->biz_key, j->biz_len) &&
                  fz_ref_bizkey(j->biz_key, j->biz_len));
-    FZ_CHECK(j->body != NULL && strlen(j->body) == j->body_len);
-    json_error_t jerr;
-    json_t *stored = json_loadb(j->body, j->body_len, JSON_DECODE_ANY, &jerr);
-    FZ_CHECK(stored != NULL); /* the body is JSON text */
 
+    /* the body: one JSON value, as sent (only whitespace between tokens dropped) */
+    FZ_CHECK(j->body != NULL && j->body_len > 0 && strlen(j->body) == j->body_len);
+    struct jscan js;
+    size_t bs, be;
+    jscan_init(&js, j->body, j->body_len);
+    FZ_CHECK(jscan_value(&js, &bs, &be) == 0 && bs == 0 && be == j->body_len && jscan_end(&js) == 0);
+    size_t sl;
+    char *again = fz_strip_ws(j->body, j->body_len, &sl);
+    FZ_CHECK(sl == j->body_len && memcmp(again, j->body, sl) == 0); /* no whitespace left between tokens */
+    free(again);
+    FZ_CHECK(strcmp(j->body, "null") == 0 || memmem(stripped, stripped_len, j->body, j->body_len) != NULL);
+    struct fz_doc bd = fz_doc_load(j->body, j->body_len);
+    FZ_CHECK(bd.root != NULL || !bd.known); /* valid JSON text */
+
+    if (obj == NULL) {
+        json_decref(bd.root);
+        return;
+    }
     /* ... and it is what the producer sent */
     FZ_CHECK(json_is_object(obj));
     json_t *topic = json_object_get(obj, "topic");
     FZ_CHECK(json_is_string(topic) && json_string_length(topic) == j->topic_len &&
              memcmp(json_string_value(topic), j->topic, j->topic_len) == 0);
     json_t *body = json_object_get(obj, "body");
-    FZ_CHECK(json_equal(stored, body ? body : json_null()));
-    json_decref(stored);
+    if (bd.root != NULL)
+        FZ_CHECK(json_equal(bd.root, body ? body : json_null()));
+    json_decref(bd.root);
     FZ_CHECK(j->priority == fz_int_member(obj, "priority", 5));
     FZ_CHECK(j->ttr == fz_int_member(obj, "ttr", lim->default_ttr));
     FZ_CHECK(j->tries == fz_int_member(obj, "tries", lim->default_tries));
@@ -645,59 +811,73 @@ FZ_UNUSED static void fz_check_job(const struct job_spec *j, json_t *obj, const 
     }
 }
 
-FZ_UNUSED static enum push_parse_result fz_push(const char *body, size_t len, const struct job_limits *lim, size_t errlen,
-                                      json_t *root)
+FZ_UNUSED static enum push_parse_result fz_push(const char *text, size_t len, const struct job_limits *lim,
+                                                size_t errlen, const struct fz_doc *d)
 {
     struct job_spec *jobs = (struct job_spec *)(uintptr_t)1; /* must be reset by the parser */
     int count = -1, is_array = -1;
     char *err = malloc(errlen);
     FZ_CHECK(err != NULL);
     memset(err, 'Z', errlen);
-    enum push_parse_result rc = job_parse_push(body, len, lim, FZ_NOW, &jobs, &count, &is_array, err, errlen);
+    enum push_parse_result rc = job_parse_push(text, len, lim, FZ_NOW, &jobs, &count, &is_array, err, errlen);
     FZ_CHECK(rc == PUSH_OK || rc == PUSH_BAD || rc == PUSH_TOO_MANY || rc == PUSH_NOMEM);
+    json_t *root = d->root;
+    int valid = root != NULL && d->depth <= JSCAN_MAX_DEPTH; /* RFC 8259 JSON within the depth limit */
+    if (d->known && !valid)
+        FZ_CHECK(rc == PUSH_BAD); /* not JSON: 400 */
+    if (valid && json_is_array(root) && json_array_size(root) > (size_t)lim->max_batch)
+        FZ_CHECK(rc == PUSH_TOO_MANY); /* 413 */
+    if (valid && !json_is_array(root) && !json_is_object(root))
+        FZ_CHECK(rc == PUSH_BAD);
+    if (valid && json_is_array(root) && json_array_size(root) == 0)
+        FZ_CHECK(rc == PUSH_BAD);
     if (rc != PUSH_OK) {
         FZ_CHECK(jobs == NULL && count == 0);
         FZ_CHECK(fz_err_ok(err, errlen));
-        if (rc == PUSH_TOO_MANY)
+        if (rc == PUSH_TOO_MANY && root != NULL)
             FZ_CHECK(json_is_array(root) && json_array_size(root) > (size_t)lim->max_batch);
-        if (json_is_array(root) && json_array_size(root) > (size_t)lim->max_batch)
-            FZ_CHECK(rc == PUSH_TOO_MANY); /* 413, before looking at the items */
-        if (root == NULL || (!json_is_array(root) && !json_is_object(root)) ||
-            (json_is_array(root) && json_array_size(root) == 0))
-            FZ_CHECK(rc == PUSH_BAD);
     } else {
-        /* only valid JSON (no duplicate members) holding an object or 1..max_batch of them */
-        FZ_CHECK(root != NULL && jobs != NULL);
-        FZ_CHECK(is_array == json_is_array(root));
+        /* only JSON holding an object or 1..max_batch of them */
+        FZ_CHECK(valid || !d->known);
+        FZ_CHECK(jobs != NULL && (is_array == 0 || is_array == 1));
+        size_t stripped_len;
+        char *stripped = fz_strip_ws(text, len, &stripped_len);
+        if (root != NULL)
+            FZ_CHECK(is_array == json_is_array(root));
         if (is_array) {
-            FZ_CHECK(count >= 1 && count <= lim->max_batch && (size_t)count == json_array_size(root));
+            FZ_CHECK(count >= 1 && count <= lim->max_batch);
+            if (root != NULL)
+                FZ_CHECK((size_t)count == json_array_size(root));
             for (int i = 0; i < count; i++)
-                fz_check_job(&jobs[i], json_array_get(root, (size_t)i), lim);
+                fz_check_job(&jobs[i], root ? json_array_get(root, (size_t)i) : NULL, lim, stripped, stripped_len);
         } else {
             FZ_CHECK(count == 1);
-            fz_check_job(&jobs[0], root, lim);
+            fz_check_job(&jobs[0], root, lim, stripped, stripped_len);
         }
+        free(stripped);
         job_specs_free(jobs, count);
     }
     free(err);
     return rc;
 }
 
-/* Input: a POST /push body; also a topic list (GET /get/{a,b,c}), a topic and a bizKey. */
+/* Input: a POST /push body (also a bare JSON document for jscan); a topic list
+ * (GET /get/{a,b,c}), a topic and a bizKey. */
 FZ_UNUSED static int fuzz_job(const uint8_t *data, size_t size)
 {
     char *body = fz_copy(data, size);
-    json_error_t jerr;
-    json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &jerr);
+    struct fz_doc doc = fz_doc_load(body, size);
 
-    enum push_parse_result def = fz_push(body, size, &fz_lim_default, 512, root);
-    enum push_parse_result tiny = fz_push(body, size, &fz_lim_tiny, 512, root);
+    fz_check_jscan(body, size, &doc, size > 0 ? data[0] % 16 : 3);
+
+    enum push_parse_result def = fz_push(body, size, &fz_lim_default, 512, &doc);
+    enum push_parse_result tiny = fz_push(body, size, &fz_lim_tiny, 512, &doc);
     if (tiny == PUSH_OK)
         FZ_CHECK(def == PUSH_OK);
     /* a short error buffer changes nothing but the message */
     size_t errlen = size > 0 ? (size_t)data[size - 1] % 24 + 1 : 1;
-    FZ_CHECK(fz_push(body, size, &fz_lim_default, errlen, root) == def);
-    json_decref(root);
+    FZ_CHECK(fz_push(body, size, &fz_lim_default, errlen, &doc) == def);
+    json_decref(doc.root);
 
     /* topics */
     FZ_CHECK(topic_valid(body, size) == fz_ref_topic(body, size));
