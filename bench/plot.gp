@@ -37,6 +37,7 @@ set key top right
 unset yrange
 set yrange [*:1]
 set logscale y
+set format y "%g"
 cmd = ""
 do for [t in tags] {
     f = raw."/lat-".t.".cdf"
@@ -51,6 +52,7 @@ set xlabel "seconds since the producers started"
 set ylabel "lateness, ms (log scale)"
 unset logscale x
 set logscale y
+set format y "%g"
 set yrange [*:*]
 set key top left
 cmd = ""

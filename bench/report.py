@@ -233,6 +233,8 @@ def main():
             notes.append("NOT everything came back")
         if backlog != 1_000_000:
             notes.append("target scaled to the backlog size")
+        if noise("restore"):
+            notes.append(noise("restore"))
         row(5, f"restore {fmt_int(pending)} pending into an empty Redis", secs, f"{secs:.1f} s",
             f"<= {limit5:g} s", "PASS" if ok and secs <= limit5 else "FAIL", "s", "; ".join(notes))
     else:
@@ -250,7 +252,7 @@ def main():
 
     # ---- the daemon's own view of each measurement
     daemon = {}
-    for tag in ("push", "perrow", "pushbig", "lat1k", "lat5k", "latbig"):
+    for tag in ("push", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore"):
         x = internals(raw_dir, tag)
         if x:
             daemon[tag] = x
@@ -261,7 +263,7 @@ def main():
     print(f"machine: {env.get('machine', '?')}")
     print(f"servers: {env.get('versions', '?')}")
     print(f"load from other processes just before the run: {env.get('busy_before', '?')} cores "
-          f"(per figure: 'other load' notes when >= 0.15 cores)")
+          f"(per figure: 'other load' notes when >= 0.15 cores); suite ran at nice {env.get('nice', '?')}")
     print(f"wrk: {env.get('wrk_threads')} threads, {env.get('wrk_conns')} connections, {env.get('wrk_secs')} s, "
           f"POST /push, one job per request (100-byte body, delay 1 h, 16 topics); "
           f"hourglassd and hello: {env.get('http_threads')} HTTP threads")
