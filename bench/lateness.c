@@ -12,8 +12,10 @@
  * steady: producers push single jobs on an open-loop schedule (job k is due to be sent at
  * t0 + k/rate; a producer connection that is free takes the next job that is due), each job
  * with a delay spread uniformly over [delay-min, delay-max] ms, rotating over `topics`
- * topics. Consumers long-poll GET /get/<topics>?count=K and finish every job they receive
- * before asking again. Lateness = the consumer's wall clock when the answer is complete
+ * topics. Consumers long-poll GET /get/<topic>?count=K and finish every job they receive
+ * before asking again; consumer i asks for topic i mod T (--consumer-topics all: for every
+ * topic, starting at that one — note that a get over topics on several shards costs one
+ * reserve.lua call per shard each time it looks). Lateness = the consumer's wall clock when the answer is complete
  * minus the job's runAt (server-assigned, same host clock), in milliseconds.
  * Only jobs whose runAt falls in the steady window [t0 + delay-max, t0 + duration +
  * delay-min] are sampled: before it the due rate is still ramping up from 0, after it
@@ -75,6 +77,7 @@ static struct {
     int delay_min, delay_max;
     int producers, consumers, count, topics;
     int poll_timeout;
+    int all_topics;     /* consumers ask for every topic (rotated) instead of one each */
     const char *samples_file, *series_file, *topic_prefix;
     long long jobs;     /* fill: jobs to push; drain: jobs to finish */
     int batch;
@@ -258,7 +261,7 @@ static void consumer_get(struct conn *c)
 {
     char path[2048];
     int off = snprintf(path, sizeof path, "/get/");
-    for (int t = 0; t < G.topics; t++) {
+    for (int t = 0; t < (G.all_topics ? G.topics : 1); t++) {
         char topic[160];
         topic_name(topic, sizeof topic, (c->index + t) % G.topics); /* rotated: spread first choices */
         off += snprintf(path + off, sizeof path - (size_t)off, "%s%s", t ? "," : "", topic);
@@ -622,7 +625,8 @@ static void usage(void)
             "usage: lateness steady|drain|fill HOST:PORT [options]\n"
             "  steady: --rate N/s --duration S --delay-min MS --delay-max MS --producers N --consumers N\n"
             "          --count K --topics T --prefix P --ttr MS --samples FILE --series FILE\n"
-            "  drain:  --jobs N --consumers N --count K --topics T --prefix P\n"
+            "          --consumer-topics one|all\n"
+            "  drain:  --jobs N --consumers N --count K --topics T --prefix P --consumer-topics one|all\n"
             "  fill:   --jobs N --batch B --producers N --topics T --prefix P --delay MS --body-bytes B\n"
             "  all:    --max-seconds S (fail past it)\n");
     exit(2);
@@ -658,6 +662,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--topics")) G.topics = atoi(v);
         else if (!strcmp(o, "--prefix")) G.topic_prefix = v;
         else if (!strcmp(o, "--ttr")) G.ttr = atoi(v);
+        else if (!strcmp(o, "--consumer-topics")) G.all_topics = !strcmp(v, "all");
         else if (!strcmp(o, "--samples")) G.samples_file = v;
         else if (!strcmp(o, "--series")) G.series_file = v;
         else if (!strcmp(o, "--jobs")) G.jobs = atoll(v);

@@ -86,6 +86,23 @@ def hist_quantile(d, name, q):
     return None
 
 
+def redis_stats(path):
+    """INFO commandstats -> {command: (calls, usec)}; commands run inside scripts count too."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("cmdstat_"):
+                    continue
+                name, _, rest = line[8:].partition(":")
+                kv = dict(x.split("=", 1) for x in rest.split(",") if "=" in x)
+                out[name] = (float(kv.get("calls", 0)), float(kv.get("usec", 0)))
+    except OSError:
+        return None
+    return out
+
+
 def internals(raw_dir, tag):
     """What the daemon's own /metrics say about one measurement (deltas over it)."""
     m0 = parse_metrics(f"{raw_dir}/metrics-{tag}-0.txt")
@@ -117,7 +134,14 @@ def internals(raw_dir, tag):
         or None,
         "pubsub_per_s": d.get("hourglass_pubsub_messages_total", 0) / secs,
         "mover_runs_per_s": d.get("hourglass_mover_runs_total", 0) / secs,
+        "http_per_s": sum(v for k, v in d.items() if k.startswith("hourglass_http_requests_total{")) / secs,
     }
+    r0, r1 = redis_stats(f"{raw_dir}/redis-{tag}-0.txt"), redis_stats(f"{raw_dir}/redis-{tag}-1.txt")
+    if r0 is not None and r1 is not None:
+        calls = r1.get("evalsha", (0, 0))[0] - r0.get("evalsha", (0, 0))[0]
+        usec = r1.get("evalsha", (0, 0))[1] - r0.get("evalsha", (0, 0))[1]
+        res["redis_evalsha_per_s"] = calls / secs
+        res["redis_evalsha_us"] = usec / calls if calls else None
     return res
 
 
@@ -294,10 +318,17 @@ def main():
             return "n/a" if x is None else format(x, spec)
 
         for tag, x in daemon.items():
+            rate = num(env, f"{tag}_rps") or num(env, f"{tag}_push_rate")
+            if rate and x.get("redis_evalsha_per_s") is not None:
+                x["redis_scripts_per_job"] = x["redis_evalsha_per_s"] / rate
             line = (f"  {tag:<8} push {f(x['push_server_ms'], '.2f')} ms in server; Redis call {f(x['redis_call_ms'], '.2f')} ms"
                     f" ({f(x['redis_calls_per_s'], ',.0f')}/s); journal {f(x['journal_cycles_per_s'], ',.0f')} cycles/s x "
                     f"{f(x['journal_batch'], '.1f')} records, {f(x['journal_cycle_ms'], '.2f')} ms each, busy "
                     f"{f(x['journal_busy'] * 100 if x['journal_busy'] is not None else None, '.0f')}%")
+            if x.get("redis_evalsha_per_s") is not None:
+                line += (f"; Redis: {f(x['redis_evalsha_per_s'], ',.0f')} scripts/s"
+                         f" ({f(x.get('redis_scripts_per_job'), '.1f')} per job), {f(x.get('redis_evalsha_us'), '.0f')} us each;"
+                         f" HTTP {f(x['http_per_s'], ',.0f')} req/s")
             if x["server_lateness_mean_ms"] is not None:
                 line += (f"; lateness (server) mean {f(x['server_lateness_mean_ms'], '.2f')} ms, p99 <= "
                          f"{f(x['server_lateness_p99_ms_le'], 'g')} ms")

@@ -28,7 +28,8 @@
 #
 # Environment knobs (defaults in brackets): HG_BENCH_WRK_CONNS [64], HG_BENCH_WRK_THREADS [2],
 # HG_BENCH_HTTP_THREADS [nproc], HG_BENCH_PROFILE [1 in full, 0 in quick],
-# HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [16], HG_BENCH_LAT_COUNT [10] (figures 2, 4),
+# HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [16], HG_BENCH_LAT_COUNT [10],
+# HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog),
 # HG_BENCH_KEEP [0], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
 # to be quiet (other processes using under HG_BENCH_QUIET_MAX [0.3] cores over 5 s); the
@@ -96,6 +97,7 @@ LAT_PRODUCERS=${HG_BENCH_LAT_PRODUCERS:-128}
 LAT_CONSUMERS=${HG_BENCH_LAT_CONSUMERS:-16}
 LAT_COUNT=${HG_BENCH_LAT_COUNT:-10}
 LAT_TOPICS=4
+LAT_CTOPICS=${HG_BENCH_LAT_CONSUMER_TOPICS:-one} # consumer i polls topic i mod 4 ("all": every topic)
 CONSUMERS=16         # figure 3
 if [ "$MODE" = full ]; then
     WRK_SECS=10
@@ -337,9 +339,10 @@ children_ticks() { # FILE written by `times` in this shell (not in $(...): a sub
         for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] }
         printf "%d\n", t * tck }' "$1"
 }
-scrape() { # TAG 0|1: the daemon's /metrics before/after a measurement (report.py reads them)
+scrape() { # TAG 0|1: the daemon's /metrics and Redis's commandstats before/after a measurement
     [ -n "$DPID" ] || return 0
     curl -s -m 5 "$URL/metrics" >"$RAW/metrics-$1-$2.txt" 2>/dev/null || true
+    rcli info commandstats >"$RAW/redis-$1-$2.txt" 2>/dev/null || true
     date +%s.%N >"$RAW/metrics-$1-$2.time"
 }
 cpu_begin() { # SERVER_PID
@@ -403,12 +406,12 @@ fill() { # PREFIX JOBS DELAY TOPICS BODY_BYTES [tag]
 
 # steady TAG RATE: figure 2's workload; samples go to $RAW/lat-TAG.{cdf,series}
 steady() {
-    say "$1: steady $2 jobs/s for ${LAT_SECS}s (delays ${LAT_DMIN}-${LAT_DMAX} ms, $LAT_CONSUMERS consumers, count=$LAT_COUNT, $LAT_TOPICS topics)"
+    say "$1: steady $2 jobs/s for ${LAT_SECS}s (delays ${LAT_DMIN}-${LAT_DMAX} ms, $LAT_CONSUMERS consumers, count=$LAT_COUNT, $LAT_TOPICS topics, consumer topics: $LAT_CTOPICS)"
     scrape "$1" 0
     cpu_begin "$DPID"
     "$LATENESS" steady "127.0.0.1:$HPORT" --rate "$2" --duration "$LAT_SECS" --delay-min "$LAT_DMIN" \
         --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --consumers "$LAT_CONSUMERS" --count "$LAT_COUNT" \
-        --topics "$LAT_TOPICS" --prefix "$1" --samples "$RAW/lat-$1.cdf" --series "$RAW/lat-$1.series" \
+        --topics "$LAT_TOPICS" --consumer-topics "$LAT_CTOPICS" --prefix "$1" --samples "$RAW/lat-$1.cdf" --series "$RAW/lat-$1.series" \
         --max-seconds 600 >"$RAW/lat-$1.txt" 2>"$RAW/lat-$1.err" || {
         cat "$RAW/lat-$1.err" >&2
         echo "bench: the $1 lateness run reported a failure (see above); its numbers are kept and marked" >&2
@@ -486,6 +489,10 @@ rec lat_secs "$LAT_SECS"
 rec consume_n "$CONSUME_N"
 rec backlog_n "$BACKLOG_N"
 rec prefill "$PREFILL"
+rec lat_producers "$LAT_PRODUCERS"
+rec lat_consumers "$LAT_CONSUMERS"
+rec lat_count "$LAT_COUNT"
+rec lat_ctopics "$LAT_CTOPICS"
 
 if has_phase hello; then
     # Figure 1's denominator: the bare server, same wrk settings and request bodies.
