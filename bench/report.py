@@ -103,6 +103,32 @@ def redis_stats(path):
     return out
 
 
+def thread_cores(raw_dir, tag, secs, tck=100):
+    """Cores used by each daemon thread over a measurement (names from run.sh's name_threads)."""
+    def load_threads(path):
+        out = {}
+        try:
+            with open(path) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 3:
+                        out[int(parts[0])] = (parts[1], float(parts[2]))
+        except (OSError, ValueError):
+            return None
+        return out
+
+    t0, t1 = load_threads(f"{raw_dir}/threads-{tag}-0.txt"), load_threads(f"{raw_dir}/threads-{tag}-1.txt")
+    if not t0 or not t1:
+        return None
+    res = {}
+    for tid in sorted(t1):
+        name, ticks = t1[tid]
+        if name in res:
+            name = f"{name}/{tid}"
+        res[name] = (ticks - t0.get(tid, (name, 0.0))[1]) / tck / secs
+    return res
+
+
 def internals(raw_dir, tag):
     """What the daemon's own /metrics say about one measurement (deltas over it)."""
     m0 = parse_metrics(f"{raw_dir}/metrics-{tag}-0.txt")
@@ -135,6 +161,7 @@ def internals(raw_dir, tag):
         "pubsub_per_s": d.get("hourglass_pubsub_messages_total", 0) / secs,
         "mover_runs_per_s": d.get("hourglass_mover_runs_total", 0) / secs,
         "http_per_s": sum(v for k, v in d.items() if k.startswith("hourglass_http_requests_total{")) / secs,
+        "threads": thread_cores(raw_dir, tag, secs),
     }
     r0, r1 = redis_stats(f"{raw_dir}/redis-{tag}-0.txt"), redis_stats(f"{raw_dir}/redis-{tag}-1.txt")
     if r0 is not None and r1 is not None:
@@ -312,7 +339,8 @@ def main():
     if daemon:
         print()
         print("inside hourglassd during each measurement (its /metrics; journal busy = share of the time the")
-        print("journal thread spent in a MySQL write+commit cycle; '<=' values are histogram bucket bounds):")
+        print("journal thread spent in a MySQL write+commit cycle; '<=' values are histogram bucket bounds;")
+        print("threads are named by what they wait in when idle, see name_threads in bench/run.sh):")
 
         def f(x, spec):
             return "n/a" if x is None else format(x, spec)
@@ -332,6 +360,9 @@ def main():
             if x["server_lateness_mean_ms"] is not None:
                 line += (f"; lateness (server) mean {f(x['server_lateness_mean_ms'], '.2f')} ms, p99 <= "
                          f"{f(x['server_lateness_p99_ms_le'], 'g')} ms")
+            if x.get("threads"):
+                busy = [(k, v) for k, v in x["threads"].items() if v >= 0.005]
+                line += "; threads (cores): " + ", ".join(f"{k} {v:.2f}" for k, v in busy)
             print(line)
     print()
     print(f"targets: {sum(r['result'] == 'PASS' for r in rows)} pass, {len(failed)} fail; run took "

@@ -304,6 +304,33 @@ start_daemon() { # PER_ROW
         [ $n -lt 300 ] || die "hourglassd not healthy within 30 s ($WORK/daemon.log)"
         sleep 0.1
     done
+    name_threads
+}
+
+# name_threads: the daemon's threads are unnamed; name them once, idle, by what they block in
+# (and their start order): event loops (epoll_wait) are main, http-0..N-1 and the mover, in
+# that order; the first thread waiting on a condition variable (futex) is the journal, the
+# others are the MySQL pool; anything else is "other". Heuristic, checked against src/main.c.
+name_threads() {
+    sleep 0.5
+    : >"$WORK/threadmap"
+    ep=0 fx=0 ot=0
+    for tid in $(ls "/proc/$DPID/task" | sort -n); do
+        sc=$(cut -d' ' -f1 "/proc/$DPID/task/$tid/syscall" 2>/dev/null || echo x)
+        case "$sc" in
+            232 | 281 | 441) # epoll_wait, epoll_pwait, epoll_pwait2
+                if [ $ep -eq 0 ]; then n=main
+                elif [ $ep -le "$HTTP_THREADS" ]; then n=http-$((ep - 1))
+                elif [ $ep -eq $((HTTP_THREADS + 1)) ]; then n=mover
+                else n=loop-$ep; fi
+                ep=$((ep + 1)) ;;
+            202) # futex
+                if [ $fx -eq 0 ]; then n=journal; else n=pool-$((fx - 1)); fi
+                fx=$((fx + 1)) ;;
+            *) n=other-$ot; ot=$((ot + 1)) ;;
+        esac
+        echo "$tid $n" >>"$WORK/threadmap"
+    done
 }
 
 stop_daemon() {
@@ -343,6 +370,13 @@ scrape() { # TAG 0|1: the daemon's /metrics and Redis's commandstats before/afte
     [ -n "$DPID" ] || return 0
     curl -s -m 5 "$URL/metrics" >"$RAW/metrics-$1-$2.txt" 2>/dev/null || true
     rcli info commandstats >"$RAW/redis-$1-$2.txt" 2>/dev/null || true
+    # CPU ticks per daemon thread: "tid name ticks" (names from name_threads)
+    for t in /proc/"$DPID"/task/*; do
+        [ -r "$t/stat" ] || continue
+        tid=${t##*/}
+        name=$(awk -v t="$tid" '$1 == t { print $2 }' "$WORK/threadmap" 2>/dev/null)
+        echo "$tid ${name:-new} $(sed 's/.*) //' "$t/stat" | awk '{ print $12 + $13 }')"
+    done >"$RAW/threads-$1-$2.txt" 2>/dev/null || true
     date +%s.%N >"$RAW/metrics-$1-$2.time"
 }
 cpu_begin() { # SERVER_PID
