@@ -349,7 +349,10 @@ def main():
             rate = num(env, f"{tag}_rps") or num(env, f"{tag}_push_rate")
             if rate and x.get("redis_evalsha_per_s") is not None:
                 x["redis_scripts_per_job"] = x["redis_evalsha_per_s"] / rate
-            line = (f"  {tag:<8} push {f(x['push_server_ms'], '.2f')} ms in server; Redis call {f(x['redis_call_ms'], '.2f')} ms"
+            line = f"  {tag:<8} "
+            if x["push_server_ms"] is not None:
+                line += f"push {f(x['push_server_ms'], '.2f')} ms in server; "
+            line += (f"Redis call {f(x['redis_call_ms'], '.2f')} ms"
                     f" ({f(x['redis_calls_per_s'], ',.0f')}/s); journal {f(x['journal_cycles_per_s'], ',.0f')} cycles/s x "
                     f"{f(x['journal_batch'], '.1f')} records, {f(x['journal_cycle_ms'], '.2f')} ms each, busy "
                     f"{f(x['journal_busy'] * 100 if x['journal_busy'] is not None else None, '.0f')}%")
