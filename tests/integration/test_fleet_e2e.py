@@ -182,6 +182,7 @@ class Attempt:
     t_recv: float
     outcome: str                  # "200", "502", ..., or "exc:<type>"
     upstream: str = ""
+    detail: str = ""              # the error message of a failed attempt
 
 
 @dataclass
@@ -204,6 +205,8 @@ class Delivery:
     run_at: int
     t_recv: float
     consumer: int
+    lease_until: int = 0          # ms: reserved at lease_until - TTR_MS (server clock)
+    upstream: str = ""            # instance that answered the get
     finish: list[Attempt] = field(default_factory=list)
 
     @property
@@ -280,7 +283,13 @@ class FleetThroughNginxTest(HourglassTestCase):
                     except (OSError, http.client.HTTPException) as e:
                         status, body, outcome, upstream = 0, b"", f"exc:{type(e).__name__}", ""
                     t1 = time.time()
-                    push.attempts.append(Attempt(t0, t1, outcome, upstream))
+                    detail = ""
+                    if status != 200:
+                        try:
+                            detail = json.loads(body)["message"][:80] if body else ""
+                        except (ValueError, KeyError, TypeError):
+                            detail = body[:80].decode("utf-8", "replace")
+                    push.attempts.append(Attempt(t0, t1, outcome, upstream, detail))
                     if status == 200:
                         a = json.loads(body)
                         push.id, push.run_at = int(a["id"]), int(a["runAt"])
@@ -326,7 +335,8 @@ class FleetThroughNginxTest(HourglassTestCase):
                     time.sleep(0.05)
                     continue
                 j = json.loads(body)
-                d = Delivery(int(j["id"]), j["body"]["k"], int(j["attempt"]), int(j["runAt"]), t_recv, c)
+                d = Delivery(int(j["id"]), j["body"]["k"], int(j["attempt"]), int(j["runAt"]), t_recv, c,
+                             int(j.get("leaseUntil", 0)), headers.get("X-Upstream", ""))
                 with self.lock:
                     self.deliveries.append(d)
                 for _ in range(20):
@@ -505,6 +515,28 @@ class FleetThroughNginxTest(HourglassTestCase):
 
     # -- the checks
 
+    def explain_late(self, ns, late: list[Delivery], t0: float) -> list[str]:
+        """For the latest deliveries: where the time went. Times relative to t0, in s:
+        due -> ready (by whom, from MySQL's transition log) -> reserved (leaseUntil - ttr) -> received."""
+        late = sorted(late, key=lambda d: d.run_at)[:40]
+        if not late:
+            return []
+        rows = ns.query("SELECT message_id, to_state, at, instance, actor FROM transition WHERE message_id IN ("
+                        + ",".join(str(d.id) for d in late) + ") ORDER BY seq")
+        ready: dict[int, tuple[int, str]] = {}
+        for mid, to_state, at, instance, actor in rows:
+            if to_state == "ready" and int(mid) not in ready:
+                ready[int(mid)] = (int(at), f"{instance}/{actor.split()[0]}")
+        out = []
+        for d in late:
+            due = d.run_at / 1000
+            r_at, by = ready.get(d.id, (0, "?"))
+            reserved = (d.lease_until - TTR_MS) / 1000 if d.lease_until else float("nan")
+            out.append(f"shard {(d.id & 0xFFF) % SHARDS} due {due - t0:.2f} ready {r_at / 1000 - t0:.2f} by {by} "
+                       f"reserved {reserved - t0:.2f} at {d.upstream} received {d.t_recv - t0:.2f} "
+                       f"(c{d.consumer}, late {d.t_recv - due:.3f})")
+        return out
+
     def check_and_report(self, ns, nginx: NginxServer, daemons: list[Daemon], names: list[str],
                          dead_shards: set[int], t: dict[str, float]) -> None:
         a_addr = daemons[0].address
@@ -674,14 +706,14 @@ class FleetThroughNginxTest(HourglassTestCase):
         for job_id, ds in per_id.items():
             first[job_id] = ds[0]
         late_all, late_dead, late_dead_early, late_dead_taken = [], [], [], []
-        late_list = []  # (runAt - t0, shard, lateness) of the latest ones, for the report
+        late_list: list[Delivery] = []  # over 0.9 s late, explained in the report
         for job_id, d in first.items():
             if d.attempt != 1 or d.run_at / 1000 <= t["t_kill"]:
                 continue
             lateness = d.t_recv - d.run_at / 1000
             late_all.append(lateness)
             if lateness > 0.9:
-                late_list.append((round(d.run_at / 1000 - t["t0"], 2), (job_id & 0xFFF) % SHARDS, round(lateness, 3)))
+                late_list.append(d)
             if (job_id & 0xFFF) % SHARDS in dead_shards:
                 late_dead.append(lateness)
                 if d.run_at / 1000 <= t["t_kill"] + 4:
@@ -694,6 +726,8 @@ class FleetThroughNginxTest(HourglassTestCase):
                               if a.t_send > t["t_marked"] + POLL_S + 1 and a_addr in a.upstream]
         upstream_file = read_text(nginx.upstream_path)
 
+        failed_attempts = sorted((a.t_send, a.outcome, a.upstream, a.detail)
+                                 for p in acked for a in p.attempts if a.outcome != "200")
         report = {
             "jobs_acked": len(acked), "deliveries": len(deliveries),
             "push_retries": sum(len(p.attempts) - 1 for p in acked), "pushes_retried": len(retried),
@@ -714,7 +748,8 @@ class FleetThroughNginxTest(HourglassTestCase):
             "lateness_dead_shards_after_5s": {"n": len(late_dead_taken),
                                               "max": round(max(late_dead_taken), 3) if late_dead_taken else None,
                                               "p99": round(pct(late_dead_taken, 0.99), 3)},
-            "late_over_0.9s": sorted(late_list)[:60],
+            "push_failures": [f"{ts - t['t0']:.2f} {o} {u} {m}" for ts, o, u, m in failed_attempts][:60],
+            "late_over_0.9s": self.explain_late(ns, late_list, t["t0"]),
             "events_s": {k: round(v - t["t0"], 2) for k, v in t.items()},
             "worker_numbers": {pr.label: sorted(pr.worker_ids) for pr in procs},
             "marked_down_after_kill_s": round(t["t_marked"] - t["t_kill"], 2),
