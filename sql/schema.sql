@@ -31,9 +31,12 @@ CREATE TABLE IF NOT EXISTS message (
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- One row per state change, appended; /jobs/{id} reads a job's history from here.
+-- Unique per (job, version, state): the journal reads transitions from Redis outbox streams
+-- with at-least-once delivery, and writes them with INSERT IGNORE, so a re-read is harmless.
 CREATE TABLE IF NOT EXISTS transition (
     seq         BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
     message_id  BIGINT UNSIGNED NOT NULL,
+    version     INT UNSIGNED    NOT NULL,               -- the job's version after the change
     from_state  VARCHAR(16)     NOT NULL,               -- '' for a new job
     to_state    VARCHAR(16)     NOT NULL,
     at          BIGINT          NOT NULL,               -- unix ms
@@ -42,7 +45,8 @@ CREATE TABLE IF NOT EXISTS transition (
     instance    VARCHAR(64)     NOT NULL,
     attempts    INT UNSIGNED    NOT NULL DEFAULT 0,
     PRIMARY KEY (seq),
-    KEY idx_message (message_id, seq)
+    KEY idx_message (message_id, seq),
+    UNIQUE KEY uq_transition (message_id, version, to_state)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- The schema generation this file creates; the daemon checks it at start.

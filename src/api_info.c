@@ -29,7 +29,7 @@ void api_health(struct request *r)
     sb_free(&sb);
 }
 
-static void on_counts(const struct topic_counts *topics, int n, int failed, void *arg)
+static void on_counts(const struct topic_counts *topics, int n, long outbox, int failed, void *arg)
 {
     struct request *r = arg;
     struct app *app = r->w->app;
@@ -62,7 +62,7 @@ static void on_counts(const struct topic_counts *topics, int n, int failed, void
     sb_printf(&sb,
               ",\"journal\":{\"mysql\":\"%s\",\"backlog\":%ld,\"durableWaiting\":%ld,\"accepting\":%s}"
               ",\"http\":{\"parked\":%lld,\"connections\":%lld}",
-              journal_up() ? "up" : "down", journal_backlog(), journal_durable_waiting(),
+              journal_up() ? "up" : "down", journal_local_backlog() + outbox, journal_durable_waiting(),
               journal_accepting() ? "true" : "false", (long long)atomic_load(&app->parked),
               (long long)metrics_gauge_get(MG_CONNECTIONS));
     mover_stats_json(app->mover, &sb);

@@ -12,6 +12,7 @@
 #include "ids.h"
 #include "journal.h"
 #include "log.h"
+#include "outbox.h"
 #include "metrics.h"
 #include "worker.h"
 
@@ -23,6 +24,7 @@ struct id_state {
     struct request *r;
     uint64_t id;
     int shard;
+    char who[STORE_WHO_MAX];
     struct jrec rec;       /* delete: the durable transition */
 };
 
@@ -41,6 +43,7 @@ static struct id_state *id_state_new(struct request *r, uint64_t id)
     st->r = r;
     st->id = id;
     st->shard = id_shard(id, r->w->app->cfg.redis_shards);
+    api_who(r, st->who, sizeof st->who);
     r->state = st;
     r->state_free = id_state_free;
     return st;
@@ -119,7 +122,7 @@ static void on_finished(const struct id_outcome *o, void *arg)
     struct id_state *st = arg;
     if (answer_common(st, o, "reserved"))
         return;
-    api_journal(st->r, st->id, st->shard, "jobs", JS_RESERVED, JS_FINISHED, o->ver, o->attempts, o->run_at, 0);
+    metrics_transition(JS_RESERVED, JS_FINISHED, 1);
     answer_state(st, "finished", NULL, 0);
 }
 
@@ -130,7 +133,7 @@ void api_finish(struct request *r)
     int attempt;
     if (st == NULL || param_attempt(r, &attempt) < 0)
         return;
-    if (store_finish(&r->w->store, st->id, clock_unix_ms(), attempt, on_finished, st) < 0)
+    if (store_finish(&r->w->store, st->id, clock_unix_ms(), attempt, st->who, on_finished, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -141,7 +144,7 @@ static void on_released(const struct id_outcome *o, void *arg)
     struct id_state *st = arg;
     if (answer_common(st, o, "reserved"))
         return;
-    api_journal(st->r, st->id, st->shard, "jobs", JS_RESERVED, o->state, o->ver, o->attempts, o->run_at, 0);
+    metrics_transition(JS_RESERVED, o->state, 1);
     struct sbuf sb = SBUF_INIT;
     sb_puts(&sb, "{\"id\":");
     api_json_id(&sb, st->id);
@@ -163,7 +166,7 @@ void api_release(struct request *r)
         respond_error(r, 400, "bad_request", "%s", err);
         return;
     }
-    if (store_release(&r->w->store, st->id, clock_unix_ms(), delay, attempt, on_released, st) < 0)
+    if (store_release(&r->w->store, st->id, clock_unix_ms(), delay, attempt, st->who, on_released, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -202,12 +205,8 @@ static void on_deleted(const struct id_outcome *o, void *arg)
         respond_error(st->r, 404, "not_found", "the job ended before it could be deleted");
         return;
     }
-    /* The transition is logged already (committed before Redis changed); this only makes the
-     * row's version newer than anything that happened between the pre-check and the delete. */
-    struct jrec rec;
-    api_fill_jrec(&rec, st->r, st->id, st->shard, "jobs", o->from_state, JS_DELETED, o->ver, o->attempts, o->run_at);
-    rec.row_only = 1;
-    journal_submit(&rec, 1);
+    /* delete.lua's outbox entry brings the row to the version Redis reached, newer than
+     * anything that happened between the pre-check and now */
     metrics_transition(o->from_state, JS_DELETED, 1);
     answer_state(st, "deleted", NULL, 0);
 }
@@ -219,7 +218,7 @@ static void on_delete_committed(int ok, void *arg)
         respond_unavailable(st->r, "MySQL");
         return;
     }
-    if (store_delete(&st->r->w->store, st->id, clock_unix_ms(), on_deleted, st) < 0)
+    if (store_delete(&st->r->w->store, st->id, clock_unix_ms(), st->who, on_deleted, st) < 0)
         respond_unavailable(st->r, "Redis");
 }
 
@@ -267,7 +266,7 @@ static void on_rescheduled(const struct id_outcome *o, void *arg)
     }
     if (answer_common(st, o, "delayed or ready"))
         return;
-    api_journal(st->r, st->id, st->shard, "jobs", o->from_state, o->state, o->ver, o->attempts, o->run_at, 0);
+    metrics_transition(o->from_state, o->state, 1);
     answer_state(st, NULL, "runAt", o->run_at);
 }
 
@@ -291,7 +290,7 @@ void api_reschedule(struct request *r)
         return;
     }
     int64_t due = has_delay ? now + delay : (run_at < now ? now : run_at);
-    if (store_reschedule(&r->w->store, st->id, now, due, on_rescheduled, st) < 0)
+    if (store_reschedule(&r->w->store, st->id, now, due, st->who, on_rescheduled, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -404,6 +403,18 @@ static void inspect_done(void *arg)
     respond_json(r, 200, out);
 }
 
+static void read_history(struct inspect_state *st)
+{
+    if (dbtask_submit(inspect_run, inspect_done, st->r->w->inbox, st) < 0)
+        inspect_done(st);
+}
+
+/* Everything changed before the request is in MySQL now (or cannot be soon: read anyway). */
+static void on_outbox_caught_up(int ok, void *arg)
+{
+    read_history(arg);
+}
+
 static void on_inspected(const struct job_view *v, void *arg)
 {
     struct inspect_state *st = arg;
@@ -415,8 +426,10 @@ static void on_inspected(const struct job_view *v, void *arg)
         st->in_redis = 1;
         api_json_view(&st->job, st->id, v);
     }
-    if (dbtask_submit(inspect_run, inspect_done, st->r->w->inbox, st) < 0)
-        inspect_done(st);
+    /* Read your writes: a finish answered a moment ago must show, though transitions reach
+     * MySQL through the outbox a few milliseconds after they happen. */
+    if (outbox_barrier(st->r->w->inbox, on_outbox_caught_up, st) < 0)
+        read_history(st);
 }
 
 void api_jobs(struct request *r)

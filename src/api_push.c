@@ -7,7 +7,14 @@
  *   3. add the jobs to Redis, one push.lua call per shard — Redis failing now: 503, and the
  *      rows just committed are marked 'aborted' so /reStore never brings them back;
  *   4. answer. A bizKey duplicate (or a replace) leaves the new row 'aborted' too: the job
- *      that counts is the one that already held the bizKey. */
+ *      that counts is the one that already held the bizKey.
+ *
+ * "Redis failing" has two cases. When the call was never sent (the connection was down) the
+ * job is certainly not in Redis and its row is marked aborted at once. When the call was sent
+ * but its reply was lost (a timeout), Redis may still have run it: the push is answered 503,
+ * and the job is remembered and looked up once Redis answers again — present, its row is
+ * right as it stands; absent, the row is marked aborted (unless later transitions, journaled
+ * through the outbox, made the row newer). */
 #include "api.h"
 #include "api_util.h"
 #include "clock.h"
@@ -15,6 +22,7 @@
 #include "journal.h"
 #include "log.h"
 #include "metrics.h"
+#include "rconn.h"
 #include "worker.h"
 
 #include <stdlib.h>
@@ -28,8 +36,20 @@ struct push_state {
     int64_t now;
     struct jrec *recs;
     struct push_outcome *outcomes;
-    char *failed;           /* per job: Redis did not take it */
+    char *failed;           /* per job: Redis did not take it (or may not have: see unsure) */
+    char *unsure;           /* per job: the call was sent but its reply was lost */
+    char who[STORE_WHO_MAX];
     int calls_pending;
+};
+
+/* A push whose outcome in Redis is unknown, waiting to be looked up. */
+struct unsure_push {
+    struct unsure_push *next;
+    struct worker *w;
+    uint64_t id;
+    int shard, first_state;
+    int64_t run_at;
+    char host[JREC_HOST_MAX];
 };
 
 static void push_state_free(void *p)
@@ -39,7 +59,75 @@ static void push_state_free(void *p)
     free(st->recs);
     free(st->outcomes);
     free(st->failed);
+    free(st->unsure);
     free(st);
+}
+
+/* Mark a committed row that stands for no job (or no job any more) as aborted. `force` only
+ * when certain: an unsure one must not overwrite transitions the job made meanwhile. */
+static void journal_abort(struct worker *w, uint64_t id, int shard, int from, int64_t run_at, int force,
+                          const char *host)
+{
+    struct jrec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = JR_TRANSITION;
+    rec.id = id;
+    rec.from = (uint8_t)from;
+    rec.to = JS_ABORTED;
+    rec.ver = 2;
+    rec.force = (uint8_t)force;
+    rec.at = clock_unix_ms();
+    rec.run_at = run_at;
+    snprintf(rec.actor, sizeof rec.actor, "%s %s:{%d}:jobs", w->name, w->app->cfg.redis_prefix, shard);
+    snprintf(rec.host, sizeof rec.host, "%s", host);
+    journal_submit(&rec, 1);
+    metrics_transition(from, JS_ABORTED, 1);
+}
+
+static void remember_unsure(struct worker *w, const struct job_spec *j, int first, const char *host)
+{
+    struct unsure_push *u = calloc(1, sizeof *u);
+    if (u == NULL) {
+        log_error("push: out of memory; job %llu may be in Redis while its row stays live", (unsigned long long)j->id);
+        return;
+    }
+    u->w = w;
+    u->id = j->id;
+    u->shard = j->shard;
+    u->first_state = first;
+    u->run_at = j->run_at;
+    snprintf(u->host, sizeof u->host, "%s", host);
+    u->next = w->unsure_pushes;
+    w->unsure_pushes = u;
+}
+
+static void on_unsure_looked_up(const struct job_view *v, void *arg)
+{
+    struct unsure_push *u = arg;
+    if (v == NULL) { /* Redis failed again: look again on the next tick */
+        u->next = u->w->unsure_pushes;
+        u->w->unsure_pushes = u;
+        return;
+    }
+    if (!v->found)
+        journal_abort(u->w, u->id, u->shard, u->first_state, u->run_at, 0, u->host);
+    free(u);
+}
+
+void api_push_tick(struct worker *w)
+{
+    if (w->unsure_pushes == NULL || !rconn_is_up(w->redis))
+        return;
+    struct unsure_push *list = w->unsure_pushes;
+    w->unsure_pushes = NULL;
+    while (list) {
+        struct unsure_push *next = list->next;
+        if (store_inspect(&w->store, list->id, on_unsure_looked_up, list) < 0) {
+            list->next = w->unsure_pushes;
+            w->unsure_pushes = list;
+        }
+        list = next;
+    }
 }
 
 static int initial_state(const struct job_spec *j, int64_t now)
@@ -57,9 +145,14 @@ static void finish_push(struct push_state *st)
         struct job_spec *j = &st->jobs[i];
         const struct push_outcome *o = &st->outcomes[i];
         int first = initial_state(j, st->now);
+        if (st->failed[i] && st->unsure[i]) {
+            remember_unsure(r->w, j, first, r->client);
+            nfailed++;
+            continue;
+        }
         if (st->failed[i] || o->code != PUSHED_NEW) {
             /* The row committed in step 2 stands for no job: mark it so restore skips it. */
-            api_journal(r, j->id, j->shard, "jobs", first, JS_ABORTED, 2, 0, j->run_at, 1);
+            journal_abort(r->w, j->id, j->shard, first, j->run_at, 1, r->client);
         }
         if (st->failed[i]) {
             nfailed++;
@@ -75,22 +168,11 @@ static void finish_push(struct push_state *st)
         case PUSHED_CONFLICT:
             nconflict++;
             break;
-        case PUSHED_REPLACED: {
+        case PUSHED_REPLACED:
+            /* push.lua logged the holder's new body and settings in the outbox */
             metrics_inc(MC_JOBS_REPLACED, 1);
-            struct jrec rec;
-            api_fill_jrec(&rec, r, o->id, j->shard, "jobs", o->from_state, o->state, o->ver, 0, o->run_at);
-            rec.kind = JR_REPLACE;
-            /* The holder's row takes this push's body and settings; the journal owns the copy. */
-            rec.replacement = calloc(1, sizeof *rec.replacement);
-            if (rec.replacement) {
-                *rec.replacement = *j;
-                j->body = NULL;
-                j->biz_key = NULL;
-            }
-            journal_submit(&rec, 1);
             metrics_transition(o->from_state, o->state, 1);
             break;
-        }
         }
     }
 
@@ -159,9 +241,10 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
     struct push_state *st = call->st;
     for (int k = 0; k < call->n; k++) {
         int i = call->index[k];
-        if (out == NULL || k >= n)
+        if (out == NULL || k >= n) {
             st->failed[i] = 1;
-        else
+            st->unsure[i] = 1; /* sent: Redis may have run it */
+        } else
             st->outcomes[i] = out[k];
     }
     free(call->index);
@@ -212,7 +295,7 @@ static void on_committed(int ok, void *arg)
                 ptrs[call->n++] = &st->jobs[k];
             }
         st->calls_pending++;
-        if (store_push(&w->store, shard_of[i], ptrs, call->n, st->now, on_pushed, call) < 0) {
+        if (store_push(&w->store, shard_of[i], ptrs, call->n, st->now, st->who, on_pushed, call) < 0) {
             for (int k = 0; k < call->n; k++)
                 st->failed[call->index[k]] = 1;
             st->calls_pending--;
@@ -271,7 +354,9 @@ void api_push(struct request *r)
     st->recs = calloc((size_t)st->n, sizeof *st->recs);
     st->outcomes = calloc((size_t)st->n, sizeof *st->outcomes);
     st->failed = calloc((size_t)st->n, 1);
-    if (!st->recs || !st->outcomes || !st->failed) {
+    st->unsure = calloc((size_t)st->n, 1);
+    api_who(r, st->who, sizeof st->who);
+    if (!st->recs || !st->outcomes || !st->failed || !st->unsure) {
         respond_unavailable(r, "memory");
         return;
     }

@@ -100,6 +100,11 @@ void api_json_view(struct sbuf *sb, uint64_t id, const struct job_view *v)
     }
 }
 
+void api_who(const struct request *r, char *out, size_t cap)
+{
+    store_who(out, cap, r->w->app->instance, r->w->name, r->client);
+}
+
 void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,
                    uint32_t ver, uint32_t attempts, int64_t run_at)
 {
@@ -114,14 +119,4 @@ void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, 
     rec->run_at = run_at;
     request_actor(r, shard, key, rec->actor, sizeof rec->actor);
     snprintf(rec->host, sizeof rec->host, "%s", r->client);
-}
-
-void api_journal(struct request *r, uint64_t id, int shard, const char *key, int from, int to, uint32_t ver,
-                 uint32_t attempts, int64_t run_at, int force)
-{
-    struct jrec rec;
-    api_fill_jrec(&rec, r, id, shard, key, from, to, ver, attempts, run_at);
-    rec.force = (uint8_t)force;
-    journal_submit(&rec, 1);
-    metrics_transition(from, to, 1);
 }

@@ -29,9 +29,9 @@ void api_json_delivered(struct sbuf *sb, const struct delivered *d);
 /* A job seen by inspect, with its "state" (history is added by the caller). */
 void api_json_view(struct sbuf *sb, uint64_t id, const struct job_view *v);
 
-/* Journal one transition of job `id` made by this request (batched). */
-void api_journal(struct request *r, uint64_t id, int shard, const char *key, int from, int to, uint32_t ver,
-                 uint32_t attempts, int64_t run_at, int force);
+/* Who acts, for the outbox (store_who): this instance, this worker, the client's address. */
+void api_who(const struct request *r, char *out, size_t cap);
+
 
 /* Fill a jrec for a transition (used by api_journal and the durable paths; counts nothing). */
 void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,

@@ -85,7 +85,7 @@ static const struct cfg_key keys[] = {
     {"mysql", "batch", CT_INT, "2000", 1, 100000, F(journal_batch), 0,
      "most records written in one MySQL transaction"},
     {"mysql", "backlog", CT_INT, "1000000", 1000, 100000000, F(journal_backlog), 0,
-     "transition records held while MySQL is down; past it consumption pauses (503)"},
+     "transitions waiting for MySQL (in the Redis outbox); past it consumption pauses (503)"},
     {"mysql", "per_row_commit", CT_BOOL, "false", 0, 1, F(journal_per_row), 0,
      "commit each record alone (slow; only for benchmarking group commit)"},
 

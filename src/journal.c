@@ -33,6 +33,7 @@ struct jsync {
     struct jsync *next;
     struct jrec *recs;
     int n;
+    int split;                /* refused as a whole: write its records one by one (outbox batches) */
     struct loopq *reply_to;
     journal_done_fn done;
     void *arg;
@@ -52,6 +53,7 @@ static struct {
 
     struct jsync *sync_head, *sync_tail;
     long sync_records;
+    long outbox_backlog;      /* entries waiting in the Redis outbox streams (last measured) */
 
     int up;
     const struct config *cfg;
@@ -67,6 +69,14 @@ int journal_up(void)
 }
 
 long journal_backlog(void)
+{
+    pthread_mutex_lock(&J.lock);
+    long n = (long)J.count + (J.outbox_backlog > 0 ? J.outbox_backlog : 0);
+    pthread_mutex_unlock(&J.lock);
+    return n;
+}
+
+long journal_local_backlog(void)
 {
     pthread_mutex_lock(&J.lock);
     long n = (long)J.count;
@@ -85,7 +95,7 @@ long journal_durable_waiting(void)
 int journal_accepting(void)
 {
     pthread_mutex_lock(&J.lock);
-    int ok = (long)J.count < (long)J.cfg->journal_backlog;
+    int ok = (long)J.count + (J.outbox_backlog > 0 ? J.outbox_backlog : 0) < (long)J.cfg->journal_backlog;
     pthread_mutex_unlock(&J.lock);
     return ok;
 }
@@ -134,13 +144,15 @@ void journal_submit(const struct jrec *recs, int n)
     pthread_mutex_unlock(&J.lock);
 }
 
-int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
+static int submit_group(struct jrec *recs, int n, int split, struct loopq *reply_to, journal_done_fn done,
+                        void *arg)
 {
     struct jsync *s = calloc(1, sizeof *s);
     if (s == NULL)
         return -1;
     s->recs = recs;
     s->n = n;
+    s->split = split;
     s->reply_to = reply_to;
     s->done = done;
     s->arg = arg;
@@ -162,6 +174,31 @@ int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journa
     return 0;
 }
 
+int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
+{
+    return submit_group(recs, n, 0, reply_to, done, arg);
+}
+
+int journal_submit_outbox(struct jrec *recs, int n, journal_done_fn done, void *arg)
+{
+    return submit_group(recs, n, 1, NULL, done, arg);
+}
+
+static void publish_backlog_locked(void)
+{
+    long outbox = J.outbox_backlog > 0 ? J.outbox_backlog : 0;
+    metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)J.count + outbox);
+    metrics_gauge_set(MG_JOURNAL_INFLIGHT, J.sync_records);
+}
+
+void journal_note_outbox(long n)
+{
+    pthread_mutex_lock(&J.lock);
+    J.outbox_backlog = n;
+    publish_backlog_locked();
+    pthread_mutex_unlock(&J.lock);
+}
+
 static void deliver(void *arg)
 {
     struct jsync *s = arg;
@@ -176,7 +213,9 @@ static void complete(struct jsync *list, int ok)
         struct jsync *next = list->next;
         list->ok = ok;
         list->next = NULL;
-        if (loopq_post(list->reply_to, deliver, list) < 0) {
+        if (list->reply_to == NULL) {
+            deliver(list); /* the submitter waits on its own thread (the outbox) */
+        } else if (loopq_post(list->reply_to, deliver, list) < 0) {
             log_error("journal: cannot report a commit outcome (out of memory)");
             free(list);
         }
@@ -249,17 +288,20 @@ static int insert_messages(struct batch *b, struct jsync *groups)
 
 static int add_transition_row(struct batch *b, const struct jrec *r, const char *instance)
 {
-    static const char head[] =
-        "INSERT INTO transition (message_id,from_state,to_state,at,actor,host,instance,attempts) VALUES ";
+    /* IGNORE: a transition is unique per (job, version, state); an outbox entry read twice
+     * (a journal that died before acknowledging it) is written once */
+    static const char head[] = "INSERT IGNORE INTO transition (message_id,version,from_state,to_state,at,actor,host,"
+                               "instance,attempts) VALUES ";
     if (begin_row(b, head) < 0)
         return -1;
-    sb_printf(&b->sql, "(%llu,'%s','%s',%lld,", (unsigned long long)r->id, job_state_name(r->from),
+    sb_printf(&b->sql, "(%llu,%u,'%s','%s',%lld,", (unsigned long long)r->id, r->ver, job_state_name(r->from),
               job_state_name(r->to), (long long)r->at);
     db_quote(b->db, &b->sql, r->actor, strnlen(r->actor, sizeof r->actor));
     sb_putc(&b->sql, ',');
     db_quote(b->db, &b->sql, r->host, strnlen(r->host, sizeof r->host));
     sb_putc(&b->sql, ',');
-    db_quote(b->db, &b->sql, instance, strlen(instance));
+    const char *who = r->instance[0] ? r->instance : instance;
+    db_quote(b->db, &b->sql, who, strnlen(who, sizeof r->instance));
     sb_printf(&b->sql, ",%u)", r->attempts);
     return 0;
 }
@@ -344,7 +386,7 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
                 updates[nupdates++] = &g->recs[i];
         }
     for (size_t i = 0; i < nrecs; i++) {
-        if (!recs[i].row_only && add_transition_row(&b, &recs[i], instance) < 0)
+        if (add_transition_row(&b, &recs[i], instance) < 0)
             goto out;
         updates[nupdates++] = &recs[i];
     }
@@ -416,6 +458,69 @@ static void wait_locked(int64_t us)
     pthread_cond_timedwait(&J.cond, &J.lock, &ts);
 }
 
+/* Write taken[0..n) and the groups in one transaction (per group and per record in the
+ * benchmark baseline mode). */
+static int write_all(MYSQL *db, struct jsync *groups, struct jrec *taken, size_t n, int *lost)
+{
+    if (!J.cfg->journal_per_row)
+        return write_batch(db, groups, taken, n, J.instance, lost);
+    for (struct jsync *g = groups; g; g = g->next) {
+        struct jsync *next = g->next;
+        g->next = NULL;
+        int rc = g->split ? 0 : write_batch(db, g, NULL, 0, J.instance, lost);
+        for (int i = 0; g->split && i < g->n && rc == 0; i++)
+            rc = write_batch(db, NULL, &g->recs[i], 1, J.instance, lost);
+        g->next = next;
+        if (rc < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (write_batch(db, NULL, &taken[i], 1, J.instance, lost) < 0)
+            return -1;
+    return 0;
+}
+
+/* Write records one by one; those the server refuses are logged and dropped (so one bad
+ * record cannot block the journal). -1 only when the connection broke meanwhile. */
+static int write_each(MYSQL *db, struct jrec *recs, size_t n, int *lost)
+{
+    size_t dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (write_batch(db, NULL, &recs[i], 1, J.instance, lost) == 0)
+            continue;
+        if (*lost)
+            return -1;
+        log_error("journal: MySQL refused the record for job %llu (%s -> %s): %s; it is not journaled",
+                  (unsigned long long)recs[i].id, job_state_name(recs[i].from), job_state_name(recs[i].to),
+                  mysql_error(db));
+        dropped++;
+    }
+    metrics_inc(MC_MYSQL_ERRORS, dropped);
+    return 0;
+}
+
+/* The whole batch was refused (not a connection problem): retry group by group. A push's
+ * rows stand or fall together (its client gets 503); an outbox batch is split so only the
+ * records refused alone are dropped. Returns -1 if the connection broke meanwhile, with the
+ * groups not yet settled left in *groups. */
+static int settle_refused(MYSQL *db, struct jsync **groups, struct jrec *taken, size_t n, int *lost)
+{
+    while (*groups) {
+        struct jsync *g = *groups, *next = g->next;
+        g->next = NULL;
+        int rc = write_batch(db, g, NULL, 0, J.instance, lost);
+        if (rc < 0 && !*lost && g->split)
+            rc = write_each(db, g->recs, (size_t)g->n, lost);
+        if (rc < 0 && *lost) {
+            g->next = next;
+            return -1;
+        }
+        *groups = next;
+        complete(g, rc == 0);
+    }
+    return write_each(db, taken, n, lost);
+}
+
 static void *journal_main(void *unused)
 {
     log_set_thread_name("journal");
@@ -424,6 +529,10 @@ static void *journal_main(void *unused)
     int warned_down = 0;
     size_t batch_cap = (size_t)J.cfg->journal_batch;
     struct jrec *taken = malloc(batch_cap * sizeof *taken);
+    if (taken == NULL) {
+        log_error("journal: out of memory at start");
+        abort();
+    }
 
     pthread_mutex_lock(&J.lock);
     for (;;) {
@@ -443,14 +552,10 @@ static void *journal_main(void *unused)
             pthread_mutex_lock(&J.lock);
             if (db == NULL) {
                 if (!warned_down)
-                    log_warn("journal: MySQL is unreachable; pushes and deletes get 503 until it is back, "
-                             "transitions are held in memory");
+                    log_warn("journal: MySQL is unreachable; pushes and deletes get 503 until it is back; "
+                             "transitions wait in the Redis outbox");
                 warned_down = 1;
-                /* durable submissions cannot wait for a reconnect: their clients get 503 */
-                struct jsync *failed = J.sync_head;
-                J.sync_head = J.sync_tail = NULL;
-                J.sync_records = 0;
-                complete(failed, 0);
+                mark_down_locked(); /* durable submissions cannot wait for a reconnect: 503 */
                 continue;
             }
             if (warned_down)
@@ -467,7 +572,7 @@ static void *journal_main(void *unused)
             continue;
         }
 
-        /* Take everything durable, and a batch of batched records. */
+        /* Take every durable group and a batch of the local records. */
         struct jsync *groups = J.sync_head;
         long group_records = J.sync_records;
         J.sync_head = J.sync_tail = NULL;
@@ -478,81 +583,41 @@ static void *journal_main(void *unused)
         pthread_mutex_unlock(&J.lock);
 
         int64_t t0 = clock_mono_us();
-        int rc, lost = 0;
-        if (J.cfg->journal_per_row) {
-            /* Benchmark baseline: one transaction per durable group and per record. */
-            rc = 0;
-            for (struct jsync *g = groups; g && rc == 0;) {
-                struct jsync *next = g->next;
-                g->next = NULL;
-                rc = write_batch(db, g, NULL, 0, J.instance, &lost);
-                g->next = next;
-                g = next;
-            }
-            for (size_t i = 0; i < n && rc == 0; i++)
-                rc = write_batch(db, NULL, &taken[i], 1, J.instance, &lost);
-        } else {
-            rc = write_batch(db, groups, taken, n, J.instance, &lost);
-        }
+        int lost = 0;
+        int rc = write_all(db, groups, taken, n, &lost);
         int64_t t1 = clock_mono_us();
-
         if (rc == 0) {
             metrics_observe(MH_MYSQL_COMMIT, (double)(t1 - t0) / 1e6);
             metrics_observe(MH_JOURNAL_BATCH, (double)((size_t)group_records + n));
             metrics_inc(MC_JOURNAL_RECORDS, (uint64_t)group_records + n);
             metrics_inc(MC_JOURNAL_BATCHES, 1);
-            for (size_t i = 0; i < n; i++)
-                free_rec(&taken[i]);
             complete(groups, 1);
-            pthread_mutex_lock(&J.lock);
-            J.head = (J.head + n) % (J.cap ? J.cap : 1);
-            J.count -= n;
+            groups = NULL;
         } else if (!lost) {
-            /* The server refused the batch (not a connection problem): the durable submitters
-             * get their 503, and each batched record is tried alone so that one bad record
-             * cannot block the journal; only records refused alone are dropped. */
-            complete(groups, 0);
-            size_t dropped = 0;
-            int broke = 0;
-            for (size_t i = 0; i < n && !broke; i++) {
-                int lost_one = 0;
-                if (write_batch(db, NULL, &taken[i], 1, J.instance, &lost_one) < 0) {
-                    if ((broke = lost_one))
-                        break; /* the connection went meanwhile: keep the rest for the retry */
-                    log_error("journal: MySQL refused the record for job %llu (%s -> %s): %s; it is not journaled",
-                              (unsigned long long)taken[i].id, job_state_name(taken[i].from),
-                              job_state_name(taken[i].to), mysql_error(db));
-                    dropped++;
-                }
-                free_rec(&taken[i]);
-                pthread_mutex_lock(&J.lock);
-                J.head = (J.head + 1) % J.cap;
-                J.count--;
-                pthread_mutex_unlock(&J.lock);
-            }
-            metrics_inc(MC_MYSQL_ERRORS, dropped);
-            if (broke) {
-                mysql_close(db);
-                db = NULL;
-                last_connect_try = clock_mono_us();
-            }
-            pthread_mutex_lock(&J.lock);
-            if (broke)
-                mark_down_locked();
-        } else {
+            rc = settle_refused(db, &groups, taken, n, &lost);
+        }
+
+        if (lost) {
+            /* The connection broke: the unsettled durable submitters get their 503 now, the
+             * local records stay queued for the next connection. */
             complete(groups, 0);
             mysql_close(db);
             db = NULL;
             last_connect_try = clock_mono_us();
             pthread_mutex_lock(&J.lock);
             mark_down_locked();
+        } else {
+            for (size_t i = 0; i < n; i++)
+                free_rec(&taken[i]);
+            pthread_mutex_lock(&J.lock);
+            J.head = (J.head + n) % (J.cap ? J.cap : 1);
+            J.count -= n;
         }
-        metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)J.count);
-        metrics_gauge_set(MG_JOURNAL_INFLIGHT, J.sync_records);
+        publish_backlog_locked();
     }
 
     if (J.count > 0 || J.sync_head)
-        log_warn("journal: stopping with %zu transition records not written to MySQL", J.count);
+        log_warn("journal: stopping with %zu local records not written to MySQL", J.count);
     complete(J.sync_head, 0);
     J.sync_head = J.sync_tail = NULL;
     J.up = 0;

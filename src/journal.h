@@ -1,18 +1,25 @@
-/* journal.h — the MySQL journal: every job's message row and every state change, appended
- * to MySQL by one thread with group commit.
+/* journal.h — the MySQL journal: every job's message row and every state change, written
+ * by one thread with group commit.
  *
  * The journal thread owns its MySQL connection; no other thread of the request path talks
  * to MySQL. Submitters hand over records and go on; the thread takes everything queued,
  * writes it as multi-row statements in ONE transaction and commits (design.md, decision 1).
  *
- * Two kinds of submission:
- *  - durable (journal_submit_sync): a push's message rows, a delete's transition. The
- *    submitter is told the outcome on its own event loop; it answers its client only then.
- *    Refused at once (-1) while MySQL is down, so clients get a prompt 503.
- *  - batched (journal_submit): transitions that already happened in Redis (ready, reserved,
- *    finished, dead...). Kept in a bounded backlog while MySQL is slow or down and written
- *    when it returns. Producers check journal_accepting() before making more transitions,
- *    which is the back-pressure: consumption pauses instead of records being dropped. */
+ * What it is given:
+ *  - durable groups (journal_submit_sync): a push's message rows, a delete's transition.
+ *    The submitter is told the outcome on its own event loop and answers its client only
+ *    then. Refused at once (-1) while MySQL is down, so clients get a prompt 503.
+ *  - outbox batches (journal_submit_outbox): the transitions the Lua scripts recorded in the
+ *    Redis outbox streams (ready, reserved, finished, dead, released, rescheduled, replaced,
+ *    restored...), carried here by the outbox thread (outbox.h). While MySQL is down they
+ *    simply wait in Redis; producers check journal_accepting() before making more
+ *    transitions, which is the back-pressure: consumption pauses instead of the streams
+ *    growing without bound.
+ *  - local records (journal_submit): the few changes made outside the scripts (a pushed row
+ *    marked aborted), batched from an in-memory ring.
+ *
+ * Every update of a message row is ordered by the job's version (each script bumps it), so
+ * records may arrive in any order and more than once. */
 #ifndef HG_JOURNAL_H
 #define HG_JOURNAL_H
 
@@ -37,7 +44,6 @@ struct jrec {
     uint8_t kind;
     uint8_t from, to;   /* job states (job.h); from = JS_NONE for a new job */
     uint8_t force;      /* apply to the message row even if its version is not older (delete, abort) */
-    uint8_t row_only;   /* update the message row, write no transition row (the change is already logged) */
     uint32_t ver;       /* job version after this change */
     uint32_t attempts;
     uint64_t id;
@@ -45,6 +51,7 @@ struct jrec {
     int64_t run_at;     /* the job's due time after this change */
     char actor[JREC_ACTOR_MAX]; /* thread and Redis key that acted, e.g. "mover hg:{3}:delay" */
     char host[JREC_HOST_MAX];   /* client address, or the instance's host name */
+    char instance[64];          /* instance that made the change ("" = this one) */
     const struct job_spec *job; /* JR_INSERT: borrowed until the durable submission completes */
     struct job_spec *replacement; /* JR_REPLACE: owned by the journal once submitted */
 };
@@ -66,14 +73,26 @@ int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journa
 /* Batched submission; records are copied. Always accepted (check journal_accepting first). */
 void journal_submit(const struct jrec *recs, int n);
 
-/* Is the backlog below [mysql] backlog? Producers of batched records pause when it is not. */
+/* The outbox thread's batch: like a durable submission, but `done` runs on the journal
+ * thread itself, and if MySQL refuses the batch as a whole its records are written one by
+ * one (records refused alone are dropped and logged) rather than failing together. */
+int journal_submit_outbox(struct jrec *recs, int n, journal_done_fn done, void *arg)
+    __attribute__((warn_unused_result));
+
+/* Is the backlog below [mysql] backlog? Producers of transitions pause when it is not. */
 int journal_accepting(void);
 
 /* Is the MySQL connection up? */
 int journal_up(void);
 
-/* Records waiting (batched backlog) and durable submissions waiting. */
+/* The outbox streams hold n entries (measured by the mover every second, so the figure stays
+ * fresh even while this thread is stuck on a hung MySQL). */
+void journal_note_outbox(long n);
+
+/* Records waiting (local ring + outbox as last measured) and durable submissions waiting. */
 long journal_backlog(void);
+/* Records waiting in this process only (aborted pushes). */
+long journal_local_backlog(void);
 long journal_durable_waiting(void);
 
 #endif

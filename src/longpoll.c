@@ -200,15 +200,13 @@ void longpoll_notify(struct longpoll *lp, const char *topic, size_t len)
 
 static void release_taken(struct parked *p);
 
-/* Journal and render jobs just reserved for p. */
+/* Count and render jobs just reserved for p (reserve.lua logged the transitions). */
 static void take(struct parked *p, const struct delivered *jobs, int n)
 {
-    struct longpoll *lp = p->lp;
     int64_t now = clock_unix_ms();
     for (int i = 0; i < n && p->got < p->count; i++) {
         const struct delivered *d = &jobs[i];
-        int shard = id_shard(d->id, lp->w->app->cfg.redis_shards);
-        api_journal(p->r, d->id, shard, "ready", JS_READY, d->state, d->ver, (uint32_t)d->attempt, d->run_at, 0);
+        metrics_transition(JS_READY, d->state, 1);
         if (d->attempt == 1)
             metrics_observe(MH_LATENESS, now > d->run_at ? (double)(now - d->run_at) / 1000.0 : 0.0);
         if (p->got)
@@ -311,7 +309,9 @@ static void try_reserve(struct parked *p)
         lens[n++] = p->lens[i];
     }
     p->reserving = 1;
-    if (store_reserve(&w->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(),
+    char who[STORE_WHO_MAX];
+    api_who(p->r, who, sizeof who);
+    if (store_reserve(&w->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(), who,
                       on_reserved, p) < 0) {
         p->reserving = 0;
         p->segment = 0;
@@ -366,9 +366,11 @@ static void release_taken(struct parked *p)
 {
     struct worker *w = p->lp->w;
     int64_t now = clock_unix_ms();
+    char who[STORE_WHO_MAX];
+    api_who(p->r, who, sizeof who);
     for (int i = 0; i < p->got; i++)
         if (p->taken[i].state == JS_RESERVED &&
-            store_release(&w->store, p->taken[i].id, now, 0, p->taken[i].attempt, on_released, NULL) < 0)
+            store_release(&w->store, p->taken[i].id, now, 0, p->taken[i].attempt, who, on_released, NULL) < 0)
             log_warn("get: job %llu reserved for a client that left will be redelivered after its lease",
                      (unsigned long long)p->taken[i].id);
 }

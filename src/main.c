@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "log.h"
 #include "mover.h"
+#include "outbox.h"
 #include "ratelimit.h"
 #include "scripts.h"
 #include "sdnotify.h"
@@ -34,8 +35,8 @@
 #include <unistd.h>
 
 #define HOURGLASS_VERSION "1.0.0"
-#define DRAIN_DEADLINE_MS 8000
-#define JOURNAL_FLUSH_MS 2000
+#define DRAIN_DEADLINE_MS 6000
+#define JOURNAL_FLUSH_MS 1500
 
 static void usage(FILE *out)
 {
@@ -292,7 +293,7 @@ int main(int argc, char **argv)
     check_redis_layout(cfg);
     app.listen_fd = open_listener(cfg->listen);
 
-    if (journal_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {
+    if (journal_start(cfg, app.instance) < 0 || outbox_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {
         log_error("cannot start the MySQL threads");
         return 1;
     }
@@ -325,6 +326,7 @@ int main(int argc, char **argv)
 
     shutdown_workers(&app, &sigs);
     mover_stop(app.mover);
+    outbox_stop(JOURNAL_FLUSH_MS);
     journal_stop(JOURNAL_FLUSH_MS);
     dbtask_stop();
     for (int i = 0; i < app.nworkers; i++) {

@@ -31,6 +31,7 @@ struct mover {
     struct store store;
     struct idlease *lease;
     struct fleet *fleet;
+    char who[STORE_WHO_MAX];
     struct event *timer;      /* next due time of an owned shard */
     struct event *tick;       /* every second: safety re-check, lease */
     struct event *stop_ev;
@@ -52,36 +53,15 @@ struct move_call {
 static void arm_timer(struct mover *m);
 static void run_shard(struct mover *m, int shard);
 
-static void journal_moves(struct mover *m, int shard, const struct move_outcome *o)
+/* move.lua logged the transitions in the outbox; here they are only counted. */
+static void count_moves(struct mover *m, const struct move_outcome *o)
 {
-    if (o->n == 0)
-        return;
-    struct jrec *recs = calloc((size_t)o->n, sizeof *recs);
-    if (recs == NULL) {
-        log_error("mover: out of memory; %d transitions are not journaled", o->n);
-        return;
-    }
-    int64_t now = clock_unix_ms();
     long long expired = 0;
     for (int i = 0; i < o->n; i++) {
-        const struct moved *mv = &o->moved[i];
-        struct jrec *r = &recs[i];
-        r->kind = JR_TRANSITION;
-        r->id = mv->id;
-        r->from = (uint8_t)mv->from;
-        r->to = (uint8_t)mv->to;
-        r->ver = mv->ver;
-        r->attempts = mv->attempts;
-        r->at = now;
-        r->run_at = mv->run_at;
-        snprintf(r->actor, sizeof r->actor, "mover %s:{%d}:delay", m->app->cfg.redis_prefix, shard);
-        snprintf(r->host, sizeof r->host, "%.47s", m->app->hostname);
-        metrics_transition(mv->from, mv->to, 1);
-        if (mv->from == JS_RESERVED)
+        metrics_transition(o->moved[i].from, o->moved[i].to, 1);
+        if (o->moved[i].from == JS_RESERVED)
             expired++;
     }
-    journal_submit(recs, o->n);
-    free(recs);
     atomic_fetch_add(&m->moved_total, o->n);
     atomic_fetch_add(&m->expired_total, expired);
 }
@@ -98,7 +78,7 @@ static void on_moved(const struct move_outcome *o, void *arg)
         m->again[shard] = 0; /* Redis trouble: the safety tick retries */
         return;
     }
-    journal_moves(m, shard, o);
+    count_moves(m, o);
     m->next_due[shard] = o->next_due < 0 ? NEVER : o->next_due;
     if (o->more || m->again[shard]) {
         m->again[shard] = 0;
@@ -121,7 +101,7 @@ static void run_shard(struct mover *m, int shard)
     call->m = m;
     call->shard = shard;
     m->running[shard] = 1;
-    if (store_move(&m->store, shard, clock_unix_ms(), m->app->cfg.mover_batch, on_moved, call) < 0) {
+    if (store_move(&m->store, shard, clock_unix_ms(), m->app->cfg.mover_batch, m->who, on_moved, call) < 0) {
         m->running[shard] = 0;
         free(call);
     }
@@ -178,6 +158,51 @@ static void local_stats(struct mover *m, struct sbuf *sb)
               (unsigned long long)metrics_counter_get(MC_JOBS_DELIVERED), (long long)atomic_load(&m->moved_total));
 }
 
+struct outbox_measure {
+    int waiting, failed;
+    long total;
+};
+
+static void outbox_measure_release(struct outbox_measure *om)
+{
+    if (--om->waiting > 0)
+        return;
+    if (!om->failed)
+        journal_note_outbox(om->total);
+    free(om);
+}
+
+static void on_outbox_len(redisReply *r, void *arg)
+{
+    struct outbox_measure *om = arg;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        om->total += r->integer;
+    else
+        om->failed = 1;
+    outbox_measure_release(om);
+}
+
+/* How many transitions wait in the outbox streams for the journal (back-pressure, /stats). */
+static void measure_outbox(struct mover *m)
+{
+    struct outbox_measure *om = calloc(1, sizeof *om);
+    if (om == NULL)
+        return;
+    om->waiting = 1;
+    for (int s = 0; s < m->shards; s++) {
+        char key[160];
+        int n = store_key(key, sizeof key, m->app->cfg.redis_prefix, s, "log");
+        const char *argv[] = {"XLEN", key};
+        size_t lens[] = {4, (size_t)n};
+        om->waiting++;
+        if (rconn_command(m->redis, on_outbox_len, om, 2, argv, lens) < 0) {
+            om->waiting--;
+            om->failed = 1;
+        }
+    }
+    outbox_measure_release(om); /* our own hold, taken so an early reply cannot finish it */
+}
+
 static void on_owned(const char *owned, int shards, void *arg)
 {
     struct mover *m = arg;
@@ -199,6 +224,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     for (int s = 0; s < m->shards; s++)
         run_shard(m, s);
     idlease_tick(m->lease);
+    measure_outbox(m);
     struct sbuf local = SBUF_INIT;
     local_stats(m, &local);
     fleet_tick(m->fleet, local.data ? local.data : "{}");
@@ -321,6 +347,7 @@ struct mover *mover_start(struct app *app)
     const char *channels[] = {ready, wake};
     if (rconn_subscribe(m->sub, channels, 2, on_message, m) < 0)
         goto fail;
+    store_who(m->who, sizeof m->who, app->instance, "mover", app->hostname);
     m->store.rc = m->redis;
     m->store.prefix = cfg->redis_prefix;
     m->store.shards = m->shards;

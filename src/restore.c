@@ -69,9 +69,9 @@ static void read_row(MYSQL_ROW m, unsigned long *len, struct row *r)
 
 /* Queue one restore.lua call for rows[0..n) (all on `shard`). */
 static int append_restore(redisContext *c, const struct config *cfg, int shard, struct row **rows, int n, int64_t now,
-                          int expire)
+                          int expire, const char *who)
 {
-    int argc = 7 + 11 * n;
+    int argc = 8 + 11 * n;
     const char **argv = malloc((size_t)argc * sizeof *argv);
     size_t *lens = malloc((size_t)argc * sizeof *lens);
     char(*nums)[24] = malloc((size_t)(3 + 8 * n) * sizeof *nums);
@@ -86,6 +86,7 @@ static int append_restore(redisContext *c, const struct config *cfg, int shard, 
         STR(jobs_key, (size_t)klen);
         NUM(now);
         NUM(expire);
+        STR(who, strlen(who));
         NUM(n);
         for (int i = 0; i < n; i++) {
             const struct row *r = rows[i];
@@ -135,24 +136,10 @@ static enum outcome read_outcome(const redisReply *e, int *state, unsigned *ver)
     return OUT_FAILED;
 }
 
-static void journal_restored(const struct app *app, const struct row *r, int shard, int to, unsigned ver,
-                             const char *who)
+/* restore.lua / requeue.lua logged the transition in the outbox; count it here. */
+static void count_restored(const struct row *r, int to)
 {
-    struct jrec rec;
-    memset(&rec, 0, sizeof rec);
-    rec.kind = JR_TRANSITION;
-    rec.id = r->id;
-    rec.from = (uint8_t)(r->state > 0 ? r->state : JS_NONE);
-    rec.to = (uint8_t)to;
-    rec.ver = ver;
-    rec.attempts = (uint32_t)r->attempts;
-    rec.at = clock_unix_ms();
-    rec.run_at = r->run_at;
-    /* ver is the row's version + 1, so this update applies over whatever the row said */
-    snprintf(rec.actor, sizeof rec.actor, "%s %s:{%d}:jobs", who, app->cfg.redis_prefix, shard);
-    snprintf(rec.host, sizeof rec.host, "%.47s", app->hostname);
-    journal_submit(&rec, 1);
-    metrics_transition(rec.from, to, 1);
+    metrics_transition(r->state > 0 ? r->state : JS_NONE, to, 1);
 }
 
 /* Set (ttl > 0) or clear the per-shard "restoring" flags; clearing also drops tombstones. */
@@ -185,6 +172,7 @@ struct restore_all {
     struct app *app;
     int expire;
     int64_t started_ms;
+    char who[STORE_WHO_MAX];
     long scanned, restored, present, expired_skipped, gone, biz_held, misplaced;
     const char *unavailable; /* "MySQL" / "Redis" when it could not finish */
 };
@@ -245,7 +233,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
                 by_shard[k++] = &rows[i];
         if (k == 0)
             continue;
-        if (append_restore(c, cfg, s, by_shard, k, now, ra->expire) < 0) {
+        if (append_restore(c, cfg, s, by_shard, k, now, ra->expire, ra->who) < 0) {
             rc = -1;
             ra->unavailable = "memory";
             goto out;
@@ -271,7 +259,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
             switch (read_outcome(reply->element[k++], &to, &ver)) {
             case OUT_RESTORED:
                 ra->restored++;
-                journal_restored(ra->app, &rows[i], s, to, ver, "restore");
+                count_restored(&rows[i], to);
                 break;
             case OUT_PRESENT: ra->present++; break;
             case OUT_GONE: ra->gone++; break;
@@ -402,6 +390,7 @@ void api_restore(struct request *r)
     ra->app = r->w->app;
     ra->expire = expire;
     ra->started_ms = clock_unix_ms();
+    store_who(ra->who, sizeof ra->who, ra->app->instance, "restore", r->client);
     r->state = ra;
     r->state_free = free_state;
     log_info("restore: started by %s (expire=%s)", r->client, expire ? "true" : "false");
@@ -419,22 +408,24 @@ struct restore_one {
     uint64_t id;
     int force;
     int status;         /* HTTP status to answer */
+    char who[STORE_WHO_MAX];
     int restored;
     int state;          /* state now */
     char message[160];  /* for errors */
 };
 
-/* Run one script on the job's shard and return its reply (caller frees). */
+/* Run one script on the job's shard and return its reply (caller frees). `who` NULL: the
+ * script takes only the id (inspect); otherwise ARGV = id, now, who (requeue). */
 static redisReply *eval_one(redisContext *c, const struct config *cfg, enum script_id script, uint64_t id,
-                            int64_t now, int with_now)
+                            int64_t now, const char *who)
 {
     char key[160], idkey[ID_KEY_LEN + 1], nowbuf[24];
     int klen = store_key(key, sizeof key, cfg->redis_prefix, id_shard(id, cfg->redis_shards), "jobs");
     id_to_key(id, idkey);
     int nlen = snprintf(nowbuf, sizeof nowbuf, "%lld", (long long)now);
-    const char *argv[6] = {NULL, NULL, NULL, key, idkey, nowbuf};
-    size_t lens[6] = {0, 0, 0, (size_t)klen, ID_KEY_LEN, (size_t)nlen};
-    if (rsync_append_eval(c, script, with_now ? 6 : 5, argv, lens) < 0)
+    const char *argv[7] = {NULL, NULL, NULL, key, idkey, nowbuf, who};
+    size_t lens[7] = {0, 0, 0, (size_t)klen, ID_KEY_LEN, (size_t)nlen, who ? strlen(who) : 0};
+    if (rsync_append_eval(c, script, who ? 7 : 5, argv, lens) < 0)
         return NULL;
     return rsync_reply(c);
 }
@@ -467,7 +458,7 @@ static void restore_one_run(MYSQL *db, void *arg)
         goto out;
     int64_t now = clock_unix_ms();
     int shard = id_shard(ro->id, cfg->redis_shards);
-    redisReply *view = eval_one(c, cfg, SCRIPT_INSPECT, ro->id, now, 0);
+    redisReply *view = eval_one(c, cfg, SCRIPT_INSPECT, ro->id, now, NULL);
     if (view == NULL || view->type != REDIS_REPLY_ARRAY)
         goto out_reply;
 
@@ -478,7 +469,7 @@ static void restore_one_run(MYSQL *db, void *arg)
             ro->status = 200;
             goto out_reply;
         }
-        redisReply *rq = eval_one(c, cfg, SCRIPT_REQUEUE, ro->id, now, 1);
+        redisReply *rq = eval_one(c, cfg, SCRIPT_REQUEUE, ro->id, now, ro->who);
         if (rq && rq->type == REDIS_REPLY_ARRAY && rq->elements >= 2 && strcmp(rq->element[0]->str, "ok") == 0) {
             ro->status = 200;
             ro->restored = 1;
@@ -486,7 +477,7 @@ static void restore_one_run(MYSQL *db, void *arg)
             row.state = JS_DEAD;
             row.attempts = 0;
             if (m)
-                journal_restored(ro->app, &row, shard, JS_READY, (unsigned)rq->element[1]->integer, "requeue");
+                count_restored(&row, JS_READY);
         } else if (rq && rq->type == REDIS_REPLY_ARRAY && rq->elements >= 1 && strcmp(rq->element[0]->str, "bizheld") == 0) {
             ro->status = 409;
             snprintf(ro->message, sizeof ro->message, "another live job holds this job's bizKey");
@@ -516,7 +507,7 @@ static void restore_one_run(MYSQL *db, void *arg)
     }
     struct row *one = &put;
     redisReply *rr = NULL;
-    if (append_restore(c, cfg, shard, &one, 1, now, 1) == 0)
+    if (append_restore(c, cfg, shard, &one, 1, now, 1, ro->who) == 0)
         rr = rsync_reply(c);
     int to = 0;
     unsigned ver = 0;
@@ -529,7 +520,7 @@ static void restore_one_run(MYSQL *db, void *arg)
         ro->status = 200;
         ro->restored = 1;
         ro->state = to;
-        journal_restored(ro->app, &put, shard, to, ver, "restore");
+        count_restored(&put, to);
         metrics_inc(MC_RESTORED, 1);
         break;
     case OUT_PRESENT:
@@ -608,6 +599,7 @@ void api_restore_one(struct request *r)
     ro->app = r->w->app;
     ro->id = id;
     ro->force = force;
+    store_who(ro->who, sizeof ro->who, ro->app->instance, "restore", r->client);
     r->state = ro;
     r->state_free = free_state;
     if (dbtask_submit(restore_one_run, restore_one_done, r->w->inbox, ro) < 0)

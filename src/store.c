@@ -15,6 +15,11 @@ int store_key(char *buf, size_t cap, const char *prefix, int shard, const char *
     return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
+void store_who(char *out, size_t cap, const char *instance, const char *thread, const char *host)
+{
+    snprintf(out, cap, "%s\x1f%s\x1f%s", instance, thread, host);
+}
+
 /* ---- reply helpers ---- */
 
 static int is_array(const redisReply *r, size_t min)
@@ -65,8 +70,6 @@ static void shape_error(const char *script)
 }
 
 /* ---- argv building ---- */
-
-#define NUM_SLOTS 64
 
 struct argv_builder {
     const char **argv;
@@ -203,14 +206,15 @@ bad:
     fn(NULL, 0, user);
 }
 
-int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, int64_t now, store_push_fn fn,
-               void *arg)
+int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, int64_t now, const char *who,
+               store_push_fn fn, void *arg)
 {
     struct argv_builder b;
     int rc = -1;
-    if (ab_init(&b, 6 + 9 * n, 2 + 4 * n, n) == 0) {
+    if (ab_init(&b, 7 + 9 * n, 2 + 4 * n, n) == 0) {
         ab_jobs_key(&b, s->prefix, shard);
         ab_int(&b, now);
+        ab_str(&b, who, strlen(who));
         ab_int(&b, n);
         for (int i = 0; i < n; i++) {
             const struct job_spec *j = jobs[i];
@@ -283,14 +287,15 @@ static void on_reserve(redisReply *r, void *arg)
 }
 
 int store_reserve(struct store *s, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
-                  int64_t now, store_reserve_fn fn, void *arg)
+                  int64_t now, const char *who, store_reserve_fn fn, void *arg)
 {
     struct argv_builder b;
     int rc = -1;
-    if (ab_init(&b, 6 + ntopics, 2, 0) == 0) {
+    if (ab_init(&b, 7 + ntopics, 2, 0) == 0) {
         ab_jobs_key(&b, s->prefix, shard);
         ab_int(&b, now);
         ab_int(&b, count);
+        ab_str(&b, who, strlen(who));
         for (int i = 0; i < ntopics; i++)
             ab_str(&b, topics[i], lens[i]);
         rc = send(s, SCRIPT_RESERVE, &b, on_reserve, (void *)fn, arg);
@@ -391,7 +396,7 @@ static void on_id_reply(redisReply *r, void *arg)
 }
 
 static int id_call(struct store *s, enum script_id script, enum id_script_shape shape, uint64_t id, int64_t now,
-                   const int64_t *extra, int nextra, store_id_fn fn, void *arg)
+                   const int64_t *extra, int nextra, const char *who, store_id_fn fn, void *arg)
 {
     struct argv_builder b;
     int rc = -1;
@@ -401,12 +406,14 @@ static int id_call(struct store *s, enum script_id script, enum id_script_shape 
     c->fn = fn;
     c->arg = arg;
     c->shape = shape;
-    if (ab_init(&b, 8, 1 + nextra, 1) == 0) {
+    if (ab_init(&b, 9, 1 + nextra, 1) == 0) {
         ab_jobs_key(&b, s->prefix, id_shard(id, s->shards));
         ab_id(&b, id);
         ab_int(&b, now);
         for (int i = 0; i < nextra; i++)
             ab_int(&b, extra[i]);
+        if (who)
+            ab_str(&b, who, strlen(who));
         rc = rconn_eval(s->rc, script, b.argc, b.argv, b.lens, on_id_reply, c);
     }
     ab_free(&b);
@@ -415,38 +422,40 @@ static int id_call(struct store *s, enum script_id script, enum id_script_shape 
     return rc;
 }
 
-int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
+int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, store_id_fn fn, void *arg)
 {
     int64_t extra[] = {attempt};
-    return id_call(s, SCRIPT_FINISH, SHAPE_FINISH, id, now, extra, 1, fn, arg);
+    return id_call(s, SCRIPT_FINISH, SHAPE_FINISH, id, now, extra, 1, who, fn, arg);
 }
 
-int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, store_id_fn fn, void *arg)
+int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, const char *who,
+                  store_id_fn fn, void *arg)
 {
     int64_t extra[] = {delay, attempt};
-    return id_call(s, SCRIPT_RELEASE, SHAPE_RELEASE, id, now, extra, 2, fn, arg);
+    return id_call(s, SCRIPT_RELEASE, SHAPE_RELEASE, id, now, extra, 2, who, fn, arg);
 }
 
 int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
 {
     int64_t extra[] = {attempt};
-    return id_call(s, SCRIPT_TOUCH, SHAPE_TOUCH, id, now, extra, 1, fn, arg);
+    return id_call(s, SCRIPT_TOUCH, SHAPE_TOUCH, id, now, extra, 1, NULL, fn, arg);
 }
 
-int store_delete(struct store *s, uint64_t id, int64_t now, store_id_fn fn, void *arg)
+int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
 {
-    return id_call(s, SCRIPT_DELETE, SHAPE_DELETE, id, now, NULL, 0, fn, arg);
+    return id_call(s, SCRIPT_DELETE, SHAPE_DELETE, id, now, NULL, 0, who, fn, arg);
 }
 
-int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, store_id_fn fn, void *arg)
+int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, const char *who, store_id_fn fn,
+                     void *arg)
 {
     int64_t extra[] = {run_at};
-    return id_call(s, SCRIPT_RESCHEDULE, SHAPE_RESCHEDULE, id, now, extra, 1, fn, arg);
+    return id_call(s, SCRIPT_RESCHEDULE, SHAPE_RESCHEDULE, id, now, extra, 1, who, fn, arg);
 }
 
-int store_requeue(struct store *s, uint64_t id, int64_t now, store_id_fn fn, void *arg)
+int store_requeue(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
 {
-    return id_call(s, SCRIPT_REQUEUE, SHAPE_REQUEUE, id, now, NULL, 0, fn, arg);
+    return id_call(s, SCRIPT_REQUEUE, SHAPE_REQUEUE, id, now, NULL, 0, who, fn, arg);
 }
 
 /* ---- inspect ---- */
@@ -605,14 +614,15 @@ static void on_move(redisReply *r, void *arg)
     free(m);
 }
 
-int store_move(struct store *s, int shard, int64_t now, int limit, store_move_fn fn, void *arg)
+int store_move(struct store *s, int shard, int64_t now, int limit, const char *who, store_move_fn fn, void *arg)
 {
     struct argv_builder b;
     int rc = -1;
-    if (ab_init(&b, 6, 2, 0) == 0) {
+    if (ab_init(&b, 7, 2, 0) == 0) {
         ab_jobs_key(&b, s->prefix, shard);
         ab_int(&b, now);
         ab_int(&b, limit);
+        ab_str(&b, who, strlen(who));
         rc = send(s, SCRIPT_MOVE, &b, on_move, (void *)fn, arg);
     }
     ab_free(&b);
@@ -626,6 +636,7 @@ struct counts_call {
     void *arg;
     int waiting;
     int failed;
+    long outbox;
     struct topic_counts *topics;
     int n, cap;
 };
@@ -678,9 +689,17 @@ static void counts_release(struct counts_call *cc)
         return;
     if (!cc->failed)
         qsort(cc->topics, (size_t)cc->n, sizeof *cc->topics, cmp_topic);
-    cc->fn(cc->topics, cc->failed ? 0 : cc->n, cc->failed, cc->arg);
+    cc->fn(cc->topics, cc->failed ? 0 : cc->n, cc->outbox, cc->failed, cc->arg);
     free(cc->topics);
     free(cc);
+}
+
+static void on_outbox_len(redisReply *r, void *arg)
+{
+    struct counts_call *cc = arg;
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        cc->outbox += r->integer;
+    counts_release(cc);
 }
 
 static void on_counts(redisReply *r, void *arg)
@@ -717,6 +736,12 @@ int store_counts(struct store *s, store_counts_fn fn, void *arg)
             cc->failed = 1;
             break;
         }
+        n = store_key(key, sizeof key, s->prefix, shard, "log");
+        const char *xlen[] = {"XLEN", key};
+        size_t xlens[] = {4, (size_t)n};
+        cc->waiting++;
+        if (rconn_command(s->rc, on_outbox_len, cc, 2, xlen, xlens) < 0)
+            cc->waiting--;
     }
     if (cc->waiting == 1 && cc->failed) { /* nothing was sent */
         free(cc);

@@ -6,7 +6,11 @@
  *
  * Every call returns 0 when sent (the callback will run exactly once) or -1 when Redis is
  * not usable (the callback will not run): the caller answers 503 at once. A callback's
- * result pointer is NULL when the command failed after being sent. */
+ * result pointer is NULL when the command failed after being sent.
+ *
+ * Calls that change a job take `who` — "<instance>\x1f<thread>\x1f<client host>", see
+ * store_who() — which the script writes with the transition into the shard's journal
+ * outbox stream (src/lua/lib.lua). */
 #ifndef HG_STORE_H
 #define HG_STORE_H
 
@@ -23,6 +27,11 @@ struct store {
     int shards;
 };
 
+#define STORE_WHO_MAX 192
+
+/* Format `who` for the outbox: instance, thread, client host. */
+void store_who(char *out, size_t cap, const char *instance, const char *thread, const char *host);
+
 /* "<prefix>:{<shard>}:<suffix>" into buf; returns its length. */
 int store_key(char *buf, size_t cap, const char *prefix, int shard, const char *suffix);
 
@@ -37,8 +46,8 @@ struct push_outcome {
     int from_state;    /* REPLACED: the state it had */
 };
 typedef void (*store_push_fn)(const struct push_outcome *out, int n, void *arg);
-int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, int64_t now, store_push_fn fn,
-               void *arg) __attribute__((warn_unused_result));
+int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, int64_t now, const char *who,
+               store_push_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* ---- reserve ---- */
 struct delivered {
@@ -51,7 +60,7 @@ struct delivered {
 };
 typedef void (*store_reserve_fn)(const struct delivered *jobs, int n, int failed, void *arg);
 int store_reserve(struct store *s, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
-                  int64_t now, store_reserve_fn fn, void *arg) __attribute__((warn_unused_result));
+                  int64_t now, const char *who, store_reserve_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* ---- operations on one job id ---- */
 enum id_status { ID_OK, ID_MISSING, ID_WRONG_STATE, ID_STALE, ID_BIZ_HELD };
@@ -63,17 +72,19 @@ struct id_outcome {
     uint32_t ver, attempts;
 };
 typedef void (*store_id_fn)(const struct id_outcome *out, void *arg);
-int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
+int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
-int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, store_id_fn fn, void *arg)
+int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, const char *who,
+                  store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
 int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
-int store_delete(struct store *s, uint64_t id, int64_t now, store_id_fn fn, void *arg)
+int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
-int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, store_id_fn fn, void *arg)
+int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, const char *who, store_id_fn fn,
+                     void *arg)
     __attribute__((warn_unused_result));
-int store_requeue(struct store *s, uint64_t id, int64_t now, store_id_fn fn, void *arg)
+int store_requeue(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
 
 /* ---- inspect ---- */
@@ -114,7 +125,7 @@ struct move_outcome {
     const struct moved *moved;
 };
 typedef void (*store_move_fn)(const struct move_outcome *out, void *arg);
-int store_move(struct store *s, int shard, int64_t now, int limit, store_move_fn fn, void *arg)
+int store_move(struct store *s, int shard, int64_t now, int limit, const char *who, store_move_fn fn, void *arg)
     __attribute__((warn_unused_result));
 
 /* ---- per-topic counts over all shards (for /stats) ---- */
@@ -122,7 +133,8 @@ struct topic_counts {
     char topic[TOPIC_MAX + 1];
     int64_t delayed, ready, reserved, dead;
 };
-typedef void (*store_counts_fn)(const struct topic_counts *topics, int n, int failed, void *arg);
+/* `outbox` = transitions waiting in the outbox streams for the journal. */
+typedef void (*store_counts_fn)(const struct topic_counts *topics, int n, long outbox, int failed, void *arg);
 int store_counts(struct store *s, store_counts_fn fn, void *arg) __attribute__((warn_unused_result));
 
 #endif

@@ -1,5 +1,6 @@
 /* worker.c — see worker.h. */
 #include "worker.h"
+#include "api.h"
 #include "http.h"
 #include "log.h"
 #include "longpoll.h"
@@ -25,14 +26,17 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct worker *w = arg;
     longpoll_tick(w->parked);
     conn_sweep(w);
+    api_push_tick(w);
     worker_exit_if_idle(w);
 }
 
 static void on_redis_state(struct rconn *rc, int up, void *arg)
 {
     struct worker *w = arg;
-    if (up)
+    if (up) {
         longpoll_tick(w->parked); /* jobs may have become ready while we were cut off */
+        api_push_tick(w);         /* and pushes cut off mid-call can be looked up now */
+    }
 }
 
 static void *worker_main(void *arg)

@@ -30,6 +30,7 @@ struct worker {
     struct event *tick;              /* 1 s housekeeping: long-poll safety re-check */
     long inflight;                   /* requests received and not yet answered */
     struct conn_registry conns;      /* open HTTP connections (conn.c) */
+    struct unsure_push *unsure_pushes; /* pushes whose Redis outcome is unknown (api_push.c) */
     const struct evbuffer *replying; /* output buffer of the reply being sent (see http.c) */
     int rewriting;
     int stopping;

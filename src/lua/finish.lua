@@ -1,8 +1,8 @@
 -- finish.lua — acknowledge a reserved job: it is done and leaves Redis.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = idkey, now, attempt (0 = any; otherwise must match the delivery being acked)
+-- ARGV    = idkey, now, attempt (0 = any; otherwise must match the delivery being acked), who
 -- Returns {"ok", ver, attempts, runAt} | {"missing"} | {"state", state} | {"stale", attempts}
-local idkey, now, attempt = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local idkey, now, attempt, who = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= RESERVED then return { "state", j.st } end
@@ -11,4 +11,6 @@ unplace(idkey, j)
 redis.call("HDEL", K_JOBS, idkey)
 biz_release(idkey, j)
 tombstone(idkey, now)
-return { "ok", j.ver + 1, j.att, j.runat }
+j.ver = j.ver + 1
+log_transition(idkey, RESERVED, FINISHED, j, now, "jobs", who)
+return { "ok", j.ver, j.att, j.runat }

@@ -12,7 +12,16 @@
 --   base.."count"         hash   "<state>:<topic>" -> number of jobs (O(1) stats)
 --   base.."restoring"     string present while a restore runs (finish/delete leave tombstones)
 --   base.."gone"          zset   tombstones: id keys finished/deleted during a restore
+--   base.."log"           stream the journal outbox: one entry per transition (below)
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
+--
+-- The outbox: every script that changes a job appends the change to its shard's stream in
+-- the same atomic step, fields t = "<idkey> <from> <to> <ver> <attempts> <runAt> <at> <key>"
+-- and w = who acted ("<instance>\x1f<thread>\x1f<client host>", passed by the caller); a
+-- replacement also carries r = "<priority> <ttr> <tries>" and b = the new body. The MySQL
+-- journal reads the streams through a consumer group and acknowledges entries once they are
+-- committed, so MySQL learns of every transition even when the script's reply is lost or the
+-- daemon that ran it dies a moment later.
 --
 -- A job record is cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic,
 -- bizKey, body). `ver` grows by one on every transition; MySQL applies a batched update only
@@ -115,3 +124,10 @@ local function tombstone(idkey, now)
 end
 
 local function is_live(st) return st == DELAYED or st == READY or st == RESERVED end
+
+local K_LOG = base .. "log"
+local function log_transition(idkey, from, to, j, now, key, who)
+    redis.call("XADD", K_LOG, "*", "t",
+        idkey .. " " .. from .. " " .. to .. " " .. j.ver .. " " .. j.att .. " " .. j.runat .. " " .. now .. " " .. key,
+        "w", who)
+end

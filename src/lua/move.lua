@@ -1,12 +1,12 @@
 -- move.lua — the mover's step on one shard: make due jobs ready and expire leases.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, limit
+-- ARGV    = now, limit, who
 -- A due entry of the delay zset is either a delayed job (-> ready) or a reserved job whose
 -- lease ran out (-> ready for another delivery, or dead when it had its `tries` deliveries).
 -- Returns {next_due or -1, more (0/1), n, then n transitions of 6:
 --          idkey, from_state, to_state, ver, attempts, runAt}
 local now = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
+local limit, who = tonumber(ARGV[2]), ARGV[3]
 local due = redis.call("ZRANGEBYSCORE", K_DELAY, "-inf", now, "LIMIT", 0, limit)
 local trans = {}
 for _, idkey in ipairs(due) do
@@ -30,6 +30,7 @@ for _, idkey in ipairs(due) do
         end
         j.ver = j.ver + 1
         save_job(idkey, j)
+        log_transition(idkey, from, j.st, j, now, "delay", who)
         local t = #trans
         trans[t + 1], trans[t + 2], trans[t + 3] = idkey, from, j.st
         trans[t + 4], trans[t + 5], trans[t + 6] = j.ver, j.att, j.runat

@@ -1,6 +1,6 @@
 -- push.lua — add jobs to one shard, honouring bizKey dedupe and replace atomically.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, n, then n groups of 9:
+-- ARGV    = now, who, n, then n groups of 9:
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), replace (0/1)
 -- Returns one entry per job, in order:
 --   {"ok", idkey, runAt, ver, state}             added
@@ -8,11 +8,12 @@
 --   {"replaced", idkey_existing, runAt, ver, from_state, state}  that delayed/ready job now has
 --                                                this push's body, runAt, priority, ttr and tries
 --   {"conflict", idkey_existing}                 replace asked, but the holder is reserved
-local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
+-- A new job is not logged: its creation is the message row the caller committed first.
+local now, who = tonumber(ARGV[1]), ARGV[2]
+local n = tonumber(ARGV[3])
 local out = {}
 for i = 0, n - 1 do
-    local a = 3 + i * 9
+    local a = 4 + i * 9
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
     local runat, prio, ttr, tries = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
     local biz, replace = ARGV[a + 7], ARGV[a + 8] == "1"
@@ -33,6 +34,9 @@ for i = 0, n - 1 do
                 j.ver = j.ver + 1
                 place(holder, j, now)
                 save_job(holder, j)
+                redis.call("XADD", K_LOG, "*", "t",
+                    holder .. " " .. from .. " " .. j.st .. " " .. j.ver .. " " .. j.att .. " " .. j.runat .. " " .. now .. " jobs",
+                    "w", who, "r", prio .. " " .. ttr .. " " .. tries, "b", body)
                 if j.st == DELAYED then wake_if_head(holder) end
                 result = { "replaced", holder, runat, j.ver, from, j.st }
             end

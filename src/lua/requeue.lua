@@ -1,8 +1,8 @@
 -- requeue.lua — give a dead job a fresh start: ready now, attempts back to 0.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = idkey, now
+-- ARGV    = idkey, now, who
 -- Returns {"ok", ver} | {"missing"} | {"state", state} | {"bizheld", idkey}
-local idkey, now = ARGV[1], tonumber(ARGV[2])
+local idkey, now, who = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= DEAD then return { "state", j.st } end
@@ -18,5 +18,6 @@ j.runat = now
 j.ver = j.ver + 1
 place(idkey, j, now)
 save_job(idkey, j)
+log_transition(idkey, DEAD, READY, j, now, "jobs", who)
 publish_ready()
 return { "ok", j.ver }

@@ -2,14 +2,14 @@
 -- all on one shard. A job with ttr > 0 is leased until now + ttr (its entry in the delay zset);
 -- a job with ttr = 0 is delivered at most once: it is removed as it is handed out.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, count, topic1, topic2, ...
+-- ARGV    = now, count, who, topic1, topic2, ...
 -- Returns a list of jobs, each {idkey, topic, body, priority, ttr, tries, attempt, runAt,
 --          bizKey, leaseUntil (0 when ttr = 0), ver, to_state}
 local now = tonumber(ARGV[1])
-local want = tonumber(ARGV[2])
+local want, who = tonumber(ARGV[2]), ARGV[3]
 local out = {}
 local lease_added = nil
-for t = 3, #ARGV do
+for t = 4, #ARGV do
     if #out >= want then break end
     local topic = ARGV[t]
     local popped = redis.call("ZPOPMIN", ready_key(topic), want - #out)
@@ -34,6 +34,7 @@ for t = 3, #ARGV do
                 save_job(idkey, j)
                 if not lease_added or lease < lease_added[2] then lease_added = { idkey, lease } end
             end
+            log_transition(idkey, READY, j.st, j, now, "ready", who)
             out[#out + 1] = { idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat, j.biz,
                               lease, j.ver, j.st }
         end

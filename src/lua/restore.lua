@@ -5,17 +5,17 @@
 -- A job that was reserved when Redis lost it has lost its lease: like an expired lease it
 -- becomes ready again, or dead when that delivery was its last try.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, expire (1 = put overdue jobs back as ready, 0 = leave them), n,
+-- ARGV    = now, expire (1 = put overdue jobs back as ready, 0 = leave them), who, n,
 --           then n groups of 11:
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey, attempts, ver, mysql_state
 --           (ver is the MySQL row's version; mysql_state its state number)
 -- Returns one entry per job: {"restored", state, ver} | {"present", state} | {"gone"}
 --                            | {"bizheld", idkey} | {"expired"}
-local now, expire = tonumber(ARGV[1]), ARGV[2] == "1"
-local n = tonumber(ARGV[3])
+local now, expire, who = tonumber(ARGV[1]), ARGV[2] == "1", ARGV[3]
+local n = tonumber(ARGV[4])
 local out = {}
 for i = 0, n - 1 do
-    local a = 4 + i * 11
+    local a = 5 + i * 11
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
     local runat = tonumber(ARGV[a + 3])
     local existing = load_job(idkey)
@@ -45,6 +45,7 @@ for i = 0, n - 1 do
                 if j.st == DELAYED then wake_if_head(idkey) end
             end
             save_job(idkey, j)
+            log_transition(idkey, tonumber(ARGV[a + 10]), j.st, j, now, "jobs", who)
             out[#out + 1] = { "restored", j.st, j.ver }
         end
     end

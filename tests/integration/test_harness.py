@@ -82,8 +82,8 @@ class SharedStackTest(HourglassTestCase):
         for ns in (a, b):
             self.assertEqual(ns.mariadb.tables(ns.database), ["message", "schema_version", "transition"])
             self.assertEqual(ns.query("SELECT version FROM schema_version"), [("1",)])
-        a.execute("INSERT INTO transition (message_id, from_state, to_state, at, actor, host, instance) "
-                  "VALUES (1, '', 'ready', 0, 't', 'h', 'i')")
+        a.execute("INSERT INTO transition (message_id, version, from_state, to_state, at, actor, host, instance) "
+                  "VALUES (1, 1, '', 'ready', 0, 't', 'h', 'i')")
         self.assertEqual(a.query("SELECT COUNT(*) FROM transition"), [("1",)])
         self.assertEqual(b.query("SELECT COUNT(*) FROM transition"), [("0",)])
         a.redis_cli("SET", a.prefix + ":k", "1")

@@ -1,0 +1,593 @@
+/* outbox.c — see outbox.h. */
+#include "outbox.h"
+#include "clock.h"
+#include "ids.h"
+#include "log.h"
+#include "loopq.h"
+#include "metrics.h"
+#include "rsync.h"
+#include "store.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GROUP "journal"
+#define BLOCK_MS 20              /* longest wait for new entries: bounds a barrier's delay */
+#define CLAIM_EVERY_US 5000000
+#define RETRY_US 1000000
+#define ENTRY_ID_MAX 48
+
+struct shard_state {
+    char key[160];
+    int group_ok;                /* XGROUP CREATE done (or found) */
+    int reread;                  /* our own pending entries ("0") come before new ones (">") */
+    char (*ids)[ENTRY_ID_MAX];   /* entries of the batch in flight, to acknowledge */
+    int nids, capids;
+};
+
+struct barrier {
+    struct barrier *next;
+    int64_t asked_us;
+    struct loopq *reply_to;
+    journal_done_fn done;
+    void *arg;
+    int ok;
+};
+
+static struct {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int started, stop;
+    int64_t stop_deadline_us;
+    const struct config *cfg;
+    char consumer[64];
+    redisContext *c;
+    int64_t last_connect_us, last_claim_us;
+    int shards;
+    struct shard_state *s;
+    struct jrec *recs;
+    int max;
+    int committed, commit_ok;    /* outcome of the batch handed to the journal */
+    struct barrier *barriers;
+} O = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+/* ---- barriers ---- */
+
+static void deliver_barrier(void *arg)
+{
+    struct barrier *b = arg;
+    b->done(b->ok, b->arg);
+    free(b);
+}
+
+/* Answer barriers asked before `before` (all of them when before < 0) with `ok`. */
+static void settle_barriers(int64_t before, int ok)
+{
+    pthread_mutex_lock(&O.lock);
+    struct barrier **link = &O.barriers, *settled = NULL;
+    while (*link) {
+        struct barrier *b = *link;
+        if (before < 0 || b->asked_us < before) {
+            *link = b->next;
+            b->next = settled;
+            settled = b;
+        } else {
+            link = &b->next;
+        }
+    }
+    pthread_mutex_unlock(&O.lock);
+    while (settled) {
+        struct barrier *next = settled->next;
+        settled->ok = ok;
+        if (loopq_post(settled->reply_to, deliver_barrier, settled) < 0)
+            free(settled);
+        settled = next;
+    }
+}
+
+int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
+{
+    struct barrier *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return -1;
+    b->asked_us = clock_mono_us();
+    b->reply_to = reply_to;
+    b->done = done;
+    b->arg = arg;
+    pthread_mutex_lock(&O.lock);
+    if (!O.started || O.stop) {
+        pthread_mutex_unlock(&O.lock);
+        free(b);
+        return -1;
+    }
+    b->next = O.barriers;
+    O.barriers = b;
+    pthread_mutex_unlock(&O.lock);
+    return 0;
+}
+
+/* ---- Redis ---- */
+
+static void disconnect(void)
+{
+    if (O.c)
+        redisFree(O.c);
+    O.c = NULL;
+    for (int i = 0; i < O.shards; i++) {
+        O.s[i].group_ok = 0;
+        O.s[i].reread = 1;
+        O.s[i].nids = 0;
+    }
+}
+
+static int ensure_connected(void)
+{
+    if (O.c)
+        return 0;
+    int64_t now = clock_mono_us();
+    if (now - O.last_connect_us < RETRY_US)
+        return -1;
+    O.last_connect_us = now;
+    char err[256];
+    O.c = rsync_connect(O.cfg, err, sizeof err);
+    if (O.c == NULL) {
+        log_debug("outbox: cannot connect to Redis: %s", err);
+        return -1;
+    }
+    /* a blocking read must be allowed to outlast the command timeout */
+    struct timeval tv = {(O.cfg->redis_timeout_ms + BLOCK_MS) / 1000, ((O.cfg->redis_timeout_ms + BLOCK_MS) % 1000) * 1000};
+    redisSetTimeout(O.c, tv);
+    return 0;
+}
+
+static void create_group(int shard)
+{
+    redisReply *r = redisCommand(O.c, "XGROUP CREATE %s " GROUP " 0 MKSTREAM", O.s[shard].key);
+    if (r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0))
+        O.s[shard].group_ok = 1;
+    if (r)
+        freeReplyObject(r);
+    else
+        disconnect();
+}
+
+/* ---- entries -> journal records ---- */
+
+static int remember_id(struct shard_state *st, const char *id, size_t len)
+{
+    if (len >= ENTRY_ID_MAX)
+        return -1;
+    if (st->nids == st->capids) {
+        int cap = st->capids ? st->capids * 2 : 256;
+        void *grown = realloc(st->ids, (size_t)cap * sizeof *st->ids);
+        if (grown == NULL)
+            return -1;
+        st->ids = grown;
+        st->capids = cap;
+    }
+    memcpy(st->ids[st->nids], id, len);
+    st->ids[st->nids][len] = '\0';
+    st->nids++;
+    return 0;
+}
+
+static const redisReply *field(const redisReply *fields, const char *name)
+{
+    for (size_t i = 0; i + 1 < fields->elements; i += 2)
+        if (fields->element[i]->type == REDIS_REPLY_STRING && strcmp(fields->element[i]->str, name) == 0)
+            return fields->element[i + 1];
+    return NULL;
+}
+
+/* "instance\x1fthread\x1fhost" -> three parts (pointers into buf). */
+static void split_who(const char *who, char *buf, size_t cap, const char **parts)
+{
+    snprintf(buf, cap, "%s", who);
+    char *p = buf;
+    for (int k = 0; k < 3; k++) {
+        parts[k] = p;
+        char *sep = p ? strchr(p, '\x1f') : NULL;
+        if (sep) {
+            *sep = '\0';
+            p = sep + 1;
+        } else {
+            p = NULL;
+        }
+        if (parts[k] == NULL)
+            parts[k] = "";
+    }
+}
+
+/* One stream entry -> one journal record. 0, or -1 for an entry that cannot be read. */
+static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
+{
+    const redisReply *t = field(fields, "t"), *w = field(fields, "w");
+    if (t == NULL || t->type != REDIS_REPLY_STRING)
+        return -1;
+    char idkey[ID_KEY_LEN + 2], key[16];
+    int from, to;
+    unsigned ver, att;
+    long long run_at, at;
+    memset(r, 0, sizeof *r);
+    if (sscanf(t->str, "%12s %d %d %u %u %lld %lld %15s", idkey, &from, &to, &ver, &att, &run_at, &at, key) != 8 ||
+        id_from_key(idkey, strlen(idkey), &r->id) < 0 || from < 0 || from > JS_ABORTED || to < 0 || to > JS_ABORTED)
+        return -1;
+    r->kind = JR_TRANSITION;
+    r->from = (uint8_t)from;
+    r->to = (uint8_t)to;
+    r->ver = ver;
+    r->attempts = att;
+    r->run_at = run_at;
+    r->at = at;
+    char buf[STORE_WHO_MAX];
+    const char *who[3];
+    split_who(w && w->type == REDIS_REPLY_STRING ? w->str : "", buf, sizeof buf, who);
+    snprintf(r->instance, sizeof r->instance, "%s", who[0]);
+    snprintf(r->actor, sizeof r->actor, "%.30s %.40s:{%d}:%.8s", who[1], O.cfg->redis_prefix, shard & 0xff, key);
+    snprintf(r->host, sizeof r->host, "%s", who[2]);
+
+    const redisReply *settings = field(fields, "r"), *body = field(fields, "b");
+    if (settings && body && settings->type == REDIS_REPLY_STRING && body->type == REDIS_REPLY_STRING) {
+        struct job_spec *j = calloc(1, sizeof *j);
+        long long ttr;
+        if (j == NULL || sscanf(settings->str, "%d %lld %d", &j->priority, &ttr, &j->tries) != 3 ||
+            (j->body = malloc(body->len + 1)) == NULL) {
+            free(j);
+            return 0; /* the transition stands; only the body update is lost */
+        }
+        j->ttr = ttr;
+        memcpy(j->body, body->str, body->len);
+        j->body[body->len] = '\0';
+        j->body_len = body->len;
+        r->kind = JR_REPLACE;
+        r->replacement = j;
+    }
+    return 0;
+}
+
+/* Entries [[id, [field, value, ...]], ...] of one stream into O.recs from index n. */
+static int take_entries(int shard, const redisReply *list, int n)
+{
+    for (size_t i = 0; i < list->elements && n < O.max; i++) {
+        const redisReply *e = list->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->type != REDIS_REPLY_STRING)
+            continue;
+        if (remember_id(&O.s[shard], e->element[0]->str, e->element[0]->len) < 0)
+            continue; /* not acknowledged: read again later */
+        const redisReply *fields = e->element[1];
+        if (fields->type != REDIS_REPLY_ARRAY || parse_entry(shard, fields, &O.recs[n]) < 0) {
+            log_warn("outbox: skipping unreadable entry %s on shard %d", e->element[0]->str, shard);
+            continue; /* acknowledged with the rest: it would never read better */
+        }
+        n++;
+    }
+    return n;
+}
+
+static int shard_of_key(const char *key)
+{
+    for (int i = 0; i < O.shards; i++)
+        if (strcmp(O.s[i].key, key) == 0)
+            return i;
+    return -1;
+}
+
+/* Read a batch: our pending entries first (after a failure or restart), entries others left
+ * behind (claimed), then new ones (blocking briefly). Returns how many records, -1 when
+ * Redis failed. *drained: every stream was read to its end. */
+static int read_batch(int *drained)
+{
+    *drained = 0;
+    for (int i = 0; i < O.shards; i++) {
+        O.s[i].nids = 0;
+        if (!O.s[i].group_ok) {
+            create_group(i);
+            if (O.c == NULL)
+                return -1;
+        }
+    }
+    int per = (O.max + O.shards - 1) / O.shards;
+    int n = 0, any_full = 0;
+
+    int64_t now = clock_mono_us();
+    int claim = now - O.last_claim_us > CLAIM_EVERY_US;
+    if (claim)
+        O.last_claim_us = now;
+    int pipelined = 0;
+    for (int i = 0; i < O.shards; i++) {
+        if (O.s[i].reread) {
+            redisAppendCommand(O.c, "XREADGROUP GROUP " GROUP " %s COUNT %d STREAMS %s 0", O.consumer, per, O.s[i].key);
+            pipelined++;
+        }
+        if (claim) { /* entries an instance read and never acknowledged: it died */
+            redisAppendCommand(O.c, "XAUTOCLAIM %s " GROUP " %s %d 0-0 COUNT %d", O.s[i].key, O.consumer,
+                               OUTBOX_CLAIM_IDLE_MS, per);
+            pipelined++;
+        }
+    }
+    for (int i = 0, k = 0; k < pipelined; i++) {
+        if (O.s[i].reread) {
+            redisReply *r = rsync_reply(O.c);
+            k++;
+            if (r == NULL)
+                return -1;
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements == 2) {
+                const redisReply *list = r->element[0]->element[1];
+                if ((int)list->elements < per)
+                    O.s[i].reread = 0;
+                else
+                    any_full = 1;
+                n = take_entries(i, list, n);
+            } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) {
+                O.s[i].group_ok = 0; /* Redis lost its data: the group is made again */
+            } else {
+                O.s[i].reread = 0;
+            }
+            freeReplyObject(r);
+        }
+        if (claim) {
+            redisReply *r = rsync_reply(O.c);
+            k++;
+            if (r == NULL)
+                return -1;
+            if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_ARRAY)
+                n = take_entries(i, r->element[1], n);
+            freeReplyObject(r);
+        }
+    }
+    if (n > 0 || any_full)
+        return n; /* old business first; new entries on the next call */
+
+    /* New entries, all shards in one command, waiting up to BLOCK_MS for some to arrive. */
+    const char *argv[8 + 2 * 256];
+    size_t lens[8 + 2 * 256];
+    char count[16], block[16];
+    snprintf(count, sizeof count, "%d", per);
+    snprintf(block, sizeof block, "%d", BLOCK_MS);
+    int a = 0;
+    const char *head[] = {"XREADGROUP", "GROUP", GROUP, O.consumer, "COUNT", count, "BLOCK", block, "STREAMS"};
+    for (int h = 0; h < 9; h++) {
+        argv[a] = head[h];
+        lens[a++] = strlen(head[h]);
+    }
+    for (int i = 0; i < O.shards; i++) {
+        argv[a] = O.s[i].key;
+        lens[a++] = strlen(O.s[i].key);
+    }
+    for (int i = 0; i < O.shards; i++) {
+        argv[a] = ">";
+        lens[a++] = 1;
+    }
+    redisReply *r = redisCommandArgv(O.c, a, argv, lens);
+    if (r == NULL)
+        return -1;
+    int full = 0;
+    if (r->type == REDIS_REPLY_ARRAY) {
+        for (size_t k = 0; k < r->elements; k++) {
+            const redisReply *st = r->element[k];
+            if (st->type != REDIS_REPLY_ARRAY || st->elements != 2 || st->element[0]->type != REDIS_REPLY_STRING)
+                continue;
+            int shard = shard_of_key(st->element[0]->str);
+            if (shard < 0)
+                continue;
+            if ((int)st->element[1]->elements >= per)
+                full = 1;
+            n = take_entries(shard, st->element[1], n);
+        }
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        if (strncmp(r->str, "NOGROUP", 7) == 0)
+            for (int i = 0; i < O.shards; i++)
+                O.s[i].group_ok = 0;
+        else
+            log_warn("outbox: XREADGROUP: %s", r->str);
+        full = 1;
+    }
+    freeReplyObject(r);
+    *drained = !full;
+    return n;
+}
+
+static int ack_batch(void)
+{
+    int sent = 0;
+    for (int i = 0; i < O.shards; i++) {
+        struct shard_state *st = &O.s[i];
+        for (int at = 0; at < st->nids; at += 500) {
+            int k = st->nids - at < 500 ? st->nids - at : 500;
+            const char *argv[504];
+            size_t lens[504];
+            for (int cmd = 0; cmd < 2; cmd++) {
+                int a = 0;
+                argv[a] = cmd == 0 ? "XACK" : "XDEL";
+                lens[a++] = 4;
+                argv[a] = st->key;
+                lens[a++] = strlen(st->key);
+                if (cmd == 0) {
+                    argv[a] = GROUP;
+                    lens[a++] = strlen(GROUP);
+                }
+                for (int j = 0; j < k; j++) {
+                    argv[a] = st->ids[at + j];
+                    lens[a++] = strlen(st->ids[at + j]);
+                }
+                redisAppendCommandArgv(O.c, a, argv, lens);
+                sent++;
+            }
+        }
+        st->nids = 0;
+    }
+    for (int i = 0; i < sent; i++) {
+        redisReply *r = rsync_reply(O.c);
+        if (r == NULL)
+            return -1; /* unacknowledged entries are read again, and written again idempotently */
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+static void free_batch(int n)
+{
+    for (int i = 0; i < n; i++)
+        if (O.recs[i].replacement) {
+            job_specs_free(O.recs[i].replacement, 1);
+            O.recs[i].replacement = NULL;
+        }
+}
+
+/* ---- the thread ---- */
+
+static void on_committed(int ok, void *arg)
+{
+    pthread_mutex_lock(&O.lock);
+    O.committed = 1;
+    O.commit_ok = ok;
+    pthread_cond_signal(&O.cond);
+    pthread_mutex_unlock(&O.lock);
+}
+
+static void pause_us(int64_t us)
+{
+    pthread_mutex_lock(&O.lock);
+    if (!O.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (us % 1000000) * 1000;
+        ts.tv_sec += (time_t)(us / 1000000 + ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        pthread_cond_timedwait(&O.cond, &O.lock, &ts);
+    }
+    pthread_mutex_unlock(&O.lock);
+}
+
+/* Stop once asked and a read found nothing left (entries may have arrived while the last
+ * batch was being committed), or at the deadline. */
+static int stopping(int drained)
+{
+    pthread_mutex_lock(&O.lock);
+    int stop = O.stop && (drained || clock_mono_us() > O.stop_deadline_us);
+    pthread_mutex_unlock(&O.lock);
+    return stop;
+}
+
+static void *outbox_main(void *unused)
+{
+    log_set_thread_name("outbox");
+    int drained = 0; /* the last read returned nothing and found every stream empty */
+    for (;;) {
+        if (stopping(drained))
+            break;
+        if (ensure_connected() < 0) {
+            settle_barriers(clock_mono_us() - 2 * RETRY_US, 0); /* Redis down: don't keep /jobs waiting */
+            drained = 1; /* nothing we can carry now: a stop need not wait */
+            pause_us(RETRY_US / 4);
+            continue;
+        }
+        int64_t cycle_start = clock_mono_us();
+        int read_all = 0;
+        int n = read_batch(&read_all);
+        drained = read_all && n == 0;
+        if (n < 0) {
+            log_warn("outbox: Redis failed (%s); reconnecting", O.c && O.c->errstr[0] ? O.c->errstr : "no reply");
+            metrics_inc(MC_REDIS_ERRORS, 1);
+            disconnect();
+            drained = 0;
+            continue;
+        }
+        int have_ids = 0;
+        for (int i = 0; i < O.shards; i++)
+            have_ids |= O.s[i].nids > 0;
+        if (n == 0 && !have_ids) {
+            if (read_all)
+                settle_barriers(cycle_start, 1);
+            continue;
+        }
+        if (n == 0) { /* only unreadable entries: drop them */
+            if (ack_batch() < 0)
+                disconnect();
+            continue;
+        }
+        /* Hand the batch to the journal and wait for its commit. */
+        pthread_mutex_lock(&O.lock);
+        O.committed = 0;
+        pthread_mutex_unlock(&O.lock);
+        if (journal_submit_outbox(O.recs, n, on_committed, NULL) < 0) {
+            free_batch(n);
+            for (int i = 0; i < O.shards; i++) {
+                O.s[i].nids = 0;
+                O.s[i].reread = 1; /* MySQL is down: keep them pending and try again */
+            }
+            settle_barriers(-1, 0);
+            drained = 1;
+            pause_us(RETRY_US);
+            continue;
+        }
+        pthread_mutex_lock(&O.lock);
+        while (!O.committed)
+            pthread_cond_wait(&O.cond, &O.lock);
+        int ok = O.commit_ok;
+        pthread_mutex_unlock(&O.lock);
+        free_batch(n);
+        if (!ok) {
+            for (int i = 0; i < O.shards; i++) {
+                O.s[i].nids = 0;
+                O.s[i].reread = 1;
+            }
+            drained = 0;
+            continue;
+        }
+        if (ack_batch() < 0) {
+            disconnect();
+            drained = 0;
+            continue;
+        }
+        if (read_all)
+            settle_barriers(cycle_start, 1);
+    }
+    settle_barriers(-1, 0);
+    if (O.c)
+        redisFree(O.c);
+    O.c = NULL;
+    return NULL;
+}
+
+int outbox_start(const struct config *cfg, const char *consumer)
+{
+    O.cfg = cfg;
+    snprintf(O.consumer, sizeof O.consumer, "%s", consumer);
+    O.shards = cfg->redis_shards;
+    O.max = cfg->journal_batch;
+    O.s = calloc((size_t)O.shards, sizeof *O.s);
+    O.recs = calloc((size_t)O.max, sizeof *O.recs);
+    if (O.s == NULL || O.recs == NULL)
+        return -1;
+    for (int i = 0; i < O.shards; i++) {
+        store_key(O.s[i].key, sizeof O.s[i].key, cfg->redis_prefix, i, "log");
+        O.s[i].reread = 1; /* after a restart, first finish what this consumer had pending */
+    }
+    O.stop = 0;
+    if (pthread_create(&O.thread, NULL, outbox_main, NULL) != 0)
+        return -1;
+    O.started = 1;
+    return 0;
+}
+
+void outbox_stop(int deadline_ms)
+{
+    if (!O.started)
+        return;
+    pthread_mutex_lock(&O.lock);
+    O.stop = 1;
+    O.stop_deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
+    pthread_cond_broadcast(&O.cond);
+    pthread_mutex_unlock(&O.lock);
+    pthread_join(O.thread, NULL);
+    O.started = 0;
+    for (int i = 0; i < O.shards; i++)
+        free(O.s[i].ids);
+    free(O.s);
+    free(O.recs);
+    O.s = NULL;
+    O.recs = NULL;
+}

@@ -1,0 +1,36 @@
+/* outbox.h — the outbox thread: carries transitions from the Redis outbox streams to MySQL.
+ *
+ * Every Lua script that changes a job appends the change to its shard's stream
+ * (<prefix>:{n}:log, see src/lua/lib.lua) atomically with the change itself. This thread
+ * reads those entries through the consumer group "journal" (each entry goes to one
+ * instance), hands each batch to the journal as one submission, waits for the commit, and
+ * only then acknowledges and deletes the entries. So a transition reaches MySQL even when
+ * the script's reply was lost (a timeout, a dropped connection) or the instance that ran it
+ * died a moment later: the entry stays pending in the group, and another instance claims it
+ * after OUTBOX_CLAIM_IDLE_MS. Writes are idempotent (a transition row is unique per job,
+ * version and state; message rows only move to newer versions), so an entry written twice
+ * is harmless.
+ *
+ * It has its own blocking Redis connection and sleeps in XREADGROUP BLOCK, so new entries
+ * wake it at once and a hung Redis never holds up the journal's MySQL work. */
+#ifndef HG_OUTBOX_H
+#define HG_OUTBOX_H
+
+#include "config.h"
+#include "journal.h"
+
+#define OUTBOX_CLAIM_IDLE_MS 15000
+
+struct loopq;
+
+int outbox_start(const struct config *cfg, const char *consumer) __attribute__((warn_unused_result));
+
+/* Carry what is left (for at most deadline_ms), then stop the thread. */
+void outbox_stop(int deadline_ms);
+
+/* Call `done` on `reply_to` once every outbox entry that existed before this call has been
+ * committed in MySQL (done(0, arg) if that cannot happen soon: MySQL or Redis down). For
+ * read-your-writes in /jobs/{id}. */
+int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg) __attribute__((warn_unused_result));
+
+#endif
