@@ -392,12 +392,20 @@ static void print_value(const struct config *cfg, const struct cfg_key *k, FILE 
 {
     const char *field = (const char *)cfg + k->offset;
     switch (k->type) {
-    case CT_STR:
+    case CT_STR: {
+        size_t len = strlen(field);
+        /* Quote what the reader would otherwise change: surrounding spaces are trimmed and one
+         * pair of surrounding quotes is removed, so such values are written inside quotes. */
+        int quote = len > 0 && (isspace((unsigned char)field[0]) || isspace((unsigned char)field[len - 1]) ||
+                                (len >= 2 && field[0] == '"' && field[len - 1] == '"'));
         if (k->secret && field[0])
             fputs("********", out);
+        else if (quote)
+            fprintf(out, "\"%s\"", field);
         else
             fputs(field, out);
         break;
+    }
     case CT_INT:
         fprintf(out, "%d", *(const int *)field);
         break;
