@@ -5,6 +5,7 @@
 #   make test       the same set-up, then unit (Check) and integration tests
 #   make bench      benchmark suite (see docs/performance.md)
 #   make SANITIZE=address,undefined test
+#   make unit-valgrind   unit tests under valgrind
 #   make WERROR=1   warnings are errors (CI sets this)
 
 CC       ?= cc
@@ -42,7 +43,7 @@ LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test unit integration bench bench-quick fuzz format clean stack-stop
+.PHONY: all deps run test unit unit-valgrind integration bench bench-quick fuzz format clean stack-stop
 all: $(BUILD)/hourglassd
 
 $(BUILD)/hourglassd: $(BUILD)/main.o $(BUILD)/libhourglass.a
@@ -80,6 +81,14 @@ run: deps
 
 unit: $(UNIT_BIN)
 	@sh scripts/run-unit.sh $(UNIT_BIN)
+
+# Unit tests under valgrind (no fork, so leaks are seen): any error or definite leak fails.
+unit-valgrind: $(UNIT_BIN)
+	@for t in $(UNIT_BIN); do \
+	    CK_FORK=no valgrind -q --error-exitcode=9 --leak-check=full \
+	        --errors-for-leak-kinds=definite,indirect $$t >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
+	    echo "valgrind: $$t clean"; \
+	done
 
 test: deps
 	@$(MAKE) --no-print-directory all
