@@ -687,7 +687,7 @@ static void counts_release(struct counts_call *cc)
 {
     if (--cc->waiting > 0)
         return;
-    if (!cc->failed)
+    if (!cc->failed && cc->n > 1) /* qsort's base may not be NULL, even for nothing to sort */
         qsort(cc->topics, (size_t)cc->n, sizeof *cc->topics, cmp_topic);
     cc->fn(cc->topics, cc->failed ? 0 : cc->n, cc->outbox, cc->failed, cc->arg);
     free(cc->topics);
