@@ -48,9 +48,10 @@ return out
 STATE_NAMES = {1: "delayed", 2: "ready", 3: "reserved", 4: "finished", 5: "deleted", 6: "dead"}
 
 
-def redis_jobs(ns: Namespace, timeout: float = 10.0) -> dict[str, tuple[str, int, int]]:
-    """{decimal id: (state, version, attempts)} of every job record in Redis."""
-    out = ns.redis_cli("EVAL", _DUMP_JOBS, "0", ns.prefix + ":{*}:jobs", timeout=timeout)
+def redis_jobs(cli, prefix: str, timeout: float = 10.0) -> dict[str, tuple[str, int, int]]:
+    """{decimal id: (state, version, attempts)} of every job record under prefix in Redis;
+    cli runs one redis-cli command (e.g. Namespace.redis_cli, or RedisServer.cli with db=)."""
+    out = cli("EVAL", _DUMP_JOBS, "0", prefix + ":{*}:jobs", timeout=timeout)
     lines = [x for x in out.split("\n") if x != ""]
     jobs = {}
     for key, rec in zip(lines[0::2], lines[1::2]):
