@@ -261,6 +261,8 @@ class ConnectionTimeoutsTest(HardeningTestCase):
             with lock:
                 results.append((k, body, closed_at, got))
 
+        # a long-poll waiting longer than idle_timeout and request_timeout is neither idle nor slow
+        longpoll = Background(d.get, "slow.none", timeout=IDLE + REQUEST_TIMEOUT, http_timeout=30)
         threads = [threading.Thread(target=slowloris, args=(k, k % 4 == 3), daemon=True) for k in range(12)]
         for t in threads:
             t.start()
@@ -287,9 +289,12 @@ class ConnectionTimeoutsTest(HardeningTestCase):
                 self.assertGreaterEqual(r.status, 400, f"{what} answered {r!r}")
         self.assertGreater(len(latencies), 5)
         self.assertLess(max(latencies), MARGIN, f"ordinary requests slowed by the slow clients: {latencies}")
+        r = longpoll.join(30)
+        self.assertEqual(r.status, 204, f"a long-poll of {IDLE + REQUEST_TIMEOUT} s was cut: {r!r}")
+        self.assertGreater(longpoll.elapsed, IDLE + REQUEST_TIMEOUT - 0.5, "the long-poll ended early")
         after = Metrics(self.assertStatus(d.metrics(), 200).text)
         cut = after.value("hourglass_slow_clients_total") - before.value("hourglass_slow_clients_total")
-        self.assertGreaterEqual(cut, 12, "hourglass_slow_clients_total did not count every slow client")
+        self.assertEqual(cut, 12, "hourglass_slow_clients_total should count the 12 slow clients, only them")
         self.assertCounts(d, "slow")  # nothing from the slow bodies was queued
         self.assertCounts(d, "normal", ready=n)
 
@@ -377,6 +382,25 @@ class ConnectionCapTest(HardeningTestCase):
                          f"sequential one-request connections refused as too many open connections: {statuses}")
 
 
+class RateLimitByAddressTest(HardeningTestCase):
+    """No [http] token configured: the limit is per client address (config table: "per token
+    (or client address when no token)"). An Authorization header the server does not check is
+    not a token, so varying it must not buy a fresh budget per request."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.d = start_daemon(cls, {"token": "", "admin_token": "", "rate_limit": 2, "rate_burst": 3})
+
+    def test_unchecked_bearer_values_do_not_evade_the_limit(self):
+        d = self.d
+        varied = [d.stats(headers={"Authorization": f"Bearer random-{k}"}).status for k in range(12)]
+        plain = [d.stats().status for _ in range(8)]
+        self.assertIn(429, plain, f"no 429 for 8 quick requests from one address: {plain}")
+        self.assertIn(429, varied, f"12 quick requests from one address, each with a made-up bearer value, "
+                                   f"were never limited: {varied}")
+
+
 class RateLimitTest(HardeningTestCase):
     RATE = 2
     BURST = 5
@@ -412,7 +436,6 @@ class RateLimitTest(HardeningTestCase):
         self.assertEqual([d.stats(headers=A).status for _ in range(self.BURST)], [200] * self.BURST,
                          "the admin token was limited by the token's use")
         self.assertEqual({d.health(headers=T).status for _ in range(20)}, {200}, "/health was rate limited")
-        self.assertEqual(d.stats(headers=T).status, 429, "the token's bucket refilled too fast")
         # Retry-After is honest: after it, the token is served again
         wait = int([r for r in answers if r.status == 429][-1].header("Retry-After"))
         time.sleep(wait + 0.1)
