@@ -110,8 +110,7 @@ class ConfiguredLimitsTest(HardeningTestCase):
         self.assertStatus(d.stats(headers=fits), 200, "headers well under max_header")
         over = {f"X-Pad-{i}": "v" * 40 for i in range(MAX_HEADER * 2 // 50)}  # about twice the limit
         r = d.stats(headers=over)
-        self.assertJsonError(r, range(400, 500), "a header block of about 2 x max_header")
-        self.__class__.header_status = r.status
+        self.assertJsonError(r, range(400, 500), "a header block of about 2 x max_header")  # 400 under libevent 2.1
         r = d.stats(headers={"X-One": "v" * (MAX_HEADER + 100)})
         self.assertJsonError(r, range(400, 500), "one header longer than max_header")
         r = d.request("GET", "/stats?" + "a" * (MAX_HEADER + 100))
