@@ -134,6 +134,43 @@ class UnreachableAtStartTest(HardeningTestCase):
         self.assertEqual(self.get_one(d, "m")["body"], "back")
 
 
+class ShardCountGuardTest(HardeningTestCase):
+    """operations.md: "[redis] shards is part of the stored data ... recorded in Redis and an
+    instance configured differently refuses to start." That guard must hold when Redis is not
+    reachable at the moment the daemon starts: once Redis is there, a daemon configured with
+    another shard count must not serve (exit, or keep answering 503), nor write anything."""
+
+    def test_shard_count_checked_when_redis_comes_back(self):
+        redis = self.private_redis(persistent=True)
+        ns = self.namespace()
+        d8 = Daemon(namespace=ns, overrides={"redis": {"address": redis.address, "db": 0, "shards": 8}})
+        self.addCleanup(d8.close)
+        d8.start()
+        wait_until(lambda: d8.push({"topic": "guard", "body": 8}).status == 200, 15, 0.05, "a push with 8 shards")
+        d8.stop()
+        self.assertEqual(redis.cli("HGET", ns.prefix + ":{w}:meta", "shards", db=0), "8")
+        keys_before = sorted(k for k in redis.cli("KEYS", ns.prefix + "*", db=0).split("\n") if ":{w}:" not in k)
+
+        redis.stop()
+        d4 = Daemon(namespace=ns, overrides={"redis": {"address": redis.address, "db": 0, "shards": 4,
+                                                       "timeout": REDIS_TIMEOUT_MS}})
+        self.addCleanup(d4.close)
+        d4.start(timeout=20)  # starts: Redis is unreachable, it cannot check yet
+        redis.start()
+        served = []
+        deadline = time.monotonic() + 4.0  # reconnects back off up to 2 s
+        while time.monotonic() < deadline and d4.running:
+            r, _, err = timed(d4.push, {"topic": "guard", "body": 4}, timeout=10)
+            if r is not None and r.status == 200:
+                served.append(r.json()["id"])
+            time.sleep(0.1)
+        keys_after = sorted(k for k in redis.cli("KEYS", ns.prefix + "*", db=0).split("\n") if ":{w}:" not in k)
+        self.assertEqual(len(served), 0, f"a daemon with shards = 4 served {len(served)} pushes into data recorded "
+                                         f"with 8 shards (it started while Redis was unreachable and never "
+                                         f"checked): ids {served[:3]}")
+        self.assertEqual(keys_after, keys_before, "keys written under the 8-shard data by a 4-shard daemon")
+
+
 class Traffic:
     """Producers pushing single jobs, consumers getting (count 5) and finishing them; every
     answer recorded as (kind, status, started, seconds, Retry-After, error code, exception)."""
