@@ -7,7 +7,7 @@
 #   make -f tests/fuzz/fuzz.mk run T="job ids"  only some targets
 #   make -f tests/fuzz/fuzz.mk build            just build build-fuzz/fuzz_<target>
 #   make -f tests/fuzz/fuzz.mk merge            add the scratch finds that reach new coverage
-#                                               to tests/fuzz/corpus/<target>/ (-merge=1)
+#                                               to tests/fuzz/corpus/<target>/ (-set_cover_merge=1)
 #   make -f tests/fuzz/fuzz.mk cmin             minimise tests/fuzz/corpus/<target>/ from scratch
 #   make -f tests/fuzz/fuzz.mk repro T=job IN=tests/fuzz/crashes/job/crash-...
 #
@@ -71,11 +71,12 @@ run: build
 	    sh $(FUZZ_DIR)/run.sh $(T)
 
 # Merge: add to tests/fuzz/corpus/<t>/ only the scratch finds that reach new coverage
-# (libFuzzer -merge=1 into the first directory); the named seed files stay as they are.
+# (libFuzzer -set_cover_merge=1 into the first directory: a greedy set cover, smaller than
+# -merge=1); the named seed files stay as they are.
 merge: build
 	@for t in $(T); do \
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
-	    $(FUZZ_BUILD)/fuzz_$$t -merge=1 -timeout=10 -rss_limit_mb=2048 $(FUZZ_DIR)/corpus/$$t \
+	    $(FUZZ_BUILD)/fuzz_$$t -set_cover_merge=1 -timeout=10 -rss_limit_mb=2048 $(FUZZ_DIR)/corpus/$$t \
 	        $(FUZZ_BUILD)/corpus/$$t >$(FUZZ_BUILD)/merge_$$t.log 2>&1 || { cat $(FUZZ_BUILD)/merge_$$t.log; exit 1; }; \
 	    echo "merge: $$t: $$(grep -o 'MERGE-OUTER: [0-9]* new files' $(FUZZ_BUILD)/merge_$$t.log), now $$(ls $(FUZZ_DIR)/corpus/$$t | wc -l) files"; \
 	done
@@ -86,7 +87,7 @@ merge: build
 cmin: build
 	@for t in $(T); do \
 	    rm -rf $(FUZZ_BUILD)/cmin/$$t && mkdir -p $(FUZZ_BUILD)/cmin/$$t || exit 1; \
-	    $(FUZZ_BUILD)/fuzz_$$t -merge=1 -timeout=10 -rss_limit_mb=2048 $(FUZZ_BUILD)/cmin/$$t \
+	    $(FUZZ_BUILD)/fuzz_$$t -set_cover_merge=1 -timeout=10 -rss_limit_mb=2048 $(FUZZ_BUILD)/cmin/$$t \
 	        $(FUZZ_DIR)/corpus/$$t >$(FUZZ_BUILD)/cmin_$$t.log 2>&1 || { cat $(FUZZ_BUILD)/cmin_$$t.log; exit 1; }; \
 	    [ -n "$$(ls -A $(FUZZ_BUILD)/cmin/$$t)" ] || { echo "cmin: $$t came out empty" >&2; exit 1; }; \
 	    rm -f $(FUZZ_DIR)/corpus/$$t/* && cp $(FUZZ_BUILD)/cmin/$$t/* $(FUZZ_DIR)/corpus/$$t/ || exit 1; \
