@@ -368,8 +368,9 @@ def main():
                 line += "; threads (cores): " + ", ".join(f"{k} {v:.2f}" for k, v in busy)
             print(line)
     print()
+    waited = num(env, "quiet_waited_s")
     print(f"targets: {sum(r['result'] == 'PASS' for r in rows)} pass, {len(failed)} fail; run took "
-          f"{env.get('elapsed_s', '?')} s")
+          f"{env.get('elapsed_s', '?')} s" + (f" (after waiting {waited:.0f} s for a quiet machine)" if waited else ""))
 
     raw = {}
     for k, v in env.items():

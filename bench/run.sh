@@ -182,6 +182,8 @@ while [ "$QUIET_WAIT" -gt 0 ] && [ "$(echo "$busy $QUIET_MAX" | awk '{ print ($1
     waited=$((waited + 5))
 done
 rec busy_before "$busy"
+rec quiet_waited_s "$waited"
+START=$(date +%s) # the run's time does not count the wait
 [ "$(echo "$busy" | awk '{ print ($1 > 0.3) }')" = 0 ] ||
     say "warning: other processes use $busy of $(nproc) cores; figures will be noisy (see 'other load' notes)"
 
