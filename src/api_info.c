@@ -17,7 +17,8 @@ void api_health(struct request *r)
     int mysql = journal_up();
     int draining = atomic_load(&app->draining);
     int ids = atomic_load(&app->worker_id) >= 0; /* without a worker number it cannot take pushes */
-    int ok = redis && mysql && ids && !draining;
+    int layout = atomic_load(&app->layout) == 1;  /* shard count checked against the data */
+    int ok = redis && mysql && ids && layout && !draining;
     struct sbuf sb = SBUF_INIT;
     sb_printf(&sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
               ok ? "ok" : "unavailable", redis ? "up" : "down", mysql ? "up" : "down", draining ? "true" : "false");

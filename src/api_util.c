@@ -39,6 +39,13 @@ int api_require_redis(struct request *r)
         respond_unavailable(r, "Redis");
         return -1;
     }
+    int layout = atomic_load(&r->w->app->layout);
+    if (layout != 1) {
+        respond_error(r, 503, "unavailable",
+                      layout < 0 ? "this instance's [redis] shards differs from the one the data was written with"
+                                 : "Redis is being checked; retry shortly");
+        return -1;
+    }
     return 0;
 }
 

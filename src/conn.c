@@ -11,6 +11,8 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 enum phase { PHASE_IDLE, PHASE_READING, PHASE_BUSY };
 
@@ -21,6 +23,12 @@ struct conn {
     int64_t since_us;
     int closing;             /* we asked evhttp to close it */
     int queued_for_reap;
+    int closecb_set;
+    /* the request being received (see on_input): its head chunked? a NUL in its head? */
+    int head_done, chunked, nul_in_head;
+    size_t body_bytes;       /* bytes after the head */
+    char line[64];
+    size_t line_len;
     struct conn *prev, *next;
     struct conn *reap_next;
 };
@@ -51,6 +59,16 @@ static void release(struct conn *c)
     free(c);
 }
 
+static void queue_reap(struct conn *c)
+{
+    if (c->queued_for_reap)
+        return;
+    c->queued_for_reap = 1;
+    c->reap_next = c->w->conns.reap;
+    c->w->conns.reap = c;
+    event_active(c->w->conns.reap_ev, EV_TIMEOUT, 0);
+}
+
 static void on_reap(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
@@ -65,26 +83,87 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* Output drained: evhttp may be about to let the connection go (Connection: close); look
- * again once the current callback has returned. */
-static void on_output_drained(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     struct conn *c = arg;
-    if (info->n_deleted == 0 || evbuffer_get_length(buf) != 0 || c->queued_for_reap)
+    struct worker *w = c->w;
+    /* bytes evhttp wrote on its own: its error page, to become our JSON error */
+    if (info->n_added > 0 && !w->rewriting && w->replying != buf)
+        http_rewrite_error_page(w, buf, c->chunked && c->body_bytes <= (size_t)w->app->cfg.max_body);
+    /* output drained: evhttp may be about to let the connection go (Connection: close);
+     * look again once the current callback has returned */
+    if (info->n_deleted > 0 && evbuffer_get_length(buf) == 0)
+        queue_reap(c);
+}
+
+/* One line of the request head (without CR LF): is it "Transfer-Encoding: ...chunked"? */
+static void head_line(struct conn *c)
+{
+    static const char name[] = "transfer-encoding:";
+    c->line[c->line_len] = '\0';
+    if (c->line_len == 0) {
+        c->head_done = 1;
         return;
-    c->queued_for_reap = 1;
-    c->reap_next = c->w->conns.reap;
-    c->w->conns.reap = c;
-    event_active(c->w->conns.reap_ev, EV_TIMEOUT, 0);
+    }
+    if (strncasecmp(c->line, name, sizeof name - 1) == 0 && strcasestr(c->line + sizeof name - 1, "chunked"))
+        c->chunked = 1;
+}
+
+/* Watch the request head go by (evhttp parses it after this callback) for one fact: whether
+ * the body is chunked, which tells a corrupt chunked body from a body that is too large when
+ * evhttp reports both as "too long". */
+static void scan_head(struct conn *c, struct evbuffer *buf, size_t added)
+{
+    size_t len = evbuffer_get_length(buf);
+    struct evbuffer_ptr at;
+    struct evbuffer_iovec vec[8];
+    if (added > len || evbuffer_ptr_set(buf, &at, len - added, EVBUFFER_PTR_SET) < 0)
+        return;
+    int n = evbuffer_peek(buf, (ev_ssize_t)added, &at, vec, 8);
+    size_t seen = 0;
+    for (int v = 0; v < n && v < 8 && !c->head_done; v++) {
+        const char *p = vec[v].iov_base;
+        size_t i = 0;
+        for (; i < vec[v].iov_len && !c->head_done; i++) {
+            if (p[i] == '\0')
+                c->nul_in_head = 1; /* evhttp would cut the header value there: refuse it */
+            if (p[i] == '\n') {
+                head_line(c);
+                c->line_len = 0;
+            } else if (p[i] != '\r' && c->line_len < sizeof c->line - 1) {
+                c->line[c->line_len++] = p[i];
+            }
+        }
+        seen += i;
+    }
+    if (c->head_done && added > seen)
+        c->body_bytes += added - seen; /* what came in the same read, after the head */
 }
 
 static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     struct conn *c = arg;
-    if (info->n_added > 0 && c->phase == PHASE_IDLE) {
+    if (info->n_added == 0)
+        return;
+    if (c->phase == PHASE_IDLE) {
         c->phase = PHASE_READING;
         c->since_us = clock_mono_us();
+        c->head_done = c->chunked = c->nul_in_head = 0;
+        c->body_bytes = 0;
+        c->line_len = 0;
     }
+    if (c->phase != PHASE_READING)
+        return;
+    if (c->head_done)
+        c->body_bytes += info->n_added;
+    else
+        scan_head(c, buf, info->n_added);
+}
+
+/* evhttp is freeing the connection (it calls this first): release it right after. */
+static void on_connection_closed(struct evhttp_connection *evcon, void *arg)
+{
+    queue_reap(arg);
 }
 
 struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg)
@@ -93,7 +172,6 @@ struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg)
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (bev == NULL)
         return NULL;
-    http_watch_output(w, bev);
     struct conn *c = calloc(1, sizeof *c);
     if (c == NULL || ptrmap_put(&w->conns.by_bev, bev, c) < 0) {
         free(c); /* untracked but served: evhttp still frees the bufferevent itself */
@@ -105,7 +183,7 @@ struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg)
     c->since_us = clock_mono_us();
     bufferevent_incref(bev);
     evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
-    evbuffer_add_cb(bufferevent_get_output(bev), on_output_drained, c);
+    evbuffer_add_cb(bufferevent_get_output(bev), on_output, c);
     c->next = w->conns.head;
     if (c->next)
         c->next->prev = c;
@@ -128,7 +206,17 @@ void conn_request_started(struct worker *w, struct evhttp_request *req)
     if (c) {
         c->phase = PHASE_BUSY;
         c->since_us = clock_mono_us();
+        if (!c->closecb_set) {
+            c->closecb_set = 1;
+            evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_connection_closed, c);
+        }
     }
+}
+
+int conn_head_has_nul(struct worker *w, struct evhttp_request *req)
+{
+    struct conn *c = conn_of(w, req);
+    return c && c->nul_in_head;
 }
 
 void conn_request_answering(struct worker *w, struct evhttp_request *req)

@@ -46,6 +46,9 @@ struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg);
 void conn_request_started(struct worker *w, struct evhttp_request *req);
 void conn_request_answering(struct worker *w, struct evhttp_request *req);
 
+/* Did the request's head contain a NUL byte (which evhttp would silently cut a value at)? */
+int conn_head_has_nul(struct worker *w, struct evhttp_request *req);
+
 /* Once a second: close connections past their deadline, release those evhttp let go. */
 void conn_sweep(struct worker *w);
 

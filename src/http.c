@@ -3,13 +3,12 @@
  * evhttp in libevent 2.1 answers some bad requests itself (malformed request line or headers,
  * a body or header block over the limit) with an HTML page, and 2.1 has no hook to change
  * that (evhttp_set_errorcb arrived in 2.2). The contract promises JSON errors, so every
- * connection's output buffer carries a callback: bytes that evhttp writes on its own (that
- * is, outside respond_*) are recognised as its error page once complete and replaced, in
- * place and before they reach the socket, by the same response in our JSON format. The
- * callback keeps no per-connection state: "is this ours" is answered by the worker's
- * `replying` pointer, set only while respond_* runs. (A bufferevent filter would be the
- * obvious tool, but under evhttp 2.1 a filter stalls: evhttp writes while EV_WRITE is
- * disabled and enabling it does not flush a filter.) */
+ * connection's output buffer carries a callback (conn.c): bytes that evhttp writes on its
+ * own (that is, outside respond_*) are recognised as its error page once complete and
+ * replaced, in place and before they reach the socket, by http_rewrite_error_page. "Is this
+ * ours" is answered by the worker's `replying` pointer, set only while respond_* runs. (A
+ * bufferevent filter would be the obvious tool, but under evhttp 2.1 a filter stalls: evhttp
+ * writes while EV_WRITE is disabled and enabling it does not flush a filter.) */
 #include "http.h"
 #include "api.h"
 #include "clock.h"
@@ -177,7 +176,7 @@ static long header_content_length(const char *head, size_t len)
     return -1;
 }
 
-static void rewrite_error_page(struct worker *w, struct evbuffer *buf)
+void http_rewrite_error_page(struct worker *w, struct evbuffer *buf, int corrupt_chunked)
 {
     size_t len = evbuffer_get_length(buf);
     if (len > 16384)
@@ -203,9 +202,12 @@ static void rewrite_error_page(struct worker *w, struct evbuffer *buf)
         if (cl >= 0 ? body_len < (size_t)cl : !(body_len >= 15 && memcmp(p + len - 15, "</BODY></HTML>\n", 15) == 0))
             return; /* body still being written */
 
+        if (status == 413 && corrupt_chunked)
+            status = 400; /* libevent 2.1 reports a corrupt chunked body as "too long" */
         const char *code = status == 413 ? "too_large" : status == 404 ? "not_found"
                          : status == 405 || status == 501 ? "method_not_allowed" : "bad_request";
-        const char *message = status == 413 ? "request body or headers larger than the server accepts"
+        const char *message = status == 413 ? "request body larger than the server accepts (max_body)"
+                            : corrupt_chunked && status == 400 ? "malformed chunked request body (chunk extensions are not supported)"
                             : status == 501 ? "unsupported HTTP method"
                             : "malformed HTTP request line or headers (or a header block over max_header bytes)";
         if (status == 501)
@@ -226,7 +228,11 @@ static void rewrite_error_page(struct worker *w, struct evbuffer *buf)
         memcpy(keep, p, keep_len);
 
         w->rewriting = 1;
+        /* A socket bufferevent keeps its output's start frozen after its first write (only its
+         * own write path may drain it, unfreezing around it); do as evhttp itself does. */
+        evbuffer_unfreeze(buf, 1);
         evbuffer_drain(buf, len);
+        evbuffer_freeze(buf, 1);
         evbuffer_add(buf, keep, keep_len);
         evbuffer_add(buf, head, (size_t)hn);
         evbuffer_add(buf, sb.data, sb.len);
@@ -235,19 +241,6 @@ static void rewrite_error_page(struct worker *w, struct evbuffer *buf)
         metrics_http(EP_NOT_FOUND, status, 0);
         return;
     }
-}
-
-static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-    struct worker *w = arg;
-    if (info->n_added == 0 || w->rewriting || w->replying == buf)
-        return;
-    rewrite_error_page(w, buf);
-}
-
-void http_watch_output(struct worker *w, struct bufferevent *bev)
-{
-    evbuffer_add_cb(bufferevent_get_output(bev), on_output, w);
 }
 
 /* ---- authentication ---- */
@@ -314,14 +307,21 @@ static int authorize(struct request *r)
     return 0;
 }
 
-/* Over [http] rate_limit for this token (or address)? Then it has been answered 429. */
+/* Over [http] rate_limit? Then it has been answered 429. The bucket is the token's when the
+ * request carries a valid one (so one client's burst does not starve another behind the
+ * same proxy), else the client address's — so made-up tokens cannot dodge the limit, and
+ * failed authentication attempts count too. */
 static int rate_limited(struct request *r)
 {
     struct ratelimit *rl = r->w->app->ratelimit;
+    const struct config *cfg = &r->w->app->cfg;
     if (rl == NULL || r->endpoint == EP_HEALTH || r->endpoint == EP_METRICS)
         return 0;
     size_t len = 0;
     const char *key = bearer(r, &len);
+    if (key != NULL && !(cfg->token[0] && secret_equal(key, len, cfg->token)) &&
+        !(cfg->admin_token[0] && secret_equal(key, len, cfg->admin_token)))
+        key = NULL;
     if (key == NULL) {
         key = r->client;
         len = strlen(key);
@@ -410,6 +410,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     snprintf(r->client, sizeof r->client, "%s", peer ? peer : "unknown");
     r->loopback = is_loopback(r->client);
 
+    if (conn_head_has_nul(w, req)) {
+        respond_header(r, "Connection", "close");
+        respond_error(r, 400, "bad_request", "NUL byte in the request head");
+        return;
+    }
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (path == NULL || path[0] == '\0')
@@ -439,7 +444,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         respond_error(r, 405, "method_not_allowed", "use %s for this endpoint", allow);
         return;
     }
-    if (authorize(r) < 0 || rate_limited(r))
+    if (rate_limited(r) || authorize(r) < 0)
         return;
     if (atomic_load(&w->app->draining) && r->endpoint != EP_HEALTH) {
         respond_unavailable(r, "this instance (shutting down)");

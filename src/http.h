@@ -39,9 +39,12 @@ struct request {
 /* Start serving HTTP on the worker's loop (shared listening socket). */
 int http_start(struct worker *w) __attribute__((warn_unused_result));
 
-/* Rewrite evhttp's own error pages on this connection into JSON (see http.c). */
-struct bufferevent;
-void http_watch_output(struct worker *w, struct bufferevent *bev);
+/* evhttp wrote something on its own into `buf` (a connection's output): once it is a complete
+ * error page, replace it in place with our JSON error (see http.c). `corrupt_chunked`: the
+ * request used chunked encoding and had not sent more than max_body (libevent reports a
+ * corrupt chunked body as "too long"). */
+struct evbuffer;
+void http_rewrite_error_page(struct worker *w, struct evbuffer *buf, int chunked_request);
 
 /* Stop accepting new connections on this worker. */
 void http_stop_accepting(struct worker *w);

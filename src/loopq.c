@@ -19,6 +19,7 @@ struct node {
 struct loopq {
     pthread_mutex_t lock;
     struct node *head, *tail;
+    int closed;
     int fd;
     struct event *ev;
 };
@@ -80,6 +81,14 @@ void loopq_free(struct loopq *q)
     free(q);
 }
 
+void loopq_close(struct loopq *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->closed = 1;
+    pthread_mutex_unlock(&q->lock);
+    drain(q->fd, EV_READ, q);
+}
+
 int loopq_post(struct loopq *q, loopq_fn fn, void *arg)
 {
     struct node *n = malloc(sizeof *n);
@@ -89,6 +98,11 @@ int loopq_post(struct loopq *q, loopq_fn fn, void *arg)
     n->fn = fn;
     n->arg = arg;
     pthread_mutex_lock(&q->lock);
+    if (q->closed) {
+        pthread_mutex_unlock(&q->lock);
+        free(n);
+        return -1;
+    }
     int was_empty = q->head == NULL;
     if (q->tail)
         q->tail->next = n;

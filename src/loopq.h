@@ -14,10 +14,15 @@ typedef void (*loopq_fn)(void *arg);
 /* Attach a queue to `base` (call on the loop's thread, before it runs). NULL on failure. */
 struct loopq *loopq_new(struct event_base *base);
 
+/* The loop has ended: run what is still queued (on the calling thread, which must be the
+ * loop's) and refuse later posts, so their senders keep ownership of what they meant to pass. */
+void loopq_close(struct loopq *q);
+
 /* Free the queue; functions still queued are dropped without running. */
 void loopq_free(struct loopq *q);
 
-/* Queue fn(arg) to run on the loop. Thread-safe. 0, or -1 when out of memory. */
+/* Queue fn(arg) to run on the loop. Thread-safe. 0, or -1 when out of memory or closed
+ * (then the caller still owns arg). */
 int loopq_post(struct loopq *q, loopq_fn fn, void *arg) __attribute__((warn_unused_result));
 
 #endif

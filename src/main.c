@@ -89,8 +89,9 @@ static int open_listener(const char *listen_addr)
 }
 
 /* The shard count is part of the data layout (ids.h): refuse to run with a different one. */
-static void check_redis_layout(const struct config *cfg)
+static void check_redis_layout(struct app *app)
 {
+    const struct config *cfg = &app->cfg;
     char host[256];
     int port = 0, is_unix = 0;
     if (strncmp(cfg->redis_address, "unix:", 5) == 0) {
@@ -104,7 +105,8 @@ static void check_redis_layout(const struct config *cfg)
     struct timeval tv = {cfg->redis_timeout_ms / 1000, (cfg->redis_timeout_ms % 1000) * 1000};
     redisContext *c = is_unix ? redisConnectUnixWithTimeout(host, tv) : redisConnectWithTimeout(host, port, tv);
     if (c == NULL || c->err) {
-        log_warn("Redis at %s is not reachable now (%s); starting anyway, requests get 503 until it is",
+        log_warn("Redis at %s is not reachable now (%s); starting anyway, requests get 503 until it is "
+                 "(and the shard count is checked then)",
                  cfg->redis_address, c ? c->errstr : "out of memory");
         if (c)
             redisFree(c);
@@ -135,6 +137,8 @@ static void check_redis_layout(const struct config *cfg)
     if (r)
         freeReplyObject(r);
     r = redisCommand(c, "HGET %s shards", key);
+    if (r && r->type == REDIS_REPLY_STRING && atoi(r->str) == cfg->redis_shards)
+        atomic_store(&app->layout, 1);
     if (r && r->type == REDIS_REPLY_STRING && atoi(r->str) != cfg->redis_shards) {
         fprintf(stderr,
                 "hourglassd: the data under prefix \"%s\" was written with [redis] shards = %s, this config says %d.\n"
@@ -290,7 +294,7 @@ int main(int argc, char **argv)
         return 1;
     }
     check_mysql_schema(cfg);
-    check_redis_layout(cfg);
+    check_redis_layout(&app);
     app.listen_fd = open_listener(cfg->listen);
 
     if (journal_start(cfg, app.instance) < 0 || outbox_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {

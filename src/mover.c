@@ -52,6 +52,7 @@ struct move_call {
 
 static void arm_timer(struct mover *m);
 static void run_shard(struct mover *m, int shard);
+static void check_layout(struct mover *m);
 
 /* move.lua logged the transitions in the outbox; here they are only counted. */
 static void count_moves(struct mover *m, const struct move_outcome *o)
@@ -89,6 +90,8 @@ static void on_moved(const struct move_outcome *o, void *arg)
 
 static void run_shard(struct mover *m, int shard)
 {
+    if (atomic_load(&m->app->layout) != 1)
+        return; /* not before the shard count is known to match the data */
     if (m->running[shard]) {
         m->again[shard] = 1;
         return;
@@ -225,6 +228,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         run_shard(m, s);
     idlease_tick(m->lease);
     measure_outbox(m);
+    if (m->ticks % 10 == 0 || atomic_load(&m->app->layout) != 1)
+        check_layout(m);
     struct sbuf local = SBUF_INIT;
     local_stats(m, &local);
     fleet_tick(m->fleet, local.data ? local.data : "{}");
@@ -280,10 +285,50 @@ static void on_sub_state(struct rconn *rc, int up, void *arg)
         worker_notify_ready(m->app->workers[i], NULL, 0);
 }
 
+static void on_layout(redisReply *r, void *arg)
+{
+    struct mover *m = arg;
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        return; /* checked again on the next tick */
+    int shards = atoi(r->str), was = atomic_load(&m->app->layout);
+    if (shards == m->app->cfg.redis_shards) {
+        atomic_store(&m->app->layout, 1);
+        if (was != 1)
+            log_info("redis: data layout checked ([redis] shards = %d)", shards);
+    } else {
+        atomic_store(&m->app->layout, -1);
+        if (was != -1)
+            log_error("redis: the data under prefix \"%s\" was written with [redis] shards = %d, this instance has "
+                      "%d; it refuses requests until the configuration matches",
+                      m->app->cfg.redis_prefix, shards, m->app->cfg.redis_shards);
+    }
+}
+
+static void on_layout_claimed(redisReply *r, void *arg)
+{
+}
+
+/* The shard count is part of the data (ids.h): record it if the data has none (a new or
+ * emptied Redis), and compare. Cheap, so done on every connect and every 10 s. */
+static void check_layout(struct mover *m)
+{
+    char key[128], shards[16];
+    snprintf(key, sizeof key, "%s:{w}:meta", m->app->cfg.redis_prefix);
+    snprintf(shards, sizeof shards, "%d", m->app->cfg.redis_shards);
+    const char *set[] = {"HSETNX", key, "shards", shards};
+    size_t setlen[] = {6, strlen(key), 6, strlen(shards)};
+    const char *get[] = {"HGET", key, "shards"};
+    size_t getlen[] = {4, strlen(key), 6};
+    if (rconn_command(m->redis, on_layout_claimed, m, 4, set, setlen) == 0 &&
+        rconn_command(m->redis, on_layout, m, 3, get, getlen) < 0)
+        log_debug("mover: could not check the data layout now; next tick");
+}
+
 static void on_redis_state(struct rconn *rc, int up, void *arg)
 {
     struct mover *m = arg;
     if (up) {
+        check_layout(m);
         idlease_tick(m->lease);
         for (int s = 0; s < m->shards; s++)
             m->next_due[s] = 0;

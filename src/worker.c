@@ -44,6 +44,7 @@ static void *worker_main(void *arg)
     struct worker *w = arg;
     log_set_thread_name(w->name);
     event_base_dispatch(w->base);
+    loopq_close(w->inbox); /* late notifications and completions run now, or stay with their senders */
     return NULL;
 }
 

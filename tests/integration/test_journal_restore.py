@@ -60,10 +60,12 @@ class RestoreAfterRedisLossTest(HourglassTestCase):
                     pass  # due at once: runAt = the server's now
                 elif g == "soon":
                     j["runAt"] = t_base + rng.randrange(1000, 3000)
+                # "later" is far enough that no job of it comes due while the test runs, even
+                # on a slow, shared machine or under a sanitizer (a run took over 5 minutes)
                 elif i % 2:
-                    j["runAt"] = t_base + rng.randrange(5 * 60_000, 60 * 60_000)
+                    j["runAt"] = t_base + rng.randrange(60 * 60_000, 120 * 60_000)
                 else:
-                    j["delay"] = rng.randrange(5 * 60_000, 60 * 60_000)
+                    j["delay"] = rng.randrange(60 * 60_000, 120 * 60_000)
                 batch.append(j)
                 meta.append(g)
             t0 = now_ms()
@@ -233,7 +235,8 @@ class RestoreExpireFalseTest(HourglassTestCase):
         d = start_ready(self)
         ns = d.namespace
         due = expect_ok(d.push([{"topic": "ex", "body": i, "priority": i % 10} for i in range(60)]), "push")["ids"]
-        future = expect_ok(d.push([{"topic": "ex", "body": 100 + i, "delay": 20_000 + 500 * i}
+        # far enough ahead that none comes due during the test, however slow the machine
+        future = expect_ok(d.push([{"topic": "ex", "body": 100 + i, "delay": 600_000 + 500 * i}
                                    for i in range(100)]), "push")["ids"]
         got = consume(d, "ex", 40)  # 40 reserved, 20 left ready
         self.assertEqual(len(got), 40)
