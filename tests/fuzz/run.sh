@@ -46,7 +46,11 @@ for t in "$@"; do
      echo $? >"$log.status") >"$log" 2>&1
     status=$(cat "$log.status")
     after=$(ls -A "$dir/crashes/$t" | wc -l)
-    grep -E '^#[0-9]+ +(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)|^INFO: exiting' "$log" | tail -n 6
+    # one process: "#N DONE" and stat:: lines; fork mode: "#N: cov: ... time: Ts" progress lines
+    grep -E '^#[0-9]+ +(INITED|DONE)|^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)' "$log" | tail -n 5
+    grep -E '^#[0-9]+: cov:' "$log" | tail -n 1 |
+        sed -E 's/^#([0-9]+): (cov: [0-9]+ ft: [0-9]+ corp: [0-9]+).*crash: ([0-9/]+) time: ([0-9]+)s.*/\1 \2 \3 \4/' |
+        awk '{ printf "fork: %d runs in %ds (%d exec/s overall), %s %s %s %s %s %s, oom/timeout/crash %s\n", $1, $9, $9 ? $1 / $9 : 0, $2, $3, $4, $5, $6, $7, $8 }'
     if [ "$status" -eq 0 ] && [ "$after" -eq "$before" ]; then
         echo "fuzz_$t: ok (log $log)"
     else
