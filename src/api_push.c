@@ -192,7 +192,8 @@ static void finish_push(struct push_state *st)
         const struct push_outcome *o = &st->outcomes[0];
         sb_puts(&sb, "{\"id\":");
         api_json_id(&sb, o->id);
-        sb_printf(&sb, ",\"runAt\":%lld", (long long)o->run_at);
+        sb_puts(&sb, ",\"runAt\":");
+        sb_json_int(&sb, o->run_at);
         if (o->code == PUSHED_DUP)
             sb_puts(&sb, ",\"duplicate\":true");
         if (o->code == PUSHED_REPLACED)

@@ -75,10 +75,20 @@ void api_json_delivered(struct sbuf *sb, const struct delivered *d)
     sb_json_str(sb, d->topic, d->topic_len);
     sb_puts(sb, ",\"body\":");
     sb_put(sb, d->body, d->body_len); /* stored as compact JSON text */
-    sb_printf(sb, ",\"priority\":%d,\"ttr\":%lld,\"tries\":%d,\"attempt\":%d,\"runAt\":%lld", d->priority,
-              (long long)d->ttr, d->tries, d->attempt, (long long)d->run_at);
-    if (d->lease_until > 0)
-        sb_printf(sb, ",\"leaseUntil\":%lld", (long long)d->lease_until);
+    sb_puts(sb, ",\"priority\":");
+    sb_json_int(sb, d->priority);
+    sb_puts(sb, ",\"ttr\":");
+    sb_json_int(sb, d->ttr);
+    sb_puts(sb, ",\"tries\":");
+    sb_json_int(sb, d->tries);
+    sb_puts(sb, ",\"attempt\":");
+    sb_json_int(sb, d->attempt);
+    sb_puts(sb, ",\"runAt\":");
+    sb_json_int(sb, d->run_at);
+    if (d->lease_until > 0) {
+        sb_puts(sb, ",\"leaseUntil\":");
+        sb_json_int(sb, d->lease_until);
+    }
     if (d->biz_len > 0) {
         sb_puts(sb, ",\"bizKey\":");
         sb_json_str(sb, d->biz, d->biz_len);

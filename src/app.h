@@ -25,7 +25,7 @@ struct app {
     struct idgen ids;
     int64_t started_unix_ms;
 
-    int listen_fd;
+    int *listen_fds;          /* one per HTTP worker, handed to it */
     struct worker **workers;
     int nworkers;
     struct mover *mover;

@@ -25,6 +25,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -36,7 +37,13 @@ static void request_free(struct request *r)
         r->state_free(r->state);
     params_free(&r->params);
     struct worker *w = r->w;
-    free(r);
+    if (w->nfree_requests < 256) { /* keep some for reuse: a request is ~5 KB */
+        r->next_free = w->free_requests;
+        w->free_requests = r;
+        w->nfree_requests++;
+    } else {
+        free(r);
+    }
     w->inflight--;
     worker_exit_if_idle(w);
 }
@@ -77,32 +84,24 @@ static const char *reason_phrase(int status)
 
 void respond_json(struct request *r, int status, struct sbuf *json)
 {
-    struct evbuffer *body = NULL;
-    if (json && json->len > 0 && !json->oom) {
-        body = evbuffer_new();
-        if (body) {
-            evbuffer_add(body, json->data, json->len);
-            evbuffer_add(body, "\n", 1);
-        }
-    } else if (json && json->oom) {
+    if (json && json->oom)
         status = 503;
+    else if (json && json->len > 0) {
+        struct evbuffer *out = evhttp_request_get_output_buffer(r->req);
+        evbuffer_add(out, json->data, json->len);
+        evbuffer_add(out, "\n", 1);
     }
     if (status != 204)
         evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", "application/json");
-    send_reply(r, status, reason_phrase(status), body);
-    if (body)
-        evbuffer_free(body);
+    send_reply(r, status, reason_phrase(status), NULL);
 }
 
 void respond_text(struct request *r, int status, const char *content_type, struct sbuf *text)
 {
-    struct evbuffer *body = evbuffer_new();
-    if (body && text->len)
-        evbuffer_add(body, text->data, text->len);
+    if (text->len)
+        evbuffer_add(evhttp_request_get_output_buffer(r->req), text->data, text->len);
     evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", content_type);
-    send_reply(r, status, reason_phrase(status), body);
-    if (body)
-        evbuffer_free(body);
+    send_reply(r, status, reason_phrase(status), NULL);
 }
 
 void respond_no_content(struct request *r)
@@ -389,11 +388,15 @@ static const handler_fn handlers[EP_COUNT] = {
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct worker *w = arg;
-    struct request *r = calloc(1, sizeof *r);
-    if (r == NULL) {
+    struct request *r = w->free_requests;
+    if (r) {
+        w->free_requests = r->next_free;
+        w->nfree_requests--;
+    } else if ((r = malloc(sizeof *r)) == NULL) {
         evhttp_send_reply(req, 503, "Service Unavailable", NULL);
         return;
     }
+    memset(r, 0, offsetof(struct request, route)); /* the route sets its own fields */
     w->inflight++;
     r->w = w;
     r->req = req;
@@ -478,10 +481,7 @@ int http_start(struct worker *w)
                                             EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
                                             EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_default_content_type(w->http, "application/json");
-    int fd = dup(w->app->listen_fd);
-    if (fd < 0)
-        return -1;
-    evutil_make_socket_nonblocking(fd);
+    int fd = w->app->listen_fds[w->index];
     w->bound = evhttp_accept_socket_with_handle(w->http, fd);
     if (w->bound == NULL) {
         close(fd);
@@ -500,6 +500,11 @@ void http_stop_accepting(struct worker *w)
 
 void http_free(struct worker *w)
 {
+    while (w->free_requests) {
+        struct request *r = w->free_requests;
+        w->free_requests = r->next_free;
+        free(r);
+    }
     if (w->http) {
         evhttp_free(w->http);
         w->http = NULL;

@@ -21,6 +21,7 @@ struct worker;
 struct evhttp_request;
 
 struct request {
+    struct request *next_free;  /* the worker's free list of answered requests */
     struct worker *w;
     struct evhttp_request *req;
     enum endpoint endpoint;
@@ -28,12 +29,12 @@ struct request {
     int64_t start_us;
     char client[JREC_HOST_MAX]; /* peer address */
     int loopback;
-    struct route route;
-    struct params params;
     const char *body;           /* request body, linearised; valid until the answer */
     size_t body_len;
     void *state;                /* endpoint-specific, freed by state_free when answered */
     void (*state_free)(void *state);
+    struct params params;
+    struct route route;         /* last: its 4 KB argument buffer is never cleared as a whole */
 };
 
 /* Start serving HTTP on the worker's loop (shared listening socket). */

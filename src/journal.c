@@ -270,7 +270,9 @@ static int insert_messages(struct batch *b, struct jsync *groups)
             const struct job_spec *j = r->job;
             if (begin_row(b, head) < 0)
                 return -1;
-            sb_printf(&b->sql, "(%llu,", (unsigned long long)r->id);
+            sb_putc(&b->sql, '(');
+            sb_json_uint(&b->sql, r->id);
+            sb_putc(&b->sql, ',');
             db_quote(b->db, &b->sql, j->topic, j->topic_len);
             sb_putc(&b->sql, ',');
             if (j->biz_key)
@@ -279,9 +281,20 @@ static int insert_messages(struct batch *b, struct jsync *groups)
                 sb_puts(&b->sql, "NULL");
             sb_putc(&b->sql, ',');
             db_quote(b->db, &b->sql, j->body, j->body_len);
-            sb_printf(&b->sql, ",%lld,%d,%lld,%d,0,'%s',%u,%lld,%lld)", (long long)j->run_at, j->priority,
-                      (long long)j->ttr, j->tries, job_state_name(r->to), r->ver, (long long)r->at,
-                      (long long)r->at);
+            const int64_t fields[] = {j->run_at, j->priority, j->ttr, j->tries, 0};
+            for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+                sb_putc(&b->sql, ',');
+                sb_json_int(&b->sql, fields[f]);
+            }
+            sb_puts(&b->sql, ",'");
+            sb_puts(&b->sql, job_state_name(r->to));
+            sb_puts(&b->sql, "',");
+            sb_json_uint(&b->sql, r->ver);
+            sb_putc(&b->sql, ',');
+            sb_json_int(&b->sql, r->at);
+            sb_putc(&b->sql, ',');
+            sb_json_int(&b->sql, r->at);
+            sb_putc(&b->sql, ')');
         }
     return flush_statement(b);
 }
@@ -294,15 +307,26 @@ static int add_transition_row(struct batch *b, const struct jrec *r, const char 
                                "instance,attempts) VALUES ";
     if (begin_row(b, head) < 0)
         return -1;
-    sb_printf(&b->sql, "(%llu,%u,'%s','%s',%lld,", (unsigned long long)r->id, r->ver, job_state_name(r->from),
-              job_state_name(r->to), (long long)r->at);
+    sb_putc(&b->sql, '(');
+    sb_json_uint(&b->sql, r->id);
+    sb_putc(&b->sql, ',');
+    sb_json_uint(&b->sql, r->ver);
+    sb_puts(&b->sql, ",'");
+    sb_puts(&b->sql, job_state_name(r->from));
+    sb_puts(&b->sql, "','");
+    sb_puts(&b->sql, job_state_name(r->to));
+    sb_puts(&b->sql, "',");
+    sb_json_int(&b->sql, r->at);
+    sb_putc(&b->sql, ',');
     db_quote(b->db, &b->sql, r->actor, strnlen(r->actor, sizeof r->actor));
     sb_putc(&b->sql, ',');
     db_quote(b->db, &b->sql, r->host, strnlen(r->host, sizeof r->host));
     sb_putc(&b->sql, ',');
     const char *who = r->instance[0] ? r->instance : instance;
     db_quote(b->db, &b->sql, who, strnlen(who, sizeof r->instance));
-    sb_printf(&b->sql, ",%u)", r->attempts);
+    sb_putc(&b->sql, ',');
+    sb_json_uint(&b->sql, r->attempts);
+    sb_putc(&b->sql, ')');
     return 0;
 }
 
@@ -332,8 +356,19 @@ static int update_messages(struct batch *b, const struct jrec **updates, size_t 
         const struct jrec *r = updates[i];
         if (begin_row(b, head) < 0)
             return -1;
-        sb_printf(&b->sql, "(%llu,'%s',%u,%lld,%u,%lld,%d)", (unsigned long long)r->id, job_state_name(r->to),
-                  r->attempts, (long long)r->run_at, r->ver, (long long)r->at, r->force);
+        sb_putc(&b->sql, '(');
+        sb_json_uint(&b->sql, r->id);
+        sb_puts(&b->sql, ",'");
+        sb_puts(&b->sql, job_state_name(r->to));
+        sb_puts(&b->sql, "',");
+        sb_json_uint(&b->sql, r->attempts);
+        sb_putc(&b->sql, ',');
+        sb_json_int(&b->sql, r->run_at);
+        sb_putc(&b->sql, ',');
+        sb_json_uint(&b->sql, r->ver);
+        sb_putc(&b->sql, ',');
+        sb_json_int(&b->sql, r->at);
+        sb_puts(&b->sql, r->force ? ",1)" : ",0)");
     }
     if (flush_statement(b) < 0)
         return -1;

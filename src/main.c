@@ -49,8 +49,28 @@ static void usage(FILE *out)
                  "  -v        version\n");
 }
 
-/* Bind the [http] listen address. Exits with a message on failure (start-up only). */
-static int open_listener(const char *listen_addr)
+static int listen_socket(const struct addrinfo *ai, int reuseport)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if ((reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 4096) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* One listening socket per HTTP worker on the [http] listen address (SO_REUSEPORT: the kernel
+ * spreads new connections evenly, where one shared socket lets a single busy worker win every
+ * accept). A plain bind first proves the port is not in use — by another hourglassd too,
+ * which SO_REUSEPORT alone would let share it. Exits with a message on failure (start-up). */
+static void open_listeners(const char *listen_addr, int n, int *fds)
 {
     char host[256];
     const char *colon = strrchr(listen_addr, ':');
@@ -75,17 +95,28 @@ static int open_listener(const char *listen_addr)
         fprintf(stderr, "hourglassd: [http] listen %s: %s\n", listen_addr, gai_strerror(rc));
         exit(1);
     }
-    int fd = socket(res->ai_family, res->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    if (fd >= 0)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 4096) < 0) {
+    int probe = listen_socket(res, 0);
+    if (probe < 0) {
         fprintf(stderr, "hourglassd: cannot listen on %s: %s (is another process using it? change [http] listen)\n",
                 listen_addr, strerror(errno));
         exit(1);
     }
+    /* port 0 asks for any free port: every worker's socket must get the same one */
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    getsockname(probe, (struct sockaddr *)&bound, &blen);
+    close(probe);
+    struct addrinfo ai = *res;
+    ai.ai_addr = (struct sockaddr *)&bound;
+    ai.ai_addrlen = blen;
+    for (int i = 0; i < n; i++) {
+        fds[i] = listen_socket(&ai, 1);
+        if (fds[i] < 0) {
+            fprintf(stderr, "hourglassd: cannot listen on %s: %s\n", listen_addr, strerror(errno));
+            exit(1);
+        }
+    }
     freeaddrinfo(res);
-    return fd;
 }
 
 /* The shard count is part of the data layout (ids.h): refuse to run with a different one. */
@@ -295,7 +326,10 @@ int main(int argc, char **argv)
     }
     check_mysql_schema(cfg);
     check_redis_layout(&app);
-    app.listen_fd = open_listener(cfg->listen);
+    app.listen_fds = calloc((size_t)cfg->http_threads, sizeof *app.listen_fds);
+    if (app.listen_fds == NULL)
+        return 1;
+    open_listeners(cfg->listen, cfg->http_threads, app.listen_fds);
 
     if (journal_start(cfg, app.instance) < 0 || outbox_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {
         log_error("cannot start the MySQL threads");
@@ -338,7 +372,7 @@ int main(int argc, char **argv)
         free(app.workers[i]);
     }
     free(app.workers);
-    close(app.listen_fd);
+    free(app.listen_fds); /* each worker closed its own */
     event_free(ev_term);
     event_free(ev_int);
     event_free(ev_hup);

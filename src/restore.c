@@ -182,7 +182,11 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
 {
     const struct config *cfg = &ra->app->cfg;
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT %s FROM message WHERE state = '%s' AND id > %llu ORDER BY id LIMIT %d",
+    /* FORCE INDEX: MariaDB 10.11 otherwise looks rows up on `state` alone and filters id one
+     * entry at a time, so every page walked the index from its start (a 1M-row restore took
+     * 48 s; a range scan makes each page ~6 ms whatever its position) */
+    snprintf(sql, sizeof sql,
+             "SELECT %s FROM message FORCE INDEX (idx_state_id) WHERE state = '%s' AND id > %llu ORDER BY id LIMIT %d",
              SELECT_COLUMNS, state, (unsigned long long)*after, PAGE_ROWS);
     if (mysql_query(db, sql) != 0) {
         log_warn("restore: %s", mysql_error(db));

@@ -71,6 +71,11 @@ static void shape_error(const char *script)
 
 /* ---- argv building ---- */
 
+/* Small calls (everything but batches) build their arguments on the stack. */
+#define AB_SMALL_ARGS 40
+#define AB_SMALL_NUMS 16
+#define AB_SMALL_IDS 8
+
 struct argv_builder {
     const char **argv;
     size_t *lens;
@@ -80,19 +85,23 @@ struct argv_builder {
     char (*idkeys)[ID_KEY_LEN + 1];
     int nids, idcap;
     char key[160];
+    const char *argv_small[AB_SMALL_ARGS];
+    size_t lens_small[AB_SMALL_ARGS];
+    char nums_small[AB_SMALL_NUMS][24];
+    char ids_small[AB_SMALL_IDS][ID_KEY_LEN + 1];
 };
 
 static int ab_init(struct argv_builder *b, int cap, int nums, int ids)
 {
-    memset(b, 0, sizeof *b);
-    b->argv = malloc((size_t)cap * sizeof *b->argv);
-    b->lens = malloc((size_t)cap * sizeof *b->lens);
-    b->nums = malloc((size_t)(nums ? nums : 1) * sizeof *b->nums);
-    b->idkeys = malloc((size_t)(ids ? ids : 1) * sizeof *b->idkeys);
+    b->argc = 3; /* EVALSHA sha numkeys, filled by rconn_eval */
     b->cap = cap;
     b->numcap = nums;
     b->idcap = ids;
-    b->argc = 3; /* EVALSHA sha numkeys, filled by rconn_eval */
+    b->nnums = b->nids = 0;
+    b->argv = cap <= AB_SMALL_ARGS ? b->argv_small : malloc((size_t)cap * sizeof *b->argv);
+    b->lens = cap <= AB_SMALL_ARGS ? b->lens_small : malloc((size_t)cap * sizeof *b->lens);
+    b->nums = nums <= AB_SMALL_NUMS ? b->nums_small : malloc((size_t)nums * sizeof *b->nums);
+    b->idkeys = ids <= AB_SMALL_IDS ? b->ids_small : malloc((size_t)ids * sizeof *b->idkeys);
     if (!b->argv || !b->lens || !b->nums || !b->idkeys)
         return -1;
     return 0;
@@ -100,10 +109,14 @@ static int ab_init(struct argv_builder *b, int cap, int nums, int ids)
 
 static void ab_free(struct argv_builder *b)
 {
-    free(b->argv);
-    free(b->lens);
-    free(b->nums);
-    free(b->idkeys);
+    if (b->argv != b->argv_small)
+        free(b->argv);
+    if (b->lens != b->lens_small)
+        free(b->lens);
+    if (b->nums != b->nums_small)
+        free(b->nums);
+    if (b->idkeys != b->ids_small)
+        free(b->idkeys);
 }
 
 static void ab_str(struct argv_builder *b, const char *s, size_t len)
@@ -116,8 +129,17 @@ static void ab_str(struct argv_builder *b, const char *s, size_t len)
 static void ab_int(struct argv_builder *b, int64_t v)
 {
     char *slot = b->nums[b->nnums++];
-    int n = snprintf(slot, 24, "%lld", (long long)v);
-    ab_str(b, slot, (size_t)n);
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--n] = '-';
+    memcpy(slot, tmp + n, sizeof tmp - n);
+    ab_str(b, slot, sizeof tmp - n);
 }
 
 static void ab_id(struct argv_builder *b, uint64_t id)

@@ -14,6 +14,7 @@
 local now, expire, who = tonumber(ARGV[1]), ARGV[2] == "1", ARGV[3]
 local n = tonumber(ARGV[4])
 local out = {}
+local earliest = nil -- the soonest delayed job put back: one wake-up for the whole batch
 for i = 0, n - 1 do
     local a = 5 + i * 11
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
@@ -42,7 +43,7 @@ for i = 0, n - 1 do
             else
                 place(idkey, j, now)
                 if biz ~= "" then redis.call("HSET", biz_key(topic), biz, idkey) end
-                if j.st == DELAYED then wake_if_head(idkey) end
+                if j.st == DELAYED and (not earliest or j.runat < earliest[2]) then earliest = { idkey, j.runat } end
             end
             save_job(idkey, j)
             log_transition(idkey, tonumber(ARGV[a + 10]), j.st, j, now, "jobs", who)
@@ -50,5 +51,6 @@ for i = 0, n - 1 do
         end
     end
 end
+if earliest then wake_if_head(earliest[1]) end
 publish_ready()
 return out
