@@ -13,8 +13,11 @@
 #include <string.h>
 
 #define GROUP "journal"
-#define BLOCK_MS 20              /* longest wait for new entries: bounds a barrier's delay */
-#define LINGER_US 5000           /* after a small batch, let entries gather before the next one */
+/* Reads do not block in Redis: Redis checks BLOCK timeouts only at its `hz` (10 times a
+ * second), which made every cycle — and every /jobs barrier — take ~100 ms. Instead the thread
+ * polls, sleeping on its condition variable in between, which a new barrier cuts short. */
+#define IDLE_POLL_US 10000       /* nothing came: look again after this */
+#define LINGER_US 5000           /* a small batch came: let entries gather before the next one */
 #define SMALL_BATCH 256
 #define CLAIM_EVERY_US 5000000
 #define RETRY_US 1000000
@@ -106,6 +109,7 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
     }
     b->next = O.barriers;
     O.barriers = b;
+    pthread_cond_signal(&O.cond); /* wake a sleeping poll: read now */
     pthread_mutex_unlock(&O.lock);
     return 0;
 }
@@ -138,9 +142,6 @@ static int ensure_connected(void)
         log_debug("outbox: cannot connect to Redis: %s", err);
         return -1;
     }
-    /* a blocking read must be allowed to outlast the command timeout */
-    struct timeval tv = {(O.cfg->redis_timeout_ms + BLOCK_MS) / 1000, ((O.cfg->redis_timeout_ms + BLOCK_MS) % 1000) * 1000};
-    redisSetTimeout(O.c, tv);
     return 0;
 }
 
@@ -277,8 +278,8 @@ static int shard_of_key(const char *key)
 }
 
 /* Read a batch: our pending entries first (after a failure or restart), entries others left
- * behind (claimed), then new ones (blocking briefly). Returns how many records, -1 when
- * Redis failed. *drained: every stream was read to its end. */
+ * behind (claimed), then new ones. Returns how many records, -1 when Redis failed.
+ * *drained: every stream was read to its end. */
 static int read_batch(int *drained)
 {
     *drained = 0;
@@ -342,15 +343,14 @@ static int read_batch(int *drained)
     if (n > 0 || any_full)
         return n; /* old business first; new entries on the next call */
 
-    /* New entries, all shards in one command, waiting up to BLOCK_MS for some to arrive. */
+    /* New entries, all shards in one command. */
     const char *argv[8 + 2 * 256];
     size_t lens[8 + 2 * 256];
-    char count[16], block[16];
+    char count[16];
     snprintf(count, sizeof count, "%d", per);
-    snprintf(block, sizeof block, "%d", BLOCK_MS);
     int a = 0;
-    const char *head[] = {"XREADGROUP", "GROUP", GROUP, O.consumer, "COUNT", count, "BLOCK", block, "STREAMS"};
-    for (int h = 0; h < 9; h++) {
+    const char *head[] = {"XREADGROUP", "GROUP", GROUP, O.consumer, "COUNT", count, "STREAMS"};
+    for (int h = 0; h < 7; h++) {
         argv[a] = head[h];
         lens[a++] = strlen(head[h]);
     }
@@ -449,10 +449,11 @@ static void on_committed(int ok, void *arg)
     pthread_mutex_unlock(&O.lock);
 }
 
+/* Sleep up to `us`, or until stopped or a barrier is asked for. */
 static void pause_us(int64_t us)
 {
     pthread_mutex_lock(&O.lock);
-    if (!O.stop) {
+    if (!O.stop && O.barriers == NULL) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t ns = ts.tv_nsec + (us % 1000000) * 1000;
@@ -503,6 +504,7 @@ static void *outbox_main(void *unused)
         if (n == 0 && !have_ids) {
             if (read_all)
                 settle_barriers(cycle_start, 1);
+            pause_us(IDLE_POLL_US);
             continue;
         }
         if (n == 0) { /* only unreadable entries: drop them */
