@@ -24,17 +24,18 @@ CREATE TABLE IF NOT EXISTS message (
     created_at  BIGINT          NOT NULL,               -- unix ms
     updated_at  BIGINT          NOT NULL,               -- unix ms
     PRIMARY KEY (id),
-    -- restore pages through live states in id order; retention through terminal states by age
-    KEY idx_state_id (state, id),
-    KEY idx_state_updated (state, updated_at),
-    KEY idx_topic_biz (topic, biz_key)
+    -- The only secondary index, because every push inserts into it and every transition
+    -- moves its entry: restore pages through live states in id order, retention through
+    -- terminal states in id order (ids are time-ordered, so "older than" is an id range).
+    KEY idx_state_id (state, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- One row per state change, appended; /jobs/{id} reads a job's history from here.
--- Unique per (job, version, state): the journal reads transitions from Redis outbox streams
--- with at-least-once delivery, and writes them with INSERT IGNORE, so a re-read is harmless.
+-- Keyed by (job, version, state): a job's history is one range of the primary key, in order
+-- (every change bumps the version), and the journal, which reads transitions from the Redis
+-- outbox streams at least once, writes them with INSERT IGNORE, so a re-read is harmless.
+-- (A delete's durable row and the script's row share a version and differ by state.)
 CREATE TABLE IF NOT EXISTS transition (
-    seq         BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
     message_id  BIGINT UNSIGNED NOT NULL,
     version     INT UNSIGNED    NOT NULL,               -- the job's version after the change
     from_state  VARCHAR(16)     NOT NULL,               -- '' for a new job
@@ -44,9 +45,7 @@ CREATE TABLE IF NOT EXISTS transition (
     host        VARCHAR(64)     NOT NULL,               -- client address, or the instance's host
     instance    VARCHAR(64)     NOT NULL,
     attempts    INT UNSIGNED    NOT NULL DEFAULT 0,
-    PRIMARY KEY (seq),
-    KEY idx_message (message_id, seq),
-    UNIQUE KEY uq_transition (message_id, version, to_state)
+    PRIMARY KEY (message_id, version, to_state)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- The schema generation this file creates; the daemon checks it at start.

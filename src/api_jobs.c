@@ -351,7 +351,7 @@ static void inspect_run(MYSQL *db, void *arg)
     }
     snprintf(sql, sizeof sql,
              "SELECT from_state, to_state, at, actor, host, instance, attempts FROM transition "
-             "WHERE message_id = %llu ORDER BY seq LIMIT 1000",
+             "WHERE message_id = %llu ORDER BY version, at LIMIT 1000",
              (unsigned long long)st->id);
     if (mysql_query(db, sql) != 0)
         return;

@@ -106,6 +106,16 @@ int topic_shard(const char *topic, size_t len, int shards)
     return (int)(h % (uint32_t)shards);
 }
 
+uint64_t id_max_at(int64_t unix_ms)
+{
+    int64_t ms = unix_ms - IDS_EPOCH_MS;
+    if (ms < 0)
+        return 0;
+    if (ms > MS_MAX)
+        ms = MS_MAX;
+    return ((uint64_t)ms << (LOW_BITS + WORKER_BITS)) | ((UINT64_C(1) << (LOW_BITS + WORKER_BITS)) - 1);
+}
+
 int64_t id_unix_ms(uint64_t id)
 {
     return (int64_t)(id >> (LOW_BITS + WORKER_BITS)) + IDS_EPOCH_MS;

@@ -55,6 +55,9 @@ int idgen_next(struct idgen *g, int shard, int64_t now_unix_ms, uint64_t *out) _
 int id_shard(uint64_t id, int shards);
 int topic_shard(const char *topic, size_t len, int shards);
 
+/* The largest id any generator could make at unix ms `unix_ms` (for "made before" ranges). */
+uint64_t id_max_at(int64_t unix_ms);
+
 /* Unix ms at which the id was made, and its worker number. */
 int64_t id_unix_ms(uint64_t id);
 int id_worker(uint64_t id);

@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "db.h"
 #include "dbtask.h"
+#include "ids.h"
 #include "log.h"
 #include "metrics.h"
 #include "sbuf.h"
@@ -24,24 +25,33 @@ int64_t retention_deleted_total(void)
     return atomic_load(&deleted_total);
 }
 
-/* Delete up to BATCH old messages of one state. Returns how many, or -1. */
-static int delete_batch(MYSQL *db, const char *state, int64_t cutoff)
+/* Look at the next BATCH messages of one state made before the cutoff (ids are time-ordered,
+ * so that is an id range of idx_state_id, read in order from *after), and delete those whose
+ * last change is older than the cutoff with their transitions. Returns rows looked at (0 =
+ * done), or -1; *deleted grows by what was deleted. */
+static int delete_batch(MYSQL *db, const char *state, int64_t cutoff, uint64_t *after, long *deleted)
 {
-    char sql[256];
+    char sql[320];
     snprintf(sql, sizeof sql,
-             "SELECT id FROM message WHERE state = '%s' AND updated_at < %lld ORDER BY updated_at LIMIT %d", state,
-             (long long)cutoff, BATCH);
+             "SELECT id, updated_at < %lld FROM message FORCE INDEX (idx_state_id) WHERE state = '%s' AND id > %llu "
+             "AND id <= %llu ORDER BY id LIMIT %d",
+             (long long)cutoff, state, (unsigned long long)*after, (unsigned long long)id_max_at(cutoff), BATCH);
     if (mysql_query(db, sql) != 0)
         return -1;
     MYSQL_RES *res = mysql_store_result(db);
     if (res == NULL)
         return -1;
     struct sbuf ids = SBUF_INIT;
-    int n = 0;
+    int seen = 0, n = 0;
     MYSQL_ROW row;
     while ((row = mysql_fetch_row(res)) != NULL) {
-        sb_printf(&ids, "%s%s", n ? "," : "", row[0]);
-        n++;
+        seen++;
+        *after = strtoull(row[0], NULL, 10);
+        if (row[1] == NULL || row[1][0] != '1')
+            continue; /* made long ago but changed recently: kept */
+        if (n++)
+            sb_putc(&ids, ',');
+        sb_puts(&ids, row[0]);
     }
     mysql_free_result(res);
     if (n > 0) {
@@ -57,13 +67,15 @@ static int delete_batch(MYSQL *db, const char *state, int64_t cutoff)
             rc = -1;
         if (rc < 0) {
             mysql_rollback(db);
-            n = -1;
+            seen = -1;
+        } else {
+            *deleted += n;
         }
         sb_free(&q);
     }
     mysql_commit(db);
     sb_free(&ids);
-    return n;
+    return seen;
 }
 
 static void retention_run(MYSQL *db, void *arg)
@@ -78,9 +90,9 @@ static void retention_run(MYSQL *db, void *arg)
     long total = 0;
     int batches = 0;
     for (int s = 0; s < 4; s++) {
-        int n;
-        while (batches < MAX_BATCHES_PER_PASS && !dbtask_stopping() && (n = delete_batch(db, terminal[s], cutoff)) > 0) {
-            total += n;
+        uint64_t after = 0;
+        while (batches < MAX_BATCHES_PER_PASS && !dbtask_stopping() &&
+               delete_batch(db, terminal[s], cutoff, &after, &total) > 0) {
             batches++;
             usleep(PAUSE_US);
         }

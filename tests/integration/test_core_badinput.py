@@ -55,7 +55,8 @@ class BadInputTest(CoreTestCase):
         mysql = {
             "message": ns.query("SELECT id, topic, state, version, attempts, run_at, HEX(body) "
                                 "FROM message ORDER BY id"),
-            "transition": ns.query("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM transition"),
+            "transition": ns.query("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS(',', message_id, version, to_state, at))), 0) "
+                                "FROM transition"),
         }
         return {"redis": redis, "mysql": mysql}
 

@@ -522,7 +522,7 @@ class FleetThroughNginxTest(HourglassTestCase):
         if not late:
             return []
         rows = ns.query("SELECT message_id, to_state, at, instance, actor FROM transition WHERE message_id IN ("
-                        + ",".join(str(d.id) for d in late) + ") ORDER BY seq")
+                        + ",".join(str(d.id) for d in late) + ") ORDER BY message_id, version, at")
         ready: dict[int, tuple[int, str]] = {}
         for mid, to_state, at, instance, actor in rows:
             if to_state == "ready" and int(mid) not in ready:

@@ -88,7 +88,8 @@ def snapshot(ns: Namespace) -> dict[str, Any]:
     mysql = {
         "message": ns.query("SELECT id, topic, state, version, attempts, run_at, HEX(body), "
                             "COALESCE(HEX(biz_key), '-') FROM message ORDER BY id"),
-        "transition": ns.query("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM transition"),
+        "transition": ns.query("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS(',', message_id, version, to_state, at))), 0) "
+                                "FROM transition"),
     }
     return {"redis": sorted(x for x in redis if x), "mysql": mysql}
 

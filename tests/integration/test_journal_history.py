@@ -103,67 +103,72 @@ class HistoryTest(HourglassTestCase):
         self.check_history(j, ["ready", "reserved", "ready", "reserved", "dead"], t0, now_ms())
 
 
+IDS_EPOCH_MS = 1704067200000  # src/ids.h: ids are (ms since this) << 22 | worker << 12 | low bits
+
+
+def id_made_at(ms: int, low: int) -> int:
+    """An id as the generator would make it at unix ms `ms` (retention reads ids as ages)."""
+    return ((ms - IDS_EPOCH_MS) << 22) | (1 << 12) | low
+
+
 class RetentionTest(HourglassTestCase):
+    """Retention deletes messages in a terminal state (finished, deleted, dead, aborted) whose
+    last change is older than retention_days, with their transitions. Ids are time-ordered and
+    a message changes only after it is made, so the daemon only looks at messages made before
+    the cutoff: old messages are written into MySQL as a job that ran two days ago would have
+    left them (waiting two days is not an option), next to real jobs made by this test."""
+
+    def insert_message(self, q_exec, mid: int, state: str, made_ms: int, changed_ms: int, transitions: int):
+        q_exec(f"INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, attempts, state, version, "
+               f"created_at, updated_at) VALUES ({mid}, 'rt', '1', {made_ms}, 5, 30000, 3, 1, '{state}', "
+               f"{transitions}, {made_ms}, {changed_ms})")
+        rows = ",".join(f"({mid}, {v}, 'x', 's{v}', {made_ms + v}, 'test', 'h', 'i', 0)" for v in range(1, transitions + 1))
+        q_exec(f"INSERT INTO transition (message_id, version, from_state, to_state, at, actor, host, instance, "
+               f"attempts) VALUES {rows}")
+
     def test_old_ended_messages_are_deleted_with_their_transitions(self):
         d = start_ready(self, {"mysql": {"retention_days": 1, "retention_interval": 1}})
-        q = d.namespace.query
+        q, x = d.namespace.query, d.namespace.execute
 
+        # real jobs, made now: ended ones are recent, so they stay; live ones stay anyway
         def push(body, **kw):
             return expect_ok(d.push({"topic": "rt", "body": body, **kw}), "push")["id"]
+        fin_new = push("f")
+        self.assertEqual(expect_ok(d.get("rt", timeout=2), "get")["id"], fin_new)
+        expect_ok(d.finish(fin_new), "finish")
+        live_delayed = push("delayed", delay=600_000)
+        wait_or_fail(self, lambda: journal_idle(d) and q(f"SELECT state FROM message WHERE id = {fin_new}")
+                     == [("finished",)], 10, "the journal to catch up")
 
-        fin_old, fin_23h, fin_new = push("f1"), push("f2"), push("f3")
-        dead_old = push("dead", tries=1, ttr=200, priority=9)
-        got = {j["id"] for j in expect_ok(d.get("rt", timeout=2, count=4), "get")}
-        self.assertEqual(got, {fin_old, fin_23h, fin_new, dead_old})
-        for jid in (fin_old, fin_23h, fin_new):
-            expect_ok(d.finish(jid), "finish")
-        del_old = push("del")
-        expect_ok(d.delete(del_old), "delete")
-        live_res, live_delayed = push("to be reserved"), push("delayed", delay=600_000)
-        live_rdy = push("ready")
-        self.assertEqual(expect_ok(d.get("rt", timeout=2), "get")["id"], live_res)
-        live_rdy2 = push("ready2")
-        wait_or_fail(self, lambda: d.job(dead_old).json().get("state") == "dead", 10, "the job to die")
-
-        want = {fin_old: "finished", fin_23h: "finished", fin_new: "finished", dead_old: "dead",
-                del_old: "deleted", live_res: "reserved", live_rdy: "ready", live_delayed: "delayed",
-                live_rdy2: "ready"}
-        wait_or_fail(self, lambda: journal_idle(d) and dict(q("SELECT id, state FROM message")) == want, 10,
-                     "the journal to catch up", lambda: f"{dict(q('SELECT id, state FROM message'))}")
-
-        def transitions():
-            return {r[0]: int(r[1]) for r in q("SELECT message_id, COUNT(*) FROM transition GROUP BY message_id")}
-        before = transitions()
-        self.assertEqual(set(before), set(want))
-
-        old = [fin_old, dead_old, del_old, live_res, live_rdy, live_delayed]
+        # messages made two days ago
         now = now_ms()
-        d.namespace.execute(f"UPDATE message SET updated_at = {now - 2 * DAY_MS} WHERE id IN ({','.join(old)})")
-        d.namespace.execute(f"UPDATE message SET updated_at = {now - DAY_MS + 3_600_000} WHERE id = {fin_23h}")
-        gone = {fin_old, dead_old, del_old}
-        keep = set(want) - gone
+        made = now - 2 * DAY_MS
+        old = {state: id_made_at(made, i) for i, state in enumerate(
+            ["finished", "deleted", "dead", "aborted", "delayed", "ready", "reserved"])}
+        changed_23h = id_made_at(made, 20)   # ended 23 hours ago: younger than retention
+        for state, mid in old.items():
+            self.insert_message(x, mid, state, made, made + 1000, 3)
+        self.insert_message(x, changed_23h, "finished", made, now - DAY_MS + 3_600_000, 2)
+        gone = {str(old[s]) for s in ("finished", "deleted", "dead", "aborted")}
+        keep = {str(old[s]) for s in ("delayed", "ready", "reserved")} | {str(changed_23h), fin_new, live_delayed}
 
-        wait_or_fail(self, lambda: not {r[0] for r in q("SELECT id FROM message")} & gone, 10,
-                     "old finished/deleted/dead messages to be deleted",
+        def ids(table, column):
+            return {r[0] for r in q(f"SELECT DISTINCT {column} FROM {table}")}
+        self.assertEqual(ids("message", "id"), gone | keep)
+        wait_or_fail(self, lambda: not ids("message", "id") & gone, 10,
+                     "old finished/deleted/dead/aborted messages to be deleted",
                      lambda: f"still there: {q('SELECT id, state, updated_at FROM message')}")
-        after = transitions()
-        self.assertFalse(set(after) & gone, f"transitions of deleted messages left behind: {after}")
-        self.assertEqual({r[0] for r in q("SELECT id FROM message")}, keep)
-        self.assertEqual({k: v for k, v in after.items()}, {k: before[k] for k in keep})
-        for jid in (fin_old, del_old):
-            self.assertStatus(d.job(jid), 404, "a message removed by retention")
+        self.assertEqual(ids("message", "id"), keep)
+        self.assertFalse(ids("transition", "message_id") & gone, "transitions of deleted messages left behind")
+        self.assertEqual(int(q(f"SELECT COUNT(*) FROM transition WHERE message_id = {changed_23h}")[0][0]), 2)
+        for mid in (old["finished"], old["deleted"]):
+            self.assertStatus(d.job(str(mid)), 404, "a message removed by retention")
 
         # one more pass (proved by another old message going away): the keepers still stay
-        extra = push("extra")
-        self.assertEqual(expect_ok(d.get("rt", timeout=2), "get")["id"], live_rdy)
-        self.assertEqual(expect_ok(d.get("rt", timeout=2), "get")["id"], live_rdy2)
-        self.assertEqual(expect_ok(d.get("rt", timeout=2), "get")["id"], extra)
-        expect_ok(d.finish(extra), "finish")
-        wait_or_fail(self, lambda: journal_idle(d) and q(f"SELECT state FROM message WHERE id = {extra}") == [("finished",)],
-                     10, "the journal to catch up")
-        d.namespace.execute(f"UPDATE message SET updated_at = {now_ms() - 2 * DAY_MS} WHERE id = {extra}")
+        extra = id_made_at(made, 30)
+        self.insert_message(x, extra, "finished", made, made + 5000, 1)
         wait_or_fail(self, lambda: q(f"SELECT id FROM message WHERE id = {extra}") == [], 10,
                      "a second retention pass")
-        self.assertEqual({r[0] for r in q("SELECT id FROM message")}, keep)
-        self.assertEqual(set(transitions()), keep)
-        self.assertEqual(expect_ok(d.job(fin_23h), "/jobs of a recent finished job")["state"], "finished")
+        self.assertEqual(ids("message", "id"), keep)
+        self.assertEqual(expect_ok(d.job(fin_new), "/jobs of a recent finished job")["state"], "finished")
+        self.assertEqual(expect_ok(d.job(str(changed_23h)), "/jobs of a message ended 23 h ago")["state"], "finished")

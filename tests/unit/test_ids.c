@@ -169,6 +169,37 @@ START_TEST(test_id_fields)
 }
 END_TEST
 
+/* id_max_at(t) bounds every id made at or before t, and no id made after t. */
+START_TEST(test_id_max_at)
+{
+    struct idgen g;
+    for (int worker = 0; worker <= IDS_MAX_WORKER; worker += 341) {
+        for (int shards = 1; shards <= 16; shards *= 4) {
+            gen_ready(&g, shards, worker);
+            for (int64_t dt = 0; dt < 3; dt++) {
+                for (int i = 0; i < 200; i++) {
+                    uint64_t id;
+                    ck_assert_int_eq(idgen_next(&g, i % shards, T_NOW + dt, &id), 0);
+                    int64_t made = id_unix_ms(id);
+                    ck_assert_uint_le(id, id_max_at(made));
+                    ck_assert_uint_gt(id, id_max_at(made - 1));
+                }
+            }
+            idgen_destroy(&g);
+        }
+    }
+    /* The bound is the last id of its millisecond: worker and counter all ones. */
+    uint64_t top = id_max_at(T_NOW);
+    ck_assert_int_eq(id_unix_ms(top), T_NOW);
+    ck_assert_int_eq(id_worker(top), IDS_MAX_WORKER);
+    ck_assert_uint_eq(top & ((1u << T_LOW_BITS) - 1), (1u << T_LOW_BITS) - 1);
+    ck_assert_uint_eq(id_max_at(T_NOW + 1), top + 1 + (((uint64_t)1 << (T_LOW_BITS + T_WORKER_BITS)) - 1));
+    /* Before the epoch nothing was made; far in the future it saturates within 63 bits. */
+    ck_assert_uint_eq(id_max_at(IDS_EPOCH_MS - 1), 0);
+    ck_assert_uint_eq(id_max_at(INT64_MAX / 2) >> 63, 0);
+}
+END_TEST
+
 START_TEST(test_counter_exhaustion_borrows_next_ms)
 {
     static const int cases[][2] = {{1, 0}, {3, 0}, {3, 1}, {3, 2}, {8, 7}, {256, 255}, {100, 99}};
@@ -648,6 +679,7 @@ static Suite *ids_suite(void)
     tcase_add_test(tc, test_unique_across_shard_counts);
     tcase_add_test(tc, test_time_order);
     tcase_add_test(tc, test_id_fields);
+    tcase_add_test(tc, test_id_max_at);
     tcase_add_test(tc, test_counter_exhaustion_borrows_next_ms);
     tcase_add_test(tc, test_clock_backwards);
     tcase_add_test(tc, test_floor_from_set_worker);
