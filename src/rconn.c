@@ -4,6 +4,11 @@
  * SETUP (AUTH/SELECT/SCRIPT LOAD sent, waiting for their replies) -> UP. Any failure
  * goes back to DOWN and arms the reconnect timer (100 ms doubling to 2 s).
  *
+ * Connections of one process fail together but back off independently, so without help
+ * one HTTP worker could answer 503 for two seconds after Redis came back while another
+ * already serves. Any connection reaching UP therefore bumps a process-wide epoch, and a
+ * connection waiting out its backoff that sees the epoch move reconnects at once.
+ *
  * Timeout rule: while commands are pending, some reply must arrive at least every
  * timeout_ms; otherwise the connection is dropped. Replies arrive in order, so "no reply
  * for timeout_ms" is the same as "the oldest pending command waited timeout_ms". */
@@ -13,6 +18,7 @@
 #include "metrics.h"
 
 #include <event2/event.h>
+#include <stdatomic.h>
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <stdlib.h>
@@ -21,6 +27,10 @@
 enum rc_state { RC_DOWN, RC_CONNECTING, RC_SETUP, RC_UP };
 
 #define CHANNELS_MAX 4
+#define WATCHDOG_TICK_MAX_MS 100
+
+/* Bumped whenever any connection of this process becomes usable ("Redis is back"). */
+static atomic_uint up_epoch;
 
 struct rconn {
     struct event_base *base;
@@ -46,6 +56,7 @@ struct rconn {
     struct event *reconnect_timer;
     struct event *watchdog;
     int backoff_ms;
+    unsigned down_epoch;     /* up_epoch when the reconnect timer was armed */
     int64_t state_since_us;  /* when CONNECTING/SETUP began */
     int pending;             /* commands sent, not answered */
     int64_t progress_us;     /* last reply, or first send after idle */
@@ -106,6 +117,7 @@ static void set_state(struct rconn *rc, enum rc_state state)
         rc->state_since_us = clock_mono_us();
     if (old != RC_UP && state == RC_UP) {
         rc->backoff_ms = 100;
+        atomic_fetch_add(&up_epoch, 1);
         metrics_gauge_add(MG_REDIS_UP, 1);
         log_info("redis %s: connected to %s", rc->name, rc->address);
         if (rc->on_state)
@@ -122,6 +134,7 @@ static void schedule_reconnect(struct rconn *rc)
     if (rc->freeing)
         return;
     struct timeval tv = {rc->backoff_ms / 1000, (rc->backoff_ms % 1000) * 1000};
+    rc->down_epoch = atomic_load(&up_epoch);
     event_add(rc->reconnect_timer, &tv);
     rc->backoff_ms = rc->backoff_ms * 2 > 2000 ? 2000 : rc->backoff_ms * 2;
 }
@@ -361,8 +374,15 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
     struct rconn *rc = arg;
     int64_t now = clock_mono_us();
     int64_t limit = (int64_t)rc->timeout_ms * 1000;
-    if (rc->ac == NULL)
+    if (rc->ac == NULL) {
+        /* Backing off while another connection of ours got through: Redis is back. */
+        if (atomic_load(&up_epoch) != rc->down_epoch && evtimer_pending(rc->reconnect_timer, NULL)) {
+            event_del(rc->reconnect_timer);
+            rc->backoff_ms = 100;
+            connect_now(rc);
+        }
         return;
+    }
     if ((rc->state == RC_CONNECTING || rc->state == RC_SETUP) && now - rc->state_since_us > limit) {
         metrics_inc(MC_REDIS_TIMEOUTS, 1);
         drop(rc, rc->state == RC_CONNECTING ? "connect timed out" : "set-up timed out");
@@ -394,7 +414,7 @@ struct rconn *rconn_new(struct event_base *base, const struct rconn_config *cfg,
     rc->backoff_ms = 100;
     rc->reconnect_timer = evtimer_new(base, on_reconnect_timer, rc);
     rc->watchdog = event_new(base, -1, EV_PERSIST, on_watchdog, rc);
-    int tick = rc->timeout_ms / 4;
+    int tick = rc->timeout_ms / 4 < WATCHDOG_TICK_MAX_MS ? rc->timeout_ms / 4 : WATCHDOG_TICK_MAX_MS;
     struct timeval tv = {tick / 1000, (tick % 1000) * 1000};
     event_add(rc->watchdog, &tv);
     /* Connect from the loop, so a subscriber can register its channels first. */

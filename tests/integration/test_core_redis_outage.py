@@ -369,6 +369,8 @@ class RedisDownEndpointsTest(CoreTestCase):
         self.assertJsonOk(d.delete(id))
         new = self.push(d, "down", "after")
         self.assertEqual(self.get_one(d, "down")["id"], new)
+        # finish, delivery and the new job's "ready" reach MySQL through the outbox, a moment later
+        wait_until(lambda: self.journal_idle(d), 10, 0.05, "the journal to be written")
         self.assertEqual(d.namespace.query("SELECT COUNT(*) FROM message WHERE state NOT IN "
                                            "('finished', 'deleted', 'aborted', 'reserved')"), [("0",)])
 
