@@ -110,6 +110,33 @@ int db_exec(MYSQL *db, const char *sql, size_t len)
     return 0;
 }
 
+int db_exec_script(MYSQL *db, const char *sql, size_t len)
+{
+    /* mysql_real_query: 0 = the first statement succeeded; mysql_next_result: 0 = the next
+     * one succeeded, -1 = there is no next one, > 0 = it failed. */
+    int failed = mysql_real_query(db, sql, (unsigned long)len) != 0;
+    for (int statement = 1;; statement++) {
+        if (failed) {
+            metrics_inc(MC_MYSQL_ERRORS, 1);
+            log_warn("mysql: %s (errno %u) in statement %d of: %.120s", mysql_error(db), mysql_errno(db), statement,
+                     sql);
+            return -1;
+        }
+        MYSQL_RES *res = mysql_store_result(db); /* none expected; freed if a statement returned rows */
+        if (res)
+            mysql_free_result(res);
+        int rc = mysql_next_result(db);
+        if (rc < 0)
+            return 0;
+        failed = rc > 0;
+    }
+}
+
+int db_enable_scripts(MYSQL *db)
+{
+    return mysql_set_server_option(db, MYSQL_OPTION_MULTI_STATEMENTS_ON) == 0 ? 0 : -1;
+}
+
 void db_quote(MYSQL *db, struct sbuf *sb, const char *s, size_t len)
 {
     sb_putc(sb, '\'');

@@ -21,6 +21,14 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen);
 /* Run one statement; logs and returns -1 on failure. */
 int db_exec(MYSQL *db, const char *sql, size_t len) __attribute__((warn_unused_result));
 
+/* Run several statements separated by ';' in one round trip (needs db_enable_scripts).
+ * The server stops at the first failing one; logs it and returns -1. 0 when all succeeded. */
+int db_exec_script(MYSQL *db, const char *sql, size_t len) __attribute__((warn_unused_result));
+
+/* Allow multi-statement scripts on this connection (only the journal's: its SQL is built
+ * from escaped values, and the other connections never need it). 0 / -1. */
+int db_enable_scripts(MYSQL *db) __attribute__((warn_unused_result));
+
 /* Was this error a lost/broken connection (reconnect and retry) rather than a bad statement? */
 int db_error_is_connection(MYSQL *db);
 

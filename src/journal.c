@@ -12,7 +12,14 @@
  *
  * Message-row updates are ordered by the job's version: updates are staged in a MEMORY
  * temporary table and applied with one UPDATE ... JOIN ... WHERE newer, so a batch that
- * arrives late never rolls a row back. */
+ * arrives late never rolls a row back.
+ *
+ * A COMMIT whose answer never came (the server hung or the connection broke after it was
+ * sent) may or may not have happened. The pushes in it were answered 503 and never reach
+ * Redis, so if their rows did commit they stand for no job, and a /reStore after a Redis
+ * loss would bring back jobs whose producers were told they failed (and have likely pushed
+ * again). Their ids are kept "in doubt", and the first thing after reconnecting is to mark
+ * such rows aborted (nothing else can have touched them: still version 1). */
 #include "journal.h"
 #include "clock.h"
 #include "db.h"
@@ -26,8 +33,9 @@
 #include <string.h>
 #include <time.h>
 
-#define STATEMENT_FLUSH_BYTES (1u << 20) /* start a new multi-row statement past this */
+#define SCRIPT_FLUSH_BYTES (1u << 20) /* send the statements built so far past this */
 #define DURABLE_MAX_RECORDS 200000       /* durable records queued before refusing */
+#define DOUBT_SQL_IDS 1000               /* ids per statement when settling pushes in doubt */
 
 struct jsync {
     struct jsync *next;
@@ -58,6 +66,12 @@ static struct {
     int up;
     const struct config *cfg;
     char instance[64];
+
+    /* Journal thread only: the last failed write broke the connection during COMMIT, and
+     * the ids of pushes whose rows may have been committed although they were answered 503. */
+    int commit_in_doubt;
+    uint64_t *doubt;
+    size_t ndoubt, doubt_cap;
 } J = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 int journal_up(void)
@@ -223,32 +237,57 @@ static void complete(struct jsync *list, int ok)
     }
 }
 
-/* ---- SQL building ---- */
+/* ---- SQL building ----
+ *
+ * A cycle's statements (multi-row INSERTs, the staged UPDATE) are sent as one
+ * multi-statement script, then COMMIT: two round trips to MySQL instead of three to six,
+ * which was most of a cycle's time besides the commit's fsync. The server stops at the
+ * first statement that fails. */
 
 struct batch {
     MYSQL *db;
-    struct sbuf sql;
-    int rows;          /* rows in the statement being built */
+    struct sbuf sql;   /* complete statements, each ended by ';', then the one being built */
+    int rows;          /* rows in the INSERT being built */
 };
 
-static int flush_statement(struct batch *b)
+/* Send the statements built so far. */
+static int send_script(struct batch *b)
 {
-    if (b->rows == 0)
+    if (b->sql.len == 0)
         return 0;
     if (b->sql.oom) {
         log_error("journal: out of memory building a statement");
         return -1;
     }
-    int rc = db_exec(b->db, b->sql.data, b->sql.len);
+    int rc = db_exec_script(b->db, b->sql.data, b->sql.len);
     sb_reset(&b->sql);
-    b->rows = 0;
     return rc;
 }
 
-/* Begin a row of a multi-row INSERT, flushing a long statement first. */
+/* End the multi-row INSERT being built (if any); send everything once the script is long. */
+static int end_statement(struct batch *b)
+{
+    if (b->rows > 0) {
+        sb_putc(&b->sql, ';');
+        b->rows = 0;
+    }
+    return b->sql.len > SCRIPT_FLUSH_BYTES ? send_script(b) : 0;
+}
+
+/* Add a whole statement (no trailing ';'). */
+static int add_statement(struct batch *b, const char *sql, size_t len)
+{
+    if (end_statement(b) < 0)
+        return -1;
+    sb_put(&b->sql, sql, len);
+    sb_putc(&b->sql, ';');
+    return 0;
+}
+
+/* Begin a row of a multi-row INSERT, ending a long statement first. */
 static int begin_row(struct batch *b, const char *head)
 {
-    if (b->rows > 0 && b->sql.len > STATEMENT_FLUSH_BYTES && flush_statement(b) < 0)
+    if (b->rows > 0 && b->sql.len > SCRIPT_FLUSH_BYTES && end_statement(b) < 0)
         return -1;
     if (b->rows == 0)
         sb_puts(&b->sql, head);
@@ -296,7 +335,7 @@ static int insert_messages(struct batch *b, struct jsync *groups)
             sb_json_int(&b->sql, r->at);
             sb_putc(&b->sql, ')');
         }
-    return flush_statement(b);
+    return end_statement(b);
 }
 
 static int add_transition_row(struct batch *b, const struct jrec *r, const char *instance)
@@ -347,7 +386,7 @@ static int update_messages(struct batch *b, const struct jrec **updates, size_t 
         return 0;
     qsort(updates, n, sizeof *updates, cmp_update);
     static const char clear[] = "DELETE FROM journal_update";
-    if (db_exec(b->db, clear, sizeof clear - 1) < 0)
+    if (add_statement(b, clear, sizeof clear - 1) < 0)
         return -1;
     static const char head[] = "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES ";
     for (size_t i = 0; i < n; i++) {
@@ -370,13 +409,13 @@ static int update_messages(struct batch *b, const struct jrec **updates, size_t 
         sb_json_int(&b->sql, r->at);
         sb_puts(&b->sql, r->force ? ",1)" : ",0)");
     }
-    if (flush_statement(b) < 0)
+    if (end_statement(b) < 0)
         return -1;
     static const char apply[] =
         "UPDATE message m JOIN journal_update u ON m.id = u.id SET m.state = u.state, m.attempts = u.attempts, "
         "m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
         "WHERE u.version > m.version OR u.force_apply = 1";
-    if (db_exec(b->db, apply, sizeof apply - 1) < 0)
+    if (add_statement(b, apply, sizeof apply - 1) < 0)
         return -1;
 
     /* Replacements also change the job itself; they are rare, so one statement each. */
@@ -388,10 +427,9 @@ static int update_messages(struct batch *b, const struct jrec **updates, size_t 
         sb_puts(&b->sql, "UPDATE message SET body = ");
         db_quote(b->db, &b->sql, j->body, j->body_len);
         /* only if this replacement is the job's newest version (a later one may have landed) */
-        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d WHERE id = %llu AND version = %u", j->priority,
+        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d WHERE id = %llu AND version = %u;", j->priority,
                   (long long)j->ttr, j->tries, (unsigned long long)r->id, r->ver);
-        b->rows = 1;
-        if (flush_statement(b) < 0)
+        if (end_statement(b) < 0)
             return -1;
     }
     return 0;
@@ -425,13 +463,19 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
             goto out;
         updates[nupdates++] = &recs[i];
     }
-    if (flush_statement(&b) < 0)
+    if (end_statement(&b) < 0)
         goto out;
     if (update_messages(&b, updates, nupdates) < 0)
         goto out;
+    if (send_script(&b) < 0)
+        goto out;
+    /* COMMIT on its own, only once every statement succeeded: sent inside the script it would
+     * run even after we gave up on a hung server (the script waits in its socket), committing
+     * pushes already answered 503. */
     if (mysql_commit(db) != 0) {
         metrics_inc(MC_MYSQL_ERRORS, 1);
         log_warn("mysql: commit failed: %s", mysql_error(db));
+        J.commit_in_doubt = db_error_is_connection(db) || mysql_errno(db) == 0;
         goto out;
     }
     rc = 0;
@@ -476,7 +520,7 @@ static MYSQL *connect_db(void)
                                "PRIMARY KEY, state VARCHAR(16) NOT NULL, attempts INT UNSIGNED NOT NULL, run_at "
                                "BIGINT NOT NULL, version INT UNSIGNED NOT NULL, at BIGINT NOT NULL, force_apply "
                                "TINYINT NOT NULL) ENGINE=MEMORY";
-    if (db_exec(db, temp, sizeof temp - 1) < 0) {
+    if (db_exec(db, temp, sizeof temp - 1) < 0 || db_enable_scripts(db) < 0) {
         mysql_close(db);
         return NULL;
     }
@@ -493,14 +537,20 @@ static void wait_locked(int64_t us)
     pthread_cond_timedwait(&J.cond, &J.lock, &ts);
 }
 
-/* Write taken[0..n) and the groups in one transaction (per group and per record in the
- * benchmark baseline mode). */
-static int write_all(MYSQL *db, struct jsync *groups, struct jrec *taken, size_t n, int *lost)
+/* Write taken[0..n) and the groups in one transaction; on success the groups are told. In
+ * the benchmark baseline mode, one transaction per group and per record: each group is told
+ * as soon as it is committed, and those not yet written stay in *groups on failure. */
+static int write_all(MYSQL *db, struct jsync **groups, struct jrec *taken, size_t n, int *lost)
 {
-    if (!J.cfg->journal_per_row)
-        return write_batch(db, groups, taken, n, J.instance, lost);
-    for (struct jsync *g = groups; g; g = g->next) {
-        struct jsync *next = g->next;
+    if (!J.cfg->journal_per_row) {
+        if (write_batch(db, *groups, taken, n, J.instance, lost) < 0)
+            return -1;
+        complete(*groups, 1);
+        *groups = NULL;
+        return 0;
+    }
+    while (*groups) {
+        struct jsync *g = *groups, *next = g->next;
         g->next = NULL;
         int rc = g->split ? 0 : write_batch(db, g, NULL, 0, J.instance, lost);
         for (int i = 0; g->split && i < g->n && rc == 0; i++)
@@ -508,10 +558,81 @@ static int write_all(MYSQL *db, struct jsync *groups, struct jrec *taken, size_t
         g->next = next;
         if (rc < 0)
             return rc;
+        *groups = next;
+        complete(g, 1);
     }
     for (size_t i = 0; i < n; i++)
         if (write_batch(db, NULL, &taken[i], 1, J.instance, lost) < 0)
             return -1;
+    return 0;
+}
+
+/* The connection broke during a COMMIT: remember the pushes among the groups about to be
+ * answered 503, whose rows may have been committed all the same. */
+static void note_in_doubt(const struct jsync *groups)
+{
+    for (const struct jsync *g = groups; g; g = g->next)
+        for (int i = 0; i < g->n; i++) {
+            if (g->recs[i].kind != JR_INSERT)
+                continue;
+            if (J.ndoubt == J.doubt_cap) {
+                size_t cap = J.doubt_cap ? J.doubt_cap * 2 : 64;
+                uint64_t *grown = realloc(J.doubt, cap * sizeof *grown);
+                if (grown == NULL) {
+                    log_error("journal: out of memory; the row of job %llu may stand for no job",
+                              (unsigned long long)g->recs[i].id);
+                    continue;
+                }
+                J.doubt = grown;
+                J.doubt_cap = cap;
+            }
+            J.doubt[J.ndoubt++] = g->recs[i].id;
+        }
+}
+
+/* Mark the rows of pushes in doubt aborted, with a transition saying why. A row still at
+ * version 1 was never touched by Redis (its push was answered 503 before reaching it). Rows
+ * that were never committed are simply not found. 0, or -1 (try again after a reconnect). */
+static int settle_in_doubt(MYSQL *db)
+{
+    int64_t now = clock_unix_ms();
+    for (size_t done = 0; done < J.ndoubt; done += DOUBT_SQL_IDS) {
+        size_t end = J.ndoubt - done < DOUBT_SQL_IDS ? J.ndoubt : done + DOUBT_SQL_IDS;
+        struct sbuf ids = SBUF_INIT, sql = SBUF_INIT;
+        for (size_t i = done; i < end; i++) {
+            if (i > done)
+                sb_putc(&ids, ',');
+            sb_json_uint(&ids, J.doubt[i]);
+        }
+        sb_puts(&sql, "INSERT IGNORE INTO transition (message_id,version,from_state,to_state,at,actor,host,instance,"
+                      "attempts) SELECT id, 2, state, 'aborted', ");
+        sb_json_int(&sql, now);
+        sb_puts(&sql, ", 'journal: commit in doubt', '', ");
+        db_quote(db, &sql, J.instance, strlen(J.instance));
+        sb_puts(&sql, ", 0 FROM message WHERE version = 1 AND state <> 'aborted' AND id IN (");
+        sb_put(&sql, ids.data, ids.len);
+        sb_puts(&sql, ");UPDATE message SET state = 'aborted', version = 2, updated_at = ");
+        sb_json_int(&sql, now);
+        sb_puts(&sql, " WHERE version = 1 AND state <> 'aborted' AND id IN (");
+        sb_put(&sql, ids.data, ids.len);
+        sb_puts(&sql, ")");
+        int rc = sql.oom || ids.oom ? -1 : db_exec_script(db, sql.data, sql.len);
+        my_ulonglong aborted = rc == 0 ? mysql_affected_rows(db) : 0;
+        if (rc == 0 && mysql_commit(db) != 0)
+            rc = -1;
+        sb_free(&ids);
+        sb_free(&sql);
+        if (rc < 0) {
+            mysql_rollback(db);
+            /* what is settled stays settled; the rest waits for the next connection */
+            memmove(J.doubt, J.doubt + done, (J.ndoubt - done) * sizeof *J.doubt);
+            J.ndoubt -= done;
+            return -1;
+        }
+        log_warn("journal: %zu pushes answered 503 when a COMMIT's outcome was lost: %llu of their rows had "
+                 "been committed and are now marked aborted", end - done, (unsigned long long)aborted);
+    }
+    J.ndoubt = 0;
     return 0;
 }
 
@@ -593,6 +714,16 @@ static void *journal_main(void *unused)
                 mark_down_locked(); /* durable submissions cannot wait for a reconnect: 503 */
                 continue;
             }
+            if (J.ndoubt > 0) {
+                pthread_mutex_unlock(&J.lock);
+                int settled = settle_in_doubt(db);
+                pthread_mutex_lock(&J.lock);
+                if (settled < 0) {
+                    mysql_close(db);
+                    db = NULL;
+                    continue;
+                }
+            }
             if (warned_down)
                 metrics_inc(MC_MYSQL_RECONNECTS, 1);
             log_info("journal: connected to MySQL");
@@ -619,22 +750,24 @@ static void *journal_main(void *unused)
 
         int64_t t0 = clock_mono_us();
         int lost = 0;
-        int rc = write_all(db, groups, taken, n, &lost);
+        J.commit_in_doubt = 0;
+        int rc = write_all(db, &groups, taken, n, &lost);
         int64_t t1 = clock_mono_us();
         if (rc == 0) {
             metrics_observe(MH_MYSQL_COMMIT, (double)(t1 - t0) / 1e6);
             metrics_observe(MH_JOURNAL_BATCH, (double)((size_t)group_records + n));
             metrics_inc(MC_JOURNAL_RECORDS, (uint64_t)group_records + n);
             metrics_inc(MC_JOURNAL_BATCHES, 1);
-            complete(groups, 1);
-            groups = NULL;
         } else if (!lost) {
+            J.commit_in_doubt = 0;
             rc = settle_refused(db, &groups, taken, n, &lost);
         }
 
         if (lost) {
             /* The connection broke: the unsettled durable submitters get their 503 now, the
              * local records stay queued for the next connection. */
+            if (J.commit_in_doubt)
+                note_in_doubt(groups);
             complete(groups, 0);
             mysql_close(db);
             db = NULL;
@@ -653,6 +786,12 @@ static void *journal_main(void *unused)
 
     if (J.count > 0 || J.sync_head)
         log_warn("journal: stopping with %zu local records not written to MySQL", J.count);
+    for (size_t i = 0; i < J.ndoubt; i++)
+        log_warn("journal: job %llu was answered 503 but its row may have been committed (a COMMIT's outcome was "
+                 "lost); if /jobs shows it, it stands for no job: mark it aborted", (unsigned long long)J.doubt[i]);
+    free(J.doubt);
+    J.doubt = NULL;
+    J.ndoubt = J.doubt_cap = 0;
     complete(J.sync_head, 0);
     J.sync_head = J.sync_tail = NULL;
     J.up = 0;
