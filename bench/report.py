@@ -284,6 +284,9 @@ def main():
             notes.append("NOT everything came back")
         if backlog != 1_000_000:
             notes.append("target scaled to the backlog size")
+        jsecs = num(env, "restore_journal_secs")
+        if jsecs is not None:
+            notes.append(f"journal caught up {jsecs:.1f} s later")
         if noise("restore"):
             notes.append(noise("restore"))
         row(5, f"restore {fmt_int(pending)} pending into an empty Redis", secs, f"{secs:.1f} s",
