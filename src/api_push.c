@@ -135,6 +135,31 @@ static int initial_state(const struct job_spec *j, int64_t now)
     return j->run_at > now ? JS_DELAYED : JS_READY;
 }
 
+/* 503 for a push Redis did not take. Jobs whose call was sent but not answered may have been
+ * queued all the same: the answer lists their ids under "maybeQueued", so a client can look
+ * them up (GET /jobs/{id}) rather than guess; every other job of the push certainly was not. */
+static void respond_push_unavailable(struct push_state *st)
+{
+    struct sbuf ids = SBUF_INIT;
+    for (int i = 0; i < st->n; i++) {
+        if (!st->unsure[i])
+            continue;
+        sb_puts(&ids, ids.len ? "," : "\"maybeQueued\":[");
+        api_json_id(&ids, st->jobs[i].id);
+    }
+    if (ids.len == 0 || ids.oom) {
+        sb_free(&ids);
+        respond_unavailable(st->r, "Redis");
+        return;
+    }
+    sb_putc(&ids, ']');
+    respond_error_members(st->r, 503, "unavailable",
+                          "Redis did not answer once the push was sent: the jobs in maybeQueued may have been "
+                          "queued (GET /jobs/{id} tells); the rest were not; retry shortly",
+                          &ids);
+    sb_free(&ids);
+}
+
 /* Journal what Redis decided, then answer. */
 static void finish_push(struct push_state *st)
 {
@@ -179,7 +204,7 @@ static void finish_push(struct push_state *st)
     if (nfailed > 0) {
         if (st->is_array && nfailed < st->n)
             log_warn("push: Redis took %d of %d jobs of an array; the rest were not queued", st->n - nfailed, st->n);
-        respond_unavailable(r, "Redis");
+        respond_push_unavailable(st);
         return;
     }
     if (!st->is_array && nconflict) {

@@ -109,12 +109,16 @@ void respond_no_content(struct request *r)
     send_reply(r, 204, "No Content", NULL);
 }
 
-static void build_error(struct sbuf *sb, const char *code, const char *message)
+static void build_error(struct sbuf *sb, const char *code, const char *message, const struct sbuf *members)
 {
     sb_puts(sb, "{\"error\":");
     sb_json_cstr(sb, code);
     sb_puts(sb, ",\"message\":");
     sb_json_cstr(sb, message);
+    if (members && members->len) {
+        sb_putc(sb, ',');
+        sb_put(sb, members->data, members->len);
+    }
     sb_putc(sb, '}');
 }
 
@@ -125,6 +129,12 @@ void respond_error(struct request *r, int status, const char *code, const char *
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    respond_error_members(r, status, code, message, NULL);
+}
+
+void respond_error_members(struct request *r, int status, const char *code, const char *message,
+                           const struct sbuf *members)
+{
     struct evkeyvalq *headers = evhttp_request_get_output_headers(r->req);
     if ((status == 503 || status == 429) && evhttp_find_header(headers, "Retry-After") == NULL)
         evhttp_add_header(headers, "Retry-After", "1");
@@ -136,7 +146,7 @@ void respond_error(struct request *r, int status, const char *code, const char *
     if (status >= 500 || status == 429)
         log_debug("%s %s -> %d %s", endpoint_name(r->endpoint), r->client, status, message);
     struct sbuf sb = SBUF_INIT;
-    build_error(&sb, code, message);
+    build_error(&sb, code, message, members);
     respond_json(r, status, &sb);
     sb_free(&sb);
 }
@@ -215,7 +225,7 @@ void http_rewrite_error_page(struct worker *w, struct evbuffer *buf, int corrupt
             status = 400;
 
         struct sbuf sb = SBUF_INIT;
-        build_error(&sb, code, message);
+        build_error(&sb, code, message, NULL);
         sb_putc(&sb, '\n');
         char head[256];
         int hn = snprintf(head, sizeof head,

@@ -58,6 +58,11 @@ void respond_json(struct request *r, int status, struct sbuf *json);
 void respond_error(struct request *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The same error with more members: `members` holds JSON object members ("k":v,...) appended
+ * after "message" (NULL or empty for none). */
+void respond_error_members(struct request *r, int status, const char *code, const char *message,
+                           const struct sbuf *members);
+
 /* 503 unavailable + Retry-After: 1, naming what is down ("Redis", "MySQL"...). */
 void respond_unavailable(struct request *r, const char *what);
 

@@ -183,7 +183,7 @@ class Traffic:
         self.unknown_pushes = 0                    # 503s: not done (or outcome unknown on a hang)
         self.delivered: list[tuple[str, int]] = []  # (id, attempt)
         self.push_answers: dict[int, tuple] = {}   # body "i" -> (status, started, seconds)
-        self.delivered_i: set[int] = set()         # body "i" of every delivered job
+        self.delivered_i: dict[int, str] = {}      # body "i" -> id, of every delivered job
         self.finished: dict[str, float] = {}       # id -> when its finish was answered 200
         self.producing = threading.Event()
         self.consuming = threading.Event()
@@ -218,8 +218,11 @@ class Traffic:
             job = {"topic": TOPIC, "body": {"p": k, "i": i}, "ttr": TTR, "delay": rnd.choice((0, 0, 300, 1500))}
             t0 = time.monotonic()
             r = self._call("push", self.d.push, job, timeout=30)
+            maybe = []
+            if r is not None and r.status == 503:
+                maybe = r.json().get("maybeQueued", [])
             with self.lock:
-                self.push_answers[i] = (None if r is None else r.status, t0, time.monotonic() - t0)
+                self.push_answers[i] = (None if r is None else r.status, t0, time.monotonic() - t0, maybe)
             if r is not None and r.status == 200:
                 with self.lock:
                     self.acked[r.json()["id"]] = time.monotonic()
@@ -237,7 +240,7 @@ class Traffic:
             jobs = r.json()
             with self.lock:
                 self.delivered += [(j["id"], j["attempt"]) for j in jobs]
-                self.delivered_i.update(j["body"]["i"] for j in jobs)
+                self.delivered_i.update((j["body"]["i"], j["id"]) for j in jobs)
             for j in jobs:
                 deadline = time.monotonic() + 20
                 while time.monotonic() < deadline:
@@ -464,21 +467,35 @@ class OutageSequenceTest(HardeningTestCase):
                          + "\n".join(problems[:30]))
 
     def test_refused_pushes_are_not_delivered(self):
-        """A push answered 503 because a server was down (connection refused) or MySQL hung did
-        nothing (contract: MySQL down -> nothing in Redis; Redis down -> 503). Only while Redis
-        hangs is the outcome unknown (architecture.md: Redis may still run the script, and the
-        job then stands, with its row), so a delivery is tolerated for pushes sent then."""
+        """A push answered 503 did nothing (contract: MySQL down -> nothing in Redis; Redis down
+        -> 503), unless the daemon said otherwise: when Redis was sent the push but its answer
+        was lost (Redis hung, or stopped right after running it), the 503 lists the job under
+        maybeQueued. So every delivered job whose push was not answered 200 must have been
+        named, by id, in its push's maybeQueued."""
         t = self.traffic
         wrong = []
-        for i in sorted(t.delivered_i):
-            status, at, took = t.push_answers.get(i, (None, 0, 0))
-            if status == 200:
+        for i, job_id in sorted(t.delivered_i.items()):
+            status, at, took, maybe = t.push_answers.get(i, (None, 0, 0, []))
+            if status == 200 or job_id in maybe:
                 continue
             phase = next((n for n, (b, e) in self.windows.items() if b - 0.1 <= at + took and at <= e + 0.1),
                          "no outage")
-            if phase != "redis hangs":
-                wrong.append(f"push #{i} answered {status} after {took:.2f} s during '{phase}' was delivered")
+            wrong.append(f"push #{i} answered {status} (maybeQueued {maybe}) after {took:.2f} s during "
+                         f"'{phase}' was delivered as {job_id}")
         self.assertEqual(wrong, [], "pushes refused with 503 that happened anyway:\n" + "\n".join(wrong))
+
+    def test_pushes_sent_to_a_hung_redis_are_named_maybe_queued(self):
+        """While Redis hangs, pushes already sent to it time out: their outcome is unknown, and
+        the 503 says so, naming the job's id (and only it: a single push has one job)."""
+        t = self.traffic
+        b, e = self.windows["redis hangs"]
+        with t.lock:
+            during = [a for a in t.push_answers.values() if a[0] == 503 and b <= a[1] <= e]
+        named = [a for a in during if a[3]]
+        self.assertTrue(named, f"none of the {len(during)} pushes refused while Redis hung said maybeQueued")
+        self.assertTrue(all(len(a[3]) == 1 for a in named), f"a single push naming several jobs: {named[:3]}")
+        self.assertTrue(all(a[2] >= REDIS_TIMEOUT_MS / 1000 * 0.9 for a in named),
+                        f"maybeQueued on an answer quicker than the Redis timeout: {named[:3]}")
 
     def test_no_job_delivered_twice_inside_one_lease(self):
         seen = {}
