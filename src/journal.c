@@ -555,11 +555,12 @@ static int write_all(MYSQL *db, struct jsync **groups, struct jrec *taken, size_
         int rc = g->split ? 0 : write_batch(db, g, NULL, 0, J.instance, lost);
         for (int i = 0; g->split && i < g->n && rc == 0; i++)
             rc = write_batch(db, NULL, &g->recs[i], 1, J.instance, lost);
-        g->next = next;
-        if (rc < 0)
+        if (rc < 0) {
+            g->next = next; /* g and the rest stay in *groups, to be answered by the caller */
             return rc;
+        }
         *groups = next;
-        complete(g, 1);
+        complete(g, 1); /* g alone: complete() walks the list it is given */
     }
     for (size_t i = 0; i < n; i++)
         if (write_batch(db, NULL, &taken[i], 1, J.instance, lost) < 0)
