@@ -30,7 +30,9 @@ Measured figures are printed to stderr ("fleet e2e: ...").
 
 GracefulShutdownTest: SIGTERM with parked long-polls (204), exit 0 within 10 s, journal flushed
 (MySQL transition rows = transitions made). SdNotifyTest: READY=1 / STOPPING=1 on NOTIFY_SOCKET.
-HealthCheckerTest: scripts/nginx-health.sh against stand-in /health servers.
+HealthCheckerTest: scripts/nginx-health.sh against stand-in /health servers. LogReopenTest:
+SIGHUP after the log file was renamed (logrotate) sends every later line, from every thread,
+to a new file at the configured path.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -1026,3 +1029,39 @@ class HealthCheckerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LogReopenTest(HourglassTestCase):
+    """SIGHUP reopens the log file (for logrotate's rename-then-signal): after the old file is
+    renamed, every later line — from the main thread and from the others — goes to a new file
+    at the configured path, and nothing more to the renamed one."""
+
+    def test_sighup_after_rename_writes_to_a_new_file(self):
+        log_dir = tempfile.mkdtemp(prefix="hg-logreopen-")
+        self.addCleanup(shutil.rmtree, log_dir, True)
+        path = os.path.join(log_dir, "hourglass.log")
+        # debug level and a tiny rate limit: a 429 is logged by the HTTP worker that answers it
+        d = self.start_daemon({"log": {"level": "debug", "file": path}, "http": {"rate_limit": 1, "rate_burst": 1}})
+        wait_until(lambda: d.health().status == 200, 10, 0.05, "/health 200")
+        wait_until(lambda: os.path.exists(path) and "listening on" in open(path).read(), 10, 0.05,
+                   "the start-up lines in the log file")
+        rotated = path + ".1"
+        os.rename(path, rotated)
+        before = open(rotated).read()
+
+        d.signal(signal.SIGHUP)
+        wait_until(lambda: os.path.exists(path) and "log file reopened" in open(path).read(), 10, 0.05,
+                   "a new log file with the SIGHUP line")
+        self.assertEqual(d.health().status, 200, "the daemon must keep serving after SIGHUP")
+        statuses = [d.stats().status for _ in range(5)]
+        self.assertIn(429, statuses, "the rate limit should have refused one of 5 quick requests")
+        wait_until(lambda: "-> 429" in open(path).read(), 10, 0.05, "the worker's 429 line in the new file")
+        d.signal(signal.SIGTERM)
+        wait_until(lambda: not d.running, 15, 0.05, "the daemon to exit")
+        self.assertEqual(d.returncode, 0)
+
+        after = open(path).read()
+        self.assertEqual(open(rotated).read(), before, "lines written to the renamed file after SIGHUP")
+        self.assertIn("draining", after, f"the shutdown lines must go to the new file:\n{after}")
+        threads = set(re.findall(r"^\S+ \w+ +\[([\w-]+)\]", after, re.M))
+        self.assertGreater(len(threads), 1, f"only {threads} wrote to the new file:\n{after}")
