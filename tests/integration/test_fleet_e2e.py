@@ -32,7 +32,8 @@ GracefulShutdownTest: SIGTERM with parked long-polls (204), exit 0 within 10 s, 
 (MySQL transition rows = transitions made). SdNotifyTest: READY=1 / STOPPING=1 on NOTIFY_SOCKET.
 HealthCheckerTest: scripts/nginx-health.sh against stand-in /health servers. LogReopenTest:
 SIGHUP after the log file was renamed (logrotate) sends every later line, from every thread,
-to a new file at the configured path.
+to a new file at the configured path. WorkerLeaseTest: an instance whose id lease is taken
+stops using that worker number and leases another.
 """
 
 from __future__ import annotations
@@ -1065,3 +1066,36 @@ class LogReopenTest(HourglassTestCase):
         self.assertIn("draining", after, f"the shutdown lines must go to the new file:\n{after}")
         threads = set(re.findall(r"^\S+ \w+ +\[([\w-]+)\]", after, re.M))
         self.assertGreater(len(threads), 1, f"only {threads} wrote to the new file:\n{after}")
+
+
+class WorkerLeaseTest(HourglassTestCase):
+    """An instance whose id lease is taken from it (here: overwritten in Redis, as if it had
+    expired and another instance took it) stops issuing ids with that number, leaves the
+    lease alone and takes another number (idlease.h). That a new holder of a number starts
+    above the number's high-water mark is tested in tests/unit/test_ids.c."""
+
+    def test_lease_taken_away_switches_to_a_new_number(self):
+        d = self.start_daemon({"instance": {"worker_id": "auto"}})
+        wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0, 10, 0.05,
+                   "a worker number")
+        old = d.health().json()["workerId"]
+        r = d.push({"topic": "lease", "body": 0})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(worker_of(int(r.json()["id"])), old)
+
+        prefix = d.config["redis"]["prefix"]
+        lease_key = f"{prefix}:{{w}}:worker:{old}"
+        self.assertTrue(d.namespace.redis_cli("GET", lease_key), f"no lease at {lease_key}")
+        d.namespace.redis_cli("SET", lease_key, "intruder", "PX", "60000")
+        d.wait_for_log(rf"lost worker number {old}\b", 10)
+        wait_until(lambda: d.health().json().get("workerId", -1) not in (-1, old), 10, 0.05, "a new worker number")
+        new = d.health().json()["workerId"]
+
+        ids = []
+        for i in range(20):
+            r = d.push({"topic": "lease", "body": i + 1})
+            self.assertEqual(r.status, 200, r)
+            ids.append(int(r.json()["id"]))
+        self.assertEqual({worker_of(i) for i in ids}, {new}, "ids after the lease was lost must use the new number")
+        self.assertEqual(d.namespace.redis_cli("GET", lease_key), "intruder", "the taken lease must not be taken back")
+        self.assertEqual(ids, sorted(set(ids)), "ids must stay unique and increasing")
