@@ -232,7 +232,11 @@ class _OutageScenario(CoreTestCase):
     def test_pushes_during_the_outage_get_503(self):
         during = [rec for rec in self.traffic.records
                   if rec[0] == "push" and self.t_begin + 0.3 <= rec[5] and rec[5] + rec[2] <= self.t_end]
-        self.assertTrue(during, "no push was answered during the outage (the test did not test it)")
+        near = [(round(rec[5] - self.t_begin, 3), rec[1], round(rec[2], 3)) for rec in self.traffic.records
+                if rec[0] == "push" and self.t_begin - 0.5 <= rec[5] + rec[2] and rec[5] <= self.t_end + 0.5]
+        self.assertTrue(during, "no push was answered during the outage (the test did not test it); pushes "
+                                f"around it (start - outage begin, status, seconds), outage {self.t_end - self.t_begin:.2f} s: "
+                                f"{near}")
         self.assertEqual(sorted({rec[1] for rec in during}), [503], "statuses of pushes during the outage")
 
     def test_health_is_503_during_the_outage(self):
