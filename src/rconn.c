@@ -11,7 +11,14 @@
  *
  * Timeout rule: while commands are pending, some reply must arrive at least every
  * timeout_ms; otherwise the connection is dropped. Replies arrive in order, so "no reply
- * for timeout_ms" is the same as "the oldest pending command waited timeout_ms". */
+ * for timeout_ms" is the same as "the oldest pending command waited timeout_ms".
+ *
+ * A hung Redis (not refusing, just not answering) is found only by a connection that was
+ * waiting for a reply. Another connection with nothing pending would go on counting as up,
+ * and send each new request into the hang for a whole timeout (and /health on that worker
+ * would say "up"). So a timeout counts for the whole process: once any connection timed out,
+ * every connection counts as down until some connection hears from Redis again (a reply, an
+ * error reply, a pub/sub message — the reconnecting one's set-up replies at the latest). */
 #include "rconn.h"
 #include "clock.h"
 #include "log.h"
@@ -31,6 +38,14 @@ enum rc_state { RC_DOWN, RC_CONNECTING, RC_SETUP, RC_UP };
 
 /* Bumped whenever any connection of this process becomes usable ("Redis is back"). */
 static atomic_uint up_epoch;
+
+/* Monotonic µs of the last answer any connection got, and of the last timeout any had. */
+static _Atomic int64_t last_answer_us, last_hang_us;
+
+static void heard_from_redis(int64_t now)
+{
+    atomic_store_explicit(&last_answer_us, now, memory_order_relaxed);
+}
 
 struct rconn {
     struct event_base *base;
@@ -176,6 +191,8 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
 
     rc->pending--;
     rc->progress_us = now;
+    if (reply != NULL)
+        heard_from_redis(now);
     metrics_observe(MH_REDIS_LATENCY, (double)(now - p->sent_us) / 1e6);
 
     if (reply == NULL) {
@@ -256,6 +273,7 @@ static void on_subscribe_message(redisAsyncContext *ac, void *r, void *privdata)
         return;
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
         return;
+    heard_from_redis(clock_mono_us());
     const char *kind = reply->element[0]->str;
     if (kind == NULL)
         return;
@@ -385,9 +403,11 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
     }
     if ((rc->state == RC_CONNECTING || rc->state == RC_SETUP) && now - rc->state_since_us > limit) {
         metrics_inc(MC_REDIS_TIMEOUTS, 1);
+        atomic_store(&last_hang_us, now);
         drop(rc, rc->state == RC_CONNECTING ? "connect timed out" : "set-up timed out");
     } else if (rc->pending > 0 && now - rc->progress_us > limit) {
         metrics_inc(MC_REDIS_TIMEOUTS, 1);
+        atomic_store(&last_hang_us, now);
         drop(rc, "no reply within the timeout");
     }
 }
@@ -453,5 +473,7 @@ void rconn_free(struct rconn *rc)
 
 int rconn_is_up(const struct rconn *rc)
 {
-    return rc->state == RC_UP;
+    return rc->state == RC_UP &&
+           atomic_load_explicit(&last_hang_us, memory_order_relaxed) <=
+               atomic_load_explicit(&last_answer_us, memory_order_relaxed);
 }

@@ -49,6 +49,8 @@ int rconn_subscribe(struct rconn *rc, const char *const *channels, int n, rconn_
 /* Close; pending callbacks run with reply = NULL before this returns. */
 void rconn_free(struct rconn *rc);
 
+/* Usable: set up, and Redis not hung — no connection of the process timed out since some
+ * connection last heard from Redis (see rconn.c). */
 int rconn_is_up(const struct rconn *rc);
 
 /* Send a command. Returns 0 (the callback will run exactly once) or -1 when the connection
