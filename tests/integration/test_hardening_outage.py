@@ -485,8 +485,10 @@ class OutageSequenceTest(HardeningTestCase):
         self.assertEqual(wrong, [], "pushes refused with 503 that happened anyway:\n" + "\n".join(wrong))
 
     def test_pushes_sent_to_a_hung_redis_are_named_maybe_queued(self):
-        """While Redis hangs, pushes already sent to it time out: their outcome is unknown, and
-        the 503 says so, naming the job's id (and only it: a single push has one job)."""
+        """While Redis hangs, pushes already sent to it time out (when the oldest command pending
+        on their connection has waited the Redis timeout — so a push sent later waits less): their
+        outcome is unknown, and the 503 says so, naming the job's id (and only it: a single push
+        has one job)."""
         t = self.traffic
         b, e = self.windows["redis hangs"]
         with t.lock:
@@ -494,8 +496,6 @@ class OutageSequenceTest(HardeningTestCase):
         named = [a for a in during if a[3]]
         self.assertTrue(named, f"none of the {len(during)} pushes refused while Redis hung said maybeQueued")
         self.assertTrue(all(len(a[3]) == 1 for a in named), f"a single push naming several jobs: {named[:3]}")
-        self.assertTrue(all(a[2] >= REDIS_TIMEOUT_MS / 1000 * 0.9 for a in named),
-                        f"maybeQueued on an answer quicker than the Redis timeout: {named[:3]}")
 
     def test_no_job_delivered_twice_inside_one_lease(self):
         seen = {}
