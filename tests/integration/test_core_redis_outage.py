@@ -440,8 +440,10 @@ class RedisDownEndpointsTest(CoreTestCase):
         self.wait_state(d, id, "finished", timeout=10)
 
     def test_push_answered_503_while_redis_hangs(self):
-        """A push answered 503 (Redis hung) must not leave a deliverable job whose message row is
-        aborted: a job that exists in Redis must have a live row so /reStore can rebuild it."""
+        """A push sent to a hung Redis is answered 503 naming its job under maybeQueued (Redis
+        may run it when it wakes up). Afterwards the job either exists — delivered, with a live
+        message row, so /reStore after a Redis loss would rebuild it — or /jobs/{id} says it is
+        aborted: never a deliverable job whose row is aborted, never a row left pending."""
         redis = self.private_redis(persistent=True)
         d = self.start_on(redis)
         redis.pause()
@@ -450,11 +452,18 @@ class RedisDownEndpointsTest(CoreTestCase):
         finally:
             redis.resume()
         self.assertError(r, 503, "unavailable", "push while Redis hangs")
+        maybe = r.json().get("maybeQueued")
+        self.assertIsInstance(maybe, list, f"a push sent to a hung Redis must say maybeQueued: {r!r}")
+        self.assertEqual(len(maybe), 1, r)
+        jid = maybe[0]
         wait_until(lambda: d.health().status == 200, 15, 0.05, "health to come back")
         got = self.get_after_outage(d, "hang", timeout=3)
-        if got.status == 204:
-            return  # nothing was enqueued: the 503 was the truth
+        if got.status == 204:  # Redis did not run it: the row must be marked so
+            wait_until(lambda: d.job(jid).status == 200 and d.job(jid).json().get("state") == "aborted", 10, 0.1,
+                       f"/jobs/{jid} to say aborted")
+            return
         job = self.assertJsonOk(got)
+        self.assertEqual(job["id"], jid, "the job delivered is not the one maybeQueued named")
         wait_until(lambda: self.journal_idle(d), 10, 0.05, "the journal to be written")
         rows = d.namespace.query(f"SELECT state FROM message WHERE id = {int(job['id'])}")
         self.assertEqual(rows, [("reserved",)],
