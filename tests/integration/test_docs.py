@@ -2,6 +2,7 @@
 
     make integration T=test_docs
 """
+import json
 import os
 import re
 import subprocess
@@ -62,3 +63,54 @@ class DocsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReadmeTryItTest(harness.HourglassTestCase):
+    """The README's "Try it" commands, run as written against a daemon (only the address is
+    this test's daemon's, and the example id is the one the push answered), give answers of
+    the shape the README shows."""
+
+    def block(self):
+        text = read("README.md")
+        section = text[text.index("## Try it"):]
+        body = section[section.index("```sh") + 5:]
+        return body[:body.index("```")]
+
+    def commands(self):
+        """[(curl command, the answer the README shows after it as a comment)]."""
+        out, cmd, shown = [], None, []
+        for line in self.block().splitlines():
+            if line.startswith("curl "):
+                if cmd:
+                    out.append((cmd, " ".join(shown)))
+                cmd, shown = line, []
+            elif cmd and line.startswith("     "):  # continuation of a curl line
+                cmd = cmd.rstrip("\\").rstrip() + " " + line.strip()
+            elif cmd and not shown and line.startswith("# {"):
+                shown.append(line[2:].strip())
+            elif cmd and shown and line.startswith("#  "):  # the answer goes on
+                shown.append(line[2:].strip())
+        out.append((cmd, " ".join(shown)))
+        return out
+
+    def test_try_it_works_as_written(self):
+        d = self.start_daemon()
+        wait_until = harness.wait_until
+        wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0, 15, 0.05,
+                   "the daemon to be ready")
+        cmds = self.commands()
+        self.assertEqual([c.split()[0] for c, _ in cmds], ["curl"] * 4, cmds)
+        example_id = re.search(r'"id":"(\d+)"', cmds[0][1]).group(1)
+        job_id = None
+        for cmd, shown in cmds:
+            cmd = cmd.replace("localhost:8080", f"{harness.HOST}:{d.port}")
+            if job_id:
+                cmd = cmd.replace(example_id, job_id)
+            r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, f"{cmd}: {r.stderr}")
+            got = json.loads(r.stdout)
+            if shown:
+                self.assertEqual(sorted(got), sorted(json.loads(shown)), f"{cmd}: answer {got}, README shows {shown}")
+            job_id = job_id or got["id"]
+            self.assertEqual(got["id"], job_id, f"{cmd}: {got}")
+        self.assertEqual(got["state"], "finished", f"the last command shows the finished job: {got}")
