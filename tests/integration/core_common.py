@@ -36,11 +36,8 @@ class CoreTestCase(HourglassTestCase):
     def wait_healthy(self, d: Daemon, timeout: float = 15) -> None:
         """Until /health is 200 and (when it says) an id-generator worker number is held: the
         daemon answers before its id lease is taken, and pushes get 503 until then."""
-        def ready() -> bool:
-            r = d.health()
-            return r.status == 200 and int(r.json().get("workerId", 0)) >= 0
         try:
-            wait_until(ready, timeout, 0.02, "GET /health to answer 200 with a worker id")
+            wait_until(d.ready, timeout, 0.02, "GET /health to answer 200 with a worker id")
         except TimeoutError:
             self.fail(f"/health never answered 200: {d.health()!r}\n{d.log_tail(20)}")
 

@@ -1153,6 +1153,17 @@ class Daemon(_Process):
     def health(self, **kw: Any) -> Response:
         return self.request("GET", "/health", **kw)
 
+    def ready(self) -> bool:
+        """Ready for pushes: /health 200 (Redis and MySQL connected) and an id-generator worker
+        number held. It answers HTTP (503s) before its connections are up, and /health can say
+        ok a moment before the id lease is taken (pushes get 503 until then)."""
+        r = self.health(timeout=5)
+        return r.status == 200 and r.json().get("workerId", -1) >= 0
+
+    def wait_ready(self, timeout: float = 15.0) -> "Daemon":
+        wait_until(self.ready, timeout, 0.02, f"{self.kind} to be ready (/health 200 with a workerId)")
+        return self
+
     def stats(self, **kw: Any) -> Response:
         return self.request("GET", "/stats", **kw)
 

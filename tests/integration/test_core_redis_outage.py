@@ -148,8 +148,7 @@ class _OutageScenario(CoreTestCase):
                        overrides={"redis": {"address": cls.redis.address, "db": 0}})
         cls.addClassCleanup(cls.d.close)
         cls.d.start()
-        wait_until(lambda: cls.d.health().status == 200 and cls.d.health().json().get("workerId", 0) >= 0,
-                   15, 0.02, "the daemon to be healthy")
+        cls.d.wait_ready(15)
         cls.traffic = t = Traffic(cls.d)
         cls.addClassCleanup(t.stop)
         wait_until(lambda: len(t.finished) >= 30, 20, 0.02, "traffic to flow")

@@ -95,9 +95,7 @@ class ReadmeTryItTest(harness.HourglassTestCase):
 
     def test_try_it_works_as_written(self):
         d = self.start_daemon()
-        wait_until = harness.wait_until
-        wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0, 15, 0.05,
-                   "the daemon to be ready")
+        d.wait_ready(15)
         cmds = self.commands()
         self.assertEqual([c.split()[0] for c, _ in cmds], ["curl"] * 4, cmds)
         example_id = re.search(r'"id":"(\d+)"', cmds[0][1]).group(1)

@@ -1076,8 +1076,7 @@ class WorkerLeaseTest(HourglassTestCase):
 
     def test_lease_taken_away_switches_to_a_new_number(self):
         d = self.start_daemon({"instance": {"worker_id": "auto"}})
-        wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0, 10, 0.05,
-                   "a worker number")
+        d.wait_ready(10)
         old = d.health().json()["workerId"]
         r = d.push({"topic": "lease", "body": 0})
         self.assertEqual(r.status, 200, r)

@@ -45,8 +45,7 @@ class _AuthBase(HardeningTestCase):
         d = Daemon(namespace=shared_stack().fresh_namespace(), overrides={"http": http}, **kw)
         cls.addClassCleanup(d.close)
         d.start()
-        wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0,
-                   15, 0.02, "the daemon to be healthy")
+        d.wait_ready(15)
         return d
 
 
@@ -244,8 +243,7 @@ class SecretsNotLoggedTest(HardeningTestCase):
         d.config["log"]["file"] = log_file
         self.addCleanup(d.close)
         d.start()
-        wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0,
-                   15, 0.05, "the daemon to be healthy")
+        d.wait_ready(15)
         T, A, W = bearer(token), bearer(admin), bearer(wrong1)
 
         # ordinary traffic, admin traffic, wrong tokens

@@ -55,8 +55,7 @@ class _DaemonPerClass(HardeningTestCase):
         cls.d = Daemon(namespace=shared_stack().fresh_namespace())
         cls.addClassCleanup(cls.d.close)
         cls.d.start()
-        wait_until(lambda: cls.d.health().status == 200 and cls.d.health().json().get("workerId", -1) >= 0,
-                   15, 0.02, "the daemon to be healthy")
+        cls.d.wait_ready(15)
         d = cls.d
 
         def ok(r):

@@ -58,8 +58,7 @@ def start_daemon(cls, http: dict | None = None, queue: dict | None = None) -> Da
                overrides={"http": http or {}, "queue": queue or {}})
     cls.addClassCleanup(d.close)
     d.start()
-    wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0,
-               15, 0.02, "the daemon to be healthy")
+    d.wait_ready(15)
     return d
 
 
@@ -366,8 +365,10 @@ class ConnectionCapTest(HardeningTestCase):
         # Served again once connections close. Each probe closes its own connection, and the
         # daemon may still count the last one for a moment (its close and the next accept can be
         # handled in either order), so it is the answer that carries the counts that is awaited.
-        r = wait_until(lambda: (lambda x: x if x.status == 200 else None)(d.stats()), 10, 0.05,
-                       "requests to be served again once connections close")
+        def served():
+            r = d.stats()
+            return r if r.status == 200 else None
+        r = wait_until(served, 10, 0.05, "requests to be served again once connections close")
         topic = (r.json().get("topics") or {}).get("cap") or {}
         self.assertEqual({k: int(v) for k, v in topic.items() if k in ("delayed", "ready", "reserved", "dead") and v},
                          {}, "the push refused past max_connections must not have queued anything")

@@ -295,8 +295,7 @@ class OutageSequenceTest(HardeningTestCase):
             "queue": {"default_ttr": TTR}})
         cls.addClassCleanup(d.close)
         d.start()
-        wait_until(lambda: d.health().status == 200 and d.health().json().get("workerId", -1) >= 0,
-                   15, 0.05, "the daemon to be healthy")
+        d.wait_ready(15)
         cls.q = lambda sql: cls.mariadb.query(sql, db=db)  # noqa: E731
 
         t = cls.traffic = Traffic(d)

@@ -108,17 +108,12 @@ def wait_or_fail(tc, predicate: Callable[[], Any], timeout: float, what: str,
         tc.fail(f"{e}" + (f"\n{detail()}" if detail else ""))
 
 
-def ready(d: Daemon) -> bool:
-    r = d.health(timeout=5)
-    return r.status == 200 and r.json().get("workerId", -1) >= 0
-
-
 def wait_healthy(tc, d: Daemon, timeout: float = 15.0) -> Daemon:
     """Wait until the daemon is ready for pushes: GET /health 200 with a workerId. It answers
     HTTP (503s) before its Redis and MySQL connections are up, and /health can say ok a moment
     before the id generator holds a worker number (pushes then get 503 "the id generator (no
     worker id held yet) is unavailable")."""
-    wait_or_fail(tc, lambda: ready(d), timeout, "GET /health 200 with a workerId",
+    wait_or_fail(tc, d.ready, timeout, "GET /health 200 with a workerId",
                  lambda: f"last /health: {d.health(timeout=5).text[:300]}")
     return d
 
