@@ -43,6 +43,11 @@ int log_level_parse(const char *name)
 void log_set_thread_name(const char *name)
 {
     thread_name = name;
+    /* The kernel's name too, so top -H, ps -L and perf tell the threads apart (at most 15
+     * bytes; every name the daemon gives is shorter). Purely informative: failure is fine. */
+    char kernel_name[16];
+    snprintf(kernel_name, sizeof kernel_name, "%s", name);
+    (void)pthread_setname_np(pthread_self(), kernel_name);
 }
 
 static int open_path(const char *path)

@@ -1068,6 +1068,32 @@ class LogReopenTest(HourglassTestCase):
         self.assertGreater(len(threads), 1, f"only {threads} wrote to the new file:\n{after}")
 
 
+class ThreadNamesTest(HourglassTestCase):
+    """The threads carry their log names in the kernel (docs/operations.md, "Logs"), so top -H,
+    ps -L and perf tell them apart; the main thread keeps the process name."""
+
+    def test_threads_are_named_in_the_kernel(self):
+        d = self.start_daemon({"http": {"threads": 3}})
+        d.wait_ready()
+        task_dir = f"/proc/{d.pid}/task"
+
+        def names() -> dict[int, str]:
+            found = {}
+            for tid in os.listdir(task_dir):
+                try:
+                    with open(os.path.join(task_dir, tid, "comm")) as f:
+                        found[int(tid)] = f.read().strip()
+                except OSError:
+                    pass  # a thread that just ended
+            return found
+
+        expected = {"http-0", "http-1", "http-2", "journal", "outbox", "mover", "db-0", "db-1"}
+        wait_until(lambda: expected <= set(names().values()), 10, 0.05, f"threads named {sorted(expected)}")
+        by_tid = names()
+        self.assertEqual(by_tid[d.pid], "hourglassd", f"the main thread must keep the process name: {by_tid}")
+        self.assertEqual(sorted(by_tid.values()).count("journal"), 1, f"one journal thread: {by_tid}")
+
+
 class WorkerLeaseTest(HourglassTestCase):
     """An instance whose id lease is taken from it (here: overwritten in Redis, as if it had
     expired and another instance took it) stops issuing ids with that number, leaves the
