@@ -343,7 +343,7 @@ def main():
         print()
         print("inside hourglassd during each measurement (its /metrics; journal busy = share of the time the")
         print("journal thread spent in a MySQL write+commit cycle; '<=' values are histogram bucket bounds;")
-        print("threads are named by what they wait in when idle, see name_threads in bench/run.sh):")
+        print("threads by the names the daemon gives them):")
 
         def f(x, spec):
             return "n/a" if x is None else format(x, spec)

@@ -309,28 +309,14 @@ start_daemon() { # PER_ROW
     name_threads
 }
 
-# name_threads: the daemon's threads are unnamed; name them once, idle, by what they block in
-# (and their start order): event loops (epoll_wait) are main, http-0..N-1 and the mover, in
-# that order; the first thread waiting on a condition variable (futex) is the journal, the
-# others are the MySQL pool; anything else is "other". Heuristic, checked against src/main.c.
+# name_threads: the daemon names its threads in the kernel (src/log.c: http-N, journal, mover,
+# outbox, db-N); the main thread keeps the process's name and is called "main" here.
 name_threads() {
     sleep 0.5
     : >"$WORK/threadmap"
-    ep=0 fx=0 ot=0
     for tid in $(ls "/proc/$DPID/task" | sort -n); do
-        sc=$(cut -d' ' -f1 "/proc/$DPID/task/$tid/syscall" 2>/dev/null || echo x)
-        case "$sc" in
-            232 | 281 | 441) # epoll_wait, epoll_pwait, epoll_pwait2
-                if [ $ep -eq 0 ]; then n=main
-                elif [ $ep -le "$HTTP_THREADS" ]; then n=http-$((ep - 1))
-                elif [ $ep -eq $((HTTP_THREADS + 1)) ]; then n=mover
-                else n=loop-$ep; fi
-                ep=$((ep + 1)) ;;
-            202) # futex
-                if [ $fx -eq 0 ]; then n=journal; else n=pool-$((fx - 1)); fi
-                fx=$((fx + 1)) ;;
-            *) n=other-$ot; ot=$((ot + 1)) ;;
-        esac
+        n=$(cat "/proc/$DPID/task/$tid/comm" 2>/dev/null || echo other)
+        [ "$tid" = "$DPID" ] && n=main
         echo "$tid $n" >>"$WORK/threadmap"
     done
 }
@@ -482,16 +468,18 @@ redis_jobs() { # total HLEN of every shard's jobs hash
 # perf_report DATA: what perf recorded (all processes), summarised: CPU by process, the
 # daemon by thread with each busy thread's top symbols, then Redis and MariaDB.
 perf_report() {
-    echo "## CPU samples by process"
-    perf report -i "$1" --stdio --sort comm 2>/dev/null | grep '%' | head -15
+    echo "## CPU samples by process (hourglassd's threads by their names, then its total)"
+    perf report -i "$1" --stdio --sort comm 2>/dev/null | grep '%' | head -20
+    perf report -i "$1" --stdio --pid "$DPID" --sort pid --percentage absolute 2>/dev/null | grep '%' |
+        awk '{ s += $1 } END { printf "    %.2f%%  hourglassd, all threads\n", s }'
     echo
     echo "## hourglassd by thread (tid; share of hourglassd's samples), then each busy thread's top symbols"
-    echo "## (threads are unnamed: the journal shows write_batch/libmariadb, HTTP workers evhttp/jansson/hiredis)"
     perf report -i "$1" --stdio --pid "$DPID" --sort pid --percentage relative 2>/dev/null |
         grep '%' | head -10 | tee "$WORK/tids"
-    for tid in $(awk '$1 + 0 >= 1 { split($NF, a, ":"); print a[1] }' "$WORK/tids"); do
+    for thread in $(awk '$1 + 0 >= 1 { print $NF }' "$WORK/tids"); do
+        tid=${thread%%:*}
         echo
-        echo "### tid $tid"
+        echo "### $thread"
         perf report -i "$1" --stdio --tid "$tid" --sort dso,sym --percentage relative 2>/dev/null | grep '%' | head -15
     done
     echo
