@@ -110,7 +110,7 @@ int db_exec(MYSQL *db, const char *sql, size_t len)
     return 0;
 }
 
-int db_exec_script(MYSQL *db, const char *sql, size_t len)
+int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *affected)
 {
     /* mysql_real_query: 0 = the first statement succeeded; mysql_next_result: 0 = the next
      * one succeeded, -1 = there is no next one, > 0 = it failed. */
@@ -125,6 +125,8 @@ int db_exec_script(MYSQL *db, const char *sql, size_t len)
         MYSQL_RES *res = mysql_store_result(db); /* none expected; freed if a statement returned rows */
         if (res)
             mysql_free_result(res);
+        else if (affected)
+            *affected = mysql_affected_rows(db); /* this statement's: asked after the last one, it is -1 */
         int rc = mysql_next_result(db);
         if (rc < 0)
             return 0;

@@ -22,8 +22,11 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen);
 int db_exec(MYSQL *db, const char *sql, size_t len) __attribute__((warn_unused_result));
 
 /* Run several statements separated by ';' in one round trip (needs db_enable_scripts).
- * The server stops at the first failing one; logs it and returns -1. 0 when all succeeded. */
-int db_exec_script(MYSQL *db, const char *sql, size_t len) __attribute__((warn_unused_result));
+ * The server stops at the first failing one; logs it and returns -1. 0 when all succeeded,
+ * with *affected (unless NULL) set to the rows the last statement without a result set
+ * changed. */
+int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *affected)
+    __attribute__((warn_unused_result));
 
 /* Allow multi-statement scripts on this connection (only the journal's: its SQL is built
  * from escaped values, and the other connections never need it). 0 / -1. */

@@ -9,17 +9,26 @@ loss would bring back a job its producer was told had failed). The journal keeps
 The lost answer is made deterministic with a proxy between the daemon and MariaDB that
 understands just enough of the MySQL protocol: armed, it forwards the COMMIT that follows an
 INSERT INTO message, lets the server answer, throws the answer away and cuts the connection.
+
+Why COMMIT is a round trip of its own (journal.c, write_batch) is tested too: a hung server
+that resumes still runs what waits in a connection its client has given up on. ScriptHolder,
+armed, keeps a push cycle's statements instead of forwarding them, cuts the daemon's side
+and keeps the server's side open, and sends the statements only after the daemon has
+reconnected and settled. They run, but without their COMMIT nothing of them is committed;
+had the script ended with COMMIT, the refused push would now have a live row.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 import unittest
 
 from harness import HourglassTestCase, wait_until
 
 COM_QUERY = 0x03
+SERVER_MORE_RESULTS_EXISTS = 0x0008
 
 
 def _read_packet(sock: socket.socket) -> bytes | None:
@@ -43,6 +52,34 @@ def _read_exact(sock: socket.socket, n: int) -> bytes | None:
             return None
         buf += chunk
     return buf
+
+
+def _skip_lenenc(body: bytes, pos: int) -> int:
+    first = body[pos]
+    return pos + {0xFC: 3, 0xFD: 4, 0xFE: 9}.get(first, 1)
+
+
+def _read_script_answers(server: socket.socket) -> list[bytes]:
+    """The answers to a multi-statement script, up to the last one (an OK without 'more
+    results', or an error, which ends the script). Empty when the connection is gone."""
+    answers = []
+    while True:
+        packet = _read_packet(server)
+        if packet is None:
+            return answers
+        answers.append(packet)
+        body = packet[4:]
+        if body[:1] == b"\xff":
+            return answers
+        if body[:1] == b"\x00":
+            pos = _skip_lenenc(body, _skip_lenenc(body, 1))  # affected rows, last insert id
+            if not int.from_bytes(body[pos:pos + 2], "little") & SERVER_MORE_RESULTS_EXISTS:
+                return answers
+
+
+def _is_push_statements(payload: bytes) -> bool:
+    """A journal cycle's statements that insert message rows (a push)."""
+    return payload[:1] == bytes([COM_QUERY]) and payload[1:].lstrip().upper().startswith(b"INSERT INTO MESSAGE")
 
 
 class CommitAnswerDropper:
@@ -137,6 +174,100 @@ class CommitAnswerDropper:
         client.close()
 
 
+class ScriptHolder:
+    """A TCP proxy in front of MariaDB. While armed, the first push cycle's statements are not
+    forwarded: the daemon's side of that connection is cut (its client sees the connection
+    break with the script sent), the server's side stays open and idle, and release() sends
+    the script on it later — what a hung server that resumes does with a script left in its
+    socket."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.armed = threading.Event()
+        self.held = threading.Event()
+        self.held_packet: bytes | None = None
+        self.held_server: socket.socket | None = None
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.closing = False
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self.closing = True
+        for s in [self.listener, *self.sockets]:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def release(self) -> list[bytes]:
+        """Send the held script on its old connection; the server's answers (none when the
+        server has closed that connection)."""
+        assert self.held_server is not None and self.held_packet is not None
+        self.held_server.settimeout(5)
+        try:
+            self.held_server.sendall(self.held_packet)
+            return _read_script_answers(self.held_server)
+        except OSError:
+            return []
+
+    def close_held(self) -> None:
+        assert self.held_server is not None
+        self.held_server.close()
+
+    def _accept(self) -> None:
+        while not self.closing:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.upstream_port))
+            self.sockets += [client, server]
+            threading.Thread(target=self._server_to_client, args=(server, client), daemon=True).start()
+            threading.Thread(target=self._client_to_server, args=(client, server), daemon=True).start()
+
+    def _server_to_client(self, server: socket.socket, client: socket.socket) -> None:
+        while self.held_server is not server:
+            try:
+                data = server.recv(65536)
+                if not data or self.held_server is server:
+                    break
+                client.sendall(data)
+            except OSError:
+                break
+        if self.held_server is not server:  # a held connection stays open on the server's side
+            for s in (server, client):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _client_to_server(self, client: socket.socket, server: socket.socket) -> None:
+        while True:
+            packet = _read_packet(client)
+            if packet is None:
+                break
+            if _is_push_statements(packet[4:]) and self.armed.is_set() and not self.held.is_set():
+                self.held_packet, self.held_server = packet, server
+                self.held.set()
+                client.shutdown(socket.SHUT_RDWR)
+                client.close()
+                return
+            try:
+                server.sendall(packet)
+            except OSError:
+                break
+        for s in (client, server):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class CommitInDoubtTest(HourglassTestCase):
 
     def test_pushes_answered_503_after_a_lost_commit_answer_leave_aborted_rows(self):
@@ -166,6 +297,8 @@ class CommitInDoubtTest(HourglassTestCase):
                            "ORDER BY version")
         self.assertEqual([h[1] for h in history], ["delayed", "aborted"], history)
         self.assertIn("commit in doubt", history[1][2])
+        self.assertIn("1 pushes answered 503 when a COMMIT's outcome was lost: 1 of their rows had been "
+                      "committed and are now marked aborted", d.log(), "the settle's log line and its count")
 
         # It never reached Redis, and the earlier, acknowledged job is untouched.
         self.assertEqual(d.job(job_id).json()["state"], "aborted", "the refused push must not be a live job")
@@ -183,6 +316,39 @@ class CommitInDoubtTest(HourglassTestCase):
 
         # And pushes work again without a restart.
         self.assertStatus(d.push({"topic": "doubt", "body": "after"}), 200, "a push after the reconnect")
+
+
+class HeldScriptTest(HourglassTestCase):
+
+    def test_a_script_left_in_the_old_connection_cannot_commit_after_the_reconnect(self):
+        ns = self.namespace()
+        proxy = ScriptHolder(ns.mariadb.port)
+        self.addCleanup(proxy.close)
+        d = self.start_daemon({"mysql": {"port": proxy.port, "timeout": 3}}, namespace=ns)
+        d.wait_ready()
+        self.assertStatus(d.push({"topic": "held", "body": "before", "delay": 600000}), 200, "a push before")
+
+        proxy.armed.set()
+        r = d.push({"topic": "held", "body": "held-script", "delay": 600000})
+        self.assertTrue(proxy.held.is_set(), "the proxy never saw the push's statements")
+        self.assertStatus(r, 503, "a push whose cycle's connection broke after its statements were sent")
+
+        # The journal reconnects (a new connection through the proxy) and takes pushes again.
+        wait_until(lambda: d.push({"topic": "held", "body": "after", "delay": 600000}).status == 200, 20, 0.2,
+                   "pushes to be accepted again after the reconnect")
+
+        # Only now do the old connection's statements reach the server, as when a hung server
+        # resumes. They run (the server answers them), but no COMMIT follows: the proxy then
+        # closes that connection and the server rolls them back.
+        answers = proxy.release()
+        self.assertTrue(answers and answers[-1][4:5] == b"\x00",
+                        f"the server should have run the held statements: {answers}")
+        proxy.close_held()
+        time.sleep(0.5)
+        rows = ns.query("SELECT state FROM message WHERE body = '\"held-script\"'")
+        self.assertIn(rows, ([], [("aborted",)]), f"the refused push's row must not be live: {rows}")
+        self.assertEqual(ns.query("SELECT COUNT(*) FROM message WHERE body = '\"after\"' AND state = 'delayed'"),
+                         [("1",)], "the push after the reconnect")
 
 
 if __name__ == "__main__":
