@@ -9,6 +9,8 @@ struct request;
 void api_push(struct request *r);        /* api_push.c */
 struct worker;
 void api_push_tick(struct worker *w);    /* once a second: look up pushes whose outcome is unknown */
+void api_push_flush(void *worker);       /* after each inbox drain: send committed pushes, a call per shard */
+void api_push_free(struct worker *w);
 void api_get(struct request *r);         /* longpoll.c */
 void api_finish(struct request *r);      /* api_jobs.c */
 void api_release(struct request *r);

@@ -4,8 +4,9 @@
  *   1. validate everything (all-or-nothing) and give each job an id on its topic's shard;
  *   2. commit the message rows in MySQL (the journal's group commit) — MySQL down: 503, and
  *      nothing was written anywhere;
- *   3. add the jobs to Redis, one push.lua call per shard — Redis failing now: 503, and the
- *      rows just committed are marked 'aborted' so /reStore never brings them back;
+ *   3. add the jobs to Redis, one push.lua call per shard for all the pushes whose commits
+ *      this worker received together (below) — Redis failing now: 503, and the rows just
+ *      committed are marked 'aborted' so /reStore never brings them back;
  *   4. answer. A bizKey duplicate (or a replace) leaves the new row 'aborted' too: the job
  *      that counts is the one that already held the bizKey.
  *
@@ -255,28 +256,140 @@ static void finish_push(struct push_state *st)
     sb_free(&sb);
 }
 
-struct shard_call {
+/* ---- to Redis: one push.lua call per shard for everything one inbox drain committed ----
+ *
+ * A journal cycle commits the rows of ~20-100 pushes at once and its completions reach this
+ * worker together (one drain of its inbox). Each push's jobs wait here, by shard, until the
+ * drain is over (api_push_flush); then each shard's jobs go to Redis in one call, in commit
+ * order, each with its own request's clock and actor. Fewer calls, and fewer allocations,
+ * than one call per push and shard. */
+
+struct pending_job {
     struct push_state *st;
-    int *index;   /* job indices of this call, in order */
-    int n;
+    int index;                  /* into st->jobs */
 };
+
+struct push_pending {
+    int nshards;
+    int total;
+    struct shard_jobs {
+        struct pending_job *jobs;
+        int n, cap;
+    } shard[];
+};
+
+struct shard_call {
+    int n;
+    struct pending_job jobs[];  /* a push's jobs are consecutive */
+};
+
+/* Outcome of jobs[0..n) (out == NULL: no answer; `sent`: the call may have run all the same). */
+static void settle_jobs(const struct pending_job *jobs, int n, const struct push_outcome *out, int nout, int sent)
+{
+    for (int k = 0; k < n;) {
+        struct push_state *st = jobs[k].st;
+        for (; k < n && jobs[k].st == st; k++) {
+            int i = jobs[k].index;
+            if (out == NULL || k >= nout) {
+                st->failed[i] = 1;
+                st->unsure[i] = (char)sent; /* sent: Redis may have run it */
+            } else {
+                st->outcomes[i] = out[k];
+            }
+        }
+        if (--st->calls_pending == 0)
+            finish_push(st); /* st is not looked at again: its jobs were consecutive */
+    }
+}
 
 static void on_pushed(const struct push_outcome *out, int n, void *arg)
 {
     struct shard_call *call = arg;
-    struct push_state *st = call->st;
-    for (int k = 0; k < call->n; k++) {
-        int i = call->index[k];
-        if (out == NULL || k >= n) {
-            st->failed[i] = 1;
-            st->unsure[i] = 1; /* sent: Redis may have run it */
-        } else
-            st->outcomes[i] = out[k];
-    }
-    free(call->index);
+    settle_jobs(call->jobs, call->n, out, n, 1);
     free(call);
-    if (--st->calls_pending == 0)
-        finish_push(st);
+}
+
+void api_push_flush(void *arg)
+{
+    struct worker *w = arg;
+    struct push_pending *p = w->push_pending;
+    if (p == NULL || p->total == 0)
+        return;
+    p->total = 0;
+    struct push_item *items = NULL;
+    int items_cap = 0;
+    for (int shard = 0; shard < p->nshards; shard++) {
+        struct shard_jobs *q = &p->shard[shard];
+        if (q->n == 0)
+            continue;
+        int n = q->n;
+        q->n = 0;
+        struct shard_call *call = malloc(sizeof *call + (size_t)n * sizeof call->jobs[0]);
+        if (n > items_cap) {
+            free(items);
+            items_cap = n;
+            items = malloc((size_t)n * sizeof *items);
+        }
+        if (call == NULL || items == NULL) {
+            free(call);
+            items_cap = 0;
+            settle_jobs(q->jobs, n, NULL, 0, 0); /* not sent: 503, and their rows are marked aborted */
+            continue;
+        }
+        call->n = n;
+        memcpy(call->jobs, q->jobs, (size_t)n * sizeof call->jobs[0]);
+        for (int k = 0; k < n; k++) {
+            const struct push_state *st = call->jobs[k].st;
+            items[k].job = &st->jobs[call->jobs[k].index];
+            items[k].now = st->now;
+            items[k].who = st->who;
+        }
+        if (store_push(&w->store, shard, items, n, on_pushed, call) < 0) {
+            settle_jobs(call->jobs, n, NULL, 0, 0);
+            free(call);
+        }
+    }
+    free(items);
+}
+
+void api_push_free(struct worker *w)
+{
+    struct push_pending *p = w->push_pending;
+    if (p == NULL)
+        return;
+    for (int i = 0; i < p->nshards; i++)
+        free(p->shard[i].jobs);
+    free(p);
+    w->push_pending = NULL;
+}
+
+static struct push_pending *pending_of(struct worker *w)
+{
+    if (w->push_pending == NULL) {
+        int nshards = w->app->cfg.redis_shards;
+        w->push_pending = calloc(1, sizeof *w->push_pending + (size_t)nshards * sizeof w->push_pending->shard[0]);
+        if (w->push_pending)
+            w->push_pending->nshards = nshards;
+    }
+    return w->push_pending;
+}
+
+/* Queue job i of st for its shard's call; 1 when it starts st's run in that shard's list. */
+static int queue_job(struct push_pending *p, struct push_state *st, int i)
+{
+    struct shard_jobs *q = &p->shard[st->jobs[i].shard];
+    if (q->n == q->cap) {
+        int cap = q->cap ? q->cap * 2 : 64;
+        struct pending_job *grown = realloc(q->jobs, (size_t)cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        q->jobs = grown;
+        q->cap = cap;
+    }
+    int starts_run = q->n == 0 || q->jobs[q->n - 1].st != st;
+    q->jobs[q->n++] = (struct pending_job){st, i};
+    p->total++;
+    return starts_run;
 }
 
 static void on_committed(int ok, void *arg)
@@ -286,54 +399,18 @@ static void on_committed(int ok, void *arg)
         respond_unavailable(st->r, "MySQL");
         return;
     }
-    struct worker *w = st->r->w;
-    st->calls_pending = 1; /* our hold while sending */
-    int *shard_of = malloc((size_t)st->n * sizeof *shard_of);
-    char *sent = calloc((size_t)st->n, 1);
-    for (int i = 0; shard_of && sent && i < st->n; i++)
-        shard_of[i] = st->jobs[i].shard;
+    struct push_pending *p = pending_of(st->r->w);
+    st->calls_pending = 0;
     for (int i = 0; i < st->n; i++) {
-        if (sent == NULL || shard_of == NULL) {
-            st->failed[i] = 1;
-            continue;
-        }
-        if (sent[i])
-            continue;
-        /* one call per shard, jobs in request order */
-        struct shard_call *call = calloc(1, sizeof *call);
-        struct job_spec **ptrs = malloc((size_t)st->n * sizeof *ptrs);
-        if (call)
-            call->index = malloc((size_t)st->n * sizeof *call->index);
-        if (!call || !ptrs || !call->index) {
-            if (call)
-                free(call->index);
-            free(call);
-            free(ptrs);
-            st->failed[i] = 1;
-            sent[i] = 1;
-            continue;
-        }
-        call->st = st;
-        for (int k = i; k < st->n; k++)
-            if (!sent[k] && shard_of[k] == shard_of[i]) {
-                sent[k] = 1;
-                call->index[call->n] = k;
-                ptrs[call->n++] = &st->jobs[k];
-            }
-        st->calls_pending++;
-        if (store_push(&w->store, shard_of[i], ptrs, call->n, st->now, st->who, on_pushed, call) < 0) {
-            for (int k = 0; k < call->n; k++)
-                st->failed[call->index[k]] = 1;
-            st->calls_pending--;
-            free(call->index);
-            free(call);
-        }
-        free(ptrs);
+        int rc = p ? queue_job(p, st, i) : -1;
+        if (rc < 0)
+            st->failed[i] = 1; /* not sent: certainly not in Redis */
+        else
+            st->calls_pending += rc;
     }
-    free(shard_of);
-    free(sent);
-    if (--st->calls_pending == 0)
-        finish_push(st);
+    if (st->calls_pending == 0)
+        finish_push(st); /* nothing could be queued */
+    /* else: api_push_flush sends them once this drain of the inbox is over */
 }
 
 void api_push(struct request *r)

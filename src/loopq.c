@@ -22,6 +22,8 @@ struct loopq {
     int closed;
     int fd;
     struct event *ev;
+    loopq_fn after_drain;      /* runs once after each batch of queued functions */
+    void *after_drain_arg;
 };
 
 static void drain(evutil_socket_t fd, short what, void *arg)
@@ -35,12 +37,16 @@ static void drain(evutil_socket_t fd, short what, void *arg)
     struct node *list = q->head;
     q->head = q->tail = NULL;
     pthread_mutex_unlock(&q->lock);
+    if (list == NULL)
+        return;
     while (list) {
         struct node *next = list->next;
         list->fn(list->arg);
         free(list);
         list = next;
     }
+    if (q->after_drain)
+        q->after_drain(q->after_drain_arg);
 }
 
 struct loopq *loopq_new(struct event_base *base)
@@ -63,6 +69,12 @@ struct loopq *loopq_new(struct event_base *base)
         return NULL;
     }
     return q;
+}
+
+void loopq_after_each_drain(struct loopq *q, loopq_fn fn, void *arg)
+{
+    q->after_drain = fn;
+    q->after_drain_arg = arg;
 }
 
 void loopq_free(struct loopq *q)

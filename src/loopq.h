@@ -18,6 +18,11 @@ struct loopq *loopq_new(struct event_base *base);
  * loop's) and refuse later posts, so their senders keep ownership of what they meant to pass. */
 void loopq_close(struct loopq *q);
 
+/* Run fn(arg) on the loop after each batch of queued functions, once they have all run: a
+ * burst of posts (say, every push a journal cycle committed) can be handled together. Set
+ * it before the loop runs. */
+void loopq_after_each_drain(struct loopq *q, loopq_fn fn, void *arg);
+
 /* Free the queue; functions still queued are dropped without running. */
 void loopq_free(struct loopq *q);
 

@@ -228,18 +228,15 @@ bad:
     fn(NULL, 0, user);
 }
 
-int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, int64_t now, const char *who,
-               store_push_fn fn, void *arg)
+int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
 {
     struct argv_builder b;
     int rc = -1;
-    if (ab_init(&b, 7 + 9 * n, 2 + 4 * n, n) == 0) {
+    if (ab_init(&b, 5 + 11 * n, 2 + 5 * n, n) == 0) {
         ab_jobs_key(&b, s->prefix, shard);
-        ab_int(&b, now);
-        ab_str(&b, who, strlen(who));
         ab_int(&b, n);
         for (int i = 0; i < n; i++) {
-            const struct job_spec *j = jobs[i];
+            const struct job_spec *j = items[i].job;
             ab_id(&b, j->id);
             ab_str(&b, j->topic, j->topic_len);
             ab_str(&b, j->body, j->body_len);
@@ -249,6 +246,8 @@ int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, 
             ab_int(&b, j->tries);
             ab_str(&b, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
             ab_str(&b, j->replace ? "1" : "0", 1);
+            ab_int(&b, items[i].now);
+            ab_str(&b, items[i].who, strlen(items[i].who));
         }
         rc = send(s, SCRIPT_PUSH, &b, on_push, (void *)fn, arg);
     }

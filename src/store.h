@@ -45,9 +45,15 @@ struct push_outcome {
     int state;         /* state after the push (NEW, REPLACED) */
     int from_state;    /* REPLACED: the state it had */
 };
+/* One job of a push.lua call; jobs of several requests may share a call. */
+struct push_item {
+    const struct job_spec *job;
+    int64_t now;     /* the pusher's clock: due at or before it, the job starts ready */
+    const char *who; /* store_who() of the request */
+};
 typedef void (*store_push_fn)(const struct push_outcome *out, int n, void *arg);
-int store_push(struct store *s, int shard, struct job_spec *const *jobs, int n, int64_t now, const char *who,
-               store_push_fn fn, void *arg) __attribute__((warn_unused_result));
+int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* ---- reserve ---- */
 struct delivered {

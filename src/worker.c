@@ -65,6 +65,7 @@ int worker_start(struct worker *w, struct app *app, int index)
     w->tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
     if (!w->inbox || !w->parked || !w->redis || !w->tick)
         return -1;
+    loopq_after_each_drain(w->inbox, api_push_flush, w); /* committed pushes go to Redis together */
     w->store.rc = w->redis;
     w->store.prefix = cfg->redis_prefix;
     w->store.shards = cfg->redis_shards;
@@ -105,6 +106,7 @@ void worker_free(struct worker *w)
     longpoll_free(w->parked);
     event_free(w->tick);
     loopq_free(w->inbox);
+    api_push_free(w);
     event_base_free(w->base);
 }
 

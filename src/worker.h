@@ -31,6 +31,7 @@ struct worker {
     long inflight;                   /* requests received and not yet answered */
     struct conn_registry conns;      /* open HTTP connections (conn.c) */
     struct unsure_push *unsure_pushes; /* pushes whose Redis outcome is unknown (api_push.c) */
+    struct push_pending *push_pending; /* committed pushes waiting for their shard's call (api_push.c) */
     struct request *free_requests;   /* answered requests kept for reuse (http.c) */
     int nfree_requests;
     const struct evbuffer *replying; /* output buffer of the reply being sent (see http.c) */

@@ -1,7 +1,9 @@
 -- push.lua — add jobs to one shard, honouring bizKey dedupe and replace atomically.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, who, n, then n groups of 9:
---           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), replace (0/1)
+-- ARGV    = n, then n groups of 11 (the jobs of one or several requests, in commit order):
+--           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), replace (0/1),
+--           now (the request's clock: due at or before it, the job starts ready, as its
+--           committed row says), who (the request's actor, for the outbox)
 -- Returns one entry per job, in order:
 --   {"ok", idkey, runAt, ver, state}             added
 --   {"dup", idkey_existing, runAt}               a live job holds (topic, bizKey); nothing changed
@@ -9,14 +11,14 @@
 --                                                this push's body, runAt, priority, ttr and tries
 --   {"conflict", idkey_existing}                 replace asked, but the holder is reserved
 -- A new job is not logged: its creation is the message row the caller committed first.
-local now, who = tonumber(ARGV[1]), ARGV[2]
-local n = tonumber(ARGV[3])
+local n = tonumber(ARGV[1])
 local out = {}
 for i = 0, n - 1 do
-    local a = 4 + i * 9
+    local a = 2 + i * 11
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
     local runat, prio, ttr, tries = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
     local biz, replace = ARGV[a + 7], ARGV[a + 8] == "1"
+    local now, who = tonumber(ARGV[a + 9]), ARGV[a + 10]
     local result = nil
 
     if biz ~= "" then
