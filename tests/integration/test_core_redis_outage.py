@@ -407,8 +407,11 @@ class RedisDownEndpointsTest(CoreTestCase):
             self.assertEqual(slow, [], "requests that waited for a hang another connection had already found")
         finally:
             redis.resume()
+        # /health is answered by one worker; the other may still be reconnecting (its
+        # connection timed out in the hang), and answers 503 until it has: wait for both.
         wait_until(lambda: d.health().status == 200, 15, 0.05, "health to come back")
-        self.assertJsonOk(d.push({"topic": "hang", "body": 3}))
+        wait_until(lambda: d.push({"topic": "hang", "body": 3}).status == 200, 15, 0.05,
+                   "pushes to be accepted again on every worker")
 
     def test_finish_answered_503_while_redis_hangs(self):
         """A finish sent while Redis hangs is answered 503 after the daemon's Redis timeout. Redis
