@@ -82,15 +82,22 @@ def _is_push_statements(payload: bytes) -> bool:
     return payload[:1] == bytes([COM_QUERY]) and payload[1:].lstrip().upper().startswith(b"INSERT INTO MESSAGE")
 
 
-class CommitAnswerDropper:
-    """A TCP proxy in front of MariaDB. While armed, the first connection that sends COMMIT
-    after an INSERT INTO message gets that COMMIT forwarded and answered by the server, then
-    loses the answer and its connection (the server has committed; the client cannot know)."""
+def _shutdown(*socks: socket.socket) -> None:
+    for s in socks:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _MySQLProxy:
+    """A TCP proxy in front of MariaDB on a free loopback port: one upstream connection per
+    client connection. Client packets are relayed one by one, and a subclass's _intercept
+    may take one over; answers are relayed as bytes."""
 
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
         self.armed = threading.Event()
-        self.dropped = threading.Event()
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", 0))
@@ -116,93 +123,87 @@ class CommitAnswerDropper:
                 return
             server = socket.create_connection(("127.0.0.1", self.upstream_port))
             self.sockets += [client, server]
-            threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
+            threading.Thread(target=self._server_to_client, args=(server, client), daemon=True).start()
             threading.Thread(target=self._client_to_server, args=(client, server), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        while True:
-            try:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-            except OSError:
-                break
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def _intercept(self, client: socket.socket, server: socket.socket, packet: bytes) -> bool:
+        """True when this packet was dealt with (and the connection with it)."""
+        return False
+
+    def _held(self, server: socket.socket) -> bool:
+        """A server connection to keep open after its client is gone."""
+        return False
 
     def _client_to_server(self, client: socket.socket, server: socket.socket) -> None:
-        """Forward packet by packet, watching COM_QUERY texts."""
-        inserted = False
         while True:
             packet = _read_packet(client)
             if packet is None:
                 break
-            payload = packet[4:]
-            if payload[:1] == bytes([COM_QUERY]):
-                text = payload[1:].lstrip().upper()
-                if text.startswith(b"INSERT INTO MESSAGE"):
-                    inserted = True
-                elif text.startswith(b"COMMIT") and inserted and self.armed.is_set() \
-                        and not self.dropped.is_set():
-                    self.dropped.set()
-                    self._commit_then_cut(client, server, packet)
-                    return
-                elif text.startswith(b"COMMIT") or text.startswith(b"ROLLBACK"):
-                    inserted = False
+            if self._intercept(client, server, packet):
+                return
             try:
                 server.sendall(packet)
             except OSError:
                 break
-        for s in (client, server):
+        _shutdown(client, server)
+
+    def _server_to_client(self, server: socket.socket, client: socket.socket) -> None:
+        while not self._held(server):
             try:
-                s.shutdown(socket.SHUT_RDWR)
+                data = server.recv(65536)
+                if not data or self._held(server):
+                    break
+                client.sendall(data)
             except OSError:
-                pass
-
-    def _commit_then_cut(self, client: socket.socket, server: socket.socket, packet: bytes) -> None:
-        # Stop relaying answers to the client first, then let the server commit and answer.
-        client.shutdown(socket.SHUT_RDWR)
-        server.sendall(packet)
-        server.settimeout(10)
-        _read_packet(server)  # the COMMIT's OK: the transaction is durable; nobody hears of it
-        server.close()
-        client.close()
+                break
+        if not self._held(server):
+            _shutdown(server, client)
 
 
-class ScriptHolder:
-    """A TCP proxy in front of MariaDB. While armed, the first push cycle's statements are not
-    forwarded: the daemon's side of that connection is cut (its client sees the connection
-    break with the script sent), the server's side stays open and idle, and release() sends
-    the script on it later — what a hung server that resumes does with a script left in its
-    socket."""
+class CommitAnswerDropper(_MySQLProxy):
+    """While armed, the first connection that sends COMMIT after an INSERT INTO message gets
+    that COMMIT forwarded and answered by the server, then loses the answer and its
+    connection (the server has committed; the client cannot know)."""
 
     def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self.armed = threading.Event()
+        super().__init__(upstream_port)
+        self.dropped = threading.Event()
+        self.inserted: set[int] = set()  # connections (by client socket id) inside a push's transaction
+
+    def _intercept(self, client: socket.socket, server: socket.socket, packet: bytes) -> bool:
+        payload = packet[4:]
+        if payload[:1] != bytes([COM_QUERY]):
+            return False
+        text = payload[1:].lstrip().upper()
+        if text.startswith(b"INSERT INTO MESSAGE"):
+            self.inserted.add(id(client))
+        elif text.startswith(b"COMMIT") and id(client) in self.inserted and self.armed.is_set() \
+                and not self.dropped.is_set():
+            self.dropped.set()
+            # Stop relaying answers to the client first, then let the server commit and answer.
+            client.shutdown(socket.SHUT_RDWR)
+            server.sendall(packet)
+            server.settimeout(10)
+            _read_packet(server)  # the COMMIT's OK: the transaction is durable; nobody hears of it
+            server.close()
+            client.close()
+            return True
+        elif text.startswith(b"COMMIT") or text.startswith(b"ROLLBACK"):
+            self.inserted.discard(id(client))
+        return False
+
+
+class ScriptHolder(_MySQLProxy):
+    """While armed, the first push cycle's statements are not forwarded: the daemon's side of
+    that connection is cut (its client sees the connection break with the script sent), the
+    server's side stays open and idle, and release() sends the script on it later — what a
+    hung server that resumes does with a script left in its socket."""
+
+    def __init__(self, upstream_port: int) -> None:
         self.held = threading.Event()
         self.held_packet: bytes | None = None
         self.held_server: socket.socket | None = None
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
-        self.port = self.listener.getsockname()[1]
-        self.closing = False
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def close(self) -> None:
-        self.closing = True
-        for s in [self.listener, *self.sockets]:
-            try:
-                s.close()
-            except OSError:
-                pass
+        super().__init__(upstream_port)
 
     def release(self) -> list[bytes]:
         """Send the held script on its old connection; the server's answers (none when the
@@ -219,53 +220,17 @@ class ScriptHolder:
         assert self.held_server is not None
         self.held_server.close()
 
-    def _accept(self) -> None:
-        while not self.closing:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.upstream_port))
-            self.sockets += [client, server]
-            threading.Thread(target=self._server_to_client, args=(server, client), daemon=True).start()
-            threading.Thread(target=self._client_to_server, args=(client, server), daemon=True).start()
+    def _held(self, server: socket.socket) -> bool:
+        return self.held_server is server
 
-    def _server_to_client(self, server: socket.socket, client: socket.socket) -> None:
-        while self.held_server is not server:
-            try:
-                data = server.recv(65536)
-                if not data or self.held_server is server:
-                    break
-                client.sendall(data)
-            except OSError:
-                break
-        if self.held_server is not server:  # a held connection stays open on the server's side
-            for s in (server, client):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def _client_to_server(self, client: socket.socket, server: socket.socket) -> None:
-        while True:
-            packet = _read_packet(client)
-            if packet is None:
-                break
-            if _is_push_statements(packet[4:]) and self.armed.is_set() and not self.held.is_set():
-                self.held_packet, self.held_server = packet, server
-                self.held.set()
-                client.shutdown(socket.SHUT_RDWR)
-                client.close()
-                return
-            try:
-                server.sendall(packet)
-            except OSError:
-                break
-        for s in (client, server):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def _intercept(self, client: socket.socket, server: socket.socket, packet: bytes) -> bool:
+        if not (_is_push_statements(packet[4:]) and self.armed.is_set() and not self.held.is_set()):
+            return False
+        self.held_packet, self.held_server = packet, server
+        self.held.set()
+        client.shutdown(socket.SHUT_RDWR)
+        client.close()
+        return True
 
 
 class CommitInDoubtTest(HourglassTestCase):
