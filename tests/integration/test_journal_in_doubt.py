@@ -20,6 +20,7 @@ had the script ended with COMMIT, the refused push would now have a live row.
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -148,13 +149,17 @@ class _MySQLProxy:
         _shutdown(client, server)
 
     def _server_to_client(self, server: socket.socket, client: socket.socket) -> None:
+        # select first: a relay blocked in recv on a connection that gets held would take
+        # (part of) the answers meant for ScriptHolder.release()
         while not self._held(server):
             try:
+                if not select.select([server], [], [], 0.05)[0]:
+                    continue
                 data = server.recv(65536)
-                if not data or self._held(server):
+                if not data:
                     break
                 client.sendall(data)
-            except OSError:
+            except (OSError, ValueError):
                 break
         if not self._held(server):
             _shutdown(server, client)
