@@ -159,9 +159,11 @@ trap 'exit 130' INT TERM HUP
 
 # ------------------------------------------------------------------ a quiet machine?
 
-# Busy = user + nice + system + steal; interrupt/softirq time (much of it our own loopback
-# traffic, attributed to no process) is left out of "other".
-machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $9 }' /proc/stat; }
+# Busy = user + nice + system + irq + softirq + steal. The kernel charges the softirq time of
+# our loopback traffic to the processes it interrupts (their utime + stime add up to user +
+# system + softirq), so it belongs in the machine's busy time, or "other" (machine minus
+# ours) comes out below zero under load and no other load could ever show.
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 busy_over() { # SECONDS -> cores busy on average
     b0=$(machine_busy)
     sleep "$1"
