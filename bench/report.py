@@ -198,7 +198,9 @@ def main():
     def rps_row(fig, tag, name):
         v = num(env, f"{tag}_rps")
         e = errs(tag)
-        notes = "; ".join(x for x in (noise(tag), f"{e} non-2xx/socket errors" if e else "") if x)
+        runs = env.get(f"{tag}_runs", "").split()
+        both = f"best of {', '.join(fmt_int(float(x)) for x in runs)}" if len(runs) > 1 else ""
+        notes = "; ".join(x for x in (both, noise(tag), f"{e} non-2xx/socket errors" if e else "") if x)
         p99 = num(env, f"{tag}_lat_p99_ms")
         disp = "n/a" if v is None else f"{fmt_int(v)}/s" + (f" (p99 {fmt_ms(p99)} ms)" if p99 is not None else "")
         row(fig, name, v, disp, "-", "FAIL" if e else ("info" if v is not None else "skip"), "req/s", notes)
@@ -320,7 +322,7 @@ def main():
           f"(per figure: 'other load' notes when >= 0.15 cores); suite ran at nice {env.get('nice', '?')}")
     print(f"wrk: {env.get('wrk_threads')} threads, {env.get('wrk_conns')} connections, {env.get('wrk_secs')} s, "
           f"POST /push, one job per request (100-byte body, delay 1 h, 16 topics); "
-          f"hourglassd and hello: {env.get('http_threads')} HTTP threads")
+          f"hourglassd and hello: {env.get('http_threads')} HTTP threads; figures 0 and 1: best of two runs each")
     if mode == "quick":
         print(f"QUICK MODE: reduced sizes — wrk {env.get('wrk_secs')} s (full: 10 s), lateness {env.get('lat_secs')} s "
               f"(full: 30 s), consume backlog {consume_n:,} (full: 100,000), delayed backlog {backlog:,} "

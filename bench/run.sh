@@ -420,6 +420,25 @@ run_wrk() {
     say "$tag: $(getv "${tag}_rps") req/s, p99 $(getv "${tag}_lat_p99_ms") ms, non-2xx $(getv "${tag}_non2xx"); $(cores "$tag")"
 }
 
+# keep_best TAG: of the two runs TAG1 and TAG2, the one with more requests/s becomes TAG (its
+# figures, daemon metrics and wrk output); TAG_runs records both. A single wrk run of either
+# server on this VM can come out tens of percent slow (hello alone measured 60,900-80,600
+# req/s in one morning), and figures 0 and 1 are ratios of such runs.
+keep_best() {
+    r1=$(getv "${1}1_rps") r2=$(getv "${1}2_rps")
+    best=$(echo "$r1 $r2" | awk -v t="$1" '{ print ($2 + 0 > $1 + 0) ? t "2" : t "1" }')
+    grep "^${best}_" "$ENV" | sed "s/^${best}_/${1}_/" >"$WORK/best.env"
+    cat "$WORK/best.env" >>"$ENV"
+    rec "${1}_runs" "$r1 $r2"
+    cp "$RAW/wrk-$best.txt" "$RAW/wrk-$1.txt"
+    for i in 0 1; do
+        for f in metrics-$best-$i.txt metrics-$best-$i.time redis-$best-$i.txt threads-$best-$i.txt; do
+            [ -f "$RAW/$f" ] && cp "$RAW/$f" "$RAW/$(echo "$f" | sed "s/-$best-/-$1-/")"
+        done
+    done
+    say "$1: best of two runs: $r1 and $r2 req/s"
+}
+
 fill() { # PREFIX JOBS DELAY TOPICS BODY_BYTES [tag]
     out=$("$LATENESS" fill "127.0.0.1:$HPORT" --prefix "$1" --jobs "$2" --delay "$3" --topics "$4" \
         --body-bytes "$5" --batch 1000 --producers 4 --max-seconds 900) || die "fill of $2 jobs failed"
@@ -539,26 +558,36 @@ if has_phase hello; then
     "$WORK/hello" "127.0.0.1:$HPORT" "$HTTP_THREADS" 2>>"$WORK/hello.log" &
     HELLO_PID=$!
     wait_http "bench/hello"
-    run_wrk hello "$HELLO_PID"
+    run_wrk hello1 "$HELLO_PID"
+    run_wrk hello2 "$HELLO_PID"
+    keep_best hello
     kill -TERM "$HELLO_PID"
     wait "$HELLO_PID" 2>/dev/null || true
     HELLO_PID=""
 fi
 
 if has_phase perrow; then
-    # Figure 0's baseline: one MySQL transaction (one fsync) per push.
-    reset_data
-    start_daemon true
-    fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
-    run_wrk perrow "$DPID"
+    # Figure 0's baseline: one MySQL transaction (one fsync) per push. Two runs, each from an
+    # empty store plus the 1,000 pending jobs; the better one counts.
+    for pass_no in 1 2; do
+        reset_data
+        start_daemon true
+        fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+        run_wrk "perrow$pass_no" "$DPID"
+    done
+    keep_best perrow
 fi
 
 if has_phase push; then
-    # Figures 0, 1 and the "1,000 pending" half of figure 4's push throughput.
-    reset_data
-    start_daemon false
-    fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
-    run_wrk push "$DPID"
+    # Figures 0, 1 and the "1,000 pending" half of figure 4's push throughput: two runs as
+    # for the baseline.
+    for pass_no in 1 2; do
+        reset_data
+        start_daemon false
+        fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+        run_wrk "push$pass_no" "$DPID"
+    done
+    keep_best push
     profile_push
 fi
 
