@@ -271,7 +271,6 @@ struct pending_job {
 
 struct push_pending {
     int nshards;
-    int total;
     struct shard_jobs {
         struct pending_job *jobs;
         int n, cap;
@@ -313,9 +312,8 @@ void api_push_flush(void *arg)
 {
     struct worker *w = arg;
     struct push_pending *p = w->push_pending;
-    if (p == NULL || p->total == 0)
+    if (p == NULL)
         return;
-    p->total = 0;
     struct push_item *items = NULL;
     int items_cap = 0;
     for (int shard = 0; shard < p->nshards; shard++) {
@@ -388,7 +386,6 @@ static int queue_job(struct push_pending *p, struct push_state *st, int i)
     }
     int starts_run = q->n == 0 || q->jobs[q->n - 1].st != st;
     q->jobs[q->n++] = (struct pending_job){st, i};
-    p->total++;
     return starts_run;
 }
 

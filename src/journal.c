@@ -762,8 +762,7 @@ static void *journal_main(void *unused)
             metrics_observe(MH_JOURNAL_BATCH, (double)((size_t)group_records + n));
             metrics_inc(MC_JOURNAL_RECORDS, (uint64_t)group_records + n);
             metrics_inc(MC_JOURNAL_BATCHES, 1);
-        } else if (!lost) {
-            J.commit_in_doubt = 0;
+        } else if (!lost) { /* refused, not lost: write_batch left commit_in_doubt at 0 */
             rc = settle_refused(db, &groups, taken, n, &lost);
         }
 
