@@ -13,7 +13,9 @@
 void api_health(struct request *r)
 {
     struct app *app = r->w->app;
-    int redis = rconn_is_up(r->w->redis);
+    /* Redis counts as up when every HTTP worker can use it, not only the one answering: a
+     * load balancer that sees 200 sends requests to all of them. */
+    int redis = rconn_is_up(r->w->redis) && atomic_load(&app->redis_workers_up) == app->nworkers;
     int mysql = journal_up();
     int draining = atomic_load(&app->draining);
     int ids = atomic_load(&app->worker_id) >= 0; /* without a worker number it cannot take pushes */

@@ -305,6 +305,15 @@ static void begin_setup(struct rconn *rc)
         if (send_argv(rc, on_setup_reply, rc, 2, argv, lens) == 0)
             rc->setup_pending++;
     }
+    {
+        /* Named for CLIENT LIST ("hourglass-http-0", "hourglass-mover"...). Not part of the
+         * set-up that must succeed: a Redis that forbids CLIENT still serves us. */
+        char name[sizeof rc->name + 16];
+        snprintf(name, sizeof name, "hourglass-%s", rc->name);
+        const char *argv[] = {"CLIENT", "SETNAME", name};
+        size_t lens[] = {6, 7, strlen(name)};
+        redisAsyncCommandArgv(rc->ac, NULL, NULL, 3, argv, lens);
+    }
     if (rc->load_scripts)
         for (int id = 0; id < SCRIPT_COUNT; id++) {
             const char *text = script_text((enum script_id)id);

@@ -33,6 +33,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static void on_redis_state(struct rconn *rc, int up, void *arg)
 {
     struct worker *w = arg;
+    atomic_fetch_add(&w->app->redis_workers_up, up ? 1 : -1);
     if (up) {
         longpoll_tick(w->parked); /* jobs may have become ready while we were cut off */
         api_push_tick(w);         /* and pushes cut off mid-call can be looked up now */

@@ -13,6 +13,8 @@ property of what was recorded, so a failure names the property.
     make integration T=test_core_redis_outage
 """
 
+import re
+import socket
 import threading
 import time
 import unittest
@@ -380,6 +382,40 @@ class RedisDownEndpointsTest(CoreTestCase):
         wait_until(lambda: self.journal_idle(d), 10, 0.05, "the journal to be written")
         self.assertEqual(d.namespace.query("SELECT COUNT(*) FROM message WHERE state NOT IN "
                                            "('finished', 'deleted', 'aborted', 'reserved')"), [("0",)])
+
+    def test_health_is_503_on_every_worker_while_one_cannot_use_redis(self):
+        """/health is what a load balancer routes by, so it says 503 on every worker while any
+        one of them has no Redis connection — not only on that one (at start-up, too: the
+        workers connect one by one). Here Redis starts requiring a password and drops
+        http-1's connection (found by its CLIENT LIST name); http-0 stays authenticated."""
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0}, "http": {"threads": 2}},
+                              namespace=self.namespace())
+        self.wait_healthy(d)
+        clients = dict(re.findall(r"\bid=(\d+) .*?\bname=(hourglass-\S+)", redis.cli("CLIENT", "LIST")))
+        ids = {name: id for id, name in clients.items()}
+        self.assertIn("hourglass-http-0", ids, clients)
+        self.assertIn("hourglass-http-1", ids, clients)
+
+        admin = socket.create_connection(("127.0.0.1", redis.port), timeout=5)
+        self.addCleanup(admin.close)
+
+        def command(*args: str) -> bytes:
+            admin.sendall(b"".join([f"*{len(args)}\r\n".encode()] +
+                                   [f"${len(a.encode())}\r\n{a}\r\n".encode() for a in args]))
+            return admin.recv(4096)
+
+        self.assertEqual(command("CONFIG", "SET", "requirepass", "s3cret"), b"+OK\r\n")
+        self.assertEqual(command("CLIENT", "KILL", "ID", ids["hourglass-http-1"]), b":1\r\n")
+        try:
+            def all_down() -> bool:
+                answers = [d.health() for _ in range(20)]  # a new connection each: both workers
+                return all(a.status == 503 and a.json()["redis"] == "down" for a in answers)
+            wait_until(all_down, 5, 0.1, "/health 503 with redis down on every worker, 20 times in a row")
+        finally:
+            command("CONFIG", "SET", "requirepass", "")
+        wait_until(lambda: all(d.health().status == 200 for _ in range(20)), 15, 0.1,
+                   "/health 200 on every worker once http-1 is connected again")
 
     def test_a_hang_one_worker_found_is_seen_by_every_worker(self):
         """With Redis hung, a request waits at most the Redis timeout; once one connection has
