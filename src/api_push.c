@@ -131,11 +131,6 @@ void api_push_tick(struct worker *w)
     }
 }
 
-static int initial_state(const struct job_spec *j, int64_t now)
-{
-    return j->run_at > now ? JS_DELAYED : JS_READY;
-}
-
 /* 503 for a push Redis did not take. Jobs whose call was sent but not answered may have been
  * queued all the same: the answer lists their ids under "maybeQueued", so a client can look
  * them up (GET /jobs/{id}) rather than guess; every other job of the push certainly was not. */
@@ -170,7 +165,7 @@ static void finish_push(struct push_state *st)
     for (int i = 0; i < st->n; i++) {
         struct job_spec *j = &st->jobs[i];
         const struct push_outcome *o = &st->outcomes[i];
-        int first = initial_state(j, st->now);
+        int first = job_initial_state(j, st->now);
         if (st->failed[i] && st->unsure[i]) {
             remember_unsure(r->w, j, first, r->client);
             nfailed++;
@@ -468,7 +463,7 @@ void api_push(struct request *r)
             return;
         }
         struct jrec *rec = &st->recs[i];
-        api_fill_jrec(rec, r, j->id, j->shard, "jobs", JS_NONE, initial_state(j, st->now), 1, 0, j->run_at);
+        api_fill_jrec(rec, r, j->id, j->shard, "jobs", JS_NONE, job_initial_state(j, st->now), 1, 0, j->run_at);
         rec->kind = JR_INSERT;
         rec->at = st->now;
         rec->job = j;

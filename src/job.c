@@ -448,3 +448,8 @@ enum push_parse_result job_parse_push(const char *text, size_t len, const struct
     *count_out = (int)n;
     return PUSH_OK;
 }
+
+int job_initial_state(const struct job_spec *j, int64_t now)
+{
+    return j->run_at > now ? JS_DELAYED : JS_READY;
+}

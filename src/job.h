@@ -63,6 +63,10 @@ enum push_parse_result job_parse_push(const char *body, size_t len, const struct
 
 void job_specs_free(struct job_spec *jobs, int count);
 
+/* The state a new job starts in, pushed at `now` (unix ms): due by then = ready, else
+ * delayed. push.lua places it by the same rule, from the same runAt and now. */
+int job_initial_state(const struct job_spec *j, int64_t now);
+
 /* 1..128 chars of [A-Za-z0-9_.:-]. */
 int topic_valid(const char *s, size_t len);
 

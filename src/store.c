@@ -2,6 +2,7 @@
  * and daemon of different versions, say) is logged and treated as a failed command. */
 #include "store.h"
 #include "ids.h"
+#include "jobrec.h"
 #include "log.h"
 #include "rconn.h"
 
@@ -177,26 +178,47 @@ static int send(struct store *s, enum script_id script, struct argv_builder *b, 
 
 /* ---- push ---- */
 
+/* A push.lua call in flight: who to tell, and each job's id and due time, which the script's
+ * short answer for a plain new job (its state alone) leaves out. */
+struct push_call {
+    store_push_fn fn;
+    void *arg;
+    int n;
+    struct {
+        uint64_t id;
+        int64_t run_at;
+    } jobs[];
+};
+
 static void on_push(redisReply *r, void *arg)
 {
-    struct call *c = arg;
-    store_push_fn fn = (store_push_fn)c->fn;
+    struct push_call *c = arg;
+    store_push_fn fn = c->fn;
     void *user = c->arg;
-    free(c);
-    if (!is_array(r, 1)) {
+    if (!is_array(r, 1) || r->elements != (size_t)c->n) {
         if (r)
             shape_error("push");
+        free(c);
         fn(NULL, 0, user);
         return;
     }
     int n = (int)r->elements;
     struct push_outcome *out = calloc((size_t)n, sizeof *out);
     if (out == NULL) {
+        free(c);
         fn(NULL, 0, user);
         return;
     }
     for (int i = 0; i < n; i++) {
         const redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_INTEGER) { /* a new job without a bizKey: its state */
+            out[i].code = PUSHED_NEW;
+            out[i].id = c->jobs[i].id;
+            out[i].run_at = c->jobs[i].run_at;
+            out[i].ver = 1;
+            out[i].state = (int)e->integer;
+            continue;
+        }
         if (!is_array(e, 2) || elem_id(e, 1, &out[i].id) < 0)
             goto bad;
         if (elem_is(e, 0, "ok") && e->elements >= 5) {
@@ -219,39 +241,72 @@ static void on_push(redisReply *r, void *arg)
             goto bad;
         }
     }
+    free(c);
     fn(out, n, user);
     free(out);
     return;
 bad:
     shape_error("push");
+    free(c);
     free(out);
     fn(NULL, 0, user);
 }
 
 int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
 {
+    /* Plain new jobs (no bizKey) go with their records built here (jobrec.h), in one buffer. */
+    size_t record_bytes = 0;
+    for (int i = 0; i < n; i++)
+        if (items[i].job->biz_key == NULL)
+            record_bytes += jobrec_max_size(items[i].job);
+    struct push_call *c = malloc(sizeof *c + (size_t)n * sizeof c->jobs[0]);
+    char *records = malloc(record_bytes ? record_bytes : 1);
     struct argv_builder b;
     int rc = -1;
-    if (ab_init(&b, 5 + 11 * n, 2 + 5 * n, n) == 0) {
-        ab_jobs_key(&b, s->prefix, shard);
-        ab_int(&b, n);
-        for (int i = 0; i < n; i++) {
-            const struct job_spec *j = items[i].job;
-            ab_id(&b, j->id);
-            ab_str(&b, j->topic, j->topic_len);
+    if (c == NULL || records == NULL)
+        goto out;
+    if (ab_init(&b, 5 + 12 * n, 2 + 5 * n, n) < 0)
+        goto out_argv;
+    c->fn = fn;
+    c->arg = arg;
+    c->n = n;
+    ab_jobs_key(&b, s->prefix, shard);
+    ab_int(&b, n);
+    char *rec = records;
+    for (int i = 0; i < n; i++) {
+        const struct job_spec *j = items[i].job;
+        c->jobs[i].id = j->id;
+        c->jobs[i].run_at = j->run_at;
+        size_t rec_len = 0;
+        if (j->biz_key == NULL)
+            rec_len = jobrec_encode(rec, j, 1, job_initial_state(j, items[i].now), 0);
+        ab_id(&b, j->id);
+        ab_str(&b, j->topic, j->topic_len);
+        if (rec_len) /* the record carries the body */
+            ab_str(&b, "", 0);
+        else
             ab_str(&b, j->body, j->body_len);
-            ab_int(&b, j->run_at);
-            ab_int(&b, j->priority);
-            ab_int(&b, j->ttr);
-            ab_int(&b, j->tries);
-            ab_str(&b, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
-            ab_str(&b, j->replace ? "1" : "0", 1);
-            ab_int(&b, items[i].now);
-            ab_str(&b, items[i].who, strlen(items[i].who));
-        }
-        rc = send(s, SCRIPT_PUSH, &b, on_push, (void *)fn, arg);
+        ab_int(&b, j->run_at);
+        ab_int(&b, j->priority);
+        ab_int(&b, j->ttr);
+        ab_int(&b, j->tries);
+        ab_str(&b, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
+        ab_str(&b, j->replace ? "1" : "0", 1);
+        ab_int(&b, items[i].now);
+        ab_str(&b, items[i].who, strlen(items[i].who));
+        ab_str(&b, rec, rec_len);
+        rec += rec_len;
     }
+    /* rconn_eval copies the arguments into the command it queues */
+    if (rconn_eval(s->rc, SCRIPT_PUSH, b.argc, b.argv, b.lens, on_push, c) == 0) {
+        c = NULL; /* on_push frees it */
+        rc = 0;
+    }
+out_argv:
     ab_free(&b);
+out:
+    free(records);
+    free(c);
     return rc;
 }
 

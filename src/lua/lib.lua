@@ -63,6 +63,15 @@ end
 
 local function ready_score(prio, due) return prio * PRIO_SCALE + due end
 
+-- `cmd key` with the elements of `list` (field/value or score/member pairs), in commands of
+-- at most 1,000 pairs: unpack() is bounded by Lua's C stack (LUAI_MAXCSTACK = 8000 values).
+local function call_in_chunks(cmd, key, list)
+    local size = #list
+    for first = 1, size, 2000 do
+        redis.call(cmd, key, unpack(list, first, math.min(first + 1999, size)))
+    end
+end
+
 -- Topics made ready by this script run; published once each at the end.
 local ready_topics = {}
 local function notify_ready(topic) ready_topics[topic] = true end

@@ -1,27 +1,67 @@
 -- push.lua — add jobs to one shard, honouring bizKey dedupe and replace atomically.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = n, then n groups of 11 (the jobs of one or several requests, in commit order):
+-- ARGV    = n, then n groups of 12 (the jobs of one or several requests, in commit order):
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), replace (0/1),
 --           now (the request's clock: due at or before it, the job starts ready, as its
---           committed row says), who (the request's actor, for the outbox)
+--           committed row says), who (the request's actor, for the outbox), record: for a job
+--           without a bizKey, its whole record as new (src/jobrec.c; state delayed when
+--           runAt > now, else ready), and then body is ''; '' for a job with a bizKey
 -- Returns one entry per job, in order:
---   {"ok", idkey, runAt, ver, state}             added
+--   state                                        a new job without a bizKey, added in `state`
+--   {"ok", idkey, runAt, ver, state}             a new job with a bizKey, added
 --   {"dup", idkey_existing, runAt}               a live job holds (topic, bizKey); nothing changed
 --   {"replaced", idkey_existing, runAt, ver, from_state, state}  that delayed/ready job now has
 --                                                this push's body, runAt, priority, ttr and tries
 --   {"conflict", idkey_existing}                 replace asked, but the holder is reserved
 -- A new job is not logged: its creation is the message row the caller committed first.
+--
+-- Cost: a commit releases tens of pushes into one call, so a new job without a bizKey
+-- (nothing else in this call can look it up) costs no Redis command of its own: its record,
+-- made by the caller, its zset entry and its counter are gathered and written by a few
+-- multi-element commands at the end, and the mover's wake check runs once. Its due time goes
+-- to ZADD as the decimal string the caller sent, not as a Lua number (Redis would format that
+-- with "%.17g"). Jobs with a bizKey take the one-at-a-time path: a later job of the same
+-- call may look them up.
 local n = tonumber(ARGV[1])
 local out = {}
+local records = {}       -- idkey, record, ... for HSET
+local delayed = {}       -- runAt, idkey, ... for ZADD on the delay zset
+local ready = {}         -- topic -> { score, idkey, ... } for ZADD on its ready zset
+local counted = {}       -- "<state>:<topic>" -> jobs added
+local added_delayed = {} -- idkey -> true: the wake check's candidates
+
 for i = 0, n - 1 do
-    local a = 2 + i * 11
-    local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-    local runat, prio, ttr, tries = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-    local biz, replace = ARGV[a + 7], ARGV[a + 8] == "1"
-    local now, who = tonumber(ARGV[a + 9]), ARGV[a + 10]
+    local a = 2 + i * 12
+    local idkey, topic, runat, now = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 9])
+    local record = ARGV[a + 11]
     local result = nil
 
-    if biz ~= "" then
+    if record ~= "" then
+        local st
+        if runat > now then
+            st = DELAYED
+            delayed[#delayed + 1] = ARGV[a + 3]
+            delayed[#delayed + 1] = idkey
+            added_delayed[idkey] = true
+        else
+            st = READY
+            local list = ready[topic]
+            if not list then
+                list = {}
+                ready[topic] = list
+            end
+            list[#list + 1] = ready_score(tonumber(ARGV[a + 4]), runat)
+            list[#list + 1] = idkey
+            notify_ready(topic)
+        end
+        records[#records + 1] = idkey
+        records[#records + 1] = record
+        local field = STATE_NAME[st] .. ":" .. topic
+        counted[field] = (counted[field] or 0) + 1
+        result = st
+    else
+        local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+        local biz, replace, who = ARGV[a + 7], ARGV[a + 8] == "1", ARGV[a + 10]
         local holder = redis.call("HGET", biz_key(topic), biz)
         local j = holder and load_job(holder)
         if j and is_live(j.st) then
@@ -43,18 +83,32 @@ for i = 0, n - 1 do
                 result = { "replaced", holder, runat, j.ver, from, j.st }
             end
         end
-    end
-
-    if not result then
-        local j = { ver = 1, att = 0, prio = prio, ttr = ttr, tries = tries, runat = runat,
-                    topic = topic, biz = biz, body = body }
-        place(idkey, j, now)
-        save_job(idkey, j)
-        if biz ~= "" then redis.call("HSET", biz_key(topic), biz, idkey) end
-        if j.st == DELAYED then wake_if_head(idkey) end
-        result = { "ok", idkey, runat, 1, j.st }
+        if not result then
+            local j = { ver = 1, att = 0, prio = prio, ttr = ttr, tries = tries, runat = runat,
+                        topic = topic, biz = biz, body = body }
+            place(idkey, j, now)
+            save_job(idkey, j)
+            redis.call("HSET", biz_key(topic), biz, idkey)
+            if j.st == DELAYED then wake_if_head(idkey) end
+            result = { "ok", idkey, runat, 1, j.st }
+        end
     end
     out[#out + 1] = result
+end
+
+call_in_chunks("HSET", K_JOBS, records)
+call_in_chunks("ZADD", K_DELAY, delayed)
+for topic, list in pairs(ready) do
+    call_in_chunks("ZADD", ready_key(topic), list)
+end
+for field, added in pairs(counted) do
+    redis.call("HINCRBY", K_COUNT, field, added)
+end
+if #delayed > 0 then
+    local head = redis.call("ZRANGE", K_DELAY, 0, 0, "WITHSCORES")
+    if added_delayed[head[1]] then
+        redis.call("PUBLISH", prefix .. ":wake", shard .. " " .. head[2])
+    end
 end
 publish_ready()
 return out

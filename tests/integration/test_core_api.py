@@ -4,6 +4,7 @@
 """
 
 import hashlib
+import json
 import pathlib
 import re
 import socket
@@ -120,6 +121,61 @@ class PushTest(CoreTestCase):
         self.assertTrue(t0 + 45000 <= r["runAt"] <= t1 + 45000 + 1, (t0, r, t1))
         self.assertEqual(self.state(d, r["id"]), "delayed")
         self.assertCounts(d, "t", delayed=1)
+
+
+class JobRecordTest(CoreTestCase):
+    """A new job without a bizKey reaches Redis with a record the daemon encoded
+    (src/jobrec.c) and push.lua stores as it is; every script reads it with cmsgpack.unpack.
+    Each record must be exactly what Redis's cmsgpack.pack writes for its fields (so the
+    scripts' own records and these are interchangeable) and hold the pushed values."""
+
+    # every job record of a namespace: id key, the record re-packed by cmsgpack equals it
+    # (1/0), and its ten fields as JSON
+    RECORDS = """
+local out = {}
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+  local h = redis.call('HGETALL', k)
+  for i = 1, #h, 2 do
+    local rec = h[i + 1]
+    local same = cmsgpack.pack(cmsgpack.unpack(rec)) == rec and '1' or '0'
+    out[#out + 1] = h[i] .. ' ' .. same .. ' ' .. cjson.encode({cmsgpack.unpack(rec)})
+  end
+end
+return out
+"""
+
+    def test_records_are_what_cmsgpack_writes(self):
+        from test_hardening_common import key_to_id
+        d = self.daemon(max_ttr=7 * 86400000, max_tries=100000)
+        cases = [  # (fields, the body's JSON text in the record)
+            ({"body": None}, "null"),
+            ({"body": "a" * 29, "priority": 0, "ttr": 1, "tries": 1}, '"' + "a" * 29 + '"'),  # fixstr
+            ({"body": "b" * 30, "priority": 9, "ttr": 127, "tries": 127}, '"' + "b" * 30 + '"'),  # str8
+            ({"body": "c" * 253, "ttr": 128, "tries": 128, "delay": 60000}, '"' + "c" * 253 + '"'),
+            ({"body": "d" * 254, "ttr": 65536, "tries": 65535, "delay": 60000}, '"' + "d" * 254 + '"'),  # str16
+            ({"body": ["e" * 40000], "ttr": 7 * 86400000, "tries": 100000, "delay": 3600000},
+             '["' + "e" * 40000 + '"]'),
+            ({"body": {"k": 1}, "bizKey": "order-1", "delay": 60000}, '{"k":1}'),  # packed by push.lua
+        ]
+        pushed = {}
+        for fields, body_text in cases:
+            r = self.assertJsonOk(d.push({"topic": "rec.t", **fields}))
+            pushed[r["id"]] = (fields, body_text, r["runAt"])
+
+        out = d.namespace.redis_cli("EVAL", self.RECORDS, "0", d.namespace.prefix + ":{*}:jobs", timeout=10)
+        records = {}
+        for line in filter(None, out.split("\n")):
+            key, same, fields_json = line.split(" ", 2)
+            records[key_to_id(key)] = (same, json.loads(fields_json))
+        self.assertEqual(set(records), set(pushed))
+        for job_id, (fields, body_text, run_at) in pushed.items():
+            same, rec = records[job_id]
+            self.assertEqual(same, "1", f"job {job_id} ({fields}): not cmsgpack's own bytes")
+            state = 1 if fields.get("delay") else 2
+            want = [1, state, 0, fields.get("priority", 5), fields.get("ttr", 30000), fields.get("tries", 3),
+                    run_at, "rec.t", fields.get("bizKey", ""), body_text]
+            self.assertEqual(rec, want, f"job {job_id} ({fields})")
+            self.assertEqual(self.inspect(d, job_id)["body"], fields["body"])
 
 
 class PushBatchingTest(CoreTestCase):
