@@ -5,6 +5,7 @@
 #include "journal.h"
 #include "metrics.h"
 #include "rconn.h"
+#include "sbuf.h"
 #include "worker.h"
 
 #include <string.h>
@@ -135,5 +136,5 @@ void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, 
     rec->at = clock_unix_ms();
     rec->run_at = run_at;
     request_actor(r, shard, key, rec->actor, sizeof rec->actor);
-    snprintf(rec->host, sizeof rec->host, "%s", r->client);
+    str_put(rec->host, sizeof rec->host, 0, r->client);
 }

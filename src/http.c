@@ -16,6 +16,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ratelimit.h"
+#include "sbuf.h"
 #include "worker.h"
 
 #include <ctype.h>
@@ -163,7 +164,15 @@ void respond_header(struct request *r, const char *name, const char *value)
 
 void request_actor(const struct request *r, int shard, const char *what, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s %s:{%d}:%s", r->w->name, r->w->app->cfg.redis_prefix, shard, what);
+    char num[INT_TEXT_MAX];
+    int_to_text(shard, num);
+    size_t n = str_put(out, cap, 0, r->w->name); /* "<worker> <prefix>:{<shard>}:<what>" */
+    n = str_put(out, cap, n, " ");
+    n = str_put(out, cap, n, r->w->app->cfg.redis_prefix);
+    n = str_put(out, cap, n, ":{");
+    n = str_put(out, cap, n, num);
+    n = str_put(out, cap, n, "}:");
+    str_put(out, cap, n, what);
 }
 
 /* ---- evhttp's own error pages, rewritten to JSON ---- */
@@ -420,7 +429,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     ev_uint16_t port = 0;
     if (evcon)
         evhttp_connection_get_peer(evcon, &peer, &port);
-    snprintf(r->client, sizeof r->client, "%s", peer ? peer : "unknown");
+    str_put(r->client, sizeof r->client, 0, peer ? peer : "unknown");
     r->loopback = is_loopback(r->client);
 
     if (conn_head_has_nul(w, req)) {

@@ -157,3 +157,28 @@ void sb_json_key(struct sbuf *sb, const char *key)
     sb_json_cstr(sb, key);
     sb_putc(sb, ':');
 }
+
+size_t int_to_text(int64_t v, char out[INT_TEXT_MAX])
+{
+    char tmp[INT_TEXT_MAX];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    tmp[--n] = '\0';
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--n] = '-';
+    memcpy(out, tmp + n, sizeof tmp - n);
+    return sizeof tmp - n - 1;
+}
+
+size_t str_put(char *out, size_t cap, size_t at, const char *s)
+{
+    size_t room = cap - 1 - at;
+    size_t len = strnlen(s, room);
+    memcpy(out + at, s, len);
+    out[at + len] = '\0';
+    return at + len;
+}

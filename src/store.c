@@ -5,6 +5,7 @@
 #include "jobrec.h"
 #include "log.h"
 #include "rconn.h"
+#include "sbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,11 @@ int store_key(char *buf, size_t cap, const char *prefix, int shard, const char *
 
 void store_who(char *out, size_t cap, const char *instance, const char *thread, const char *host)
 {
-    snprintf(out, cap, "%s\x1f%s\x1f%s", instance, thread, host);
+    size_t n = str_put(out, cap, 0, instance);
+    n = str_put(out, cap, n, "\x1f");
+    n = str_put(out, cap, n, thread);
+    n = str_put(out, cap, n, "\x1f");
+    str_put(out, cap, n, host);
 }
 
 /* ---- reply helpers ---- */
@@ -81,14 +86,14 @@ struct argv_builder {
     const char **argv;
     size_t *lens;
     int argc, cap;
-    char (*nums)[24]; /* storage for formatted numbers */
+    char (*nums)[INT_TEXT_MAX]; /* storage for formatted numbers */
     int nnums, numcap;
     char (*idkeys)[ID_KEY_LEN + 1];
     int nids, idcap;
     char key[160];
     const char *argv_small[AB_SMALL_ARGS];
     size_t lens_small[AB_SMALL_ARGS];
-    char nums_small[AB_SMALL_NUMS][24];
+    char nums_small[AB_SMALL_NUMS][INT_TEXT_MAX];
     char ids_small[AB_SMALL_IDS][ID_KEY_LEN + 1];
 };
 
@@ -130,17 +135,7 @@ static void ab_str(struct argv_builder *b, const char *s, size_t len)
 static void ab_int(struct argv_builder *b, int64_t v)
 {
     char *slot = b->nums[b->nnums++];
-    char tmp[24];
-    size_t n = sizeof tmp;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--n] = '-';
-    memcpy(slot, tmp + n, sizeof tmp - n);
-    ab_str(b, slot, sizeof tmp - n);
+    ab_str(b, slot, int_to_text(v, slot));
 }
 
 static void ab_id(struct argv_builder *b, uint64_t id)

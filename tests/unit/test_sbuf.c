@@ -271,6 +271,41 @@ START_TEST(test_json_ints)
 }
 END_TEST
 
+START_TEST(test_int_to_text)
+{
+    static const struct {
+        int64_t v;
+        const char *want;
+    } cases[] = {{0, "0"}, {7, "7"}, {-7, "-7"}, {10, "10"}, {1763700000000LL, "1763700000000"},
+                 {INT64_MAX, "9223372036854775807"}, {INT64_MIN, "-9223372036854775808"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[INT_TEXT_MAX];
+        memset(out, 'X', sizeof out);
+        size_t n = int_to_text(cases[i].v, out);
+        ck_assert_str_eq(out, cases[i].want);
+        ck_assert_uint_eq(n, strlen(cases[i].want));
+    }
+}
+END_TEST
+
+START_TEST(test_str_put_joins_and_truncates_like_snprintf)
+{
+    /* what snprintf(out, 12, "%s %s%s", "http-0", "hg:{3}", ":jobs") leaves: 11 chars + NUL */
+    char out[12];
+    size_t n = str_put(out, sizeof out, 0, "http-0");
+    ck_assert_uint_eq(n, 6);
+    n = str_put(out, sizeof out, n, " ");
+    n = str_put(out, sizeof out, n, "hg:{3}");
+    ck_assert_str_eq(out, "http-0 hg:{");
+    ck_assert_uint_eq(n, 11);
+    n = str_put(out, sizeof out, n, ":jobs"); /* full: nothing more fits */
+    ck_assert_uint_eq(n, 11);
+    ck_assert_str_eq(out, "http-0 hg:{");
+    ck_assert_uint_eq(str_put(out, sizeof out, 0, ""), 0);
+    ck_assert_str_eq(out, "");
+}
+END_TEST
+
 static Suite *sbuf_suite(void)
 {
     Suite *s = suite_create("sbuf");
@@ -293,6 +328,8 @@ static Suite *sbuf_suite(void)
     tcase_add_test(tc, test_json_every_ascii_byte_round_trips);
     tcase_add_test(tc, test_json_cstr_and_key);
     tcase_add_test(tc, test_json_ints);
+    tcase_add_test(tc, test_int_to_text);
+    tcase_add_test(tc, test_str_put_joins_and_truncates_like_snprintf);
     suite_add_tcase(s, tc);
     return s;
 }
