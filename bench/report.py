@@ -217,6 +217,14 @@ def main():
         row(1, "durable push / hello", r, f"{r:.3f}", ">= 0.40", "PASS" if r >= 0.4 and not errs("push") else "FAIL")
     else:
         row(1, "durable push / hello", None, "n/a", ">= 0.40", "skip")
+    pushdef = num(env, "pushdef_rps")
+    if pushdef is not None:
+        nproc = env.get("nproc", "?")
+        rps_row(1, "pushdef", f"durable pushes/s, hourglassd at [http] threads = {nproc} (its default)")
+        if hello:
+            r = pushdef / hello
+            row(1, f"durable push / hello, hourglassd at {nproc} HTTP threads", r, f"{r:.3f}", "-",
+                "FAIL" if errs("pushdef") else "info")
 
     # ---- figure 2: lateness
     def lat_row(fig, tag, rate, name, limit):
@@ -308,7 +316,7 @@ def main():
 
     # ---- the daemon's own view of each measurement
     daemon = {}
-    for tag in ("push", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore"):
+    for tag in ("push", "pushdef", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore"):
         x = internals(raw_dir, tag)
         if x:
             daemon[tag] = x
@@ -322,7 +330,8 @@ def main():
           f"(per figure: 'other load' notes when >= 0.15 cores); suite ran at nice {env.get('nice', '?')}")
     print(f"wrk: {env.get('wrk_threads')} threads, {env.get('wrk_conns')} connections, {env.get('wrk_secs')} s, "
           f"POST /push, one job per request (100-byte body, delay 1 h, 16 topics); "
-          f"hourglassd and hello: {env.get('http_threads')} HTTP threads; figures 0 and 1: best of two runs each")
+          f"HTTP threads: hourglassd {env.get('http_threads')}, hello {env.get('hello_threads', env.get('http_threads'))}; "
+          f"figures 0 and 1: best of two runs each")
     if mode == "quick":
         print(f"QUICK MODE: reduced sizes — wrk {env.get('wrk_secs')} s (full: 10 s), lateness {env.get('lat_secs')} s "
               f"(full: 30 s), consume backlog {consume_n:,} (full: 100,000), delayed backlog {backlog:,} "
