@@ -5,7 +5,8 @@
 #
 # One run measures every figure on one fresh private stack and prints one table:
 #   0  group commit: durable pushes/s, normal vs [mysql] per_row_commit = true
-#   1  durable pushes/s vs a bare libevent server (bench/hello.c), same wrk settings
+#   1  durable pushes/s vs a bare libevent server (bench/hello.c): both at each connection count
+#      of a sweep, same wrk settings; the figure is peak against peak
 #   2  delivery lateness p50/p99/max at steady 1,000 and 5,000 jobs/s (bench/lateness.c)
 #   3  consume throughput (get + finish) from a ready backlog
 #   4  lateness p99 and push throughput with a large delayed backlog vs 1,000 pending
@@ -13,7 +14,7 @@
 #   6  Redis bytes per pending job beyond its body
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
 # quick: every size and duration cut down (said in the output), under 2 minutes.
-# full:  the real sizes (1,000,000 backlog), ~6 minutes, plus perf profiles of the push path and
+# full:  the real sizes (1,000,000 backlog), ~9 minutes, plus perf profiles of the push path and
 #        of the restore.
 #
 # Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
@@ -27,7 +28,8 @@
 # tables truncated, so no phase inherits another's jobs (except where the figure says so).
 #
 # Environment knobs (defaults in brackets): HG_BENCH_WRK_CONNS [64], HG_BENCH_WRK_THREADS [2],
-# HG_BENCH_HTTP_THREADS [half the cores, at least 1: hourglassd's [http] threads],
+# HG_BENCH_SWEEP_CONNS [64 128 256 512 in full; the wrk connections in quick: figure 1's sweep],
+# HG_BENCH_HTTP_THREADS [nproc: hourglassd's [http] threads],
 # HG_BENCH_HELLO_THREADS [nproc: hello's threads], HG_BENCH_PROFILE [1 in full, 0 in quick],
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
@@ -86,16 +88,11 @@ fi
 
 NPROC=$(nproc)
 WRK_THREADS=${HG_BENCH_WRK_THREADS:-2}
-WRK_CONNS=${HG_BENCH_WRK_CONNS:-64}
-# hourglassd shares the machine with Redis, MariaDB and the load generators, so by default it
-# gets half the cores' worth of HTTP threads (on 2 cores: 1, which measured 10 % more pushes/s
-# than 2: docs/performance.md, note 11); hello is alone with wrk and gets them all. Full runs
-# also measure pushes with the daemon's own default, one thread per core (the "pushdef" rows).
-HALF=$((NPROC / 2))
-[ "$HALF" -ge 1 ] || HALF=1
-HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$HALF}
+WRK_CONNS=${HG_BENCH_WRK_CONNS:-64} # figure 0, and the first point of figure 1's sweep
+BASE_CONNS=$WRK_CONNS
+# Both servers run with their defaults: one HTTP thread per core.
+HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-DAEMON_THREADS=$HTTP_THREADS # what start_daemon configures
 PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog}
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
 FAR=2592000000       # 30 days: backlog jobs never come due during the run
@@ -110,12 +107,14 @@ LAT_CTOPICS=${HG_BENCH_LAT_CONSUMER_TOPICS:-one} # consumer i polls topic i mod 
 CONSUMERS=16         # figure 3
 if [ "$MODE" = full ]; then
     WRK_SECS=10
+    SWEEP=${HG_BENCH_SWEEP_CONNS:-64 128 256 512}
     LAT_SECS=30
     CONSUME_N=100000
     BACKLOG_N=1000000
     PROFILE=${HG_BENCH_PROFILE:-1}
 else
     WRK_SECS=5
+    SWEEP=${HG_BENCH_SWEEP_CONNS:-$WRK_CONNS}
     LAT_SECS=6
     CONSUME_N=10000
     BACKLOG_N=100000
@@ -273,7 +272,7 @@ write_conf() { # FILE PER_ROW
 # written by bench/run.sh
 [http]
 listen = 127.0.0.1:$HPORT
-threads = $DAEMON_THREADS
+threads = $HTTP_THREADS
 max_body = 4194304
 longpoll_max = 60
 
@@ -554,6 +553,7 @@ rec wrk_conns "$WRK_CONNS"
 rec wrk_threads "$WRK_THREADS"
 rec http_threads "$HTTP_THREADS"
 rec hello_threads "$HELLO_THREADS"
+rec sweep_conns "$SWEEP"
 rec nproc "$NPROC"
 rec lat_secs "$LAT_SECS"
 rec consume_n "$CONSUME_N"
@@ -572,6 +572,15 @@ if has_phase hello; then
     run_wrk hello1 "$HELLO_PID"
     run_wrk hello2 "$HELLO_PID"
     keep_best hello
+    # Figure 1 compares peaks: the same wrk runs at each connection count of the sweep.
+    for conns in $SWEEP; do
+        [ "$conns" != "$WRK_CONNS" ] || continue
+        WRK_CONNS=$conns
+        run_wrk "hello${conns}c1" "$HELLO_PID"
+        run_wrk "hello${conns}c2" "$HELLO_PID"
+        keep_best "hello${conns}c"
+        WRK_CONNS=$BASE_CONNS
+    done
     kill -TERM "$HELLO_PID"
     wait "$HELLO_PID" 2>/dev/null || true
     HELLO_PID=""
@@ -600,18 +609,19 @@ if has_phase push; then
     done
     keep_best push
     profile_push
-    if [ "$MODE" = full ] && [ "$HTTP_THREADS" != "$NPROC" ]; then
-        # The same with [http] threads at the daemon's default (one per core), for comparison.
-        DAEMON_THREADS=$NPROC
+    # Figure 1's sweep: more producers make bigger commits (docs/performance.md, figure 1).
+    for conns in $SWEEP; do
+        [ "$conns" != "$WRK_CONNS" ] || continue
+        WRK_CONNS=$conns
         for pass_no in 1 2; do
             reset_data
             start_daemon false
             fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
-            run_wrk "pushdef$pass_no" "$DPID"
+            run_wrk "push${conns}c$pass_no" "$DPID"
         done
-        keep_best pushdef
-        DAEMON_THREADS=$HTTP_THREADS
-    fi
+        keep_best "push${conns}c"
+        WRK_CONNS=$BASE_CONNS
+    done
 fi
 
 if has_phase lateness; then
