@@ -14,7 +14,7 @@
 #   6  Redis bytes per pending job beyond its body
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
 # quick: every size and duration cut down (said in the output), under 2 minutes.
-# full:  the real sizes (1,000,000 backlog), ~9 minutes, plus perf profiles of the push path and
+# full:  the real sizes (1,000,000 backlog), ~7 minutes, plus perf profiles of the push path and
 #        of the restore.
 #
 # Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
