@@ -28,7 +28,7 @@
 # tables truncated, so no phase inherits another's jobs (except where the figure says so).
 #
 # Environment knobs (defaults in brackets): HG_BENCH_WRK_CONNS [64], HG_BENCH_WRK_THREADS [2],
-# HG_BENCH_SWEEP_CONNS [64 128 256 512 in full; the wrk connections in quick: figure 1's sweep],
+# HG_BENCH_SWEEP_CONNS [64 128 256 512 in full, 64 512 in quick: figure 1's sweep],
 # HG_BENCH_HTTP_THREADS [nproc: hourglassd's [http] threads],
 # HG_BENCH_HELLO_THREADS [nproc: hello's threads], HG_BENCH_PROFILE [1 in full, 0 in quick],
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
@@ -114,7 +114,7 @@ if [ "$MODE" = full ]; then
     PROFILE=${HG_BENCH_PROFILE:-1}
 else
     WRK_SECS=5
-    SWEEP=${HG_BENCH_SWEEP_CONNS:-$WRK_CONNS}
+    SWEEP=${HG_BENCH_SWEEP_CONNS:-$WRK_CONNS 512} # the two ends of the full sweep
     LAT_SECS=6
     CONSUME_N=10000
     BACKLOG_N=100000
