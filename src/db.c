@@ -63,12 +63,20 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen)
                  SCHEMA_VERSION_REQUIRED);
         return -1;
     }
-    const char *tables[] = {"message", "transition"};
+    /* Every column the journal writes: CREATE TABLE IF NOT EXISTS leaves a table made by an
+     * older sql/schema.sql as it was, and the schema version alone would not tell. */
+    static const char *const checks[][2] = {{"message", "SELECT " MESSAGE_COLUMNS " FROM message LIMIT 0"},
+                                            {"transition", "SELECT " TRANSITION_COLUMNS " FROM transition LIMIT 0"}};
     for (int i = 0; i < 2; i++) {
-        char q[64];
-        int n = snprintf(q, sizeof q, "SELECT 1 FROM %s LIMIT 0", tables[i]);
-        if (mysql_real_query(db, q, (unsigned long)n) != 0) {
-            snprintf(err, errlen, "table %s: %s: apply sql/schema.sql", tables[i], mysql_error(db));
+        if (mysql_real_query(db, checks[i][1], (unsigned long)strlen(checks[i][1])) != 0) {
+            if (mysql_errno(db) == ER_BAD_FIELD_ERROR) {
+                snprintf(err, errlen,
+                         "table %s is not the one sql/schema.sql defines (%s): it was made by an older "
+                         "sql/schema.sql; bring it to the current definition (or start from an empty database)",
+                         checks[i][0], mysql_error(db));
+                return -3;
+            }
+            snprintf(err, errlen, "table %s: %s: apply sql/schema.sql", checks[i][0], mysql_error(db));
             return db_error_is_connection(db) ? -2 : -1;
         }
         MYSQL_RES *r = mysql_store_result(db);

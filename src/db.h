@@ -11,11 +11,19 @@
 
 #define SCHEMA_VERSION_REQUIRED 1
 
+/* The columns the journal writes, in the order its INSERTs list them; db_check_schema()
+ * reads them all, so a table made by an older sql/schema.sql is refused at start rather than
+ * failing every journal cycle. */
+#define MESSAGE_COLUMNS "id,topic,biz_key,body,run_at,priority,ttr,tries,attempts,state,version,created_at,updated_at"
+#define TRANSITION_COLUMNS "message_id,version,from_state,to_state,at,actor,host,instance,attempts"
+
 /* Connect with the configured timeouts, utf8mb4, autocommit off. NULL with err filled. */
 MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen);
 
-/* Is the schema there and new enough? 0; -1 with err saying to apply sql/schema.sql;
- * -2 when the check itself failed (connection problem). */
+/* Is the schema there, new enough, and are its tables' columns the ones this binary writes?
+ * 0; -1 with err saying to apply sql/schema.sql; -3 when a table lacks a column (made by an
+ * older sql/schema.sql: applying it again does not change the table); -2 when the check
+ * itself failed (connection problem). */
 int db_check_schema(MYSQL *db, char *err, size_t errlen);
 
 /* Run one statement; logs and returns -1 on failure. */

@@ -299,8 +299,7 @@ static int begin_row(struct batch *b, const char *head)
 
 static int insert_messages(struct batch *b, struct jsync *groups)
 {
-    static const char head[] = "INSERT INTO message (id,topic,biz_key,body,run_at,priority,ttr,tries,attempts,"
-                               "state,version,created_at,updated_at) VALUES ";
+    static const char head[] = "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES ";
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
             const struct jrec *r = &g->recs[i];
@@ -342,8 +341,7 @@ static int add_transition_row(struct batch *b, const struct jrec *r, const char 
 {
     /* IGNORE: a transition is unique per (job, version, state); an outbox entry read twice
      * (a journal that died before acknowledging it) is written once */
-    static const char head[] = "INSERT IGNORE INTO transition (message_id,version,from_state,to_state,at,actor,host,"
-                               "instance,attempts) VALUES ";
+    static const char head[] = "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES ";
     if (begin_row(b, head) < 0)
         return -1;
     sb_putc(&b->sql, '(');
@@ -608,8 +606,7 @@ static int settle_in_doubt(MYSQL *db)
                 sb_putc(&ids, ',');
             sb_json_uint(&ids, J.doubt[i]);
         }
-        sb_puts(&sql, "INSERT IGNORE INTO transition (message_id,version,from_state,to_state,at,actor,host,instance,"
-                      "attempts) SELECT id, 2, state, 'aborted', ");
+        sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, 2, state, 'aborted', ");
         sb_json_int(&sql, now);
         sb_puts(&sql, ", 'journal: commit in doubt', '', ");
         db_quote(db, &sql, J.instance, strlen(J.instance));

@@ -197,6 +197,10 @@ static void check_mysql_schema(const struct config *cfg)
                 cfg->mysql_host, cfg->mysql_port, cfg->mysql_user, cfg->mysql_database);
         exit(1);
     }
+    if (rc == -3) {
+        fprintf(stderr, "hourglassd: %s\n", err);
+        exit(1);
+    }
     if (rc < 0)
         log_warn("MySQL schema check failed (%s); the journal checks again when it connects", err);
 }

@@ -54,6 +54,21 @@ class SchemaTest(HourglassTestCase):
         ns.execute("DROP TABLE transition")
         self.assert_refuses_to_start(ns, "without the transition table")
 
+    def test_transition_table_of_an_older_schema_exits_nonzero_naming_the_column(self):
+        # as development databases made before the transition table was keyed by version:
+        # CREATE TABLE IF NOT EXISTS leaves such a table alone, and the schema version is 1 in
+        # both, so without the column check the daemon started healthy and every push got 503
+        ns = self.namespace_with(SCHEMA_SQL.read_text())
+        ns.execute("DROP TABLE transition")
+        ns.execute("CREATE TABLE transition (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                   "message_id BIGINT UNSIGNED NOT NULL, from_state VARCHAR(16) NOT NULL, "
+                   "to_state VARCHAR(16) NOT NULL, at BIGINT NOT NULL, actor VARCHAR(200) NOT NULL, "
+                   "host VARCHAR(64) NOT NULL, instance VARCHAR(64) NOT NULL, "
+                   "attempts INT UNSIGNED NOT NULL DEFAULT 0)")
+        d = self.assert_refuses_to_start(ns, "whose transition table lacks the version column")
+        self.assertIn("Unknown column 'version'", d.log(), d.log_tail(20))
+        self.assertIn("table transition", d.log(), d.log_tail(20))
+
     def test_empty_schema_version_exits_nonzero(self):
         ns = self.namespace_with(SCHEMA_SQL.read_text())
         ns.execute("DELETE FROM schema_version")
