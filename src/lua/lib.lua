@@ -106,14 +106,16 @@ local function unplace(idkey, j)
     count(j.st, j.topic, -1)
 end
 
--- After adding `score` to the delay zset: when it became the earliest entry, tell every
--- mover so the one that owns this shard can wake sooner than it planned.
-local function wake_if_head(idkey)
+-- After adding entries to the delay zset (`added`: a set of their id keys): when one of them
+-- is now the earliest entry, tell every mover so the one that owns this shard can wake
+-- sooner than it planned.
+local function wake_if_head_in(added)
     local head = redis.call("ZRANGE", K_DELAY, 0, 0, "WITHSCORES")
-    if head[1] == idkey then
+    if head[1] and added[head[1]] then
         redis.call("PUBLISH", prefix .. ":wake", shard .. " " .. head[2])
     end
 end
+local function wake_if_head(idkey) wake_if_head_in({ [idkey] = true }) end
 
 -- The bizKey index only ever points at a live job; drop it when this job leaves.
 local function biz_release(idkey, j)

@@ -21,14 +21,15 @@
 -- multi-element commands at the end, and the mover's wake check runs once. Its due time goes
 -- to ZADD as the decimal string the caller sent, not as a Lua number (Redis would format that
 -- with "%.17g"). Jobs with a bizKey take the one-at-a-time path: a later job of the same
--- call may look them up.
+-- call may look them up. One wake check at the end covers both paths: the mover only needs
+-- to know the earliest entry once the call is done.
 local n = tonumber(ARGV[1])
 local out = {}
 local records = {}       -- idkey, record, ... for HSET
 local delayed = {}       -- runAt, idkey, ... for ZADD on the delay zset
 local ready = {}         -- topic -> { score, idkey, ... } for ZADD on its ready zset
 local counted = {}       -- "<state>:<topic>" -> jobs added
-local added_delayed = {} -- idkey -> true: the wake check's candidates
+local added_delayed = {} -- idkey -> true: every job this call put on the delay zset
 
 for i = 0, n - 1 do
     local a = 2 + i * 12
@@ -79,7 +80,7 @@ for i = 0, n - 1 do
                 redis.call("XADD", K_LOG, "*", "t",
                     holder .. " " .. from .. " " .. j.st .. " " .. j.ver .. " " .. j.att .. " " .. j.runat .. " " .. now .. " jobs",
                     "w", who, "r", prio .. " " .. ttr .. " " .. tries, "b", body)
-                if j.st == DELAYED then wake_if_head(holder) end
+                if j.st == DELAYED then added_delayed[holder] = true end
                 result = { "replaced", holder, runat, j.ver, from, j.st }
             end
         end
@@ -89,7 +90,7 @@ for i = 0, n - 1 do
             place(idkey, j, now)
             save_job(idkey, j)
             redis.call("HSET", biz_key(topic), biz, idkey)
-            if j.st == DELAYED then wake_if_head(idkey) end
+            if j.st == DELAYED then added_delayed[idkey] = true end
             result = { "ok", idkey, runat, 1, j.st }
         end
     end
@@ -104,11 +105,6 @@ end
 for field, added in pairs(counted) do
     redis.call("HINCRBY", K_COUNT, field, added)
 end
-if #delayed > 0 then
-    local head = redis.call("ZRANGE", K_DELAY, 0, 0, "WITHSCORES")
-    if added_delayed[head[1]] then
-        redis.call("PUBLISH", prefix .. ":wake", shard .. " " .. head[2])
-    end
-end
+if next(added_delayed) then wake_if_head_in(added_delayed) end
 publish_ready()
 return out

@@ -178,6 +178,62 @@ return out
             self.assertEqual(self.inspect(d, job_id)["body"], fields["body"])
 
 
+class MoverWakeTest(CoreTestCase):
+    """push.lua tells the movers when a push puts a shard's earliest delayed entry in place
+    ("<shard> <due>" on <prefix>:wake), so the owner wakes before its planned time: once per
+    call, for the earliest entry after the call, whichever path (plain job or bizKey) added
+    it; a push behind the current head publishes nothing. Watched with SUBSCRIBE."""
+
+    MESSAGE = re.compile(rb"\*3\r\n\$7\r\nmessage\r\n\$\d+\r\n[^\r]*\r\n\$\d+\r\n(\d+) (\d+)\r\n")
+
+    def test_wake_is_published_for_a_new_head_only_once_per_call(self):
+        ns = self.namespace()
+        d = self.start_daemon(namespace=ns)
+        self.wait_healthy(d)
+        sub = socket.create_connection(("127.0.0.1", ns.redis.port))
+        self.addCleanup(sub.close)
+        channel = f"{ns.prefix}:wake".encode()
+        sub.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$%d\r\n%s\r\n" % (len(channel), channel))
+        buf = b""
+
+        def wakes(settle: float = 0.5) -> list[int]:
+            """The due times published since the last call (after `settle` seconds of quiet)."""
+            nonlocal buf
+            deadline = time.monotonic() + settle
+            while time.monotonic() < deadline:
+                sub.settimeout(max(0.01, deadline - time.monotonic()))
+                try:
+                    chunk = sub.recv(65536)
+                except socket.timeout:
+                    break
+                buf += chunk
+            found = [int(m.group(2)) for m in self.MESSAGE.finditer(buf)]
+            buf = b""
+            return found
+
+        wakes()  # the subscription's confirmation
+
+        def push(jobs):
+            obj = self.assertJsonOk(d.push(jobs))
+            ids = obj["ids"] if "ids" in obj else [obj["id"]]
+            return [self.inspect(d, i)["runAt"] for i in ids]
+
+        [a] = push({"topic": "w", "delay": 60000})
+        self.assertEqual(wakes(), [a], "the first delayed job of an empty shard is its head")
+        push({"topic": "w", "delay": 120000})
+        self.assertEqual(wakes(), [], "a job behind the head wakes nobody")
+        [c] = push({"topic": "w", "delay": 30000})
+        self.assertEqual(wakes(), [c])
+        # one call, three jobs, two of them earlier than the head in turn: one message, the
+        # earliest entry after the call
+        _, e, _ = push([{"topic": "w", "delay": 20000}, {"topic": "w", "delay": 10000},
+                        {"topic": "w", "delay": 50000}])
+        self.assertEqual(wakes(), [e])
+        # the bizKey path counts as well
+        [g] = push({"topic": "w", "delay": 5000, "bizKey": "wake-g"})
+        self.assertEqual(wakes(), [g])
+
+
 class PushBatchingTest(CoreTestCase):
     """Pushes whose rows one journal cycle committed go to Redis together: one push.lua call
     per shard (api_push.c), each job with its own request's clock, in commit order. Watched
