@@ -319,7 +319,7 @@ start_daemon() { # PER_ROW
     name_threads
 }
 
-# name_threads: the daemon names its threads in the kernel (src/log.c: http-N, journal, mover,
+# name_threads: the daemon names its threads in the kernel (src/log.c: http-N, journal, keeper,
 # outbox, db-N); the main thread keeps the process's name and is called "main" here.
 name_threads() {
     sleep 0.5

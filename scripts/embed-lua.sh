@@ -1,6 +1,7 @@
 #!/bin/sh
-# Embed src/lua/*.lua as C strings. lib.lua is a prelude prepended to every other
-# script, so helpers (record packing, counters) are written once.
+# Embed src/lua/*.lua as C strings, each with its SHA-1 (the name EVALSHA calls it by),
+# computed here so the daemon needs no SHA-1 code. lib.lua is a prelude prepended to every
+# other script, so helpers (record packing, counters) are written once.
 # Usage: embed-lua.sh src/lua/*.lua > build/lua_scripts.c
 set -eu
 lib=""
@@ -20,7 +21,9 @@ echo "const struct script_source script_sources[] = {"
 for f in "$@"; do
     [ "$f" = "$lib" ] && continue
     name=$(basename "$f" .lua)
-    echo "  { \"$name\","
+    # the exact text embedded below: every line of lib.lua then of the script, each ended by \n
+    sha=$(awk '{ print }' "$lib" "$f" | sha1sum | cut -c1-40)
+    echo "  { \"$name\", \"$sha\","
     escape "$lib"
     escape "$f"
     echo "  },"

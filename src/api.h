@@ -1,16 +1,13 @@
 /* api.h — one handler per endpoint (docs/api.md). Each is called on its worker's thread with
  * a routed, authorised request whose parameters are parsed, and must answer it exactly once,
- * now or from a later callback. */
+ * now or from a later callback. Handlers see the worker only through r->ctx (request.h). */
 #ifndef HG_API_H
 #define HG_API_H
 
 struct request;
+struct hctx;
 
 void api_push(struct request *r);        /* api_push.c */
-struct worker;
-void api_push_tick(struct worker *w);    /* once a second: look up pushes whose outcome is unknown */
-void api_push_flush(void *worker);       /* after each inbox drain: send committed pushes, a call per shard */
-void api_push_free(struct worker *w);
 void api_get(struct request *r);         /* longpoll.c */
 void api_finish(struct request *r);      /* api_jobs.c */
 void api_release(struct request *r);
@@ -19,10 +16,17 @@ void api_delete(struct request *r);
 void api_reschedule(struct request *r);
 void api_jobs(struct request *r);
 void api_dead(struct request *r);
-void api_restore(struct request *r);     /* api_admin.c */
+void api_restore(struct request *r);     /* restore.c */
 void api_restore_one(struct request *r);
-void api_health(struct request *r);
+void api_health(struct request *r);      /* api_info.c */
 void api_stats(struct request *r);
 void api_metrics(struct request *r);
+
+/* The push path's per-worker state (hctx.pushes), called from the worker's subsystem table:
+ * after each inbox drain the committed pushes go to Redis, a call per shard; once a second
+ * (and when Redis is back) pushes in doubt are looked up; at the end it is freed. */
+void api_push_flush(struct hctx *ctx);
+void api_push_tick(struct hctx *ctx);
+void api_push_free(struct hctx *ctx);
 
 #endif

@@ -4,18 +4,17 @@
 #include "clock.h"
 #include "journal.h"
 #include "metrics.h"
-#include "mover.h"
 #include "rconn.h"
-#include "worker.h"
+#include "app.h"
 
 #include <stdlib.h>
 
 void api_health(struct request *r)
 {
-    struct app *app = r->w->app;
+    struct app *app = r->ctx->app;
     /* Redis counts as up when every HTTP worker can use it, not only the one answering: a
      * load balancer that sees 200 sends requests to all of them. */
-    int redis = rconn_is_up(r->w->redis) && atomic_load(&app->redis_workers_up) == app->nworkers;
+    int redis = rconn_is_up(r->ctx->redis) && atomic_load(&app->redis_workers_up) == app->nworkers;
     int mysql = journal_up();
     int draining = atomic_load(&app->draining);
     int ids = atomic_load(&app->worker_id) >= 0; /* without a worker number it cannot take pushes */
@@ -35,7 +34,7 @@ void api_health(struct request *r)
 static void on_counts(const struct topic_counts *topics, int n, long outbox, int failed, void *arg)
 {
     struct request *r = arg;
-    struct app *app = r->w->app;
+    struct app *app = r->ctx->app;
     if (failed) {
         respond_unavailable(r, "Redis");
         return;
@@ -68,7 +67,8 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
               journal_up() ? "up" : "down", journal_local_backlog() + outbox, journal_durable_waiting(),
               journal_accepting() ? "true" : "false", (long long)atomic_load(&app->parked),
               (long long)metrics_gauge_get(MG_CONNECTIONS));
-    mover_stats_json(app->mover, &sb);
+    if (app->keeper_stats_json)
+        app->keeper_stats_json(app->keeper_stats_arg, &sb);
     sb_putc(&sb, '}');
     respond_json(r, 200, &sb);
     sb_free(&sb);
@@ -79,7 +79,7 @@ void api_stats(struct request *r)
     static const char *const none[] = {NULL};
     if (api_params_only(r, none) < 0 || api_require_redis(r) < 0)
         return;
-    if (store_counts(&r->w->store, on_counts, r) < 0)
+    if (store_counts(&r->ctx->store, on_counts, r) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -87,7 +87,7 @@ void api_metrics(struct request *r)
 {
     struct sbuf sb = SBUF_INIT;
     metrics_gauge_set(MG_JOURNAL_BACKLOG, journal_backlog());
-    metrics_render(&sb, r->w->app->instance);
+    metrics_render(&sb, r->ctx->app->instance);
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);
 }

@@ -14,7 +14,7 @@
 #include "log.h"
 #include "outbox.h"
 #include "metrics.h"
-#include "worker.h"
+#include "app.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +42,7 @@ static struct id_state *id_state_new(struct request *r, uint64_t id)
     }
     st->r = r;
     st->id = id;
-    st->shard = id_shard(id, r->w->app->cfg.redis_shards);
+    st->shard = id_shard(id, r->ctx->app->cfg.redis_shards);
     api_who(r, st->who, sizeof st->who);
     r->state = st;
     r->state_free = id_state_free;
@@ -133,7 +133,7 @@ void api_finish(struct request *r)
     int attempt;
     if (st == NULL || param_attempt(r, &attempt) < 0)
         return;
-    if (store_finish(&r->w->store, st->id, clock_unix_ms(), attempt, st->who, on_finished, st) < 0)
+    if (store_finish(&r->ctx->store, st->id, clock_unix_ms(), attempt, st->who, on_finished, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -162,11 +162,11 @@ void api_release(struct request *r)
     char err[128];
     if (st == NULL || param_attempt(r, &attempt) < 0)
         return;
-    if (param_int(&r->params, "delay", 0, r->w->app->cfg.max_delay, 0, &delay, err, sizeof err) < 0) {
+    if (param_int(&r->params, "delay", 0, r->ctx->app->cfg.max_delay, 0, &delay, err, sizeof err) < 0) {
         respond_error(r, 400, "bad_request", "%s", err);
         return;
     }
-    if (store_release(&r->w->store, st->id, clock_unix_ms(), delay, attempt, st->who, on_released, st) < 0)
+    if (store_release(&r->ctx->store, st->id, clock_unix_ms(), delay, attempt, st->who, on_released, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -187,7 +187,7 @@ void api_touch(struct request *r)
     int attempt;
     if (st == NULL || param_attempt(r, &attempt) < 0)
         return;
-    if (store_touch(&r->w->store, st->id, clock_unix_ms(), attempt, on_touched, st) < 0)
+    if (store_touch(&r->ctx->store, st->id, clock_unix_ms(), attempt, on_touched, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -218,7 +218,7 @@ static void on_delete_committed(int ok, void *arg)
         respond_unavailable(st->r, "MySQL");
         return;
     }
-    if (store_delete(&st->r->w->store, st->id, clock_unix_ms(), st->who, on_deleted, st) < 0)
+    if (store_delete(&st->r->ctx->store, st->id, clock_unix_ms(), st->who, on_deleted, st) < 0)
         respond_unavailable(st->r, "Redis");
 }
 
@@ -236,7 +236,7 @@ static void on_delete_checked(const struct job_view *v, void *arg)
     }
     api_fill_jrec(&st->rec, r, st->id, st->shard, "jobs", v->state, JS_DELETED, v->ver + 1, v->attempts, v->run_at);
     st->rec.force = 1;
-    if (journal_submit_sync(&st->rec, 1, r->w->inbox, on_delete_committed, st) < 0)
+    if (journal_submit_sync(&st->rec, 1, r->ctx->inbox, on_delete_committed, st) < 0)
         respond_unavailable(r, "MySQL");
 }
 
@@ -250,7 +250,7 @@ void api_delete(struct request *r)
         respond_unavailable(r, "MySQL");
         return;
     }
-    if (store_inspect(&r->w->store, st->id, on_delete_checked, st) < 0)
+    if (store_inspect(&r->ctx->store, st->id, on_delete_checked, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -276,7 +276,7 @@ void api_reschedule(struct request *r)
     struct id_state *st = begin(r, allowed, 1);
     if (st == NULL)
         return;
-    const struct config *cfg = &r->w->app->cfg;
+    const struct config *cfg = &r->ctx->app->cfg;
     int64_t now = clock_unix_ms(), delay, run_at;
     char err[160];
     int has_delay = params_get(&r->params, "delay") != NULL, has_run_at = params_get(&r->params, "runAt") != NULL;
@@ -290,7 +290,7 @@ void api_reschedule(struct request *r)
         return;
     }
     int64_t due = has_delay ? now + delay : (run_at < now ? now : run_at);
-    if (store_reschedule(&r->w->store, st->id, now, due, st->who, on_rescheduled, st) < 0)
+    if (store_reschedule(&r->ctx->store, st->id, now, due, st->who, on_rescheduled, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -331,20 +331,13 @@ static void inspect_run(MYSQL *db, void *arg)
         MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
         unsigned long *len = row ? mysql_fetch_lengths(res) : NULL;
         if (row) {
-            sb_puts(&st->job, "{\"id\":");
-            api_json_id(&st->job, st->id);
-            sb_puts(&st->job, ",\"topic\":");
-            sb_json_str(&st->job, row[0], len[0]);
-            sb_puts(&st->job, ",\"state\":");
-            sb_json_str(&st->job, row[1], len[1]);
-            sb_puts(&st->job, ",\"body\":");
-            sb_put(&st->job, row[2], len[2]);
-            sb_printf(&st->job, ",\"priority\":%s,\"ttr\":%s,\"tries\":%s,\"attempt\":%s,\"runAt\":%s,\"createdAt\":%s",
-                      row[3], row[4], row[5], row[6], row[7], row[8]);
-            if (row[9]) {
-                sb_puts(&st->job, ",\"bizKey\":");
-                sb_json_str(&st->job, row[9], len[9]);
-            }
+            struct job_json j = {.id = st->id, .topic = row[0], .topic_len = len[0], .state = row[1],
+                                 .body = row[2], .body_len = len[2], .priority = strtoll(row[3], NULL, 10),
+                                 .ttr = strtoll(row[4], NULL, 10), .tries = strtoll(row[5], NULL, 10),
+                                 .attempt = strtoll(row[6], NULL, 10), .run_at = strtoll(row[7], NULL, 10),
+                                 .created_at = strtoll(row[8], NULL, 10), .biz = row[9],
+                                 .biz_len = row[9] ? len[9] : 0};
+            api_json_job_open(&st->job, &j);
         }
         if (res)
             mysql_free_result(res);
@@ -405,7 +398,7 @@ static void inspect_done(void *arg)
 
 static void read_history(struct inspect_state *st)
 {
-    if (dbtask_submit(inspect_run, inspect_done, st->r->w->inbox, st) < 0)
+    if (dbtask_submit(inspect_run, inspect_done, st->r->ctx->inbox, st) < 0)
         inspect_done(st);
 }
 
@@ -428,7 +421,7 @@ static void on_inspected(const struct job_view *v, void *arg)
     }
     /* Read your writes: a finish answered a moment ago must show, though transitions reach
      * MySQL through the outbox a few milliseconds after they happen. */
-    if (outbox_barrier(st->r->w->inbox, on_outbox_caught_up, st) < 0)
+    if (outbox_barrier(st->r->ctx->inbox, on_outbox_caught_up, st) < 0)
         read_history(st);
 }
 
@@ -453,7 +446,7 @@ void api_jobs(struct request *r)
     st->id = id;
     r->state = st;
     r->state_free = inspect_state_free;
-    if (store_inspect(&r->w->store, id, on_inspected, st) < 0)
+    if (store_inspect(&r->ctx->store, id, on_inspected, st) < 0)
         respond_unavailable(r, "Redis");
 }
 
@@ -474,16 +467,11 @@ static void on_dead_list(const struct dead_job *jobs, int n, int failed, void *a
         const struct dead_job *d = &jobs[i];
         if (i)
             sb_putc(&sb, ',');
-        sb_puts(&sb, "{\"id\":");
-        api_json_id(&sb, d->id);
-        sb_puts(&sb, ",\"state\":\"dead\",\"body\":");
-        sb_put(&sb, d->body, d->body_len);
-        sb_printf(&sb, ",\"diedAt\":%lld,\"attempt\":%d,\"priority\":%d,\"ttr\":%lld,\"tries\":%d,\"runAt\":%lld",
-                  (long long)d->died_at, d->attempts, d->priority, (long long)d->ttr, d->tries, (long long)d->run_at);
-        if (d->biz_len) {
-            sb_puts(&sb, ",\"bizKey\":");
-            sb_json_str(&sb, d->biz, d->biz_len);
-        }
+        struct job_json j = {.id = d->id, .state = "dead", .body = d->body, .body_len = d->body_len,
+                             .biz = d->biz, .biz_len = d->biz_len, .priority = d->priority, .ttr = d->ttr,
+                             .tries = d->tries, .attempt = d->attempts, .run_at = d->run_at,
+                             .died_at = d->died_at};
+        api_json_job_open(&sb, &j);
         sb_putc(&sb, '}');
     }
     sb_puts(&sb, "]}");
@@ -508,6 +496,6 @@ void api_dead(struct request *r)
     }
     if (api_require_redis(r) < 0)
         return;
-    if (store_dead_list(&r->w->store, r->route.arg, r->route.arg_len, (int)limit, on_dead_list, r) < 0)
+    if (store_dead_list(&r->ctx->store, r->route.arg, r->route.arg_len, (int)limit, on_dead_list, r) < 0)
         respond_unavailable(r, "Redis");
 }

@@ -12,8 +12,9 @@
  *
  * "Redis failing" has two cases. When the call was never sent (the connection was down) the
  * job is certainly not in Redis and its row is marked aborted at once. When the call was sent
- * but its reply was lost (a timeout), Redis may still have run it: the push is answered 503,
- * and the job is remembered and looked up once Redis answers again — present, its row is
+ * but its reply was lost (a timeout), Redis may still have run it: its outcome is in doubt.
+ * The push is answered 503 naming such jobs (under "maybeQueued", the API's word for it),
+ * and each is remembered and looked up once Redis answers again — present, its row is
  * right as it stands; absent, the row is marked aborted (unless later transitions, journaled
  * through the outbox, made the row newer). */
 #include "api.h"
@@ -24,7 +25,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rconn.h"
-#include "worker.h"
+#include "app.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +38,36 @@ struct push_state {
     int64_t now;
     struct jrec *recs;
     struct push_outcome *outcomes;
-    char *failed;           /* per job: Redis did not take it (or may not have: see unsure) */
-    char *unsure;           /* per job: the call was sent but its reply was lost */
+    char *failed;           /* per job: Redis did not take it (or may not have: see in_doubt) */
+    char *in_doubt;         /* per job: the call was sent but its reply was lost */
     char who[STORE_WHO_MAX];
     int calls_pending;
 };
 
-/* A push whose outcome in Redis is unknown, waiting to be looked up. */
-struct unsure_push {
-    struct unsure_push *next;
-    struct worker *w;
+/* A push whose outcome in Redis is in doubt, waiting to be looked up. */
+struct doubtful_push {
+    struct doubtful_push *next;
+    struct hctx *ctx;
     uint64_t id;
     int shard, first_state;
     int64_t run_at;
     char host[JREC_HOST_MAX];
+};
+
+struct pending_job {
+    struct push_state *st;
+    int index;                  /* into st->jobs */
+};
+
+/* A worker's push state (hctx.pushes): jobs committed and waiting for their shard's call,
+ * and pushes whose outcome in Redis is in doubt. */
+struct push_batch {
+    struct doubtful_push *in_doubt;
+    int nshards;
+    struct shard_jobs {
+        struct pending_job *jobs;
+        int n, cap;
+    } shard[];
 };
 
 static void push_state_free(void *p)
@@ -60,13 +77,13 @@ static void push_state_free(void *p)
     free(st->recs);
     free(st->outcomes);
     free(st->failed);
-    free(st->unsure);
+    free(st->in_doubt);
     free(st);
 }
 
 /* Mark a committed row that stands for no job (or no job any more) as aborted. `force` only
- * when certain: an unsure one must not overwrite transitions the job made meanwhile. */
-static void journal_abort(struct worker *w, uint64_t id, int shard, int from, int64_t run_at, int force,
+ * when certain: one in doubt must not overwrite transitions the job made meanwhile. */
+static void journal_abort(struct hctx *ctx, uint64_t id, int shard, int from, int64_t run_at, int force,
                           const char *host)
 {
     struct jrec rec;
@@ -79,53 +96,54 @@ static void journal_abort(struct worker *w, uint64_t id, int shard, int from, in
     rec.force = (uint8_t)force;
     rec.at = clock_unix_ms();
     rec.run_at = run_at;
-    snprintf(rec.actor, sizeof rec.actor, "%s %s:{%d}:jobs", w->name, w->app->cfg.redis_prefix, shard);
+    store_actor(rec.actor, sizeof rec.actor, ctx->name, ctx->app->cfg.redis_prefix, shard, "jobs");
     snprintf(rec.host, sizeof rec.host, "%s", host);
     journal_submit(&rec, 1);
     metrics_transition(from, JS_ABORTED, 1);
 }
 
-static void remember_unsure(struct worker *w, const struct job_spec *j, int first, const char *host)
+static void remember_in_doubt(struct hctx *ctx, const struct job_spec *j, int first, const char *host)
 {
-    struct unsure_push *u = calloc(1, sizeof *u);
+    struct doubtful_push *u = calloc(1, sizeof *u);
     if (u == NULL) {
         log_error("push: out of memory; job %llu may be in Redis while its row stays live", (unsigned long long)j->id);
         return;
     }
-    u->w = w;
+    u->ctx = ctx;
     u->id = j->id;
     u->shard = j->shard;
     u->first_state = first;
     u->run_at = j->run_at;
     snprintf(u->host, sizeof u->host, "%s", host);
-    u->next = w->unsure_pushes;
-    w->unsure_pushes = u;
+    u->next = ctx->pushes->in_doubt;
+    ctx->pushes->in_doubt = u;
 }
 
-static void on_unsure_looked_up(const struct job_view *v, void *arg)
+static void on_doubt_looked_up(const struct job_view *v, void *arg)
 {
-    struct unsure_push *u = arg;
+    struct doubtful_push *u = arg;
     if (v == NULL) { /* Redis failed again: look again on the next tick */
-        u->next = u->w->unsure_pushes;
-        u->w->unsure_pushes = u;
+        u->next = u->ctx->pushes->in_doubt;
+        u->ctx->pushes->in_doubt = u;
         return;
     }
     if (!v->found)
-        journal_abort(u->w, u->id, u->shard, u->first_state, u->run_at, 0, u->host);
+        journal_abort(u->ctx, u->id, u->shard, u->first_state, u->run_at, 0, u->host);
     free(u);
 }
 
-void api_push_tick(struct worker *w)
+void api_push_tick(struct hctx *ctx)
 {
-    if (w->unsure_pushes == NULL || !rconn_is_up(w->redis))
+    struct push_batch *pb = ctx->pushes;
+    if (pb == NULL || pb->in_doubt == NULL || !rconn_is_up(ctx->redis))
         return;
-    struct unsure_push *list = w->unsure_pushes;
-    w->unsure_pushes = NULL;
+    struct doubtful_push *list = pb->in_doubt;
+    pb->in_doubt = NULL;
     while (list) {
-        struct unsure_push *next = list->next;
-        if (store_inspect(&w->store, list->id, on_unsure_looked_up, list) < 0) {
-            list->next = w->unsure_pushes;
-            w->unsure_pushes = list;
+        struct doubtful_push *next = list->next;
+        if (store_inspect(&ctx->store, list->id, on_doubt_looked_up, list) < 0) {
+            list->next = pb->in_doubt;
+            pb->in_doubt = list;
         }
         list = next;
     }
@@ -138,7 +156,7 @@ static void respond_push_unavailable(struct push_state *st)
 {
     struct sbuf ids = SBUF_INIT;
     for (int i = 0; i < st->n; i++) {
-        if (!st->unsure[i])
+        if (!st->in_doubt[i])
             continue;
         sb_puts(&ids, ids.len ? "," : "\"maybeQueued\":[");
         api_json_id(&ids, st->jobs[i].id);
@@ -166,14 +184,14 @@ static void finish_push(struct push_state *st)
         struct job_spec *j = &st->jobs[i];
         const struct push_outcome *o = &st->outcomes[i];
         int first = job_initial_state(j, st->now);
-        if (st->failed[i] && st->unsure[i]) {
-            remember_unsure(r->w, j, first, r->client);
+        if (st->failed[i] && st->in_doubt[i]) {
+            remember_in_doubt(r->ctx, j, first, r->client);
             nfailed++;
             continue;
         }
         if (st->failed[i] || o->code != PUSHED_NEW) {
             /* The row committed in step 2 stands for no job: mark it so restore skips it. */
-            journal_abort(r->w, j->id, j->shard, first, j->run_at, 1, r->client);
+            journal_abort(r->ctx, j->id, j->shard, first, j->run_at, 1, r->client);
         }
         if (st->failed[i]) {
             nfailed++;
@@ -259,19 +277,6 @@ static void finish_push(struct push_state *st)
  * order, each with its own request's clock and actor. Fewer calls, and fewer allocations,
  * than one call per push and shard. */
 
-struct pending_job {
-    struct push_state *st;
-    int index;                  /* into st->jobs */
-};
-
-struct push_pending {
-    int nshards;
-    struct shard_jobs {
-        struct pending_job *jobs;
-        int n, cap;
-    } shard[];
-};
-
 struct shard_call {
     int n;
     struct pending_job jobs[];  /* a push's jobs are consecutive */
@@ -286,7 +291,7 @@ static void settle_jobs(const struct pending_job *jobs, int n, const struct push
             int i = jobs[k].index;
             if (out == NULL || k >= nout) {
                 st->failed[i] = 1;
-                st->unsure[i] = (char)sent; /* sent: Redis may have run it */
+                st->in_doubt[i] = (char)sent; /* sent: Redis may have run it */
             } else {
                 st->outcomes[i] = out[k];
             }
@@ -303,10 +308,9 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
     free(call);
 }
 
-void api_push_flush(void *arg)
+void api_push_flush(struct hctx *ctx)
 {
-    struct worker *w = arg;
-    struct push_pending *p = w->push_pending;
+    struct push_batch *p = ctx->pushes;
     if (p == NULL)
         return;
     struct push_item *items = NULL;
@@ -337,7 +341,7 @@ void api_push_flush(void *arg)
             items[k].now = st->now;
             items[k].who = st->who;
         }
-        if (store_push(&w->store, shard, items, n, on_pushed, call) < 0) {
+        if (store_push(&ctx->store, shard, items, n, on_pushed, call) < 0) {
             settle_jobs(call->jobs, n, NULL, 0, 0);
             free(call);
         }
@@ -345,30 +349,37 @@ void api_push_flush(void *arg)
     free(items);
 }
 
-void api_push_free(struct worker *w)
+void api_push_free(struct hctx *ctx)
 {
-    struct push_pending *p = w->push_pending;
+    struct push_batch *p = ctx->pushes;
     if (p == NULL)
         return;
     for (int i = 0; i < p->nshards; i++)
         free(p->shard[i].jobs);
+    while (p->in_doubt) {
+        struct doubtful_push *u = p->in_doubt;
+        p->in_doubt = u->next;
+        log_warn("push: job %llu was still in doubt at shutdown: its MySQL row stays live, so /reStore may "
+                 "bring back a job whose push was answered 503", (unsigned long long)u->id);
+        free(u);
+    }
     free(p);
-    w->push_pending = NULL;
+    ctx->pushes = NULL;
 }
 
-static struct push_pending *pending_of(struct worker *w)
+static struct push_batch *batch_of(struct hctx *ctx)
 {
-    if (w->push_pending == NULL) {
-        int nshards = w->app->cfg.redis_shards;
-        w->push_pending = calloc(1, sizeof *w->push_pending + (size_t)nshards * sizeof w->push_pending->shard[0]);
-        if (w->push_pending)
-            w->push_pending->nshards = nshards;
+    if (ctx->pushes == NULL) {
+        int nshards = ctx->app->cfg.redis_shards;
+        ctx->pushes = calloc(1, sizeof *ctx->pushes + (size_t)nshards * sizeof ctx->pushes->shard[0]);
+        if (ctx->pushes)
+            ctx->pushes->nshards = nshards;
     }
-    return w->push_pending;
+    return ctx->pushes;
 }
 
 /* Queue job i of st for its shard's call; 1 when it starts st's run in that shard's list. */
-static int queue_job(struct push_pending *p, struct push_state *st, int i)
+static int queue_job(struct push_batch *p, struct push_state *st, int i)
 {
     struct shard_jobs *q = &p->shard[st->jobs[i].shard];
     if (q->n == q->cap) {
@@ -391,7 +402,7 @@ static void on_committed(int ok, void *arg)
         respond_unavailable(st->r, "MySQL");
         return;
     }
-    struct push_pending *p = pending_of(st->r->w);
+    struct push_batch *p = batch_of(st->r->ctx);
     st->calls_pending = 0;
     for (int i = 0; i < st->n; i++) {
         int rc = p ? queue_job(p, st, i) : -1;
@@ -410,8 +421,8 @@ void api_push(struct request *r)
     static const char *const none[] = {NULL};
     if (api_params_only(r, none) < 0)
         return;
-    struct worker *w = r->w;
-    struct app *app = w->app;
+    struct hctx *ctx = r->ctx;
+    struct app *app = ctx->app;
     char err[512];
 
     struct push_state *st = calloc(1, sizeof *st);
@@ -449,9 +460,9 @@ void api_push(struct request *r)
     st->recs = calloc((size_t)st->n, sizeof *st->recs);
     st->outcomes = calloc((size_t)st->n, sizeof *st->outcomes);
     st->failed = calloc((size_t)st->n, 1);
-    st->unsure = calloc((size_t)st->n, 1);
+    st->in_doubt = calloc((size_t)st->n, 1);
     api_who(r, st->who, sizeof st->who);
-    if (!st->recs || !st->outcomes || !st->failed || !st->unsure) {
+    if (!st->recs || !st->outcomes || !st->failed || !st->in_doubt) {
         respond_unavailable(r, "memory");
         return;
     }
@@ -469,6 +480,6 @@ void api_push(struct request *r)
         rec->job = j;
         metrics_transition(JS_NONE, rec->to, 1);
     }
-    if (journal_submit_sync(st->recs, st->n, w->inbox, on_committed, st) < 0)
+    if (journal_submit_sync(st->recs, st->n, ctx->inbox, on_committed, st) < 0)
         respond_unavailable(r, "MySQL");
 }

@@ -6,7 +6,7 @@
 #include "metrics.h"
 #include "rconn.h"
 #include "sbuf.h"
-#include "worker.h"
+#include "app.h"
 
 #include <string.h>
 
@@ -36,11 +36,11 @@ int api_params_only(struct request *r, const char *const *allowed)
 
 int api_require_redis(struct request *r)
 {
-    if (!rconn_is_up(r->w->redis)) {
+    if (!rconn_is_up(r->ctx->redis)) {
         respond_unavailable(r, "Redis");
         return -1;
     }
-    int layout = atomic_load(&r->w->app->layout);
+    int layout = atomic_load(&r->ctx->app->layout);
     if (layout != 1) {
         respond_error(r, 503, "unavailable",
                       layout < 0 ? "this instance's [redis] shards differs from the one the data was written with"
@@ -68,59 +68,70 @@ void api_json_id(struct sbuf *sb, uint64_t id)
     sb_putc(sb, '"');
 }
 
-void api_json_delivered(struct sbuf *sb, const struct delivered *d)
+void api_json_job_open(struct sbuf *sb, const struct job_json *j)
 {
     sb_puts(sb, "{\"id\":");
-    api_json_id(sb, d->id);
-    sb_puts(sb, ",\"topic\":");
-    sb_json_str(sb, d->topic, d->topic_len);
+    api_json_id(sb, j->id);
+    if (j->topic) {
+        sb_puts(sb, ",\"topic\":");
+        sb_json_str(sb, j->topic, j->topic_len);
+    }
+    if (j->state) {
+        sb_puts(sb, ",\"state\":");
+        sb_json_cstr(sb, j->state);
+    }
     sb_puts(sb, ",\"body\":");
-    sb_put(sb, d->body, d->body_len); /* stored as compact JSON text */
+    sb_put(sb, j->body, j->body_len); /* stored as compact JSON text */
     sb_puts(sb, ",\"priority\":");
-    sb_json_int(sb, d->priority);
+    sb_json_int(sb, j->priority);
     sb_puts(sb, ",\"ttr\":");
-    sb_json_int(sb, d->ttr);
+    sb_json_int(sb, j->ttr);
     sb_puts(sb, ",\"tries\":");
-    sb_json_int(sb, d->tries);
+    sb_json_int(sb, j->tries);
     sb_puts(sb, ",\"attempt\":");
-    sb_json_int(sb, d->attempt);
+    sb_json_int(sb, j->attempt);
     sb_puts(sb, ",\"runAt\":");
-    sb_json_int(sb, d->run_at);
-    if (d->lease_until > 0) {
+    sb_json_int(sb, j->run_at);
+    if (j->created_at > 0) {
+        sb_puts(sb, ",\"createdAt\":");
+        sb_json_int(sb, j->created_at);
+    }
+    if (j->lease_until > 0) {
         sb_puts(sb, ",\"leaseUntil\":");
-        sb_json_int(sb, d->lease_until);
+        sb_json_int(sb, j->lease_until);
     }
-    if (d->biz_len > 0) {
+    if (j->died_at > 0) {
+        sb_puts(sb, ",\"diedAt\":");
+        sb_json_int(sb, j->died_at);
+    }
+    if (j->biz_len > 0) {
         sb_puts(sb, ",\"bizKey\":");
-        sb_json_str(sb, d->biz, d->biz_len);
+        sb_json_str(sb, j->biz, j->biz_len);
     }
+}
+
+void api_json_delivered(struct sbuf *sb, const struct delivered *d)
+{
+    struct job_json j = {.id = d->id, .topic = d->topic, .topic_len = d->topic_len, .body = d->body,
+                         .body_len = d->body_len, .biz = d->biz, .biz_len = d->biz_len, .priority = d->priority,
+                         .ttr = d->ttr, .tries = d->tries, .attempt = d->attempt, .run_at = d->run_at,
+                         .lease_until = d->lease_until};
+    api_json_job_open(sb, &j);
     sb_putc(sb, '}');
 }
 
 void api_json_view(struct sbuf *sb, uint64_t id, const struct job_view *v)
 {
-    sb_puts(sb, "{\"id\":");
-    api_json_id(sb, id);
-    sb_puts(sb, ",\"topic\":");
-    sb_json_str(sb, v->topic, v->topic_len);
-    sb_puts(sb, ",\"state\":");
-    sb_json_cstr(sb, job_state_name(v->state));
-    sb_puts(sb, ",\"body\":");
-    sb_put(sb, v->body, v->body_len);
-    sb_printf(sb, ",\"priority\":%d,\"ttr\":%lld,\"tries\":%d,\"attempt\":%u,\"runAt\":%lld,\"createdAt\":%lld",
-              v->priority, (long long)v->ttr, v->tries, v->attempts, (long long)v->run_at,
-              (long long)id_unix_ms(id));
-    if (v->lease_until > 0)
-        sb_printf(sb, ",\"leaseUntil\":%lld", (long long)v->lease_until);
-    if (v->biz_len > 0) {
-        sb_puts(sb, ",\"bizKey\":");
-        sb_json_str(sb, v->biz, v->biz_len);
-    }
+    struct job_json j = {.id = id, .topic = v->topic, .topic_len = v->topic_len, .state = job_state_name(v->state),
+                         .body = v->body, .body_len = v->body_len, .biz = v->biz, .biz_len = v->biz_len,
+                         .priority = v->priority, .ttr = v->ttr, .tries = v->tries, .attempt = v->attempts,
+                         .run_at = v->run_at, .created_at = id_unix_ms(id), .lease_until = v->lease_until};
+    api_json_job_open(sb, &j);
 }
 
 void api_who(const struct request *r, char *out, size_t cap)
 {
-    store_who(out, cap, r->w->app->instance, r->w->name, r->client);
+    store_who(out, cap, r->ctx->app->instance, r->ctx->name, r->client);
 }
 
 void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,

@@ -2,7 +2,8 @@
  *
  * Set up by main before any thread starts and read-only afterwards, except for the fields
  * marked atomic and the id generator (internally locked). Per-thread state lives in
- * struct worker (HTTP), the mover, the journal and the background threads. */
+ * struct worker (HTTP), the keeper, the journal and the background threads; this header
+ * names none of them, so every layer may read it. */
 #ifndef HG_APP_H
 #define HG_APP_H
 
@@ -12,9 +13,8 @@
 #include "config.h"
 #include "ids.h"
 #include "job.h"
+#include "sbuf.h"
 
-struct worker;
-struct mover;
 struct ratelimit;
 
 struct app {
@@ -25,11 +25,12 @@ struct app {
     struct idgen ids;
     int64_t started_unix_ms;
 
-    int *listen_fds;          /* one per HTTP worker, handed to it */
-    struct worker **workers;
-    int nworkers;
-    struct mover *mover;
+    int nworkers;             /* HTTP workers */
     struct ratelimit *ratelimit; /* NULL when [http] rate_limit = 0 */
+    /* Appends the housekeeping thread's part of /stats (",\"mover\":{...}" ...); thread-safe.
+     * Set by main (keeper.h), so the HTTP side needs no header of the thread above it. */
+    void (*keeper_stats_json)(void *arg, struct sbuf *sb);
+    void *keeper_stats_arg;
 
     atomic_int draining;      /* SIGTERM received: answer what is in flight, take nothing new */
     atomic_int worker_id;     /* id-generator worker number held, -1 when none */

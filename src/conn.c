@@ -1,10 +1,10 @@
 /* conn.c — see conn.h. */
 #include "conn.h"
 #include "clock.h"
-#include "http.h"
+#include "config.h"
+#include "errpage.h"
 #include "log.h"
 #include "metrics.h"
-#include "worker.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -17,7 +17,7 @@
 enum phase { PHASE_IDLE, PHASE_READING, PHASE_BUSY };
 
 struct conn {
-    struct worker *w;
+    struct conn_registry *reg;
     struct bufferevent *bev;
     enum phase phase;
     int64_t since_us;
@@ -45,14 +45,14 @@ static int released_by_evhttp(struct bufferevent *bev)
 
 static void release(struct conn *c)
 {
-    struct conn_registry *reg = &c->w->conns;
+    struct conn_registry *reg = c->reg;
     if (c->prev)
         c->prev->next = c->next;
     else
         reg->head = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    ptrmap_remove(&reg->by_bev, c->bev);
+    hmap_remove(&reg->by_bev, &c->bev, sizeof c->bev);
     reg->count--;
     metrics_gauge_add(MG_CONNECTIONS, -1);
     bufferevent_decref(c->bev); /* our reference was the last: this closes the socket */
@@ -64,16 +64,16 @@ static void queue_reap(struct conn *c)
     if (c->queued_for_reap)
         return;
     c->queued_for_reap = 1;
-    c->reap_next = c->w->conns.reap;
-    c->w->conns.reap = c;
-    event_active(c->w->conns.reap_ev, EV_TIMEOUT, 0);
+    c->reap_next = c->reg->reap;
+    c->reg->reap = c;
+    event_active(c->reg->reap_ev, EV_TIMEOUT, 0);
 }
 
 static void on_reap(evutil_socket_t fd, short what, void *arg)
 {
-    struct worker *w = arg;
-    struct conn *c = w->conns.reap;
-    w->conns.reap = NULL;
+    struct conn_registry *reg = arg;
+    struct conn *c = reg->reap;
+    reg->reap = NULL;
     while (c) {
         struct conn *next = c->reap_next;
         c->queued_for_reap = 0;
@@ -83,13 +83,37 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* Replace evhttp's error page in `buf` by our JSON error once it is complete (errpage.h). */
+static void rewrite_error_page(struct conn *c, struct evbuffer *buf)
+{
+    struct conn_registry *reg = c->reg;
+    size_t len = evbuffer_get_length(buf);
+    const char *p = (const char *)evbuffer_pullup(buf, (ev_ssize_t)len);
+    if (p == NULL)
+        return;
+    struct sbuf out = SBUF_INIT;
+    int status = 0;
+    int corrupt_chunked = c->chunked && c->body_bytes <= (size_t)reg->cfg->max_body;
+    if (errpage_rewrite(p, len, corrupt_chunked, &out, &status) == ERRPAGE_REWRITE) {
+        reg->rewriting = 1;
+        /* A socket bufferevent keeps its output's start frozen after its first write (only its
+         * own write path may drain it, unfreezing around it); do as evhttp itself does. */
+        evbuffer_unfreeze(buf, 1);
+        evbuffer_drain(buf, len);
+        evbuffer_freeze(buf, 1);
+        evbuffer_add(buf, out.data, out.len);
+        reg->rewriting = 0;
+        metrics_http(EP_NOT_FOUND, status, 0);
+    }
+    sb_free(&out);
+}
+
 static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
     struct conn *c = arg;
-    struct worker *w = c->w;
     /* bytes evhttp wrote on its own: its error page, to become our JSON error */
-    if (info->n_added > 0 && !w->rewriting && w->replying != buf)
-        http_rewrite_error_page(w, buf, c->chunked && c->body_bytes <= (size_t)w->app->cfg.max_body);
+    if (info->n_added > 0 && !c->reg->rewriting && c->reg->replying != buf)
+        rewrite_error_page(c, buf);
     /* output drained: evhttp may be about to let the connection go (Connection: close);
      * look again once the current callback has returned */
     if (info->n_deleted > 0 && evbuffer_get_length(buf) == 0)
@@ -168,41 +192,46 @@ static void on_connection_closed(struct evhttp_connection *evcon, void *arg)
 
 struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg)
 {
-    struct worker *w = arg;
+    struct conn_registry *reg = arg;
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (bev == NULL)
         return NULL;
     struct conn *c = calloc(1, sizeof *c);
-    if (c == NULL || ptrmap_put(&w->conns.by_bev, bev, c) < 0) {
+    if (c == NULL || hmap_put(&reg->by_bev, &bev, sizeof bev, c) < 0) {
         free(c); /* untracked but served: evhttp still frees the bufferevent itself */
         return bev;
     }
-    c->w = w;
+    c->reg = reg;
     c->bev = bev;
     c->phase = PHASE_IDLE;
     c->since_us = clock_mono_us();
     bufferevent_incref(bev);
     evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
     evbuffer_add_cb(bufferevent_get_output(bev), on_output, c);
-    c->next = w->conns.head;
+    c->next = reg->head;
     if (c->next)
         c->next->prev = c;
-    w->conns.head = c;
-    w->conns.count++;
+    reg->head = c;
+    reg->count++;
     metrics_gauge_add(MG_CONNECTIONS, 1);
     return bev;
 }
 
-static struct conn *conn_of(struct worker *w, struct evhttp_request *req)
+static struct bufferevent *bev_of(struct evhttp_request *req)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    return bev ? ptrmap_get(&w->conns.by_bev, bev) : NULL;
+    return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 }
 
-void conn_request_started(struct worker *w, struct evhttp_request *req)
+static struct conn *conn_of(struct conn_registry *reg, struct evhttp_request *req)
 {
-    struct conn *c = conn_of(w, req);
+    struct bufferevent *bev = bev_of(req);
+    return bev ? hmap_get_ptr(&reg->by_bev, bev) : NULL;
+}
+
+void conn_request_started(struct conn_registry *reg, struct evhttp_request *req)
+{
+    struct conn *c = conn_of(reg, req);
     if (c) {
         c->phase = PHASE_BUSY;
         c->since_us = clock_mono_us();
@@ -213,27 +242,34 @@ void conn_request_started(struct worker *w, struct evhttp_request *req)
     }
 }
 
-int conn_head_has_nul(struct worker *w, struct evhttp_request *req)
+int conn_head_has_nul(struct conn_registry *reg, struct evhttp_request *req)
 {
-    struct conn *c = conn_of(w, req);
+    struct conn *c = conn_of(reg, req);
     return c && c->nul_in_head;
 }
 
-void conn_request_answering(struct worker *w, struct evhttp_request *req)
+void conn_reply_begin(struct conn_registry *reg, struct evhttp_request *req)
 {
-    struct conn *c = conn_of(w, req);
+    struct bufferevent *bev = bev_of(req);
+    reg->replying = bev ? bufferevent_get_output(bev) : NULL;
+    struct conn *c = bev ? hmap_get_ptr(&reg->by_bev, bev) : NULL;
     if (c) {
         c->phase = PHASE_IDLE;
         c->since_us = clock_mono_us();
     }
 }
 
-void conn_sweep(struct worker *w)
+void conn_reply_end(struct conn_registry *reg)
 {
-    const struct config *cfg = &w->app->cfg;
+    reg->replying = NULL;
+}
+
+void conn_sweep(struct conn_registry *reg)
+{
+    const struct config *cfg = reg->cfg;
     int64_t now = clock_mono_us();
     int64_t idle_us = (int64_t)cfg->idle_timeout * 1000000, request_us = (int64_t)cfg->request_timeout * 1000000;
-    struct conn *c = w->conns.head;
+    struct conn *c = reg->head;
     while (c) {
         struct conn *next = c->next;
         if (released_by_evhttp(c->bev)) {
@@ -243,7 +279,7 @@ void conn_sweep(struct worker *w)
                                    (c->phase == PHASE_READING && now - c->since_us > request_us))) {
             if (c->phase == PHASE_READING) {
                 metrics_inc(MC_SLOW_CLIENTS, 1);
-                log_debug("%s: closing a connection that took over %d s to send its request", w->name,
+                log_debug("%s: closing a connection that took over %d s to send its request", reg->name,
                           cfg->request_timeout);
             }
             /* evhttp closes a connection on a read timeout without answering */
@@ -254,19 +290,22 @@ void conn_sweep(struct worker *w)
     }
 }
 
-int conn_init(struct worker *w)
+int conn_init(struct conn_registry *reg, struct event_base *base, const struct config *cfg, const char *name)
 {
-    w->conns.reap_ev = event_new(w->base, -1, 0, on_reap, w);
-    return w->conns.reap_ev ? 0 : -1;
+    reg->name = name;
+    reg->cfg = cfg;
+    reg->base = base;
+    reg->reap_ev = event_new(base, -1, 0, on_reap, reg);
+    return reg->reap_ev ? 0 : -1;
 }
 
-void conn_release_all(struct worker *w)
+void conn_release_all(struct conn_registry *reg)
 {
     /* evhttp_free has freed every connection: all that is left is our reference */
-    while (w->conns.head)
-        release(w->conns.head);
-    ptrmap_free(&w->conns.by_bev);
-    if (w->conns.reap_ev)
-        event_free(w->conns.reap_ev);
-    w->conns.reap_ev = NULL;
+    while (reg->head)
+        release(reg->head);
+    hmap_free(&reg->by_bev);
+    if (reg->reap_ev)
+        event_free(reg->reap_ev);
+    reg->reap_ev = NULL;
 }

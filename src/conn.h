@@ -18,10 +18,11 @@
 
 #include <stdint.h>
 
-#include "ptrmap.h"
+#include "hmap.h"
 
-struct worker;
+struct config;
 struct event;
+struct evbuffer;
 struct event_base;
 struct bufferevent;
 struct evhttp_request;
@@ -29,30 +30,42 @@ struct evhttp_request;
 struct conn;
 
 struct conn_registry {
+    const char *name;         /* the worker's, for logs */
+    const struct config *cfg; /* idle_timeout, request_timeout, max_body */
+    struct event_base *base;
     struct conn *head;        /* every connection of the worker, newest first */
     struct conn *reap;        /* connections to check right after their output drained */
-    struct ptrmap by_bev;     /* bufferevent -> conn */
+    struct hmap by_bev;       /* bufferevent -> conn */
     struct event *reap_ev;
     long count;
+    /* Bytes added to a connection's output while `replying` points at it are our answer;
+     * anything else evhttp wrote on its own (its error page, see errpage.h). */
+    const struct evbuffer *replying;
+    int rewriting;
 };
 
-/* Set up the registry on the worker's loop. */
-int conn_init(struct worker *w) __attribute__((warn_unused_result));
+/* Set up the registry on a worker's loop. */
+int conn_init(struct conn_registry *reg, struct event_base *base, const struct config *cfg, const char *name)
+    __attribute__((warn_unused_result));
 
-/* evhttp_set_bevcb callback (arg = the worker). */
+/* evhttp_set_bevcb callback (arg = the registry). */
 struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg);
 
-/* evhttp handed us a request on its connection / we are answering it. */
-void conn_request_started(struct worker *w, struct evhttp_request *req);
-void conn_request_answering(struct worker *w, struct evhttp_request *req);
+/* evhttp handed us a request on its connection. */
+void conn_request_started(struct conn_registry *reg, struct evhttp_request *req);
+
+/* Around evhttp_send_reply of our answer to req: the connection goes back to IDLE, and what
+ * is written meanwhile is known to be ours. */
+void conn_reply_begin(struct conn_registry *reg, struct evhttp_request *req);
+void conn_reply_end(struct conn_registry *reg);
 
 /* Did the request's head contain a NUL byte (which evhttp would silently cut a value at)? */
-int conn_head_has_nul(struct worker *w, struct evhttp_request *req);
+int conn_head_has_nul(struct conn_registry *reg, struct evhttp_request *req);
 
 /* Once a second: close connections past their deadline, release those evhttp let go. */
-void conn_sweep(struct worker *w);
+void conn_sweep(struct conn_registry *reg);
 
 /* After evhttp_free: release every remaining connection. */
-void conn_release_all(struct worker *w);
+void conn_release_all(struct conn_registry *reg);
 
 #endif

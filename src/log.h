@@ -31,7 +31,7 @@ int log_open(const char *path) __attribute__((warn_unused_result));
 /* Re-open the same file (for SIGHUP after logrotate). Safe to call from any thread. */
 void log_reopen(void);
 
-/* Name this thread in its log lines ("main", "http-0", "mover", ...) and in the kernel (top -H, ps -L,
+/* Name this thread in its log lines ("main", "http-0", "keeper", ...) and in the kernel (top -H, ps -L,
  * perf), cut to 15 bytes there. The string must outlive the thread. */
 void log_set_thread_name(const char *name);
 

@@ -2,12 +2,12 @@
 #include "longpoll.h"
 #include "api.h"
 #include "api_util.h"
+#include "app.h"
 #include "clock.h"
+#include "hmap.h"
 #include "ids.h"
 #include "log.h"
 #include "metrics.h"
-#include "rconn.h"
-#include "worker.h"
 
 #include <errno.h>
 #include <event2/bufferevent.h>
@@ -27,7 +27,6 @@ struct link {
 };
 
 struct topic_list {
-    struct topic_list *chain; /* hash bucket chain */
     struct link *head, *tail;
     size_t len;
     char topic[];
@@ -61,45 +60,30 @@ struct parked {
 };
 
 struct longpoll {
-    struct worker *w;
-    struct topic_list **buckets;
-    size_t nbuckets;
-    long nparked;
+    struct hctx *ctx;
+    struct hmap lists; /* topic -> struct topic_list, while requests are parked on it */
 };
-
-static size_t hash_topic(const char *s, size_t len)
-{
-    size_t h = 5381;
-    for (size_t i = 0; i < len; i++)
-        h = h * 33 + (unsigned char)s[i];
-    return h;
-}
 
 static struct topic_list *find_list(struct longpoll *lp, const char *topic, size_t len, int create)
 {
-    struct topic_list **slot = &lp->buckets[hash_topic(topic, len) & (lp->nbuckets - 1)];
-    for (struct topic_list *t = *slot; t; t = t->chain)
-        if (t->len == len && memcmp(t->topic, topic, len) == 0)
-            return t;
-    if (!create)
-        return NULL;
-    struct topic_list *t = calloc(1, sizeof *t + len + 1);
+    struct topic_list *t = hmap_get(&lp->lists, topic, len);
+    if (t || !create)
+        return t;
+    t = calloc(1, sizeof *t + len + 1);
     if (t == NULL)
         return NULL;
     memcpy(t->topic, topic, len);
     t->len = len;
-    t->chain = *slot;
-    *slot = t;
+    if (hmap_put(&lp->lists, topic, len, t) < 0) {
+        free(t);
+        return NULL;
+    }
     return t;
 }
 
 static void drop_list(struct longpoll *lp, struct topic_list *t)
 {
-    struct topic_list **slot = &lp->buckets[hash_topic(t->topic, t->len) & (lp->nbuckets - 1)];
-    while (*slot && *slot != t)
-        slot = &(*slot)->chain;
-    if (*slot)
-        *slot = t->chain;
+    hmap_remove(&lp->lists, t->topic, t->len);
     free(t);
 }
 
@@ -128,8 +112,7 @@ static int link_parked(struct parked *p)
         t->tail = l;
     }
     p->linked = 1;
-    p->lp->nparked++;
-    atomic_fetch_add(&p->lp->w->app->parked, 1);
+    atomic_fetch_add(&p->lp->ctx->app->parked, 1);
     metrics_gauge_add(MG_PARKED, 1);
     return 0;
 }
@@ -152,8 +135,7 @@ static void unlink_parked(struct parked *p)
             drop_list(p->lp, l->list);
     }
     p->linked = 0;
-    p->lp->nparked--;
-    atomic_fetch_sub(&p->lp->w->app->parked, 1);
+    atomic_fetch_sub(&p->lp->ctx->app->parked, 1);
     metrics_gauge_add(MG_PARKED, -1);
 }
 
@@ -191,8 +173,9 @@ static void notify_list(struct longpoll *lp, struct topic_list *t)
         first->p->rewake = 1; /* everyone is mid-reservation: the oldest retries */
 }
 
-void longpoll_notify(struct longpoll *lp, const char *topic, size_t len)
+void longpoll_notify(struct hctx *ctx, const char *topic, size_t len)
 {
+    struct longpoll *lp = ctx->parked;
     struct topic_list *t = find_list(lp, topic, len, 0);
     if (t)
         notify_list(lp, t);
@@ -248,7 +231,7 @@ static void deliver(struct parked *p)
     respond_json(r, 200, &sb); /* frees p */
     sb_free(&sb);
     for (int i = 0; i < ntopics; i++)
-        longpoll_notify(lp, topics[i], lens[i]);
+        longpoll_notify(lp->ctx, topics[i], lens[i]);
 }
 
 static void on_reserved(const struct delivered *jobs, int n, int failed, void *arg)
@@ -298,7 +281,7 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, void *a
 
 static void try_reserve(struct parked *p)
 {
-    struct worker *w = p->lp->w;
+    struct hctx *ctx = p->lp->ctx;
     if (!p->first_attempt && !journal_accepting())
         return; /* back-pressure: stay parked; the tick retries */
     const char *topics[TOPICS_PER_GET];
@@ -311,7 +294,7 @@ static void try_reserve(struct parked *p)
     p->reserving = 1;
     char who[STORE_WHO_MAX];
     api_who(p->r, who, sizeof who);
-    if (store_reserve(&w->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(), who,
+    if (store_reserve(&ctx->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(), who,
                       on_reserved, p) < 0) {
         p->reserving = 0;
         p->segment = 0;
@@ -364,13 +347,13 @@ static void on_released(const struct id_outcome *out, void *arg)
 /* Jobs reserved for a client that has gone: give them back now rather than after their lease. */
 static void release_taken(struct parked *p)
 {
-    struct worker *w = p->lp->w;
+    struct hctx *ctx = p->lp->ctx;
     int64_t now = clock_unix_ms();
     char who[STORE_WHO_MAX];
     api_who(p->r, who, sizeof who);
     for (int i = 0; i < p->got; i++)
         if (p->taken[i].state == JS_RESERVED &&
-            store_release(&w->store, p->taken[i].id, now, 0, p->taken[i].attempt, who, on_released, NULL) < 0)
+            store_release(&ctx->store, p->taken[i].id, now, 0, p->taken[i].attempt, who, on_released, NULL) < 0)
             log_warn("get: job %llu reserved for a client that left will be redelivered after its lease",
                      (unsigned long long)p->taken[i].id);
 }
@@ -380,8 +363,8 @@ void api_get(struct request *r)
     static const char *const allowed[] = {"timeout", "count", NULL};
     if (api_params_only(r, allowed) < 0)
         return;
-    struct worker *w = r->w;
-    const struct config *cfg = &w->app->cfg;
+    struct hctx *ctx = r->ctx;
+    const struct config *cfg = &ctx->app->cfg;
     char err[256];
     int64_t count, timeout_ms;
     int64_t max_ms = (int64_t)cfg->longpoll_max * 1000;
@@ -398,7 +381,7 @@ void api_get(struct request *r)
         return;
     }
     p->r = r;
-    p->lp = w->parked;
+    p->lp = ctx->parked;
     r->state = p;
     r->state_free = parked_free;
     int n = topic_list_parse(r->route.arg, r->route.arg_len, p->topics, p->lens, err, sizeof err);
@@ -416,16 +399,16 @@ void api_get(struct request *r)
     if (api_require_redis(r) < 0 || api_require_journal_room(r) < 0)
         return;
     if (timeout_ms > 0) {
-        if (atomic_load(&w->app->parked) >= cfg->max_parked) {
+        if (atomic_load(&ctx->app->parked) >= cfg->max_parked) {
             respond_error(r, 503, "unavailable", "too many consumers are waiting on this instance (max_parked)");
             return;
         }
-        p->timer = evtimer_new(w->base, on_timeout, p);
+        p->timer = evtimer_new(ctx->base, on_timeout, p);
         struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
         struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
         evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
         if (fd >= 0)
-            p->hup = event_new(w->base, fd, EV_READ, on_hangup_check, p);
+            p->hup = event_new(ctx->base, fd, EV_READ, on_hangup_check, p);
         /* filed before the first reservation: see longpoll.h */
         if (p->timer == NULL || link_parked(p) < 0) {
             respond_unavailable(r, "memory");
@@ -435,46 +418,45 @@ void api_get(struct request *r)
     try_reserve(p);
 }
 
-struct longpoll *longpoll_new(struct worker *w)
+int longpoll_new(struct hctx *ctx)
 {
     struct longpoll *lp = calloc(1, sizeof *lp);
     if (lp == NULL)
-        return NULL;
-    lp->w = w;
-    lp->nbuckets = 1024;
-    lp->buckets = calloc(lp->nbuckets, sizeof *lp->buckets);
-    if (lp->buckets == NULL) {
-        free(lp);
-        return NULL;
-    }
-    return lp;
+        return -1;
+    lp->ctx = ctx;
+    ctx->parked = lp;
+    return 0;
 }
 
-void longpoll_free(struct longpoll *lp)
+void longpoll_free(struct hctx *ctx)
 {
+    struct longpoll *lp = ctx->parked;
     if (lp == NULL)
         return;
-    free(lp->buckets);
+    size_t pos = 0;
+    struct topic_list *t;
+    while ((t = hmap_next(&lp->lists, &pos, NULL, NULL)) != NULL)
+        free(t); /* only after a loop broken at the shutdown deadline */
+    hmap_free(&lp->lists);
     free(lp);
+    ctx->parked = NULL;
 }
 
-/* Visit each topic list once; notify may unlink and free lists, so collect names first. */
+/* Visit each topic list once; fn may unlink and free lists, so collect the names first. */
 static void for_each_list(struct longpoll *lp, void (*fn)(struct longpoll *, struct topic_list *))
 {
-    size_t n = 0;
-    for (size_t b = 0; b < lp->nbuckets; b++)
-        for (struct topic_list *t = lp->buckets[b]; t; t = t->chain)
-            n++;
+    size_t n = lp->lists.count;
     if (n == 0)
         return;
     char **names = calloc(n, sizeof *names);
     size_t *lens = calloc(n, sizeof *lens);
-    size_t k = 0;
-    for (size_t b = 0; names && lens && b < lp->nbuckets; b++)
-        for (struct topic_list *t = lp->buckets[b]; t; t = t->chain) {
-            names[k] = strndup(t->topic, t->len);
-            lens[k++] = t->len;
-        }
+    size_t k = 0, pos = 0;
+    const void *key;
+    size_t len;
+    while (names && lens && hmap_next(&lp->lists, &pos, &key, &len) != NULL) {
+        names[k] = strndup(key, len);
+        lens[k++] = len;
+    }
     for (size_t i = 0; i < k; i++) {
         struct topic_list *t = names[i] ? find_list(lp, names[i], lens[i], 0) : NULL;
         if (t)
@@ -485,9 +467,9 @@ static void for_each_list(struct longpoll *lp, void (*fn)(struct longpoll *, str
     free(lens);
 }
 
-void longpoll_tick(struct longpoll *lp)
+void longpoll_tick(struct hctx *ctx)
 {
-    for_each_list(lp, notify_list);
+    for_each_list(ctx->parked, notify_list);
 }
 
 static void drain_list(struct longpoll *lp, struct topic_list *t)
@@ -510,12 +492,7 @@ static void drain_list(struct longpoll *lp, struct topic_list *t)
     }
 }
 
-void longpoll_drain(struct longpoll *lp)
+void longpoll_drain(struct hctx *ctx)
 {
-    for_each_list(lp, drain_list);
-}
-
-long longpoll_count(const struct longpoll *lp)
-{
-    return lp->nparked;
+    for_each_list(ctx->parked, drain_list);
 }

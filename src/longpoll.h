@@ -16,22 +16,21 @@
 
 #include <stddef.h>
 
-struct worker;
-struct longpoll;
+struct hctx;
 
-struct longpoll *longpoll_new(struct worker *w);
-void longpoll_free(struct longpoll *lp);
+/* Set up the worker's parked-request table (ctx->parked). 0 / -1. */
+int longpoll_new(struct hctx *ctx) __attribute__((warn_unused_result));
+
+/* Free the table (every request was answered by longpoll_drain or its own timeout). */
+void longpoll_free(struct hctx *ctx);
 
 /* Jobs became ready on `topic` (pub/sub, or a local change). */
-void longpoll_notify(struct longpoll *lp, const char *topic, size_t len);
+void longpoll_notify(struct hctx *ctx, const char *topic, size_t len);
 
-/* Once a second: retry every topic that has parked requests. */
-void longpoll_tick(struct longpoll *lp);
+/* Once a second, and when Redis is back: retry every topic that has parked requests. */
+void longpoll_tick(struct hctx *ctx);
 
 /* Shutdown: answer every parked request with 204 (those mid-reservation answer when it ends). */
-void longpoll_drain(struct longpoll *lp);
-
-/* Requests parked on this worker. */
-long longpoll_count(const struct longpoll *lp);
+void longpoll_drain(struct hctx *ctx);
 
 #endif

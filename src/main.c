@@ -1,12 +1,14 @@
 /* main.c — hourglassd: command line, start-up checks, threads, signals, shutdown.
  *
- * Threads: N HTTP workers (worker.c), the mover with the pub/sub subscriber (mover.c), the
- * MySQL journal (journal.c) and a small pool for other MySQL work (dbtask.c). This thread
- * only handles signals.
+ * Threads: N HTTP workers (worker.c), the keeper — mover, pub/sub, id lease, fleet and the
+ * other housekeeping (keeper.c) —, the MySQL journal (journal.c), the outbox reader that
+ * journals the transitions the Lua scripts logged (outbox.c) and a small pool for other
+ * MySQL work (dbtask.c). This thread only handles signals. main wires the keeper's "jobs
+ * are ready on topic T" to every worker's parked long-polls.
  *
  * Shutdown on SIGTERM/SIGINT: stop accepting, answer parked long-polls (204), let in-flight
- * requests finish (up to 8 s), stop the mover, flush the journal, exit 0. A second signal
- * exits at once. SIGHUP reopens the log file. */
+ * requests finish (up to 6 s), stop the keeper, flush the outbox and the journal, exit 0. A
+ * second signal exits at once. SIGHUP reopens the log file. */
 #include "app.h"
 #include "clock.h"
 #include "config.h"
@@ -14,9 +16,11 @@
 #include "dbtask.h"
 #include "journal.h"
 #include "log.h"
-#include "mover.h"
+#include "keeper.h"
+#include "layout.h"
 #include "outbox.h"
 #include "ratelimit.h"
+#include "rsync.h"
 #include "scripts.h"
 #include "sdnotify.h"
 #include "worker.h"
@@ -119,67 +123,36 @@ static void open_listeners(const char *listen_addr, int n, int *fds)
     freeaddrinfo(res);
 }
 
-/* The shard count is part of the data layout (ids.h): refuse to run with a different one. */
+/* The shard count is part of the data layout (layout.h): refuse to run with a different one.
+ * Redis unreachable is no reason not to start (requests get 503 until it is); a wrong
+ * password or db is. */
 static void check_redis_layout(struct app *app)
 {
     const struct config *cfg = &app->cfg;
-    char host[256];
-    int port = 0, is_unix = 0;
-    if (strncmp(cfg->redis_address, "unix:", 5) == 0) {
-        snprintf(host, sizeof host, "%s", cfg->redis_address + 5);
-        is_unix = 1;
-    } else {
-        const char *colon = strrchr(cfg->redis_address, ':');
-        snprintf(host, sizeof host, "%.*s", (int)(colon - cfg->redis_address), cfg->redis_address);
-        port = atoi(colon + 1);
-    }
-    struct timeval tv = {cfg->redis_timeout_ms / 1000, (cfg->redis_timeout_ms % 1000) * 1000};
-    redisContext *c = is_unix ? redisConnectUnixWithTimeout(host, tv) : redisConnectWithTimeout(host, port, tv);
-    if (c == NULL || c->err) {
+    char err[512];
+    enum rsync_failure why;
+    redisContext *c = rsync_connect(cfg, 0, &why, err, sizeof err);
+    if (c == NULL && why == RSYNC_UNREACHABLE) {
         log_warn("Redis at %s is not reachable now (%s); starting anyway, requests get 503 until it is "
                  "(and the shard count is checked then)",
-                 cfg->redis_address, c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
+                 cfg->redis_address, err);
         return;
     }
-    redisSetTimeout(c, tv);
-    redisReply *r = NULL;
-    if (cfg->redis_password[0]) {
-        r = redisCommand(c, "AUTH %s", cfg->redis_password);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "hourglassd: Redis AUTH failed: %s (check [redis] password)\n", r ? r->str : c->errstr);
-            exit(1);
-        }
-        freeReplyObject(r);
-    }
-    if (cfg->redis_db) {
-        r = redisCommand(c, "SELECT %d", cfg->redis_db);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "hourglassd: Redis SELECT %d failed: %s (check [redis] db)\n", cfg->redis_db,
-                    r ? r->str : c->errstr);
-            exit(1);
-        }
-        freeReplyObject(r);
-    }
-    char key[128];
-    snprintf(key, sizeof key, "%s:{w}:meta", cfg->redis_prefix);
-    r = redisCommand(c, "HSETNX %s shards %d", key, cfg->redis_shards);
-    if (r)
-        freeReplyObject(r);
-    r = redisCommand(c, "HGET %s shards", key);
-    if (r && r->type == REDIS_REPLY_STRING && atoi(r->str) == cfg->redis_shards)
-        atomic_store(&app->layout, 1);
-    if (r && r->type == REDIS_REPLY_STRING && atoi(r->str) != cfg->redis_shards) {
-        fprintf(stderr,
-                "hourglassd: the data under prefix \"%s\" was written with [redis] shards = %s, this config says %d.\n"
-                "  The shard count is fixed for the life of the data: set shards = %s (or use another prefix).\n",
-                cfg->redis_prefix, r->str, cfg->redis_shards, r->str);
+    if (c == NULL) {
+        fprintf(stderr, "hourglassd: Redis: %s\n", err);
         exit(1);
     }
-    if (r)
-        freeReplyObject(r);
+    int recorded = 0;
+    enum layout_verdict v = layout_check_blocking(c, cfg->redis_prefix, cfg->redis_shards, &recorded);
     redisFree(c);
+    if (v == LAYOUT_DIFFERS) {
+        fprintf(stderr,
+                "hourglassd: the data under prefix \"%s\" was written with [redis] shards = %d, this config says %d.\n"
+                "  The shard count is fixed for the life of the data: set shards = %d (or use another prefix).\n",
+                cfg->redis_prefix, recorded, cfg->redis_shards, recorded);
+        exit(1);
+    }
+    atomic_store(&app->layout, v);
 }
 
 static void check_mysql_schema(const struct config *cfg)
@@ -230,15 +203,28 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
     log_info("SIGHUP: log file reopened");
 }
 
-static void shutdown_workers(struct app *app, struct signals *sigs)
+/* The keeper's "jobs are ready on topic" goes to every worker's parked long-polls. */
+struct workers {
+    struct worker **w;
+    int n;
+};
+
+static void notify_workers(const char *topic, size_t len, void *arg)
+{
+    const struct workers *ws = arg;
+    for (int i = 0; i < ws->n; i++)
+        worker_notify_ready(ws->w[i], topic, len);
+}
+
+static void shutdown_workers(struct app *app, const struct workers *ws, struct signals *sigs)
 {
     atomic_store(&app->draining, 1);
     sd_notify_msg("STOPPING=1");
-    for (int i = 0; i < app->nworkers; i++)
-        worker_drain(app->workers[i]);
+    for (int i = 0; i < ws->n; i++)
+        worker_drain(ws->w[i]);
     /* Wait for in-flight requests, still answering a second signal. */
     int64_t deadline = clock_mono_ms() + DRAIN_DEADLINE_MS;
-    for (int i = 0; i < app->nworkers; i++) {
+    for (int i = 0; i < ws->n; i++) {
         struct timespec ts;
         for (;;) {
             clock_gettime(CLOCK_REALTIME, &ts);
@@ -247,14 +233,14 @@ static void shutdown_workers(struct app *app, struct signals *sigs)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
             }
-            if (pthread_timedjoin_np(app->workers[i]->thread, NULL, &ts) == 0)
+            if (pthread_timedjoin_np(ws->w[i]->thread, NULL, &ts) == 0)
                 break;
             event_base_loop(sigs->base, EVLOOP_NONBLOCK);
             if (clock_mono_ms() > deadline) {
-                log_warn("%s: requests still in flight after %d ms; closing them", app->workers[i]->name,
+                log_warn("%s: requests still in flight after %d ms; closing them", ws->w[i]->name,
                          DRAIN_DEADLINE_MS);
-                event_base_loopbreak(app->workers[i]->base);
-                pthread_join(app->workers[i]->thread, NULL);
+                event_base_loopbreak(ws->w[i]->ctx.base);
+                pthread_join(ws->w[i]->thread, NULL);
                 break;
             }
         }
@@ -330,27 +316,30 @@ int main(int argc, char **argv)
     }
     check_mysql_schema(cfg);
     check_redis_layout(&app);
-    app.listen_fds = calloc((size_t)cfg->http_threads, sizeof *app.listen_fds);
-    if (app.listen_fds == NULL)
+    int *listen_fds = calloc((size_t)cfg->http_threads, sizeof *listen_fds);
+    if (listen_fds == NULL)
         return 1;
-    open_listeners(cfg->listen, cfg->http_threads, app.listen_fds);
+    open_listeners(cfg->listen, cfg->http_threads, listen_fds);
 
     if (journal_start(cfg, app.instance) < 0 || outbox_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {
         log_error("cannot start the MySQL threads");
         return 1;
     }
     app.nworkers = cfg->http_threads;
-    app.workers = calloc((size_t)app.nworkers, sizeof *app.workers);
-    for (int i = 0; app.workers && i < app.nworkers; i++) {
-        app.workers[i] = calloc(1, sizeof **app.workers);
-        if (app.workers[i] == NULL || worker_start(app.workers[i], &app, i) < 0) {
+    struct workers ws = {calloc((size_t)app.nworkers, sizeof *ws.w), app.nworkers};
+    for (int i = 0; ws.w && i < ws.n; i++) {
+        ws.w[i] = calloc(1, sizeof **ws.w);
+        if (ws.w[i] == NULL || worker_start(ws.w[i], &app, i, listen_fds[i]) < 0) {
             log_error("cannot start HTTP worker %d", i);
             return 1;
         }
     }
-    app.mover = mover_start(&app);
-    if (app.mover == NULL)
+    free(listen_fds); /* each worker owns its own now */
+    struct keeper *keeper = keeper_start(&app, notify_workers, &ws);
+    if (keeper == NULL)
         return 1;
+    app.keeper_stats_arg = keeper;
+    app.keeper_stats_json = keeper_stats_json;
 
     struct signals sigs = {&app, event_base_new(), 0};
     struct event *ev_term = evsignal_new(sigs.base, SIGTERM, on_term, &sigs);
@@ -366,17 +355,17 @@ int main(int argc, char **argv)
     sd_notify_msg("READY=1");
     event_base_dispatch(sigs.base);
 
-    shutdown_workers(&app, &sigs);
-    mover_stop(app.mover);
+    shutdown_workers(&app, &ws, &sigs);
+    app.keeper_stats_json = NULL; /* every worker has stopped: nothing asks for it any more */
+    keeper_stop(keeper);
     outbox_stop(JOURNAL_FLUSH_MS);
     journal_stop(JOURNAL_FLUSH_MS);
     dbtask_stop();
-    for (int i = 0; i < app.nworkers; i++) {
-        worker_free(app.workers[i]);
-        free(app.workers[i]);
+    for (int i = 0; i < ws.n; i++) {
+        worker_free(ws.w[i]);
+        free(ws.w[i]);
     }
-    free(app.workers);
-    free(app.listen_fds); /* each worker closed its own */
+    free(ws.w);
     event_free(ev_term);
     event_free(ev_int);
     event_free(ev_hup);

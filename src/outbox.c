@@ -137,7 +137,7 @@ static int ensure_connected(void)
         return -1;
     O.last_connect_us = now;
     char err[256];
-    O.c = rsync_connect(O.cfg, err, sizeof err);
+    O.c = rsync_connect(O.cfg, 1, NULL, err, sizeof err);
     if (O.c == NULL) {
         log_debug("outbox: cannot connect to Redis: %s", err);
         return -1;
@@ -228,7 +228,7 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
     const char *who[3];
     split_who(w && w->type == REDIS_REPLY_STRING ? w->str : "", buf, sizeof buf, who);
     snprintf(r->instance, sizeof r->instance, "%s", who[0]);
-    snprintf(r->actor, sizeof r->actor, "%.30s %.40s:{%d}:%.8s", who[1], O.cfg->redis_prefix, shard & 0xff, key);
+    store_actor(r->actor, sizeof r->actor, who[1], O.cfg->redis_prefix, shard, key);
     snprintf(r->host, sizeof r->host, "%s", who[2]);
 
     const redisReply *settings = field(fields, "r"), *body = field(fields, "b");

@@ -306,7 +306,7 @@ static void begin_setup(struct rconn *rc)
             rc->setup_pending++;
     }
     {
-        /* Named for CLIENT LIST ("hourglass-http-0", "hourglass-mover"...). Not part of the
+        /* Named for CLIENT LIST ("hourglass-http-0", "hourglass-keeper"...). Not part of the
          * set-up that must succeed: a Redis that forbids CLIENT still serves us. */
         char name[sizeof rc->name + 16];
         snprintf(name, sizeof name, "hourglass-%s", rc->name);

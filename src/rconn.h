@@ -30,7 +30,7 @@ typedef void (*rconn_state_fn)(struct rconn *rc, int up, void *arg);
 typedef void (*rconn_message_fn)(const char *channel, const char *payload, size_t len, void *arg);
 
 struct rconn_config {
-    const char *name;      /* for logs: "http-0", "mover", "sub" */
+    const char *name;      /* for logs: "http-0", "keeper", "subscriber" */
     const char *address;   /* host:port or unix:/path */
     const char *password;  /* "" = none */
     int db;

@@ -21,8 +21,8 @@
 #include "journal.h"
 #include "log.h"
 #include "metrics.h"
+#include "rcodec.h"
 #include "rsync.h"
-#include "worker.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -71,68 +71,51 @@ static void read_row(MYSQL_ROW m, unsigned long *len, struct row *r)
 static int append_restore(redisContext *c, const struct config *cfg, int shard, struct row **rows, int n, int64_t now,
                           int expire, const char *who)
 {
-    int argc = 8 + 11 * n;
-    const char **argv = malloc((size_t)argc * sizeof *argv);
-    size_t *lens = malloc((size_t)argc * sizeof *lens);
-    char(*nums)[24] = malloc((size_t)(3 + 8 * n) * sizeof *nums);
-    char(*keys)[ID_KEY_LEN + 1] = malloc((size_t)n * sizeof *keys);
-    char jobs_key[160];
+    struct rargv b;
     int rc = -1;
-    if (argv && lens && nums && keys) {
-        int a = 3, k = 0;
-#define STR(s, l) (argv[a] = (s), lens[a] = (l), a++)
-#define NUM(v) (lens[a] = (size_t)snprintf(nums[k], 24, "%lld", (long long)(v)), argv[a] = nums[k++], a++)
-        int klen = store_key(jobs_key, sizeof jobs_key, cfg->redis_prefix, shard, "jobs");
-        STR(jobs_key, (size_t)klen);
-        NUM(now);
-        NUM(expire);
-        STR(who, strlen(who));
-        NUM(n);
+    if (rargv_init(&b, 8 + 11 * n, 3 + 8 * n, n) == 0) {
+        rargv_key(&b, cfg->redis_prefix, shard, "jobs");
+        rargv_int(&b, now);
+        rargv_int(&b, expire);
+        rargv_str(&b, who, strlen(who));
+        rargv_int(&b, n);
         for (int i = 0; i < n; i++) {
             const struct row *r = rows[i];
-            id_to_key(r->id, keys[i]);
-            STR(keys[i], ID_KEY_LEN);
-            STR(r->topic, r->topic_len);
-            STR(r->body, r->body_len);
-            NUM(r->run_at);
-            NUM(r->priority);
-            NUM(r->ttr);
-            NUM(r->tries);
-            STR(r->biz, r->biz_len);
-            NUM(r->attempts);
-            NUM(r->ver);
-            NUM(r->state);
+            rargv_id(&b, r->id);
+            rargv_str(&b, r->topic, r->topic_len);
+            rargv_str(&b, r->body, r->body_len);
+            rargv_int(&b, r->run_at);
+            rargv_int(&b, r->priority);
+            rargv_int(&b, r->ttr);
+            rargv_int(&b, r->tries);
+            rargv_str(&b, r->biz, r->biz_len);
+            rargv_int(&b, r->attempts);
+            rargv_int(&b, r->ver);
+            rargv_int(&b, r->state);
         }
-#undef STR
-#undef NUM
-        rc = rsync_append_eval(c, SCRIPT_RESTORE, a, argv, lens);
+        rc = rsync_append_eval(c, SCRIPT_RESTORE, b.argc, b.argv, b.lens);
     }
-    free(argv);
-    free(lens);
-    free(nums);
-    free(keys);
+    rargv_free(&b);
     return rc;
 }
 
 /* Map restore.lua's answer for one job; on OUT_RESTORED also its new state and version. */
 static enum outcome read_outcome(const redisReply *e, int *state, unsigned *ver)
 {
-    if (e->type != REDIS_REPLY_ARRAY || e->elements < 1 || e->element[0]->type != REDIS_REPLY_STRING)
+    if (!rreply_is_array(e, 1))
         return OUT_FAILED;
-    const char *code = e->element[0]->str;
-    if (strcmp(code, "restored") == 0 && e->elements >= 3) {
-        *state = (int)e->element[1]->integer;
-        *ver = (unsigned)e->element[2]->integer;
+    if (rreply_is(e, 0, "restored") && e->elements >= 3) {
+        *state = (int)rreply_int(e, 1);
+        *ver = (unsigned)rreply_int(e, 2);
         return OUT_RESTORED;
     }
-    if (strcmp(code, "present") == 0)
-        return OUT_PRESENT;
-    if (strcmp(code, "gone") == 0)
-        return OUT_GONE;
-    if (strcmp(code, "bizheld") == 0)
-        return OUT_BIZHELD;
-    if (strcmp(code, "expired") == 0)
-        return OUT_EXPIRED;
+    static const struct {
+        const char *word;
+        enum outcome out;
+    } words[] = {{"present", OUT_PRESENT}, {"gone", OUT_GONE}, {"bizheld", OUT_BIZHELD}, {"expired", OUT_EXPIRED}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (rreply_is(e, 0, words[i].word))
+            return words[i].out;
     return OUT_FAILED;
 }
 
@@ -291,7 +274,7 @@ static void restore_all_run(MYSQL *db, void *arg)
         return;
     }
     char err[256];
-    redisContext *c = rsync_connect(cfg, err, sizeof err);
+    redisContext *c = rsync_connect(cfg, 1, NULL, err, sizeof err);
     if (c == NULL) {
         log_warn("restore: cannot connect to Redis: %s", err);
         ra->unavailable = "Redis";
@@ -391,14 +374,14 @@ void api_restore(struct request *r)
         return;
     }
     ra->r = r;
-    ra->app = r->w->app;
+    ra->app = r->ctx->app;
     ra->expire = expire;
     ra->started_ms = clock_unix_ms();
     store_who(ra->who, sizeof ra->who, ra->app->instance, "restore", r->client);
     r->state = ra;
     r->state_free = free_state;
     log_info("restore: started by %s (expire=%s)", r->client, expire ? "true" : "false");
-    if (dbtask_submit(restore_all_run, restore_all_done, r->w->inbox, ra) < 0) {
+    if (dbtask_submit(restore_all_run, restore_all_done, r->ctx->inbox, ra) < 0) {
         atomic_store(&restore_running, 0);
         respond_unavailable(r, "the MySQL task queue");
     }
@@ -423,15 +406,19 @@ struct restore_one {
 static redisReply *eval_one(redisContext *c, const struct config *cfg, enum script_id script, uint64_t id,
                             int64_t now, const char *who)
 {
-    char key[160], idkey[ID_KEY_LEN + 1], nowbuf[24];
-    int klen = store_key(key, sizeof key, cfg->redis_prefix, id_shard(id, cfg->redis_shards), "jobs");
-    id_to_key(id, idkey);
-    int nlen = snprintf(nowbuf, sizeof nowbuf, "%lld", (long long)now);
-    const char *argv[7] = {NULL, NULL, NULL, key, idkey, nowbuf, who};
-    size_t lens[7] = {0, 0, 0, (size_t)klen, ID_KEY_LEN, (size_t)nlen, who ? strlen(who) : 0};
-    if (rsync_append_eval(c, script, who ? 7 : 5, argv, lens) < 0)
-        return NULL;
-    return rsync_reply(c);
+    struct rargv b;
+    int rc = rargv_init(&b, 7, 1, 1);
+    if (rc == 0) {
+        rargv_key(&b, cfg->redis_prefix, id_shard(id, cfg->redis_shards), "jobs");
+        rargv_id(&b, id);
+        if (who) {
+            rargv_int(&b, now);
+            rargv_str(&b, who, strlen(who));
+        }
+        rc = rsync_append_eval(c, script, b.argc, b.argv, b.lens);
+    }
+    rargv_free(&b);
+    return rc == 0 ? rsync_reply(c) : NULL;
 }
 
 static void restore_one_run(MYSQL *db, void *arg)
@@ -456,7 +443,7 @@ static void restore_one_run(MYSQL *db, void *arg)
         read_row(m, mysql_fetch_lengths(res), &row);
 
     char err[256];
-    redisContext *c = rsync_connect(cfg, err, sizeof err);
+    redisContext *c = rsync_connect(cfg, 1, NULL, err, sizeof err);
     snprintf(ro->message, sizeof ro->message, "Redis");
     if (c == NULL)
         goto out;
@@ -468,13 +455,13 @@ static void restore_one_run(MYSQL *db, void *arg)
 
     if (view->elements > 0) {
         /* Redis holds it: only a dead job has anything to restore (a requeue). */
-        ro->state = (int)view->element[0]->integer;
+        ro->state = (int)rreply_int(view, 0);
         if (ro->state != JS_DEAD) {
             ro->status = 200;
             goto out_reply;
         }
         redisReply *rq = eval_one(c, cfg, SCRIPT_REQUEUE, ro->id, now, ro->who);
-        if (rq && rq->type == REDIS_REPLY_ARRAY && rq->elements >= 2 && strcmp(rq->element[0]->str, "ok") == 0) {
+        if (rreply_is_array(rq, 2) && rreply_is(rq, 0, "ok")) {
             ro->status = 200;
             ro->restored = 1;
             ro->state = JS_READY;
@@ -482,7 +469,7 @@ static void restore_one_run(MYSQL *db, void *arg)
             row.attempts = 0;
             if (m)
                 count_restored(&row, JS_READY);
-        } else if (rq && rq->type == REDIS_REPLY_ARRAY && rq->elements >= 1 && strcmp(rq->element[0]->str, "bizheld") == 0) {
+        } else if (rreply_is_array(rq, 1) && rreply_is(rq, 0, "bizheld")) {
             ro->status = 409;
             snprintf(ro->message, sizeof ro->message, "another live job holds this job's bizKey");
         }
@@ -600,12 +587,12 @@ void api_restore_one(struct request *r)
         return;
     }
     ro->r = r;
-    ro->app = r->w->app;
+    ro->app = r->ctx->app;
     ro->id = id;
     ro->force = force;
     store_who(ro->who, sizeof ro->who, ro->app->instance, "restore", r->client);
     r->state = ro;
     r->state_free = free_state;
-    if (dbtask_submit(restore_one_run, restore_one_done, r->w->inbox, ro) < 0)
+    if (dbtask_submit(restore_one_run, restore_one_done, r->ctx->inbox, ro) < 0)
         respond_unavailable(r, "the MySQL task queue");
 }

@@ -5,10 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
-redisContext *rsync_connect(const struct config *cfg, char *err, size_t errlen)
+redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
+                            size_t errlen)
 {
     char host[256];
     int port, is_unix;
+    enum rsync_failure ignored;
+    if (why == NULL)
+        why = &ignored;
+    *why = RSYNC_UNREACHABLE;
     if (rconn_parse_address(cfg->redis_address, host, sizeof host, &port, &is_unix) < 0) {
         snprintf(err, errlen, "bad [redis] address");
         return NULL;
@@ -22,23 +27,26 @@ redisContext *rsync_connect(const struct config *cfg, char *err, size_t errlen)
         return NULL;
     }
     redisSetTimeout(c, tv);
+    /* pipelined; each reply names what a failure means to the operator */
+    const char *step[2 + SCRIPT_COUNT];
     int n = 0;
     if (cfg->redis_password[0]) {
         redisAppendCommand(c, "AUTH %s", cfg->redis_password);
-        n++;
+        step[n++] = "AUTH failed (check [redis] password)";
     }
     if (cfg->redis_db) {
         redisAppendCommand(c, "SELECT %d", cfg->redis_db);
-        n++;
+        step[n++] = "SELECT failed (check [redis] db)";
     }
-    for (int id = 0; id < SCRIPT_COUNT; id++) {
+    for (int id = 0; load_scripts && id < SCRIPT_COUNT; id++) {
         redisAppendCommand(c, "SCRIPT LOAD %s", script_text((enum script_id)id));
-        n++;
+        step[n++] = "SCRIPT LOAD failed";
     }
     for (int i = 0; i < n; i++) {
         redisReply *r = rsync_reply(c);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            snprintf(err, errlen, "set-up failed: %s", r ? r->str : c->errstr);
+            *why = r ? RSYNC_REFUSED : RSYNC_UNREACHABLE;
+            snprintf(err, errlen, "%s: %s", step[i], r ? r->str : c->errstr);
             if (r)
                 freeReplyObject(r);
             redisFree(c);

@@ -1,6 +1,7 @@
-/* rsync.h — a blocking Redis connection for the MySQL pool threads (restore), where waiting
- * is fine and pipelining hundreds of script calls in a row is what matters. Same address,
- * password, db and timeout as everything else; scripts are loaded on connect. */
+/* rsync.h — the one blocking Redis connector: for the start-up checks (main.c) and the MySQL
+ * pool threads (restore), where waiting is fine and pipelining hundreds of script calls in a
+ * row is what matters. Same address (host:port, [v6]:port or unix:/path — rconn.h's
+ * parser), password, db and timeout as the asynchronous connections (rconn.h). */
 #ifndef HG_RSYNC_H
 #define HG_RSYNC_H
 
@@ -10,8 +11,15 @@
 #include "config.h"
 #include "scripts.h"
 
-/* Connect, authenticate, select the db, load the scripts. NULL with err filled. */
-redisContext *rsync_connect(const struct config *cfg, char *err, size_t errlen);
+enum rsync_failure {
+    RSYNC_UNREACHABLE, /* no connection (refused, timed out, bad address) */
+    RSYNC_REFUSED,     /* connected, but AUTH, SELECT or SCRIPT LOAD failed: a config error */
+};
+
+/* Connect, authenticate, select the db and (load_scripts) load every Lua script. NULL with
+ * err and (unless NULL) *why filled. */
+redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
+                            size_t errlen);
 
 /* Queue EVALSHA of `script` (argv[0..2] reserved, as rconn_eval). Send with rsync_reply. */
 int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens);

@@ -1,5 +1,6 @@
-/* scripts.h — the Lua scripts (the .lua files under src/lua, embedded at build time) and their SHA-1 names.
- * Each script's contract (KEYS, ARGV, reply) is in the header comment of its .lua file. */
+/* scripts.h — the Lua scripts (the .lua files under src/lua, embedded at build time by
+ * scripts/embed-lua.sh) and their SHA-1 names, also computed at build time. Each script's
+ * contract (KEYS, ARGV, reply) is in the header comment of its .lua file. */
 #ifndef HG_SCRIPTS_H
 #define HG_SCRIPTS_H
 
@@ -23,18 +24,20 @@ enum script_id {
     SCRIPT_COUNT
 };
 
-/* Generated table (build/lua_scripts.c): name = file name without .lua, text = lib.lua + file. */
+/* Generated table (build/lua_scripts.c): name = file name without .lua, sha = SHA-1 of text
+ * in hex, text = lib.lua + file. */
 struct script_source {
     const char *name;
+    const char *sha;
     const char *text;
 };
 extern const struct script_source script_sources[];
 extern const int script_sources_count;
 
-/* Bind every script_id to its source and hash it. Returns 0, or -1 (and logs) if one is missing. */
+/* Bind every script_id to its source. Returns 0, or -1 (and logs) if one is missing. */
 int scripts_init(void) __attribute__((warn_unused_result));
 
-const char *script_name(enum script_id id);
+/* The script's SHA-1 (40 hex digits) and text, once scripts_init succeeded. */
 const char *script_sha(enum script_id id);
 const char *script_text(enum script_id id);
 

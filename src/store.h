@@ -32,6 +32,10 @@ struct store {
 /* Format `who` for the outbox: instance, thread, client host. */
 void store_who(char *out, size_t cap, const char *instance, const char *thread, const char *host);
 
+/* "<thread> <prefix>:{<shard>}:<what>": who made a transition, as the transition table records it
+ * (what = the Redis key acted on: jobs, ready, delay...). Truncated to cap. */
+void store_actor(char *out, size_t cap, const char *thread, const char *prefix, int shard, const char *what);
+
 /* "<prefix>:{<shard>}:<suffix>" into buf; returns its length. */
 int store_key(char *buf, size_t cap, const char *prefix, int shard, const char *suffix);
 
@@ -90,8 +94,6 @@ int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, sto
 int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, const char *who, store_id_fn fn,
                      void *arg)
     __attribute__((warn_unused_result));
-int store_requeue(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
-    __attribute__((warn_unused_result));
 
 /* ---- inspect ---- */
 struct job_view {
@@ -139,8 +141,14 @@ struct topic_counts {
     char topic[TOPIC_MAX + 1];
     int64_t delayed, ready, reserved, dead;
 };
-/* `outbox` = transitions waiting in the outbox streams for the journal. */
+/* `outbox` = transitions waiting in the outbox streams for the journal. Topics sorted by name;
+ * merged across shards in O(topics) with a hash map. */
 typedef void (*store_counts_fn)(const struct topic_counts *topics, int n, long outbox, int failed, void *arg);
 int store_counts(struct store *s, store_counts_fn fn, void *arg) __attribute__((warn_unused_result));
+
+/* ---- the outbox's length (XLEN of every shard's stream) ---- */
+/* `failed`: some shard did not answer (total counts the others). */
+typedef void (*store_outbox_fn)(long total, int failed, void *arg);
+int store_outbox_len(struct store *s, store_outbox_fn fn, void *arg) __attribute__((warn_unused_result));
 
 #endif

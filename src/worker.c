@@ -1,96 +1,175 @@
 /* worker.c — see worker.h. */
 #include "worker.h"
 #include "api.h"
-#include "http.h"
+#include "app.h"
+#include "dispatch.h"
 #include "log.h"
 #include "longpoll.h"
+#include "loopq.h"
 #include "rconn.h"
 
 #include <event2/event.h>
+#include <event2/http.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FLUSH_GRACE_US 250000
 
-void worker_exit_if_idle(struct worker *w)
+static void conn_tick(struct hctx *ctx)
 {
-    if (!w->stopping || w->inflight != 0)
+    conn_sweep(ctx->conns);
+}
+
+static void conn_free(struct hctx *ctx)
+{
+    conn_release_all(ctx->conns);
+}
+
+/* The subsystems on a worker's loop and when each wants to be called, in one place (as
+ * redis's serverCron). A NULL entry means "nothing then". */
+static const struct subsystem {
+    void (*tick)(struct hctx *);        /* once a second */
+    void (*redis_up)(struct hctx *);    /* the worker's Redis connection is usable (again) */
+    void (*after_drain)(struct hctx *); /* after each drain of the inbox */
+    void (*drain)(struct hctx *);       /* shutdown began: answer what waits */
+    void (*free)(struct hctx *);        /* the loop has ended and the HTTP server is gone */
+} subsystems[] = {
+    /* long-polls: the tick is a safety net for notifications lost while Redis reconnected */
+    {longpoll_tick, longpoll_tick, NULL, longpoll_drain, longpoll_free},
+    /* pushes: committed ones go to Redis together; those in doubt are looked up */
+    {api_push_tick, api_push_tick, api_push_flush, NULL, api_push_free},
+    /* connections: deadlines, and releasing those evhttp let go */
+    {conn_tick, NULL, NULL, NULL, conn_free},
+};
+#define NSUBSYSTEMS (sizeof subsystems / sizeof subsystems[0])
+
+/* Draining: end the loop once nothing is in flight, after a short grace period in which the
+ * last answers are written out to their sockets. */
+static void exit_if_idle(struct worker *w)
+{
+    if (!w->stopping || w->ctx.inflight != 0)
         return;
     /* evhttp writes answers to the socket on a later loop turn: leave it time to. */
     struct timeval tv = {0, FLUSH_GRACE_US};
-    event_base_loopexit(w->base, &tv);
+    event_base_loopexit(w->ctx.base, &tv);
+}
+
+static void on_answered(struct hctx *ctx)
+{
+    exit_if_idle((struct worker *)ctx);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct worker *w = arg;
-    longpoll_tick(w->parked);
-    conn_sweep(w);
-    api_push_tick(w);
-    worker_exit_if_idle(w);
+    for (size_t i = 0; i < NSUBSYSTEMS; i++)
+        if (subsystems[i].tick)
+            subsystems[i].tick(&w->ctx);
+    exit_if_idle(w);
+}
+
+static void after_drain(void *arg)
+{
+    struct worker *w = arg;
+    for (size_t i = 0; i < NSUBSYSTEMS; i++)
+        if (subsystems[i].after_drain)
+            subsystems[i].after_drain(&w->ctx);
 }
 
 static void on_redis_state(struct rconn *rc, int up, void *arg)
 {
     struct worker *w = arg;
-    atomic_fetch_add(&w->app->redis_workers_up, up ? 1 : -1);
-    if (up) {
-        longpoll_tick(w->parked); /* jobs may have become ready while we were cut off */
-        api_push_tick(w);         /* and pushes cut off mid-call can be looked up now */
-    }
+    atomic_fetch_add(&w->ctx.app->redis_workers_up, up ? 1 : -1);
+    for (size_t i = 0; up && i < NSUBSYSTEMS; i++)
+        if (subsystems[i].redis_up)
+            subsystems[i].redis_up(&w->ctx);
 }
 
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     log_set_thread_name(w->name);
-    event_base_dispatch(w->base);
-    loopq_close(w->inbox); /* late notifications and completions run now, or stay with their senders */
+    event_base_dispatch(w->ctx.base);
+    loopq_close(w->ctx.inbox); /* late notifications and completions run now, or stay with their senders */
     return NULL;
 }
 
-int worker_start(struct worker *w, struct app *app, int index)
+static int http_start(struct worker *w, int fd)
+{
+    const struct config *cfg = &w->ctx.app->cfg;
+    w->http = evhttp_new(w->ctx.base);
+    if (w->http == NULL) {
+        close(fd);
+        return -1;
+    }
+    evhttp_set_bevcb(w->http, conn_make_bufferevent, &w->conns);
+    evhttp_set_gencb(w->http, dispatch_request, &w->ctx);
+    evhttp_set_max_body_size(w->http, (ev_ssize_t)cfg->max_body);
+    evhttp_set_max_headers_size(w->http, cfg->max_header);
+    evhttp_set_timeout(w->http, cfg->idle_timeout);
+    evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    evhttp_set_default_content_type(w->http, "application/json");
+    w->bound = evhttp_accept_socket_with_handle(w->http, fd);
+    if (w->bound == NULL) {
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+int worker_start(struct worker *w, struct app *app, int index, int listen_fd)
 {
     const struct config *cfg = &app->cfg;
+    struct hctx *ctx = &w->ctx;
     w->index = index;
-    w->app = app;
     snprintf(w->name, sizeof w->name, "http-%d", index);
-    w->base = event_base_new();
-    if (w->base == NULL)
+    ctx->name = w->name;
+    ctx->app = app;
+    ctx->on_answered = on_answered;
+    ctx->conns = &w->conns;
+    ctx->base = event_base_new();
+    if (ctx->base == NULL)
         return -1;
-    w->inbox = loopq_new(w->base);
-    w->parked = longpoll_new(w);
+    ctx->inbox = loopq_new(ctx->base);
     struct rconn_config rcfg = {w->name, cfg->redis_address, cfg->redis_password, cfg->redis_db,
                                 cfg->redis_timeout_ms, 1};
-    w->redis = rconn_new(w->base, &rcfg, on_redis_state, w);
-    w->tick = event_new(w->base, -1, EV_PERSIST, on_tick, w);
-    if (!w->inbox || !w->parked || !w->redis || !w->tick)
+    ctx->redis = rconn_new(ctx->base, &rcfg, on_redis_state, w);
+    w->tick = event_new(ctx->base, -1, EV_PERSIST, on_tick, w);
+    if (!ctx->inbox || !ctx->redis || !w->tick || longpoll_new(ctx) < 0)
         return -1;
-    loopq_after_each_drain(w->inbox, api_push_flush, w); /* committed pushes go to Redis together */
-    w->store.rc = w->redis;
-    w->store.prefix = cfg->redis_prefix;
-    w->store.shards = cfg->redis_shards;
+    loopq_after_each_drain(ctx->inbox, after_drain, w); /* committed pushes go to Redis together */
+    ctx->store.rc = ctx->redis;
+    ctx->store.prefix = cfg->redis_prefix;
+    ctx->store.shards = cfg->redis_shards;
     struct timeval second = {1, 0};
     event_add(w->tick, &second);
-    if (conn_init(w) < 0 || http_start(w) < 0)
+    if (conn_init(&w->conns, ctx->base, cfg, w->name) < 0 || http_start(w, listen_fd) < 0)
         return -1;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return -1;
     return 0;
 }
 
-int worker_post(struct worker *w, loopq_fn fn, void *arg)
+int worker_post(struct worker *w, void (*fn)(void *), void *arg)
 {
-    return loopq_post(w->inbox, fn, arg);
+    return loopq_post(w->ctx.inbox, fn, arg);
 }
 
 static void drain_on_loop(void *arg)
 {
     struct worker *w = arg;
     w->stopping = 1;
-    http_stop_accepting(w);
-    longpoll_drain(w->parked);
-    worker_exit_if_idle(w); /* otherwise the last answer (or the tick) ends the loop */
+    if (w->bound) { /* stop accepting */
+        evhttp_del_accept_socket(w->http, w->bound);
+        w->bound = NULL;
+    }
+    for (size_t i = 0; i < NSUBSYSTEMS; i++)
+        if (subsystems[i].drain)
+            subsystems[i].drain(&w->ctx);
+    exit_if_idle(w); /* otherwise the last answer (or the tick) ends the loop */
 }
 
 void worker_drain(struct worker *w)
@@ -101,14 +180,19 @@ void worker_drain(struct worker *w)
 
 void worker_free(struct worker *w)
 {
-    http_free(w);
-    conn_release_all(w);
-    rconn_free(w->redis);
-    longpoll_free(w->parked);
+    /* Redis first: its pending callbacks answer their requests, which needs evhttp alive. */
+    rconn_free(w->ctx.redis);
+    w->ctx.redis = NULL;
+    if (w->http)
+        evhttp_free(w->http);
+    w->http = NULL;
+    request_pool_free(&w->ctx);
+    for (size_t i = 0; i < NSUBSYSTEMS; i++)
+        if (subsystems[i].free)
+            subsystems[i].free(&w->ctx);
     event_free(w->tick);
-    loopq_free(w->inbox);
-    api_push_free(w);
-    event_base_free(w->base);
+    loopq_free(w->ctx.inbox);
+    event_base_free(w->ctx.base);
 }
 
 struct ready_note {
@@ -121,9 +205,9 @@ static void ready_on_loop(void *arg)
 {
     struct ready_note *n = arg;
     if (n->len == 0)
-        longpoll_tick(n->w->parked);
+        longpoll_tick(&n->w->ctx);
     else
-        longpoll_notify(n->w->parked, n->topic, n->len);
+        longpoll_notify(&n->w->ctx, n->topic, n->len);
     free(n);
 }
 

@@ -1,62 +1,52 @@
-/* worker.h — an HTTP worker thread: its own event_base, evhttp server on the shared
- * listening socket, async Redis connection, inbox for cross-thread calls and the long-polls
- * parked on it (design.md, decision 2). Nothing in a worker is touched by another thread
- * except through worker_post(). */
+/* worker.h — an HTTP worker thread: its own event_base, evhttp server on its own listening
+ * socket (SO_REUSEPORT), async Redis connection, inbox for cross-thread calls, and the
+ * subsystems that live on its loop (connections, parked long-polls, push batching), which
+ * it calls from one table: once a second, when Redis comes back, after each inbox drain,
+ * at shutdown and at the end (architecture.md, "Threads"). Handlers see only the worker's
+ * struct hctx (request.h). Nothing in a worker is touched by another thread except through
+ * worker_post(). */
 #ifndef HG_WORKER_H
 #define HG_WORKER_H
 
 #include <pthread.h>
 
-#include "app.h"
-#include "loopq.h"
 #include "conn.h"
-#include "store.h"
+#include "request.h"
 
-struct evbuffer;
-struct longpoll;
+struct app;
+struct evhttp;
+struct evhttp_bound_socket;
+struct event;
 
 struct worker {
+    struct hctx ctx;                 /* first: what handlers see */
     int index;
     char name[16];
-    struct app *app;
     pthread_t thread;
-    struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
-    struct rconn *redis;
-    struct store store;
-    struct loopq *inbox;
-    struct longpoll *parked;
-    struct event *tick;              /* 1 s housekeeping: long-poll safety re-check */
-    long inflight;                   /* requests received and not yet answered */
-    struct conn_registry conns;      /* open HTTP connections (conn.c) */
-    struct unsure_push *unsure_pushes; /* pushes whose Redis outcome is unknown (api_push.c) */
-    struct push_pending *push_pending; /* committed pushes waiting for their shard's call (api_push.c) */
-    struct request *free_requests;   /* answered requests kept for reuse (http.c) */
-    int nfree_requests;
-    const struct evbuffer *replying; /* output buffer of the reply being sent (see http.c) */
-    int rewriting;
+    struct conn_registry conns;
+    struct event *tick;              /* once a second: the subsystems' tick */
     int stopping;
 };
 
-/* Create the worker's loop, HTTP server and Redis connection, and start its thread. */
-int worker_start(struct worker *w, struct app *app, int index) __attribute__((warn_unused_result));
+/* Create the worker's loop, HTTP server on listen_fd (taken over) and Redis connection, and
+ * start its thread. */
+int worker_start(struct worker *w, struct app *app, int index, int listen_fd) __attribute__((warn_unused_result));
 
 /* Run fn(arg) on the worker's thread. */
-int worker_post(struct worker *w, loopq_fn fn, void *arg) __attribute__((warn_unused_result));
+int worker_post(struct worker *w, void (*fn)(void *), void *arg) __attribute__((warn_unused_result));
 
 /* From any thread: stop accepting, answer parked long-polls (204), and let the loop end
- * once in-flight requests are answered (main joins the thread). */
+ * once in-flight requests are answered (the caller joins the thread). */
 void worker_drain(struct worker *w);
 
-/* Draining: end the loop once nothing is in flight, after a short grace period in which the
- * last answers are written out to their sockets. Call after answering a request. */
-void worker_exit_if_idle(struct worker *w);
-
-/* Free everything once the worker's thread has ended. */
+/* Free everything once the worker's thread has ended. Redis callbacks still pending answer
+ * their requests (503) before the HTTP server goes. */
 void worker_free(struct worker *w);
 
-/* From any thread: jobs became ready on `topic`; parked long-polls try to take them. */
+/* From any thread: jobs became ready on `topic` (len 0: on any topic — look at all); parked
+ * long-polls try to take them. */
 void worker_notify_ready(struct worker *w, const char *topic, size_t len);
 
 #endif

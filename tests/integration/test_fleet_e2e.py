@@ -1087,7 +1087,7 @@ class ThreadNamesTest(HourglassTestCase):
                     pass  # a thread that just ended
             return found
 
-        expected = {"http-0", "http-1", "http-2", "journal", "outbox", "mover", "db-0", "db-1"}
+        expected = {"http-0", "http-1", "http-2", "journal", "outbox", "keeper", "db-0", "db-1"}
         wait_until(lambda: expected <= set(names().values()), 10, 0.05, f"threads named {sorted(expected)}")
         by_tid = names()
         self.assertEqual(by_tid[d.pid], "hourglassd", f"the main thread must keep the process name: {by_tid}")

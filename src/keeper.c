@@ -1,0 +1,219 @@
+/* keeper.c — see keeper.h. */
+#include "keeper.h"
+#include "app.h"
+#include "fleet.h"
+#include "idlease.h"
+#include "journal.h"
+#include "layout.h"
+#include "log.h"
+#include "metrics.h"
+#include "mover.h"
+#include "pubsub.h"
+#include "rconn.h"
+#include "retention.h"
+#include "store.h"
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#define LAYOUT_RECHECK_TICKS 10
+
+struct keeper {
+    struct app *app;
+    pthread_t thread;
+    struct event_base *base;
+    struct rconn *redis;
+    struct store store;
+    char who[STORE_WHO_MAX];
+    struct mover *mover;
+    struct pubsub *pubsub;
+    struct idlease *lease;
+    struct fleet *fleet;
+    keeper_ready_fn on_ready;
+    void *ready_arg;
+    struct event *tick;
+    struct event *stop_ev;
+    int ticks;
+};
+
+/* This instance's summary for the fleet view of /stats. */
+static void local_stats(struct keeper *k, struct sbuf *sb)
+{
+    struct app *app = k->app;
+    sb_puts(sb, "{\"instance\":");
+    sb_json_cstr(sb, app->instance);
+    sb_printf(sb,
+              ",\"workerId\":%d,\"startedAt\":%lld,\"ownedShards\":%lld,\"parked\":%lld,\"connections\":%lld,"
+              "\"journalBacklog\":%ld,\"mysql\":\"%s\",\"draining\":%s,\"pushed\":%llu,\"delivered\":%llu,"
+              "\"moved\":%lld}",
+              atomic_load(&app->worker_id), (long long)app->started_unix_ms,
+              (long long)metrics_gauge_get(MG_OWNED_SHARDS), (long long)atomic_load(&app->parked),
+              (long long)metrics_gauge_get(MG_CONNECTIONS), journal_backlog(), journal_up() ? "up" : "down",
+              atomic_load(&app->draining) ? "true" : "false",
+              (unsigned long long)metrics_counter_get(MC_JOBS_PUSHED),
+              (unsigned long long)metrics_counter_get(MC_JOBS_DELIVERED), mover_moved_total(k->mover));
+}
+
+/* How many transitions wait in the outbox streams for the journal (back-pressure, /stats). */
+static void on_outbox_len(long total, int failed, void *arg)
+{
+    if (!failed)
+        journal_note_outbox(total);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct keeper *k = arg;
+    mover_tick(k->mover);
+    idlease_tick(k->lease);
+    if (store_outbox_len(&k->store, on_outbox_len, k) < 0)
+        log_debug("keeper: cannot measure the outbox now (Redis down)");
+    if (k->ticks % LAYOUT_RECHECK_TICKS == 0 || atomic_load(&k->app->layout) != LAYOUT_OK)
+        layout_check(k->redis, k->app);
+    struct sbuf local = SBUF_INIT;
+    local_stats(k, &local);
+    fleet_tick(k->fleet, local.data ? local.data : "{}");
+    sb_free(&local);
+    if (++k->ticks % k->app->cfg.retention_interval == 0)
+        retention_schedule(&k->app->cfg);
+}
+
+static void on_owned(const char *owned, int shards, void *arg)
+{
+    struct keeper *k = arg;
+    mover_set_owned(k->mover, owned, shards);
+}
+
+static void on_wake(int shard, int64_t due, void *arg)
+{
+    struct keeper *k = arg;
+    mover_wake(k->mover, shard, due);
+}
+
+static void on_ready(const char *topic, size_t len, void *arg)
+{
+    struct keeper *k = arg;
+    k->on_ready(topic, len, k->ready_arg);
+}
+
+/* The subscriber (re)connected: notifications may have been missed meanwhile. */
+static void on_resync(void *arg)
+{
+    struct keeper *k = arg;
+    mover_rescan(k->mover);
+    k->on_ready(NULL, 0, k->ready_arg);
+}
+
+static void on_redis_state(struct rconn *rc, int up, void *arg)
+{
+    struct keeper *k = arg;
+    if (!up)
+        return;
+    layout_check(k->redis, k->app);
+    idlease_tick(k->lease);
+    mover_rescan(k->mover);
+}
+
+static void *keeper_main(void *arg)
+{
+    struct keeper *k = arg;
+    log_set_thread_name("keeper");
+    event_base_dispatch(k->base);
+    return NULL;
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    struct keeper *k = arg;
+    idlease_release(k->lease);
+    fleet_leave(k->fleet);
+    event_del(k->tick);
+    mover_stop(k->mover);
+    /* give the release a moment to reach Redis, then leave the loop */
+    struct timeval tv = {0, 200000};
+    event_base_loopexit(k->base, &tv);
+}
+
+static void keeper_free(struct keeper *k)
+{
+    pubsub_free(k->pubsub);
+    rconn_free(k->redis);
+    mover_free(k->mover);
+    idlease_free(k->lease);
+    fleet_free(k->fleet);
+    if (k->tick)
+        event_free(k->tick);
+    if (k->stop_ev)
+        event_free(k->stop_ev);
+    if (k->base)
+        event_base_free(k->base);
+    free(k);
+}
+
+struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg)
+{
+    struct keeper *k = calloc(1, sizeof *k);
+    if (k == NULL)
+        return NULL;
+    k->app = app;
+    k->on_ready = ready_fn;
+    k->ready_arg = arg;
+    const struct config *cfg = &app->cfg;
+    /* precise timers: the mover sleeps until a job's due millisecond */
+    struct event_config *ec = event_config_new();
+    if (ec)
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+    k->base = ec ? event_base_new_with_config(ec) : NULL;
+    if (ec)
+        event_config_free(ec);
+    if (k->base == NULL)
+        goto fail;
+    struct rconn_config rcfg = {"keeper", cfg->redis_address, cfg->redis_password, cfg->redis_db,
+                                cfg->redis_timeout_ms, 1};
+    k->redis = rconn_new(k->base, &rcfg, on_redis_state, k);
+    if (k->redis == NULL)
+        goto fail;
+    store_who(k->who, sizeof k->who, app->instance, "keeper", app->hostname);
+    k->store.rc = k->redis;
+    k->store.prefix = cfg->redis_prefix;
+    k->store.shards = cfg->redis_shards;
+    k->mover = mover_new(app, k->base, &k->store, k->who);
+    struct pubsub_handlers h = {on_wake, on_ready, on_resync, k};
+    k->pubsub = k->mover ? pubsub_start(app, k->base, &h) : NULL;
+    k->lease = idlease_new(app, k->redis);
+    k->fleet = fleet_new(app, k->redis, on_owned, k);
+    k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
+    k->stop_ev = evtimer_new(k->base, on_stop, k);
+    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->tick || !k->stop_ev)
+        goto fail;
+    struct timeval second = {1, 0};
+    event_add(k->tick, &second);
+    if (pthread_create(&k->thread, NULL, keeper_main, k) != 0)
+        goto fail;
+    return k;
+fail:
+    log_error("keeper: cannot start (out of memory or bad [redis] address)");
+    keeper_free(k);
+    return NULL;
+}
+
+void keeper_stop(struct keeper *k)
+{
+    if (k == NULL)
+        return;
+    event_active(k->stop_ev, EV_TIMEOUT, 0);
+    pthread_join(k->thread, NULL);
+    keeper_free(k);
+}
+
+void keeper_stats_json(void *arg, struct sbuf *sb)
+{
+    struct keeper *k = arg;
+    if (k == NULL)
+        return;
+    sb_printf(sb, ",\"mover\":{\"shards\":%d,\"owned\":%lld,\"moved\":%lld,\"leasesExpired\":%lld}",
+              k->app->cfg.redis_shards, (long long)metrics_gauge_get(MG_OWNED_SHARDS), mover_moved_total(k->mover),
+              mover_expired_total(k->mover));
+    fleet_stats_json(k->fleet, sb);
+}

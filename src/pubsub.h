@@ -1,0 +1,30 @@
+/* pubsub.h — what instances tell each other through Redis pub/sub, received on one
+ * subscriber connection on the keeper's loop:
+ *   <prefix>:wake   "<shard> <due>": a push, release or reschedule made a sooner entry in a
+ *                   shard's delay zset (src/lua/lib.lua) -> on_wake (the mover);
+ *   <prefix>:ready  "<topic>": jobs became ready on a topic (move.lua, release...) ->
+ *                   on_ready (main.c hands it to every HTTP worker's parked long-polls).
+ * Messages sent while the subscriber was disconnected are lost, so on every (re)connect it
+ * calls on_resync: look at everything once. */
+#ifndef HG_PUBSUB_H
+#define HG_PUBSUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct app;
+struct event_base;
+struct pubsub;
+
+struct pubsub_handlers {
+    void (*on_wake)(int shard, int64_t due, void *arg);
+    void (*on_ready)(const char *topic, size_t len, void *arg);
+    void (*on_resync)(void *arg);
+    void *arg;
+};
+
+/* Subscribe on `base` (the connection reconnects by itself). NULL when out of memory. */
+struct pubsub *pubsub_start(struct app *app, struct event_base *base, const struct pubsub_handlers *h);
+void pubsub_free(struct pubsub *ps);
+
+#endif
