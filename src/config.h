@@ -1,8 +1,8 @@
 /* config.h — the daemon's configuration, read from an INI file.
  *
  * One table (config.c) names every key with its type, default, bounds and the
- * field it fills; the parser, `hourglassd -t` and `hourglassd --print-config`
- * all read that table. Unknown sections/keys and bad values are errors naming
+ * field it fills; the parser, `hourglassd -t`, `hourglassd -p` (print the
+ * effective config) and `hourglassd -d` (describe every key) all read that table. Unknown sections/keys and bad values are errors naming
  * the file, line and key. */
 #ifndef HG_CONFIG_H
 #define HG_CONFIG_H

@@ -28,7 +28,7 @@ static struct {
     int nthreads;
     pthread_t threads[THREADS_MAX];
     const struct config *cfg;
-} P = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void *pool_main(void *arg)
 {
@@ -36,19 +36,19 @@ static void *pool_main(void *arg)
     log_set_thread_name(names[(long)arg % THREADS_MAX]);
     MYSQL *db = NULL;
     for (;;) {
-        pthread_mutex_lock(&P.lock);
-        while (!P.stop && P.head == NULL)
-            pthread_cond_wait(&P.cond, &P.lock);
-        if (P.stop && P.head == NULL) {
-            pthread_mutex_unlock(&P.lock);
+        pthread_mutex_lock(&pool.lock);
+        while (!pool.stop && pool.head == NULL)
+            pthread_cond_wait(&pool.cond, &pool.lock);
+        if (pool.stop && pool.head == NULL) {
+            pthread_mutex_unlock(&pool.lock);
             break;
         }
-        struct task *t = P.head;
-        P.head = t->next;
-        if (P.head == NULL)
-            P.tail = NULL;
-        P.queued--;
-        pthread_mutex_unlock(&P.lock);
+        struct task *t = pool.head;
+        pool.head = t->next;
+        if (pool.head == NULL)
+            pool.tail = NULL;
+        pool.queued--;
+        pthread_mutex_unlock(&pool.lock);
 
         if (db != NULL && mysql_ping(db) != 0) {
             mysql_close(db);
@@ -56,7 +56,7 @@ static void *pool_main(void *arg)
         }
         if (db == NULL) {
             char err[512];
-            db = db_connect(P.cfg, err, sizeof err);
+            db = db_connect(pool.cfg, err, sizeof err);
             if (db == NULL) {
                 metrics_inc(MC_MYSQL_ERRORS, 1);
                 log_warn("db: cannot connect to MySQL: %s", err);
@@ -81,33 +81,33 @@ static void *pool_main(void *arg)
 
 int dbtask_start(const struct config *cfg, int nthreads)
 {
-    P.cfg = cfg;
-    P.stop = 0;
-    P.nthreads = 0;
+    pool.cfg = cfg;
+    pool.stop = 0;
+    pool.nthreads = 0;
     for (long i = 0; i < nthreads && i < THREADS_MAX; i++) {
-        if (pthread_create(&P.threads[i], NULL, pool_main, (void *)i) != 0)
+        if (pthread_create(&pool.threads[i], NULL, pool_main, (void *)i) != 0)
             return -1;
-        P.nthreads++;
+        pool.nthreads++;
     }
     return 0;
 }
 
 void dbtask_stop(void)
 {
-    pthread_mutex_lock(&P.lock);
-    P.stop = 1;
-    pthread_cond_broadcast(&P.cond);
-    pthread_mutex_unlock(&P.lock);
-    for (int i = 0; i < P.nthreads; i++)
-        pthread_join(P.threads[i], NULL);
-    P.nthreads = 0;
+    pthread_mutex_lock(&pool.lock);
+    pool.stop = 1;
+    pthread_cond_broadcast(&pool.cond);
+    pthread_mutex_unlock(&pool.lock);
+    for (int i = 0; i < pool.nthreads; i++)
+        pthread_join(pool.threads[i], NULL);
+    pool.nthreads = 0;
 }
 
 int dbtask_stopping(void)
 {
-    pthread_mutex_lock(&P.lock);
-    int stop = P.stop;
-    pthread_mutex_unlock(&P.lock);
+    pthread_mutex_lock(&pool.lock);
+    int stop = pool.stop;
+    pthread_mutex_unlock(&pool.lock);
     return stop;
 }
 
@@ -120,19 +120,19 @@ int dbtask_submit(dbtask_run_fn run, dbtask_done_fn done, struct loopq *reply_to
     t->done = done;
     t->reply_to = reply_to;
     t->arg = arg;
-    pthread_mutex_lock(&P.lock);
-    if (P.stop || P.queued >= QUEUE_MAX || P.nthreads == 0) {
-        pthread_mutex_unlock(&P.lock);
+    pthread_mutex_lock(&pool.lock);
+    if (pool.stop || pool.queued >= QUEUE_MAX || pool.nthreads == 0) {
+        pthread_mutex_unlock(&pool.lock);
         free(t);
         return -1;
     }
-    if (P.tail)
-        P.tail->next = t;
+    if (pool.tail)
+        pool.tail->next = t;
     else
-        P.head = t;
-    P.tail = t;
-    P.queued++;
-    pthread_cond_signal(&P.cond);
-    pthread_mutex_unlock(&P.lock);
+        pool.head = t;
+    pool.tail = t;
+    pool.queued++;
+    pthread_cond_signal(&pool.cond);
+    pthread_mutex_unlock(&pool.lock);
     return 0;
 }

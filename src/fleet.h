@@ -7,7 +7,7 @@
  * coordination, and when an instance joins or leaves only its share of shards moves.
  * Ownership only decides who moves a shard *precisely*; every instance still checks every
  * shard once a second, so a dead owner costs at most a second of lateness until the others
- * stop hearing from it. Runs on the mover's loop. */
+ * stop hearing from it. Runs on the keeper's loop (keeper.h). */
 #ifndef HG_FLEET_H
 #define HG_FLEET_H
 
@@ -17,7 +17,7 @@ struct app;
 struct rconn;
 struct fleet;
 
-/* Called on the mover's loop when the set of shards this instance owns changes. */
+/* Called on the keeper's loop when the set of shards this instance owns changes. */
 typedef void (*fleet_owned_fn)(const char *owned, int shards, void *arg);
 
 struct fleet *fleet_new(struct app *app, struct rconn *rc, fleet_owned_fn on_change, void *arg);

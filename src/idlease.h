@@ -6,7 +6,7 @@
  * leased too, under the instance's name (so a restart takes it back at once, while a second
  * instance configured with the same number is refused). Either way the number's high-water mark in Redis is kept 5 s ahead of
  * the ids issued, and a new holder starts above it: a restart, a lease moving to another
- * instance or a clock stepping back never repeats an id. Runs on the mover's loop. */
+ * instance or a clock stepping back never repeats an id. Runs on the keeper's loop (keeper.h). */
 #ifndef HG_IDLEASE_H
 #define HG_IDLEASE_H
 

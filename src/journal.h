@@ -3,7 +3,7 @@
  *
  * The journal thread owns its MySQL connection; no other thread of the request path talks
  * to MySQL. Submitters hand over records and go on; the thread takes everything queued,
- * writes it as multi-row statements in ONE transaction and commits (design.md, decision 1).
+ * writes it as multi-row statements in ONE transaction and commits (architecture.md, "The journal").
  *
  * What it is given:
  *  - durable groups (journal_submit_sync): a push's message rows, a delete's transition.
@@ -85,7 +85,7 @@ int journal_accepting(void);
 /* Is the MySQL connection up? */
 int journal_up(void);
 
-/* The outbox streams hold n entries (measured by the mover every second, so the figure stays
+/* The outbox streams hold n entries (measured by the keeper every second, so the figure stays
  * fresh even while this thread is stuck on a hung MySQL). */
 void journal_note_outbox(long n);
 

@@ -174,7 +174,8 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->redis = rconn_new(k->base, &rcfg, on_redis_state, k);
     if (k->redis == NULL)
         goto fail;
-    store_who(k->who, sizeof k->who, app->instance, "keeper", app->hostname);
+    /* transitions the mover makes say "mover" in their history, whichever thread hosts it */
+    store_who(k->who, sizeof k->who, app->instance, "mover", app->hostname);
     k->store.rc = k->redis;
     k->store.prefix = cfg->redis_prefix;
     k->store.shards = cfg->redis_shards;

@@ -1,5 +1,5 @@
 /* longpoll.h — GET /get/{topic}: delivering ready jobs, and the long-polls parked on a worker
- * until a job is ready for them (design.md, decision 6).
+ * until a job is ready for them (architecture.md, "Long-polls").
  *
  * A parked request is filed under each of its topics, oldest first. A "ready" notification
  * for a topic tries a reservation for the oldest idle request filed there; when that gets a

@@ -56,7 +56,7 @@ static struct {
     int max;
     int committed, commit_ok;    /* outcome of the batch handed to the journal */
     struct barrier *barriers;
-} O = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} outbox = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 /* ---- barriers ---- */
 
@@ -70,8 +70,8 @@ static void deliver_barrier(void *arg)
 /* Answer barriers asked before `before` (all of them when before < 0) with `ok`. */
 static void settle_barriers(int64_t before, int ok)
 {
-    pthread_mutex_lock(&O.lock);
-    struct barrier **link = &O.barriers, *settled = NULL;
+    pthread_mutex_lock(&outbox.lock);
+    struct barrier **link = &outbox.barriers, *settled = NULL;
     while (*link) {
         struct barrier *b = *link;
         if (before < 0 || b->asked_us < before) {
@@ -82,7 +82,7 @@ static void settle_barriers(int64_t before, int ok)
             link = &b->next;
         }
     }
-    pthread_mutex_unlock(&O.lock);
+    pthread_mutex_unlock(&outbox.lock);
     while (settled) {
         struct barrier *next = settled->next;
         settled->ok = ok;
@@ -101,16 +101,16 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
     b->reply_to = reply_to;
     b->done = done;
     b->arg = arg;
-    pthread_mutex_lock(&O.lock);
-    if (!O.started || O.stop) {
-        pthread_mutex_unlock(&O.lock);
+    pthread_mutex_lock(&outbox.lock);
+    if (!outbox.started || outbox.stop) {
+        pthread_mutex_unlock(&outbox.lock);
         free(b);
         return -1;
     }
-    b->next = O.barriers;
-    O.barriers = b;
-    pthread_cond_signal(&O.cond); /* wake a sleeping poll: read now */
-    pthread_mutex_unlock(&O.lock);
+    b->next = outbox.barriers;
+    outbox.barriers = b;
+    pthread_cond_signal(&outbox.cond); /* wake a sleeping poll: read now */
+    pthread_mutex_unlock(&outbox.lock);
     return 0;
 }
 
@@ -118,27 +118,27 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
 
 static void disconnect(void)
 {
-    if (O.c)
-        redisFree(O.c);
-    O.c = NULL;
-    for (int i = 0; i < O.shards; i++) {
-        O.s[i].group_ok = 0;
-        O.s[i].reread = 1;
-        O.s[i].nids = 0;
+    if (outbox.c)
+        redisFree(outbox.c);
+    outbox.c = NULL;
+    for (int i = 0; i < outbox.shards; i++) {
+        outbox.s[i].group_ok = 0;
+        outbox.s[i].reread = 1;
+        outbox.s[i].nids = 0;
     }
 }
 
 static int ensure_connected(void)
 {
-    if (O.c)
+    if (outbox.c)
         return 0;
     int64_t now = clock_mono_us();
-    if (now - O.last_connect_us < RETRY_US)
+    if (now - outbox.last_connect_us < RETRY_US)
         return -1;
-    O.last_connect_us = now;
+    outbox.last_connect_us = now;
     char err[256];
-    O.c = rsync_connect(O.cfg, 1, NULL, err, sizeof err);
-    if (O.c == NULL) {
+    outbox.c = rsync_connect(outbox.cfg, 1, NULL, err, sizeof err);
+    if (outbox.c == NULL) {
         log_debug("outbox: cannot connect to Redis: %s", err);
         return -1;
     }
@@ -147,9 +147,9 @@ static int ensure_connected(void)
 
 static void create_group(int shard)
 {
-    redisReply *r = redisCommand(O.c, "XGROUP CREATE %s " GROUP " 0 MKSTREAM", O.s[shard].key);
+    redisReply *r = redisCommand(outbox.c, "XGROUP CREATE %s " GROUP " 0 MKSTREAM", outbox.s[shard].key);
     if (r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0))
-        O.s[shard].group_ok = 1;
+        outbox.s[shard].group_ok = 1;
     if (r)
         freeReplyObject(r);
     else
@@ -228,7 +228,7 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
     const char *who[3];
     split_who(w && w->type == REDIS_REPLY_STRING ? w->str : "", buf, sizeof buf, who);
     snprintf(r->instance, sizeof r->instance, "%s", who[0]);
-    store_actor(r->actor, sizeof r->actor, who[1], O.cfg->redis_prefix, shard, key);
+    store_actor(r->actor, sizeof r->actor, who[1], outbox.cfg->redis_prefix, shard, key);
     snprintf(r->host, sizeof r->host, "%s", who[2]);
 
     const redisReply *settings = field(fields, "r"), *body = field(fields, "b");
@@ -250,17 +250,17 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
     return 0;
 }
 
-/* Entries [[id, [field, value, ...]], ...] of one stream into O.recs from index n. */
+/* Entries [[id, [field, value, ...]], ...] of one stream into outbox.recs from index n. */
 static int take_entries(int shard, const redisReply *list, int n)
 {
-    for (size_t i = 0; i < list->elements && n < O.max; i++) {
+    for (size_t i = 0; i < list->elements && n < outbox.max; i++) {
         const redisReply *e = list->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->type != REDIS_REPLY_STRING)
             continue;
-        if (remember_id(&O.s[shard], e->element[0]->str, e->element[0]->len) < 0)
+        if (remember_id(&outbox.s[shard], e->element[0]->str, e->element[0]->len) < 0)
             continue; /* not acknowledged: read again later */
         const redisReply *fields = e->element[1];
-        if (fields->type != REDIS_REPLY_ARRAY || parse_entry(shard, fields, &O.recs[n]) < 0) {
+        if (fields->type != REDIS_REPLY_ARRAY || parse_entry(shard, fields, &outbox.recs[n]) < 0) {
             log_warn("outbox: skipping unreadable entry %s on shard %d", e->element[0]->str, shard);
             continue; /* acknowledged with the rest: it would never read better */
         }
@@ -271,8 +271,8 @@ static int take_entries(int shard, const redisReply *list, int n)
 
 static int shard_of_key(const char *key)
 {
-    for (int i = 0; i < O.shards; i++)
-        if (strcmp(O.s[i].key, key) == 0)
+    for (int i = 0; i < outbox.shards; i++)
+        if (strcmp(outbox.s[i].key, key) == 0)
             return i;
     return -1;
 }
@@ -283,55 +283,55 @@ static int shard_of_key(const char *key)
 static int read_batch(int *drained)
 {
     *drained = 0;
-    for (int i = 0; i < O.shards; i++) {
-        O.s[i].nids = 0;
-        if (!O.s[i].group_ok) {
+    for (int i = 0; i < outbox.shards; i++) {
+        outbox.s[i].nids = 0;
+        if (!outbox.s[i].group_ok) {
             create_group(i);
-            if (O.c == NULL)
+            if (outbox.c == NULL)
                 return -1;
         }
     }
-    int per = (O.max + O.shards - 1) / O.shards;
+    int per = (outbox.max + outbox.shards - 1) / outbox.shards;
     int n = 0, any_full = 0;
 
     int64_t now = clock_mono_us();
-    int claim = now - O.last_claim_us > CLAIM_EVERY_US;
+    int claim = now - outbox.last_claim_us > CLAIM_EVERY_US;
     if (claim)
-        O.last_claim_us = now;
+        outbox.last_claim_us = now;
     int pipelined = 0;
-    for (int i = 0; i < O.shards; i++) {
-        if (O.s[i].reread) {
-            redisAppendCommand(O.c, "XREADGROUP GROUP " GROUP " %s COUNT %d STREAMS %s 0", O.consumer, per, O.s[i].key);
+    for (int i = 0; i < outbox.shards; i++) {
+        if (outbox.s[i].reread) {
+            redisAppendCommand(outbox.c, "XREADGROUP GROUP " GROUP " %s COUNT %d STREAMS %s 0", outbox.consumer, per, outbox.s[i].key);
             pipelined++;
         }
         if (claim) { /* entries an instance read and never acknowledged: it died */
-            redisAppendCommand(O.c, "XAUTOCLAIM %s " GROUP " %s %d 0-0 COUNT %d", O.s[i].key, O.consumer,
+            redisAppendCommand(outbox.c, "XAUTOCLAIM %s " GROUP " %s %d 0-0 COUNT %d", outbox.s[i].key, outbox.consumer,
                                OUTBOX_CLAIM_IDLE_MS, per);
             pipelined++;
         }
     }
     for (int i = 0, k = 0; k < pipelined; i++) {
-        if (O.s[i].reread) {
-            redisReply *r = rsync_reply(O.c);
+        if (outbox.s[i].reread) {
+            redisReply *r = rsync_reply(outbox.c);
             k++;
             if (r == NULL)
                 return -1;
             if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements == 2) {
                 const redisReply *list = r->element[0]->element[1];
                 if ((int)list->elements < per)
-                    O.s[i].reread = 0;
+                    outbox.s[i].reread = 0;
                 else
                     any_full = 1;
                 n = take_entries(i, list, n);
             } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0) {
-                O.s[i].group_ok = 0; /* Redis lost its data: the group is made again */
+                outbox.s[i].group_ok = 0; /* Redis lost its data: the group is made again */
             } else {
-                O.s[i].reread = 0;
+                outbox.s[i].reread = 0;
             }
             freeReplyObject(r);
         }
         if (claim) {
-            redisReply *r = rsync_reply(O.c);
+            redisReply *r = rsync_reply(outbox.c);
             k++;
             if (r == NULL)
                 return -1;
@@ -349,20 +349,20 @@ static int read_batch(int *drained)
     char count[16];
     snprintf(count, sizeof count, "%d", per);
     int a = 0;
-    const char *head[] = {"XREADGROUP", "GROUP", GROUP, O.consumer, "COUNT", count, "STREAMS"};
+    const char *head[] = {"XREADGROUP", "GROUP", GROUP, outbox.consumer, "COUNT", count, "STREAMS"};
     for (int h = 0; h < 7; h++) {
         argv[a] = head[h];
         lens[a++] = strlen(head[h]);
     }
-    for (int i = 0; i < O.shards; i++) {
-        argv[a] = O.s[i].key;
-        lens[a++] = strlen(O.s[i].key);
+    for (int i = 0; i < outbox.shards; i++) {
+        argv[a] = outbox.s[i].key;
+        lens[a++] = strlen(outbox.s[i].key);
     }
-    for (int i = 0; i < O.shards; i++) {
+    for (int i = 0; i < outbox.shards; i++) {
         argv[a] = ">";
         lens[a++] = 1;
     }
-    redisReply *r = redisCommandArgv(O.c, a, argv, lens);
+    redisReply *r = redisCommandArgv(outbox.c, a, argv, lens);
     if (r == NULL)
         return -1;
     int full = 0;
@@ -380,8 +380,8 @@ static int read_batch(int *drained)
         }
     } else if (r->type == REDIS_REPLY_ERROR) {
         if (strncmp(r->str, "NOGROUP", 7) == 0)
-            for (int i = 0; i < O.shards; i++)
-                O.s[i].group_ok = 0;
+            for (int i = 0; i < outbox.shards; i++)
+                outbox.s[i].group_ok = 0;
         else
             log_warn("outbox: XREADGROUP: %s", r->str);
         full = 1;
@@ -394,8 +394,8 @@ static int read_batch(int *drained)
 static int ack_batch(void)
 {
     int sent = 0;
-    for (int i = 0; i < O.shards; i++) {
-        struct shard_state *st = &O.s[i];
+    for (int i = 0; i < outbox.shards; i++) {
+        struct shard_state *st = &outbox.s[i];
         for (int at = 0; at < st->nids; at += 500) {
             int k = st->nids - at < 500 ? st->nids - at : 500;
             const char *argv[504];
@@ -414,14 +414,14 @@ static int ack_batch(void)
                     argv[a] = st->ids[at + j];
                     lens[a++] = strlen(st->ids[at + j]);
                 }
-                redisAppendCommandArgv(O.c, a, argv, lens);
+                redisAppendCommandArgv(outbox.c, a, argv, lens);
                 sent++;
             }
         }
         st->nids = 0;
     }
     for (int i = 0; i < sent; i++) {
-        redisReply *r = rsync_reply(O.c);
+        redisReply *r = rsync_reply(outbox.c);
         if (r == NULL)
             return -1; /* unacknowledged entries are read again, and written again idempotently */
         freeReplyObject(r);
@@ -432,9 +432,9 @@ static int ack_batch(void)
 static void free_batch(int n)
 {
     for (int i = 0; i < n; i++)
-        if (O.recs[i].replacement) {
-            job_specs_free(O.recs[i].replacement, 1);
-            O.recs[i].replacement = NULL;
+        if (outbox.recs[i].replacement) {
+            job_specs_free(outbox.recs[i].replacement, 1);
+            outbox.recs[i].replacement = NULL;
         }
 }
 
@@ -442,35 +442,29 @@ static void free_batch(int n)
 
 static void on_committed(int ok, void *arg)
 {
-    pthread_mutex_lock(&O.lock);
-    O.committed = 1;
-    O.commit_ok = ok;
-    pthread_cond_signal(&O.cond);
-    pthread_mutex_unlock(&O.lock);
+    pthread_mutex_lock(&outbox.lock);
+    outbox.committed = 1;
+    outbox.commit_ok = ok;
+    pthread_cond_signal(&outbox.cond);
+    pthread_mutex_unlock(&outbox.lock);
 }
 
 /* Sleep up to `us`, or until stopped or a barrier is asked for. */
 static void pause_us(int64_t us)
 {
-    pthread_mutex_lock(&O.lock);
-    if (!O.stop && O.barriers == NULL) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (us % 1000000) * 1000;
-        ts.tv_sec += (time_t)(us / 1000000 + ns / 1000000000);
-        ts.tv_nsec = (long)(ns % 1000000000);
-        pthread_cond_timedwait(&O.cond, &O.lock, &ts);
-    }
-    pthread_mutex_unlock(&O.lock);
+    pthread_mutex_lock(&outbox.lock);
+    if (!outbox.stop && outbox.barriers == NULL)
+        clock_cond_wait_us(&outbox.cond, &outbox.lock, us);
+    pthread_mutex_unlock(&outbox.lock);
 }
 
 /* Stop once asked and a read found nothing left (entries may have arrived while the last
  * batch was being committed), or at the deadline. */
 static int stopping(int drained)
 {
-    pthread_mutex_lock(&O.lock);
-    int stop = O.stop && (drained || clock_mono_us() > O.stop_deadline_us);
-    pthread_mutex_unlock(&O.lock);
+    pthread_mutex_lock(&outbox.lock);
+    int stop = outbox.stop && (drained || clock_mono_us() > outbox.stop_deadline_us);
+    pthread_mutex_unlock(&outbox.lock);
     return stop;
 }
 
@@ -492,15 +486,15 @@ static void *outbox_main(void *unused)
         int n = read_batch(&read_all);
         drained = read_all && n == 0;
         if (n < 0) {
-            log_warn("outbox: Redis failed (%s); reconnecting", O.c && O.c->errstr[0] ? O.c->errstr : "no reply");
+            log_warn("outbox: Redis failed (%s); reconnecting", outbox.c && outbox.c->errstr[0] ? outbox.c->errstr : "no reply");
             metrics_inc(MC_REDIS_ERRORS, 1);
             disconnect();
             drained = 0;
             continue;
         }
         int have_ids = 0;
-        for (int i = 0; i < O.shards; i++)
-            have_ids |= O.s[i].nids > 0;
+        for (int i = 0; i < outbox.shards; i++)
+            have_ids |= outbox.s[i].nids > 0;
         if (n == 0 && !have_ids) {
             if (read_all)
                 settle_barriers(cycle_start, 1);
@@ -513,30 +507,30 @@ static void *outbox_main(void *unused)
             continue;
         }
         /* Hand the batch to the journal and wait for its commit. */
-        pthread_mutex_lock(&O.lock);
-        O.committed = 0;
-        pthread_mutex_unlock(&O.lock);
-        if (journal_submit_outbox(O.recs, n, on_committed, NULL) < 0) {
+        pthread_mutex_lock(&outbox.lock);
+        outbox.committed = 0;
+        pthread_mutex_unlock(&outbox.lock);
+        if (journal_submit_outbox(outbox.recs, n, on_committed, NULL) < 0) {
             free_batch(n);
-            for (int i = 0; i < O.shards; i++) {
-                O.s[i].nids = 0;
-                O.s[i].reread = 1; /* MySQL is down: keep them pending and try again */
+            for (int i = 0; i < outbox.shards; i++) {
+                outbox.s[i].nids = 0;
+                outbox.s[i].reread = 1; /* MySQL is down: keep them pending and try again */
             }
             settle_barriers(-1, 0);
             drained = 1;
             pause_us(RETRY_US);
             continue;
         }
-        pthread_mutex_lock(&O.lock);
-        while (!O.committed)
-            pthread_cond_wait(&O.cond, &O.lock);
-        int ok = O.commit_ok;
-        pthread_mutex_unlock(&O.lock);
+        pthread_mutex_lock(&outbox.lock);
+        while (!outbox.committed)
+            pthread_cond_wait(&outbox.cond, &outbox.lock);
+        int ok = outbox.commit_ok;
+        pthread_mutex_unlock(&outbox.lock);
         free_batch(n);
         if (!ok) {
-            for (int i = 0; i < O.shards; i++) {
-                O.s[i].nids = 0;
-                O.s[i].reread = 1;
+            for (int i = 0; i < outbox.shards; i++) {
+                outbox.s[i].nids = 0;
+                outbox.s[i].reread = 1;
             }
             drained = 0;
             continue;
@@ -554,48 +548,48 @@ static void *outbox_main(void *unused)
             pause_us(LINGER_US);
     }
     settle_barriers(-1, 0);
-    if (O.c)
-        redisFree(O.c);
-    O.c = NULL;
+    if (outbox.c)
+        redisFree(outbox.c);
+    outbox.c = NULL;
     return NULL;
 }
 
 int outbox_start(const struct config *cfg, const char *consumer)
 {
-    O.cfg = cfg;
-    snprintf(O.consumer, sizeof O.consumer, "%s", consumer);
-    O.shards = cfg->redis_shards;
-    O.max = cfg->journal_batch;
-    O.s = calloc((size_t)O.shards, sizeof *O.s);
-    O.recs = calloc((size_t)O.max, sizeof *O.recs);
-    if (O.s == NULL || O.recs == NULL)
+    outbox.cfg = cfg;
+    snprintf(outbox.consumer, sizeof outbox.consumer, "%s", consumer);
+    outbox.shards = cfg->redis_shards;
+    outbox.max = cfg->journal_batch;
+    outbox.s = calloc((size_t)outbox.shards, sizeof *outbox.s);
+    outbox.recs = calloc((size_t)outbox.max, sizeof *outbox.recs);
+    if (outbox.s == NULL || outbox.recs == NULL)
         return -1;
-    for (int i = 0; i < O.shards; i++) {
-        store_key(O.s[i].key, sizeof O.s[i].key, cfg->redis_prefix, i, "log");
-        O.s[i].reread = 1; /* after a restart, first finish what this consumer had pending */
+    for (int i = 0; i < outbox.shards; i++) {
+        store_key(outbox.s[i].key, sizeof outbox.s[i].key, cfg->redis_prefix, i, "log");
+        outbox.s[i].reread = 1; /* after a restart, first finish what this consumer had pending */
     }
-    O.stop = 0;
-    if (pthread_create(&O.thread, NULL, outbox_main, NULL) != 0)
+    outbox.stop = 0;
+    if (pthread_create(&outbox.thread, NULL, outbox_main, NULL) != 0)
         return -1;
-    O.started = 1;
+    outbox.started = 1;
     return 0;
 }
 
 void outbox_stop(int deadline_ms)
 {
-    if (!O.started)
+    if (!outbox.started)
         return;
-    pthread_mutex_lock(&O.lock);
-    O.stop = 1;
-    O.stop_deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
-    pthread_cond_broadcast(&O.cond);
-    pthread_mutex_unlock(&O.lock);
-    pthread_join(O.thread, NULL);
-    O.started = 0;
-    for (int i = 0; i < O.shards; i++)
-        free(O.s[i].ids);
-    free(O.s);
-    free(O.recs);
-    O.s = NULL;
-    O.recs = NULL;
+    pthread_mutex_lock(&outbox.lock);
+    outbox.stop = 1;
+    outbox.stop_deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
+    pthread_cond_broadcast(&outbox.cond);
+    pthread_mutex_unlock(&outbox.lock);
+    pthread_join(outbox.thread, NULL);
+    outbox.started = 0;
+    for (int i = 0; i < outbox.shards; i++)
+        free(outbox.s[i].ids);
+    free(outbox.s);
+    free(outbox.recs);
+    outbox.s = NULL;
+    outbox.recs = NULL;
 }

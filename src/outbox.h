@@ -11,8 +11,10 @@
  * version and state; message rows only move to newer versions), so an entry written twice
  * is harmless.
  *
- * It has its own blocking Redis connection and sleeps in XREADGROUP BLOCK, so new entries
- * wake it at once and a hung Redis never holds up the journal's MySQL work. */
+ * It has its own blocking Redis connection, so a hung Redis never holds up the journal's
+ * MySQL work. It reads every shard's stream with one pipelined XREADGROUP per shard (no
+ * BLOCK: BLOCK waits on one stream at a time) and, when nothing came, looks again after
+ * IDLE_POLL_US (10 ms) — the delay a transition may spend in the outbox on an idle queue. */
 #ifndef HG_OUTBOX_H
 #define HG_OUTBOX_H
 

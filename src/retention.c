@@ -18,12 +18,6 @@
 #define MAX_BATCHES_PER_PASS 2000
 
 static atomic_int running;
-static atomic_llong deleted_total;
-
-int64_t retention_deleted_total(void)
-{
-    return atomic_load(&deleted_total);
-}
 
 /* Look at the next BATCH messages of one state made before the cutoff (ids are time-ordered,
  * so that is an id range of idx_state_id, read in order from *after), and delete those whose
@@ -98,7 +92,6 @@ static void retention_run(MYSQL *db, void *arg)
         }
     }
     if (total > 0) {
-        atomic_fetch_add(&deleted_total, total);
         metrics_inc(MC_RETENTION_DELETED, (uint64_t)total);
         log_info("retention: deleted %ld messages older than %d days", total, cfg->retention_days);
     }

@@ -3,7 +3,9 @@
  * Messages in a terminal state (finished, deleted, dead, aborted) whose last change is older
  * than [mysql] retention_days are deleted with their transitions, 500 at a time with a short
  * pause between batches, so no statement holds locks for long and live traffic is not
- * starved. Runs as a task on the MySQL pool; retention_run is what the mover schedules. */
+ * starved. Runs as a task on the MySQL pool (dbtask.h); the keeper calls retention_schedule
+ * every [mysql] retention_interval seconds. Deleted rows are counted in
+ * hourglass_retention_deleted_total (metrics.h). */
 #ifndef HG_RETENTION_H
 #define HG_RETENTION_H
 
@@ -11,12 +13,8 @@
 
 #include "config.h"
 
-struct loopq;
-
 /* Schedule one retention pass if none is running (cheap to call every minute). */
 void retention_schedule(const struct config *cfg);
 
-/* Messages deleted by retention so far. */
-int64_t retention_deleted_total(void);
 
 #endif

@@ -11,15 +11,11 @@ import threading
 import time
 from typing import Any, Iterable
 
-from harness import Daemon, HourglassTestCase, Response, wait_until
+import harness
+from harness import Daemon, HourglassTestCase, Response, now_ms, wait_until  # noqa: F401 (now_ms: for the test modules)
 
 STATES_LIVE = ("delayed", "ready", "reserved")
 COUNT_KEYS = ("delayed", "ready", "reserved", "dead")
-
-
-def now_ms() -> int:
-    """Wall-clock ms, the same clock the daemon uses (same machine)."""
-    return int(time.time() * 1000)
 
 
 class CoreTestCase(HourglassTestCase):
@@ -34,12 +30,7 @@ class CoreTestCase(HourglassTestCase):
         return d
 
     def wait_healthy(self, d: Daemon, timeout: float = 15) -> None:
-        """Until /health is 200 and (when it says) an id-generator worker number is held: the
-        daemon answers before its id lease is taken, and pushes get 503 until then."""
-        try:
-            wait_until(d.ready, timeout, 0.02, "GET /health to answer 200 with a worker id")
-        except TimeoutError:
-            self.fail(f"/health never answered 200: {d.health()!r}\n{d.log_tail(20)}")
+        harness.wait_healthy(self, d, timeout)
 
     # -- responses
     def assertJsonOk(self, r: Response, status: int = 200) -> Any:
@@ -156,13 +147,7 @@ class CoreTestCase(HourglassTestCase):
         return int(self.assertJsonOk(d.stats())["http"]["parked"])
 
     def journal_idle(self, d: Daemon) -> bool:
-        """Nothing waits for MySQL. Polled with wait_until; a 503 with Retry-After (the worker that
-        took the request is still reconnecting to Redis after an outage) means "not known yet"."""
-        r = d.stats()
-        if r.status == 503 and r.header("Retry-After"):
-            return False
-        j = self.assertJsonOk(r)["journal"]
-        return j["backlog"] == 0 and j["durableWaiting"] == 0
+        return harness.journal_idle(d)
 
 
 class Background:

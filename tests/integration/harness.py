@@ -224,6 +224,36 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: fl
         time.sleep(interval)
 
 
+def now_ms() -> int:
+    """Wall-clock ms, the same clock the daemon uses (same machine)."""
+    return int(time.time() * 1000)
+
+
+def journal_idle(d: "Daemon") -> bool:
+    """/stats says nothing waits for MySQL: no batched record, no durable waiter. Polled with
+    wait_until; a 503 with Retry-After (the worker that took the request is still reconnecting
+    to Redis after an outage) means "not known yet"."""
+    r = d.stats(timeout=10)
+    if r.status == 503 and r.header("Retry-After"):
+        return False
+    if r.status != 200:
+        raise AssertionError(f"/stats answered {r.status}: {r.text[:300]}")
+    j = r.json()["journal"]
+    return j.get("backlog") == 0 and j.get("durableWaiting", 0) == 0
+
+
+def wait_healthy(tc: unittest.TestCase, d: "Daemon", timeout: float = 15.0) -> "Daemon":
+    """Wait until the daemon is ready for pushes: GET /health 200 with a workerId. It answers
+    HTTP (503s) before its Redis and MySQL connections are up, and /health can say ok a moment
+    before the id generator holds a worker number (pushes then get 503 until it does). A
+    timeout fails the test, with the last /health and the daemon's log."""
+    try:
+        wait_until(d.ready, timeout, 0.02, "GET /health 200 with a workerId")
+    except TimeoutError:
+        tc.fail(f"/health never answered 200 with a workerId: {d.health(timeout=5).text[:300]}\n{d.log_tail(20)}")
+    return d
+
+
 def _tail(path: str | os.PathLike, lines: int = 40) -> str:
     try:
         with open(path, "rb") as f:

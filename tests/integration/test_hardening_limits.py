@@ -25,7 +25,7 @@ import time
 import unittest
 
 from core_common import Background
-from harness import HOST, Daemon, shared_stack, wait_until
+from harness import HOST, Daemon, now_ms, shared_stack, wait_until
 from test_hardening_common import HardeningTestCase, Metrics, complete_responses, raw_exchange, responses_of
 
 MAX_BODY = 2048
@@ -39,10 +39,6 @@ MAX_DELAY = 60000
 MAX_TTR = 10000
 MAX_TRIES = 7
 MARGIN = 2.0
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def sized_job(total: int, topic: str = "size") -> str:

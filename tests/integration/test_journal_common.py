@@ -11,13 +11,9 @@ import concurrent.futures
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from harness import Daemon, MariaDBServer, wait_until
+from harness import Daemon, MariaDBServer, journal_idle, now_ms, wait_healthy, wait_until  # noqa: F401 (for the test modules)
 
 LIVE_STATES = ("delayed", "ready", "reserved")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def pmap(fn: Callable[[Any], Any], items: Iterable[Any], workers: int = 6) -> list[Any]:
@@ -31,12 +27,6 @@ def stats(d: Daemon) -> dict:
     if r.status != 200:
         raise AssertionError(f"/stats answered {r.status}: {r.text[:300]}")
     return r.json()
-
-
-def journal_idle(d: Daemon) -> bool:
-    """/stats says the journal holds nothing: no batched records, no durable waiter."""
-    j = stats(d)["journal"]
-    return j.get("backlog") == 0 and j.get("durableWaiting", 0) == 0
 
 
 def totals(d: Daemon) -> dict:
@@ -106,16 +96,6 @@ def wait_or_fail(tc, predicate: Callable[[], Any], timeout: float, what: str,
         return wait_until(predicate, timeout, 0.1, what)
     except TimeoutError as e:
         tc.fail(f"{e}" + (f"\n{detail()}" if detail else ""))
-
-
-def wait_healthy(tc, d: Daemon, timeout: float = 15.0) -> Daemon:
-    """Wait until the daemon is ready for pushes: GET /health 200 with a workerId. It answers
-    HTTP (503s) before its Redis and MySQL connections are up, and /health can say ok a moment
-    before the id generator holds a worker number (pushes then get 503 "the id generator (no
-    worker id held yet) is unavailable")."""
-    wait_or_fail(tc, d.ready, timeout, "GET /health 200 with a workerId",
-                 lambda: f"last /health: {d.health(timeout=5).text[:300]}")
-    return d
 
 
 def start_ready(tc, overrides: Mapping[str, Mapping[str, Any]] | None = None, **kw: Any) -> Daemon:
