@@ -14,10 +14,10 @@ struct hmap_entry {
 uint64_t hash_bytes(const void *p, size_t len)
 {
     const unsigned char *s = p;
-    uint64_t h = UINT64_C(1469598103934665603);
+    uint64_t h = UINT64_C(0xcbf29ce484222325); /* the FNV-1a offset basis */
     for (size_t i = 0; i < len; i++) {
         h ^= s[i];
-        h *= UINT64_C(1099511628211);
+        h *= UINT64_C(0x100000001b3); /* the FNV prime */
     }
     return h;
 }
