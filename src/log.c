@@ -1,5 +1,10 @@
-/* log.c — see log.h. The fd is swapped atomically on reopen so writers never
- * see a closed descriptor for longer than one write. */
+/* log.c — see log.h.
+ *
+ * Reopening (SIGHUP, after logrotate moved the file) must not close the descriptor other
+ * threads are writing to: between the close and their write() the number could be reused
+ * by a client socket or a Redis connection, and a log line would go there. So the new file
+ * is dup2()ed onto the same descriptor number, which the kernel does atomically: a write
+ * goes to the old file or the new one, never anywhere else. */
 #include "log.h"
 
 #include <errno.h>
@@ -65,25 +70,37 @@ int log_open(const char *path)
     int fd = open_path(path);
     if (fd < 0)
         return -1;
+    pthread_mutex_lock(&reopen_lock);
     snprintf(log_path, sizeof log_path, "%s", path);
-    int old = atomic_exchange(&log_fd, fd);
-    if (old != STDERR_FILENO)
-        close(old);
+    int cur = atomic_load(&log_fd);
+    if (cur == STDERR_FILENO) {
+        atomic_store(&log_fd, fd); /* first file: the number is new, nobody can hold it */
+    } else {
+        dup2(fd, cur); /* see the top of the file */
+        close(fd);
+    }
+    pthread_mutex_unlock(&reopen_lock);
     return 0;
 }
 
 void log_reopen(void)
 {
     pthread_mutex_lock(&reopen_lock);
-    if (log_path[0] != '\0') {
+    int cur = atomic_load(&log_fd);
+    if (log_path[0] != '\0' && cur != STDERR_FILENO) {
         int fd = open_path(log_path);
         if (fd >= 0) {
-            int old = atomic_exchange(&log_fd, fd);
-            if (old != STDERR_FILENO)
-                close(old);
+            if (dup2(fd, cur) < 0) /* keep writing to the old file rather than lose lines */
+                fprintf(stderr, "hourglassd: cannot reopen the log file %s: %s\n", log_path, strerror(errno));
+            close(fd);
         }
     }
     pthread_mutex_unlock(&reopen_lock);
+}
+
+int log_fd_number(void)
+{
+    return atomic_load(&log_fd);
 }
 
 void log_write(int level, const char *file, int line, const char *fmt, ...)

@@ -31,6 +31,9 @@ int log_open(const char *path) __attribute__((warn_unused_result));
 /* Re-open the same file (for SIGHUP after logrotate). Safe to call from any thread. */
 void log_reopen(void);
 
+/* The descriptor log lines are written to (stays the same number across reopens; for tests). */
+int log_fd_number(void);
+
 /* Name this thread in its log lines ("main", "http-0", "keeper", ...) and in the kernel (top -H, ps -L,
  * perf), cut to 15 bytes there. The string must outlive the thread. */
 void log_set_thread_name(const char *name);
