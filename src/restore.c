@@ -148,6 +148,20 @@ static int set_restoring(redisContext *c, const struct config *cfg, int on)
     return ok;
 }
 
+/* The flags expire FLAG_TTL_MS after they were set, so a crashed restore cannot leave them
+ * up; while the restore runs they must never lapse (a job finished meanwhile would leave no
+ * tombstone and could come back), so they are renewed every quarter of that, also while
+ * the restore waits for the journal. 0, or -1 when Redis did not take the renewal. */
+static int renew_flags(redisContext *c, const struct config *cfg, int64_t *set_at)
+{
+    if (clock_mono_ms() - *set_at <= FLAG_TTL_MS / 4)
+        return 0;
+    if (set_restoring(c, cfg, 1) < 0)
+        return -1;
+    *set_at = clock_mono_ms();
+    return 0;
+}
+
 /* ---- /reStore ---- */
 
 struct restore_all {
@@ -304,19 +318,20 @@ static void restore_all_run(MYSQL *db, void *arg)
         uint64_t after = 0;
         for (;;) {
             /* back-pressure: the journal must keep up with the transitions we add */
-            while (!journal_accepting() && !dbtask_stopping())
+            int renewed = 0;
+            while (!journal_accepting() && !dbtask_stopping() && (renewed = renew_flags(c, cfg, &flags_set)) == 0)
                 usleep(10000);
             if (dbtask_stopping()) {
                 ra->unavailable = "this instance (shutting down)";
                 break;
             }
+            if (renewed < 0 || renew_flags(c, cfg, &flags_set) < 0) {
+                ra->unavailable = "Redis";
+                break;
+            }
             int got = restore_page(ra, db, c, live[st], &after);
             if (got <= 0)
                 break;
-            if (clock_mono_ms() - flags_set > FLAG_TTL_MS / 4) {
-                set_restoring(c, cfg, 1);
-                flags_set = clock_mono_ms();
-            }
         }
     }
     mysql_commit(db); /* end the snapshot */

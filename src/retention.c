@@ -49,23 +49,43 @@ static int delete_batch(MYSQL *db, const char *state, int64_t cutoff, uint64_t *
     }
     mysql_free_result(res);
     if (n > 0) {
-        struct sbuf q = SBUF_INIT;
-        sb_printf(&q, "DELETE FROM transition WHERE message_id IN (%s)", ids.data);
-        int rc = db_exec(db, q.data, q.len);
-        sb_reset(&q);
-        /* the state condition again: a forced restore may have revived one meanwhile */
-        sb_printf(&q, "DELETE FROM message WHERE id IN (%s) AND state = '%s'", ids.data, state);
-        if (rc == 0)
+        /* Between that read and now a forced restore may have revived a message: lock the
+         * rows that are still terminal and old, and delete exactly those with their
+         * transitions, in one transaction. A revived message keeps its history. */
+        struct sbuf q = SBUF_INIT, still = SBUF_INIT;
+        sb_printf(&q, "SELECT id FROM message WHERE id IN (%s) AND state = '%s' AND updated_at < %lld FOR UPDATE",
+                  ids.data, state, (long long)cutoff);
+        int rc = q.oom ? -1 : mysql_real_query(db, q.data, q.len) == 0 ? 0 : -1;
+        MYSQL_RES *locked = rc == 0 ? mysql_store_result(db) : NULL;
+        int nlocked = 0;
+        for (MYSQL_ROW r; locked && (r = mysql_fetch_row(locked)) != NULL;) {
+            if (nlocked++)
+                sb_putc(&still, ',');
+            sb_puts(&still, r[0]);
+        }
+        if (locked)
+            mysql_free_result(locked);
+        else
+            rc = -1;
+        if (rc == 0 && nlocked > 0) {
+            sb_reset(&q);
+            sb_printf(&q, "DELETE FROM message WHERE id IN (%s)", still.data);
             rc = db_exec(db, q.data, q.len);
+            sb_reset(&q);
+            sb_printf(&q, "DELETE FROM transition WHERE message_id IN (%s)", still.data);
+            if (rc == 0)
+                rc = db_exec(db, q.data, q.len);
+        }
         if (rc == 0 && mysql_commit(db) != 0)
             rc = -1;
         if (rc < 0) {
             mysql_rollback(db);
             seen = -1;
         } else {
-            *deleted += n;
+            *deleted += nlocked;
         }
         sb_free(&q);
+        sb_free(&still);
     }
     mysql_commit(db);
     sb_free(&ids);
