@@ -275,7 +275,10 @@ static void finish_push(struct push_state *st)
  * worker together (one drain of its inbox). Each push's jobs wait here, by shard, until the
  * drain is over (api_push_flush); then each shard's jobs go to Redis in one call, in commit
  * order, each with its own request's clock and actor. Fewer calls, and fewer allocations,
- * than one call per push and shard. */
+ * than one call per push and shard. A call carries at most PUSH_CALL_MAX jobs, so one call
+ * never holds Redis (single-threaded) for long, however many pushes one drain brings. */
+
+#define PUSH_CALL_MAX 1000
 
 struct shard_call {
     int n;
@@ -308,43 +311,51 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
     free(call);
 }
 
+/* Send jobs[0..n) of one shard as one push.lua call (n <= PUSH_CALL_MAX). `items` has room. */
+static void send_call(struct hctx *ctx, int shard, const struct pending_job *jobs, int n, struct push_item *items)
+{
+    struct shard_call *call = malloc(sizeof *call + (size_t)n * sizeof call->jobs[0]);
+    if (call == NULL) {
+        settle_jobs(jobs, n, NULL, 0, 0); /* not sent: 503, and their rows are marked aborted */
+        return;
+    }
+    call->n = n;
+    memcpy(call->jobs, jobs, (size_t)n * sizeof call->jobs[0]);
+    for (int k = 0; k < n; k++) {
+        const struct push_state *st = call->jobs[k].st;
+        items[k].job = &st->jobs[call->jobs[k].index];
+        items[k].now = st->now;
+        items[k].who = st->who;
+    }
+    if (store_push(&ctx->store, shard, items, n, on_pushed, call) < 0) {
+        settle_jobs(call->jobs, n, NULL, 0, 0);
+        free(call);
+    }
+}
+
 void api_push_flush(struct hctx *ctx)
 {
     struct push_batch *p = ctx->pushes;
     if (p == NULL)
         return;
     struct push_item *items = NULL;
-    int items_cap = 0;
     for (int shard = 0; shard < p->nshards; shard++) {
         struct shard_jobs *q = &p->shard[shard];
         if (q->n == 0)
             continue;
         int n = q->n;
         q->n = 0;
-        struct shard_call *call = malloc(sizeof *call + (size_t)n * sizeof call->jobs[0]);
-        if (n > items_cap) {
-            free(items);
-            items_cap = n;
-            items = malloc((size_t)n * sizeof *items);
-        }
-        if (call == NULL || items == NULL) {
-            free(call);
-            items_cap = 0;
+        if (items == NULL && (items = malloc(PUSH_CALL_MAX * sizeof *items)) == NULL) {
             settle_jobs(q->jobs, n, NULL, 0, 0); /* not sent: 503, and their rows are marked aborted */
             continue;
         }
-        call->n = n;
-        memcpy(call->jobs, q->jobs, (size_t)n * sizeof call->jobs[0]);
-        for (int k = 0; k < n; k++) {
-            const struct push_state *st = call->jobs[k].st;
-            items[k].job = &st->jobs[call->jobs[k].index];
-            items[k].now = st->now;
-            items[k].who = st->who;
-        }
-        if (store_push(&ctx->store, shard, items, n, on_pushed, call) < 0) {
-            settle_jobs(call->jobs, n, NULL, 0, 0);
-            free(call);
-        }
+        /* A push whose jobs straddle a cut is settled by both calls: count the extra one
+         * first, so that it is not finished by whichever call answers first. */
+        for (int from = PUSH_CALL_MAX; from < n; from += PUSH_CALL_MAX)
+            if (q->jobs[from - 1].st == q->jobs[from].st)
+                q->jobs[from].st->calls_pending++;
+        for (int from = 0; from < n; from += PUSH_CALL_MAX)
+            send_call(ctx, shard, q->jobs + from, n - from < PUSH_CALL_MAX ? n - from : PUSH_CALL_MAX, items);
     }
     free(items);
 }

@@ -311,6 +311,68 @@ class PushBatchingTest(CoreTestCase):
         self.assertEqual(rows, {job_id: state for job_id, state in pushed})
 
 
+class PushCallCapTest(CoreTestCase):
+    """However many pushes one journal cycle commits, one push.lua call carries at most 1,000
+    jobs (api_push.c, PUSH_CALL_MAX): Redis runs one script at a time, so an unbounded call
+    would hold every other client for as long as it takes. A push whose jobs straddle a cut
+    is answered once, after both calls."""
+
+    def test_no_push_call_carries_more_than_1000_jobs(self):
+        ns = self.namespace()
+        d = self.start_daemon(namespace=ns)
+        self.wait_healthy(d)
+        sha = PushBatchingTest.push_script_sha()
+        lines: list[str] = []
+        mon = socket.create_connection(("127.0.0.1", ns.redis.port))
+        self.addCleanup(mon.close)
+        mon.sendall(b"MONITOR\r\n")
+        mon.settimeout(0.2)
+        stop = threading.Event()
+
+        def read_monitor() -> None:
+            buf = b""
+            while not stop.is_set():
+                try:
+                    chunk = mon.recv(1 << 20)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                buf += chunk
+                *done, buf = buf.split(b"\r\n")
+                lines.extend(x[:200].decode(errors="replace") for x in done)
+
+        reader = threading.Thread(target=read_monitor, daemon=True)
+        reader.start()
+        time.sleep(0.2)
+
+        # 8 concurrent arrays of 700 jobs on one topic (one shard): the journal commits the
+        # ones that queue behind the first together, so one drain holds several thousand
+        def push(c: int) -> list[str]:
+            jobs = [{"topic": "capped", "body": [c, k], "delay": 600000} for k in range(700)]
+            r = d.push(jobs)
+            self.assertStatus(r, 200, f"array push {c}")
+            ids = r.json()["ids"]
+            self.assertEqual(len(ids), 700)
+            return ids
+
+        with ThreadPoolExecutor(8) as pool:
+            pushed = [i for ids in pool.map(push, range(8)) for i in ids]
+        time.sleep(0.5)
+        stop.set()
+        reader.join(5)
+
+        calls = [int(m.group(4)) for m in map(PushBatchingTest.PUSH_LINE.search, lines)
+                 if m and m.group(1) == sha and m.group(2) == ns.prefix]
+        self.assertEqual(sum(calls), len(pushed), f"every job reaches Redis exactly once: calls {calls}")
+        self.assertLessEqual(max(calls), 1000, f"a push.lua call carried more than 1000 jobs: {calls}")
+        self.assertCounts(d, "capped", delayed=len(pushed))
+        rows = ns.query("SELECT state, COUNT(*) FROM message WHERE topic = 'capped' GROUP BY state")
+        self.assertEqual(dict((s, int(n)) for s, n in rows), {"delayed": len(pushed)})
+
+
 class BizKeyTest(CoreTestCase):
     def test_duplicate_bizkey_answers_the_same_id(self):
         d = self.daemon()
