@@ -467,9 +467,67 @@ static void for_each_list(struct longpoll *lp, void (*fn)(struct longpoll *, str
     free(lens);
 }
 
+/* The safety re-check, for notifications lost while Redis reconnected (and for requests that
+ * waited out the journal's back-pressure): instead of a reservation per parked topic every
+ * second, one HMGET of the shard's counters per shard asks which of them have ready jobs,
+ * and only those are tried. */
+struct tick_call {
+    struct hctx *ctx;
+    int n;
+    char **topics;
+    size_t *lens;
+};
+
+static void tick_call_free(struct tick_call *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->topics[i]);
+    free(t->topics);
+    free(t->lens);
+    free(t);
+}
+
+static void on_ready_counts(const int64_t *ready, int n, void *arg)
+{
+    struct tick_call *t = arg;
+    for (int i = 0; i < t->n; i++)
+        if (ready == NULL || (i < n && ready[i] > 0)) /* no answer: try them, as before */
+            longpoll_notify(t->ctx, t->topics[i], t->lens[i]);
+    tick_call_free(t);
+}
+
 void longpoll_tick(struct hctx *ctx)
 {
-    for_each_list(ctx->parked, notify_list);
+    struct longpoll *lp = ctx->parked;
+    int shards = ctx->store.shards;
+    if (lp->lists.count == 0)
+        return;
+    struct tick_call **calls = calloc((size_t)shards, sizeof *calls);
+    if (calls == NULL)
+        return;
+    size_t pos = 0;
+    struct topic_list *t;
+    while ((t = hmap_next(&lp->lists, &pos, NULL, NULL)) != NULL) {
+        int s = topic_shard(t->topic, t->len, shards);
+        struct tick_call *c = calls[s];
+        if (c == NULL && (c = calls[s] = calloc(1, sizeof *c)) != NULL) {
+            c->ctx = ctx;
+            c->topics = calloc(lp->lists.count, sizeof *c->topics);
+            c->lens = calloc(lp->lists.count, sizeof *c->lens);
+        }
+        if (c == NULL || c->topics == NULL || c->lens == NULL || (c->topics[c->n] = strndup(t->topic, t->len)) == NULL)
+            continue;
+        c->lens[c->n++] = t->len;
+    }
+    for (int s = 0; s < shards; s++) {
+        struct tick_call *c = calls[s];
+        if (c == NULL)
+            continue;
+        if (c->n == 0 || store_ready_counts(&ctx->store, s, (const char *const *)c->topics, c->lens, c->n,
+                                            on_ready_counts, c) < 0)
+            tick_call_free(c); /* Redis down: the redis_up hook ticks again */
+    }
+    free(calls);
 }
 
 static void drain_list(struct longpoll *lp, struct topic_list *t)

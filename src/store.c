@@ -590,6 +590,65 @@ int store_move(struct store *s, int shard, int64_t now, int limit, const char *w
     return rc;
 }
 
+/* ---- ready counts ---- */
+
+struct ready_call {
+    store_ready_fn fn;
+    void *arg;
+};
+
+static void on_ready_counts(redisReply *r, void *arg)
+{
+    struct ready_call *c = arg;
+    int64_t *ready = rreply_is_array(r, 1) ? malloc(r->elements * sizeof *ready) : NULL;
+    for (size_t i = 0; ready && i < r->elements; i++)
+        ready[i] = r->element[i]->type == REDIS_REPLY_NIL ? 0 : rreply_int(r, i);
+    c->fn(ready, ready ? (int)r->elements : 0, c->arg);
+    free(ready);
+    free(c);
+}
+
+int store_ready_counts(struct store *s, int shard, const char *const *topics, const size_t *lens, int n,
+                       store_ready_fn fn, void *arg)
+{
+    /* HMGET <prefix>:{shard}:count ready:<topic>... (fields as lib.lua's counters name them) */
+    const char **argv = malloc((size_t)(n + 2) * sizeof *argv);
+    size_t *alens = malloc((size_t)(n + 2) * sizeof *alens);
+    char **fields = calloc((size_t)n, sizeof *fields);
+    struct ready_call *c = malloc(sizeof *c);
+    char key[160];
+    int klen = store_key(key, sizeof key, s->prefix, shard, "count");
+    int rc = -1;
+    if (argv && alens && fields && c && klen > 0) {
+        argv[0] = "HMGET";
+        alens[0] = 5;
+        argv[1] = key;
+        alens[1] = (size_t)klen;
+        int ok = 1;
+        for (int i = 0; i < n && ok; i++) {
+            fields[i] = malloc(6 + lens[i]);
+            ok = fields[i] != NULL;
+            if (ok) {
+                memcpy(fields[i], "ready:", 6);
+                memcpy(fields[i] + 6, topics[i], lens[i]);
+                argv[i + 2] = fields[i];
+                alens[i + 2] = 6 + lens[i];
+            }
+        }
+        c->fn = fn;
+        c->arg = arg;
+        rc = ok ? rconn_command(s->rc, on_ready_counts, c, n + 2, argv, alens) : -1;
+    }
+    for (int i = 0; fields && i < n; i++)
+        free(fields[i]);
+    free(fields);
+    free(argv);
+    free(alens);
+    if (rc < 0)
+        free(c);
+    return rc;
+}
+
 /* ---- outbox length ---- */
 
 struct outbox_call {

@@ -146,6 +146,12 @@ struct topic_counts {
 typedef void (*store_counts_fn)(const struct topic_counts *topics, int n, long outbox, int failed, void *arg);
 int store_counts(struct store *s, store_counts_fn fn, void *arg) __attribute__((warn_unused_result));
 
+/* ---- ready counts of some topics of one shard (one HMGET on the shard's counters) ---- */
+/* ready[i] = jobs ready on topics[i]; NULL when the command failed. */
+typedef void (*store_ready_fn)(const int64_t *ready, int n, void *arg);
+int store_ready_counts(struct store *s, int shard, const char *const *topics, const size_t *lens, int n,
+                       store_ready_fn fn, void *arg) __attribute__((warn_unused_result));
+
 /* ---- the outbox's length (XLEN of every shard's stream) ---- */
 /* `failed`: some shard did not answer (total counts the others). */
 typedef void (*store_outbox_fn)(long total, int failed, void *arg);

@@ -6,7 +6,11 @@ daemon over HTTP through harness.Daemon; nothing reaches into src/.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pathlib
+import re
+import socket
 import threading
 import time
 from typing import Any, Iterable
@@ -180,3 +184,58 @@ class Background:
     @property
     def elapsed(self) -> float:
         return (self.finished or time.monotonic()) - self.started
+
+
+def script_sha(name: str) -> str:
+    """The SHA-1 EVALSHA calls src/lua/<name>.lua by (scripts/embed-lua.sh: the prelude, then
+    the script, each line ending with a newline)."""
+    root = pathlib.Path(__file__).resolve().parents[2] / "src" / "lua"
+    text = (root / "lib.lua").read_text() + (root / f"{name}.lua").read_text()
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+class RedisMonitor:
+    """Every command Redis runs while open (MONITOR on its own connection), as text lines cut
+    to 300 characters. `with RedisMonitor(port) as mon: ...` then read mon.lines."""
+
+    EVALSHA = re.compile(r'"(?i:evalsha)" "([0-9a-f]{40})" "1" "([^"]+):\{(\d+)\}:[a-z]+" "([^"]*)"')
+
+    def __init__(self, port: int) -> None:
+        self.lines: list[str] = []
+        self._sock = socket.create_connection(("127.0.0.1", port))
+        self._stop = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def __enter__(self) -> "RedisMonitor":
+        self._sock.sendall(b"MONITOR\r\n")
+        self._sock.settimeout(0.2)
+        self._reader.start()
+        time.sleep(0.2)  # MONITOR is in force once Redis has read it
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        time.sleep(0.3)  # what was sent just before is seen
+        self._stop.set()
+        self._reader.join(5)
+        self._sock.close()
+
+    def _read(self) -> None:
+        buf = b""
+        while not self._stop.is_set():
+            try:
+                chunk = self._sock.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            *done, buf = buf.split(b"\r\n")
+            self.lines.extend(x[:300].decode(errors="replace") for x in done)
+
+    def evalsha(self, script: str, prefix: str) -> list[str]:
+        """The first ARGV of every call of `script` on keys under `prefix`."""
+        sha = script_sha(script)
+        return [m.group(4) for m in map(self.EVALSHA.search, self.lines)
+                if m and m.group(1) == sha and m.group(2) == prefix]

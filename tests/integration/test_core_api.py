@@ -3,17 +3,14 @@
     make integration T=test_core_api
 """
 
-import hashlib
 import json
-import pathlib
 import re
 import socket
-import threading
 import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-from core_common import CoreTestCase, now_ms
+from core_common import CoreTestCase, RedisMonitor, now_ms
 from harness import wait_until
 
 
@@ -240,45 +237,10 @@ class PushBatchingTest(CoreTestCase):
     with Redis MONITOR: every job reaches Redis exactly once, calls carry several requests'
     jobs, and each job's state in Redis is the one its committed row says."""
 
-    PUSH_LINE = re.compile(r'"(?i:evalsha)" "([0-9a-f]{40})" "1" "([^"]+):\{(\d+)\}:jobs" "(\d+)"')
-
-    @staticmethod
-    def push_script_sha() -> str:
-        # scripts/embed-lua.sh: the prelude, then the script, each line ending with a newline
-        root = pathlib.Path(__file__).resolve().parents[2] / "src" / "lua"
-        text = (root / "lib.lua").read_text() + (root / "push.lua").read_text()
-        return hashlib.sha1(text.encode()).hexdigest()
-
     def test_pushes_committed_together_share_one_call_per_shard(self):
         ns = self.namespace()
         d = self.start_daemon(namespace=ns)
         self.wait_healthy(d)
-        sha = self.push_script_sha()
-        lines: list[str] = []
-        mon = socket.create_connection(("127.0.0.1", ns.redis.port))
-        self.addCleanup(mon.close)
-        mon.sendall(b"MONITOR\r\n")
-        mon.settimeout(0.2)
-
-        def read_monitor(stop: threading.Event) -> None:
-            buf = b""
-            while not stop.is_set():
-                try:
-                    chunk = mon.recv(65536)
-                except socket.timeout:
-                    continue
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                buf += chunk
-                *done, buf = buf.split(b"\r\n")
-                lines.extend(x.decode(errors="replace") for x in done)
-
-        stop = threading.Event()
-        reader = threading.Thread(target=read_monitor, args=(stop,), daemon=True)
-        reader.start()
-        time.sleep(0.2)
 
         # 40 clients x 5 single pushes: half due now (ready), half in 10 minutes (delayed),
         # on two topics (two shards, as it happens, or one: either way calls are per shard)
@@ -291,14 +253,10 @@ class PushBatchingTest(CoreTestCase):
                 out.append((r.json()["id"], "ready" if delay == 0 else "delayed"))
             return out
 
-        with ThreadPoolExecutor(40) as pool:
+        with RedisMonitor(ns.redis.port) as mon, ThreadPoolExecutor(40) as pool:
             pushed = [job for jobs in pool.map(client, range(40)) for job in jobs]
-        time.sleep(0.3)
-        stop.set()
-        reader.join(5)
 
-        calls = [(int(m.group(4))) for m in map(self.PUSH_LINE.search, lines)
-                 if m and m.group(1) == sha and m.group(2) == ns.prefix]
+        calls = [int(n) for n in mon.evalsha("push", ns.prefix)]
         self.assertGreater(len(calls), 0, "MONITOR saw no push.lua call (is the script's sha computed right?)")
         self.assertEqual(sum(calls), len(pushed), f"every job reaches Redis exactly once: calls {calls}")
         self.assertLess(len(calls), len(pushed), f"no call carried more than one request's job: {calls}")
@@ -321,32 +279,6 @@ class PushCallCapTest(CoreTestCase):
         ns = self.namespace()
         d = self.start_daemon(namespace=ns)
         self.wait_healthy(d)
-        sha = PushBatchingTest.push_script_sha()
-        lines: list[str] = []
-        mon = socket.create_connection(("127.0.0.1", ns.redis.port))
-        self.addCleanup(mon.close)
-        mon.sendall(b"MONITOR\r\n")
-        mon.settimeout(0.2)
-        stop = threading.Event()
-
-        def read_monitor() -> None:
-            buf = b""
-            while not stop.is_set():
-                try:
-                    chunk = mon.recv(1 << 20)
-                except socket.timeout:
-                    continue
-                except OSError:
-                    return
-                if not chunk:
-                    return
-                buf += chunk
-                *done, buf = buf.split(b"\r\n")
-                lines.extend(x[:200].decode(errors="replace") for x in done)
-
-        reader = threading.Thread(target=read_monitor, daemon=True)
-        reader.start()
-        time.sleep(0.2)
 
         # 8 concurrent arrays of 700 jobs on one topic (one shard): the journal commits the
         # ones that queue behind the first together, so one drain holds several thousand
@@ -358,14 +290,10 @@ class PushCallCapTest(CoreTestCase):
             self.assertEqual(len(ids), 700)
             return ids
 
-        with ThreadPoolExecutor(8) as pool:
+        with RedisMonitor(ns.redis.port) as mon, ThreadPoolExecutor(8) as pool:
             pushed = [i for ids in pool.map(push, range(8)) for i in ids]
-        time.sleep(0.5)
-        stop.set()
-        reader.join(5)
 
-        calls = [int(m.group(4)) for m in map(PushBatchingTest.PUSH_LINE.search, lines)
-                 if m and m.group(1) == sha and m.group(2) == ns.prefix]
+        calls = [int(n) for n in mon.evalsha("push", ns.prefix)]
         self.assertEqual(sum(calls), len(pushed), f"every job reaches Redis exactly once: calls {calls}")
         self.assertLessEqual(max(calls), 1000, f"a push.lua call carried more than 1000 jobs: {calls}")
         self.assertCounts(d, "capped", delayed=len(pushed))

@@ -6,13 +6,14 @@ in the benchmarks.
     make integration T=test_core_longpoll
 """
 
+import re
 import signal
 import socket
 import threading
 import time
 import unittest
 
-from core_common import Background, CoreTestCase, now_ms
+from core_common import Background, CoreTestCase, RedisMonitor, now_ms
 from harness import HOST, wait_until
 
 WAKE_BOUND_S = 0.5   # a parked long-poll must be answered this soon after its job is ready
@@ -100,6 +101,48 @@ class WakeTest(CoreTestCase):
         self.assertStatus(r, 200)
         self.assertEqual([j["id"] for j in r.json()], [id])
         self.assertLess(poll.elapsed, 5)
+
+
+class SafetyTickTest(CoreTestCase):
+    """The 1 s safety re-check of parked long-polls (for notifications lost while Redis
+    reconnected) asks the shards' counters which parked topics have ready jobs — one HMGET
+    per shard — and reserves only for those: idle consumers cost Redis no script call."""
+
+    def test_idle_parked_consumers_cost_no_reservation(self):
+        ns = self.namespace()
+        d = self.start_daemon(namespace=ns)
+        self.wait_healthy(d)
+        topics = [f"idle{i}" for i in range(20)]
+        with RedisMonitor(ns.redis.port) as mon:
+            polls = [Background(d.get, t, timeout=4) for t in topics]
+            time.sleep(3.5)  # three ticks or more
+            for p in polls:
+                self.assertStatus(p.join(10), 204)
+        reserves = mon.evalsha("reserve", ns.prefix)
+        self.assertEqual(len(reserves), len(topics),
+                         f"one reservation per long-poll when it parked, none from the ticks: {len(reserves)}")
+        self.assertTrue(any('"hmget"' in line.lower() and ":count" in line for line in mon.lines),
+                        "the ticks asked the counters")
+
+    def test_the_tick_finds_a_job_whose_announcement_was_lost(self):
+        # The subscriber's connection is killed and the job pushed at once: its "ready"
+        # message is published while nobody of this daemon listens (the subscriber waits out
+        # a 100 ms backoff). Only the tick — on the subscriber's reconnect, or the next second
+        # — can hand it to the parked consumer, through the counters it now asks first.
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0}}, namespace=self.namespace())
+        self.wait_healthy(d)
+        poll = Background(d.get, "quiet", timeout=8)
+        wait_until(lambda: self.parked(d) == 1, 5, 0.02, "the consumer to park")
+        clients = dict(re.findall(r"\bid=(\d+) .*?\bname=(hourglass-\S+)", redis.cli("CLIENT", "LIST")))
+        sub = [cid for cid, name in clients.items() if name == "hourglass-subscriber"]
+        self.assertEqual(len(sub), 1, clients)
+        redis.cli("CLIENT", "KILL", "ID", sub[0])
+        self.assertJsonOk(d.push({"topic": "quiet", "body": "found"}))
+        got = poll.join(15)
+        self.assertStatus(got, 200)
+        self.assertEqual(got.json()["body"], "found")
+        self.assertLess(poll.elapsed, 3.0, "handed over by the tick within about a second")
 
 
 class ConsumersTest(CoreTestCase):
