@@ -16,6 +16,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ratelimit.h"
+#include "rconn.h"
 #include "sbuf.h"
 #include "worker.h"
 
@@ -154,6 +155,13 @@ void respond_error_members(struct request *r, int status, const char *code, cons
 
 void respond_unavailable(struct request *r, const char *what)
 {
+    /* Redis: say why (OOM, READONLY...), from this worker's connection (rconn.h). */
+    struct rconn_error rerr;
+    if (strcmp(what, "Redis") == 0 && rconn_last_error(r->w->redis, &rerr) != RCAUSE_NONE) {
+        respond_error(r, 503, "unavailable", "Redis is unavailable (%s: %s); retry shortly",
+                      rconn_cause_name(rerr.cause), rerr.text);
+        return;
+    }
     respond_error(r, 503, "unavailable", "%s is unavailable; retry shortly", what);
 }
 
