@@ -49,7 +49,7 @@ enum rc_state { RC_DOWN, RC_CONNECTING, RC_SETUP, RC_UP };
 
 #define CHANNELS_MAX 4
 #define WATCHDOG_TICK_MAX_MS 100
-#define NOSCRIPT_SENDS 3 /* sends of one script call before NOSCRIPT fails it (a flush per round trip) */
+#define NOSCRIPT_SENDS 5 /* sends of one script call before NOSCRIPT fails it (a flush per round trip) */
 
 /* Bumped whenever any connection of this process becomes usable ("Redis is back"). */
 static atomic_uint up_epoch;
