@@ -93,6 +93,7 @@ struct rconn {
     int setup_pending;       /* set-up replies still awaited */
     uint64_t seq;            /* commands sent on this connection so far */
     uint64_t reload_seq;     /* seq of the last SCRIPT LOAD round sent */
+    unsigned seen_demote_epoch;
     struct pending *hung;    /* replies swallowed by the fault seam, failed on drop */
     int64_t last_error_log_us;
     int freeing;
@@ -122,6 +123,18 @@ struct pending {
 
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rconn *all_rconns;
+
+/* READONLY and LOADING are the server's state, not one connection's: an idle connection to
+ * the same server would go on counting as up (so requests pass api_require_redis and fail
+ * later, or /health says up). The first connection to see it bumps this epoch; every other
+ * connection to that address drops itself at its next watchdog tick, and its set-up (ROLE)
+ * keeps it down while the server is a replica. */
+static atomic_uint demote_epoch;
+static struct {
+    char address[256];
+    enum rconn_cause cause;
+    char text[RCONN_ERROR_TEXT];
+} demoted; /* under err_lock */
 
 static rconn_fault_fn fault_fn;
 static void *fault_arg;
@@ -325,6 +338,7 @@ static void set_state(struct rconn *rc, enum rc_state state)
     if (old != RC_UP && state == RC_UP) {
         rc->backoff_ms = 100;
         clear_error(rc);
+        rc->seen_demote_epoch = atomic_load(&demote_epoch); /* checked anew by ROLE just now */
         atomic_fetch_add(&up_epoch, 1);
         metrics_gauge_add(MG_REDIS_UP, 1);
         log_info("redis %s: connected to %s", rc->name, rc->address);
@@ -459,7 +473,9 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     metrics_observe(MH_REDIS_LATENCY, (double)(now - p->sent_us) / 1e6);
 
     if (reply == NULL) {
-        if (rc->cause == RCAUSE_NONE) /* hiredis fails the pending before it says why */
+        /* A drop recorded why (sticky); otherwise the socket went away and hiredis fails the
+         * pending before it says so: an older error must not be taken for this one's cause. */
+        if (rc->cause == RCAUSE_NONE || !rc->cause_sticky)
             set_error_str(rc, RCAUSE_DOWN, ac && ac->errstr[0] ? ac->errstr : "connection lost");
         count_error(rc->cause);
     } else if (reply->type == REDIS_REPLY_ERROR) {
@@ -473,6 +489,12 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
              * that has loaded its data. Counts as down meanwhile. */
             char why[RCONN_ERROR_TEXT + 32];
             snprintf(why, sizeof why, "%s; reconnecting", rc->cause_text);
+            pthread_mutex_lock(&err_lock);
+            snprintf(demoted.address, sizeof demoted.address, "%s", rc->address);
+            demoted.cause = cause;
+            memcpy(demoted.text, rc->cause_text, sizeof demoted.text);
+            rc->seen_demote_epoch = atomic_fetch_add(&demote_epoch, 1) + 1;
+            pthread_mutex_unlock(&err_lock);
             drop(rc, why, RCAUSE_NONE);
         } else {
             log_error_limited(rc, "command failed", reply->str);
@@ -767,6 +789,22 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
             connect_now(rc);
         }
         return;
+    }
+    unsigned epoch = atomic_load(&demote_epoch);
+    if (epoch != rc->seen_demote_epoch) {
+        rc->seen_demote_epoch = epoch;
+        enum rconn_cause cause = RCAUSE_NONE;
+        char text[RCONN_ERROR_TEXT + 48];
+        pthread_mutex_lock(&err_lock);
+        if (strcmp(demoted.address, rc->address) == 0) {
+            cause = demoted.cause;
+            snprintf(text, sizeof text, "%s (seen by another connection)", demoted.text);
+        }
+        pthread_mutex_unlock(&err_lock);
+        if (cause != RCAUSE_NONE && rc->state == RC_UP) {
+            drop(rc, text, cause);
+            return;
+        }
     }
     if ((rc->state == RC_CONNECTING || rc->state == RC_SETUP) && now - rc->state_since_us > limit) {
         metrics_inc(MC_REDIS_TIMEOUTS, 1);
