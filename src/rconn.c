@@ -801,7 +801,7 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
             snprintf(text, sizeof text, "%s (seen by another connection)", demoted.text);
         }
         pthread_mutex_unlock(&err_lock);
-        if (cause != RCAUSE_NONE && rc->state == RC_UP) {
+        if (cause != RCAUSE_NONE && rc->state == RC_UP && !rc->subscriber) { /* subscribing works on a replica */
             drop(rc, text, cause);
             return;
         }

@@ -19,12 +19,11 @@ for t = 4, #ARGV do
     local topic = ARGV[t]
     local rkey = ready_key(topic)
     while #out < want and budget > 0 do
-        local ids = redis.call("ZRANGE", rkey, 0, math.min(want - #out, budget) - 1)
+        local ids = redis.call("ZRANGE", rkey, 0, math.min(want - #out, budget, 1000) - 1)
         if #ids == 0 then break end
         for _, idkey in ipairs(ids) do
             budget = budget - 1
             local j, why, rec = check_job(idkey)
-            redis.call("ZREM", rkey, idkey) -- every entry looked at leaves: progress is certain
             if not j then
                 bad = bad + 1
                 set_aside(idkey, why, rec)
@@ -52,6 +51,9 @@ for t = 4, #ARGV do
             end
             -- an entry whose job is in another state is stale: dropped, as ZPOPMIN did
         end
+        -- every entry looked at leaves (at most 1000 a round: within unpack's limit), so the
+        -- loop always progresses
+        redis.call("ZREM", rkey, unpack(ids))
     end
     if #out >= want or budget <= 0 then break end
 end
