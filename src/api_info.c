@@ -19,11 +19,19 @@ void api_health(struct request *r)
     int draining = atomic_load(&app->draining);
     int ids = atomic_load(&app->worker_id) >= 0; /* without a worker number it cannot take pushes */
     int layout = atomic_load(&app->layout) == 1;  /* shard count checked against the data */
-    int ok = redis && mysql && ids && layout && !draining;
+    /* Redis may answer and still refuse work (OOM, BUSY, READONLY...): name it (rconn.h). */
+    struct rconn_error rerr;
+    int refused = rconn_cause_refuses(rconn_process_error(&rerr));
+    int ok = redis && !refused && mysql && ids && layout && !draining;
     struct sbuf sb = SBUF_INIT;
     sb_printf(&sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
               ok ? "ok" : "unavailable", redis ? "up" : "down", mysql ? "up" : "down", draining ? "true" : "false");
     sb_json_cstr(&sb, app->instance);
+    if (rerr.cause != RCAUSE_NONE) {
+        sb_printf(&sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rconn_cause_name(rerr.cause));
+        sb_json_cstr(&sb, rerr.text);
+        sb_printf(&sb, ",\"ageMs\":%lld}", (long long)rerr.age_ms);
+    }
     sb_printf(&sb, ",\"workerId\":%d}", atomic_load(&app->worker_id));
     if (!ok)
         respond_header(r, "Retry-After", "1");

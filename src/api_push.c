@@ -27,6 +27,7 @@
 #include "rconn.h"
 #include "app.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,18 @@ static void respond_push_unavailable(struct push_state *st)
         return;
     }
     sb_putc(&ids, ']');
+    /* Name what Redis said when it said something (OOM, READONLY...: rconn.h). */
+    struct rconn_error rerr;
+    if (rconn_last_error(st->r->ctx->redis, &rerr) != RCAUSE_NONE && rerr.cause != RCAUSE_DOWN) {
+        char msg[RCONN_ERROR_TEXT + 192];
+        snprintf(msg, sizeof msg,
+                 "Redis failed the push (%s: %s): the jobs in maybeQueued may have been queued (GET /jobs/{id} "
+                 "tells); the rest were not; retry shortly",
+                 rconn_cause_name(rerr.cause), rerr.text);
+        respond_error_members(st->r, 503, "unavailable", msg, &ids);
+        sb_free(&ids);
+        return;
+    }
     respond_error_members(st->r, 503, "unavailable",
                           "Redis did not answer once the push was sent: the jobs in maybeQueued may have been "
                           "queued (GET /jobs/{id} tells); the rest were not; retry shortly",

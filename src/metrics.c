@@ -1,6 +1,7 @@
 /* metrics.c — see metrics.h. */
 #include "metrics.h"
 #include "job.h"
+#include "rconn.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_PUBSUB_MESSAGES] = {"hourglass_pubsub_messages_total", "ready/wake notifications received"},
     [MC_RESTORED] = {"hourglass_restored_total", "jobs put back into Redis by /reStore"},
     [MC_RETENTION_DELETED] = {"hourglass_retention_deleted_total", "terminal messages removed by retention"},
+    [MC_BAD_RECORDS] = {"hourglass_bad_records_total",
+                        "job records scripts found missing or corrupt, set aside instead of delivered or moved"},
 };
 
 static const struct counter_def gauge_defs[MG_COUNT] = {
@@ -76,6 +79,38 @@ static _Atomic uint64_t http_count[EP_COUNT][NSTATUS + 1];
 static struct hist http_latency[EP_COUNT];
 
 static _Atomic uint64_t transitions[JS_ABORTED + 1][JS_ABORTED + 1];
+
+static _Atomic uint64_t redis_errors[RCAUSE_COUNT];
+
+void metrics_redis_error(int cause)
+{
+    if (cause <= RCAUSE_NONE || cause >= RCAUSE_COUNT)
+        cause = RCAUSE_OTHER;
+    atomic_fetch_add_explicit(&redis_errors[cause], 1, memory_order_relaxed);
+}
+
+/* hourglass_redis_errors_total split by cause, as its own family: the label-less total stays
+ * what it was for existing dashboards. Every cause is always present, so an alert can name one
+ * before it first happens. The sum equals the total: what was counted there without a cause
+ * (the outbox's own connection) shows as "other". */
+static void render_redis_errors(struct sbuf *out)
+{
+    static const struct counter_def def[1] = {{"hourglass_redis_error_causes_total",
+                                               "Redis commands that failed, by cause (an error reply's code, "
+                                               "timeout or down); sums to hourglass_redis_errors_total"}};
+    uint64_t total = atomic_load_explicit(&counters[MC_REDIS_ERRORS], memory_order_relaxed), known = 0;
+    uint64_t v[RCAUSE_COUNT];
+    for (int c = RCAUSE_NONE + 1; c < RCAUSE_COUNT; c++) {
+        v[c] = atomic_load_explicit(&redis_errors[c], memory_order_relaxed);
+        known += v[c];
+    }
+    if (total > known)
+        v[RCAUSE_OTHER] += total - known;
+    sb_printf(out, "# HELP %s %s\n# TYPE %s counter\n", def->name, def->help, def->name);
+    for (int c = RCAUSE_NONE + 1; c < RCAUSE_COUNT; c++)
+        sb_printf(out, "%s{cause=\"%s\"} %llu\n", def->name, rconn_cause_name((enum rconn_cause)c),
+                  (unsigned long long)v[c]);
+}
 
 void metrics_inc(enum metric_counter c, uint64_t n)
 {
@@ -206,6 +241,7 @@ void metrics_render(struct sbuf *out, const char *instance)
         sb_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counter_defs[c].name, counter_defs[c].help,
                   counter_defs[c].name, counter_defs[c].name,
                   (unsigned long long)atomic_load_explicit(&counters[c], memory_order_relaxed));
+    render_redis_errors(out);
     for (int g = 0; g < MG_COUNT; g++)
         sb_printf(out, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", gauge_defs[g].name, gauge_defs[g].help,
                   gauge_defs[g].name, gauge_defs[g].name,

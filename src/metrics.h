@@ -30,6 +30,7 @@ enum metric_counter {
     MC_PUBSUB_MESSAGES,
     MC_RESTORED,
     MC_RETENTION_DELETED,
+    MC_BAD_RECORDS,     /* job records a script found missing or corrupt (quarantined, not dropped) */
     MC_COUNT
 };
 
@@ -58,6 +59,11 @@ void metrics_gauge_set(enum metric_gauge g, int64_t value);
 int64_t metrics_gauge_get(enum metric_gauge g);
 uint64_t metrics_counter_get(enum metric_counter c);
 void metrics_observe(enum metric_hist h, double value);
+
+/* One failed Redis command, by cause (enum rconn_cause); also counted in MC_REDIS_ERRORS by the
+ * caller. /metrics shows them as hourglass_redis_error_causes_total{cause=...}; failures
+ * counted only in MC_REDIS_ERRORS show as cause="other". */
+void metrics_redis_error(int cause);
 
 /* One HTTP response: endpoint, status code and time from request to response. */
 void metrics_http(enum endpoint ep, int status, int64_t duration_us);

@@ -7,12 +7,21 @@
  * pending command at once. A connection counts as up only after its set-up commands were
  * answered, so callers get an immediate "down" instead of waiting on a half-open socket.
  *
+ * Error replies are classified (enum rconn_cause) rather than all read as "Redis down": each
+ * connection keeps its current trouble, readable by its own thread (rconn_last_error) and by
+ * any thread for the whole process (rconn_process_error), and /metrics counts them by cause.
+ * A script call answered NOSCRIPT (someone flushed the script cache) reloads every script and
+ * is re-sent transparently, however often that happens. READONLY (we talk to a replica) and
+ * LOADING drop the connection, which then counts as down and reconnects with backoff; a
+ * connection whose server says ROLE slave at set-up does not come up.
+ *
  * Owned by the thread of its event_base; never touch it from another thread. */
 #ifndef HG_RCONN_H
 #define HG_RCONN_H
 
 #include <hiredis/hiredis.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "scripts.h"
 
@@ -20,7 +29,8 @@ struct event_base;
 struct rconn;
 
 /* A command's outcome. `reply` is NULL when the command failed in any way (connection down
- * or dropped, timeout, or an error reply, which is logged); it is freed after the callback. */
+ * or dropped, timeout, or an error reply, which is logged and classified: rconn_last_error
+ * names why, from inside the callback too); it is freed after the callback. */
 typedef void (*rconn_reply_fn)(redisReply *reply, void *arg);
 
 /* Told whenever the connection becomes usable (up = 1) or stops being so (up = 0). */
@@ -62,6 +72,68 @@ int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, cons
  * the caller); argv[3] is KEYS[1], argv[4..] are ARGV. Same return as rconn_command. */
 int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
                void *arg) __attribute__((warn_unused_result));
+
+/* Why Redis did not do what was asked. */
+enum rconn_cause {
+    RCAUSE_NONE,
+    RCAUSE_DOWN,     /* not connected: refused, lost, or dropped by us */
+    RCAUSE_TIMEOUT,  /* no reply within timeout_ms (a hung or paused Redis) */
+    RCAUSE_OOM,      /* maxmemory reached: writes refused */
+    RCAUSE_BUSY,     /* a script or function runs past busy-reply-threshold */
+    RCAUSE_READONLY, /* the server is a replica (after a failover) */
+    RCAUSE_LOADING,  /* the server is loading its dataset */
+    RCAUSE_NOSCRIPT, /* the script cache lacks a script even after reloading */
+    RCAUSE_SCRIPT,   /* a Lua script raised an error */
+    RCAUSE_AUTH,     /* NOAUTH, WRONGPASS, NOPERM */
+    RCAUSE_OTHER,
+    RCAUSE_COUNT
+};
+
+/* Stable lower-case name of a cause ("oom", "readonly"...), for metrics labels and JSON. */
+const char *rconn_cause_name(enum rconn_cause cause);
+
+/* Classify the text of an error reply (exposed for tests). */
+enum rconn_cause rconn_classify(const char *err, size_t len);
+
+/* 1 when the cause is Redis answering but refusing work as a whole (OOM, BUSY, READONLY,
+ * LOADING, NOSCRIPT, AUTH): /health should say unavailable while it lasts. Script and "other"
+ * errors concern one command only; down and timeout are what rconn_is_up already reports. */
+int rconn_cause_refuses(enum rconn_cause cause);
+
+#define RCONN_ERROR_TEXT 160
+/* How long an error that leaves the connection up stays "current" without repeating. */
+#define RCONN_ERROR_HOLD_MS 10000
+
+struct rconn_error {
+    enum rconn_cause cause;
+    char text[RCONN_ERROR_TEXT]; /* Redis's own words, or ours for down/timeout */
+    int64_t age_ms;              /* since it last happened */
+};
+
+/* This connection's current trouble, into *out (cause RCAUSE_NONE when there is none). An
+ * error is current until a later call of the same script (or any command, for a plain one)
+ * succeeds, or RCONN_ERROR_HOLD_MS pass without it repeating; a connection that is not up
+ * keeps why it went down until it is up again. Owner thread only. Returns out->cause. */
+enum rconn_cause rconn_last_error(const struct rconn *rc, struct rconn_error *out);
+
+/* The same over every connection of the process (any thread): the most recent current error,
+ * preferring one that refuses work. Returns out->cause. */
+enum rconn_cause rconn_process_error(struct rconn_error *out);
+
+/* ---- fault seam (tests only) ----
+ * A hook asked before each command leaves through rconn_command/rconn_eval (RCONN_AT_SEND)
+ * and before each reply is handed on (RCONN_AT_REPLY); `script` is the script id of a script
+ * call, -1 otherwise. What it returns happens instead of the normal course:
+ *   RCONN_FAULT_FAIL  at send: the send fails as if hiredis had refused it (returns -1);
+ *   RCONN_FAULT_DROP  at reply: the connection drops as if the socket died (every pending
+ *                     callback, this one's too, runs with NULL; reconnect as usual);
+ *   RCONN_FAULT_HANG  at reply: the reply is swallowed, the command stays pending (the
+ *                     watchdog's timeout then drops the connection; its callback runs then).
+ * Process-wide; set it before any connection exists and never in production. */
+enum rconn_fault_at { RCONN_AT_SEND, RCONN_AT_REPLY };
+enum rconn_fault { RCONN_FAULT_NONE, RCONN_FAULT_FAIL, RCONN_FAULT_DROP, RCONN_FAULT_HANG };
+typedef enum rconn_fault (*rconn_fault_fn)(const struct rconn *rc, enum rconn_fault_at at, int script, void *arg);
+void rconn_set_fault_hook(rconn_fault_fn fn, void *arg);
 
 /* Parse "host:port", "[v6]:port" or "unix:/path" (exposed for tests). 0 / -1. */
 int rconn_parse_address(const char *address, char *host, size_t hostlen, int *port, int *is_unix);

@@ -6,6 +6,7 @@
 #include "ids.h"
 #include "jobrec.h"
 #include "log.h"
+#include "metrics.h"
 #include "rconn.h"
 #include "sbuf.h"
 
@@ -44,6 +45,22 @@ void store_actor(char *out, size_t cap, const char *thread, const char *prefix, 
 static void shape_error(const char *script)
 {
     log_error("redis: unexpected reply shape from %s.lua (daemon and scripts out of step?)", script);
+}
+
+/* move.lua and reserve.lua end their reply with one more element, an integer, when they set
+ * records aside (lib.lua set_aside): count and log it. Returns the elements before it. */
+static size_t bad_records_tail(const redisReply *r, const char *script, size_t expect)
+{
+    size_t n = r->elements;
+    if (n != expect + 1 || r->element[n - 1]->type != REDIS_REPLY_INTEGER)
+        return n;
+    long long bad = r->element[n - 1]->integer;
+    if (bad > 0) {
+        metrics_inc(MC_BAD_RECORDS, (uint64_t)bad);
+        log_error("%s.lua: %lld job record(s) missing or corrupt; corrupt ones were moved to <prefix>:{shard}:bad "
+                  "(docs/operations.md, \"Bad job records\")", script, bad);
+    }
+    return n - 1;
 }
 
 struct call {
@@ -215,6 +232,8 @@ static void on_reserve(redisReply *r, void *arg)
         return;
     }
     int n = (int)r->elements;
+    if (n > 0 && r->element[n - 1]->type == REDIS_REPLY_INTEGER) /* jobs are arrays */
+        n = (int)bad_records_tail(r, "reserve", (size_t)n - 1);
     if (n == 0) {
         fn(NULL, 0, 0, user);
         return;
@@ -546,7 +565,7 @@ static void on_move(redisReply *r, void *arg)
     o.next_due = rreply_int(r, 0);
     o.more = (int)rreply_int(r, 1);
     o.n = (int)rreply_int(r, 2);
-    if (o.n < 0 || r->elements != 3 + (size_t)o.n * 6) {
+    if (o.n < 0 || bad_records_tail(r, "move", 3 + (size_t)o.n * 6) != 3 + (size_t)o.n * 6) {
         shape_error("move");
         fn(NULL, user);
         return;

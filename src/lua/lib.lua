@@ -13,6 +13,7 @@
 --   base.."restoring"     string present while a restore runs (finish/delete leave tombstones)
 --   base.."gone"          zset   tombstones: id keys finished/deleted during a restore
 --   base.."log"           stream the journal outbox: one entry per transition (below)
+--   base.."bad"           hash   id key -> a job record that did not decode, set aside by move/reserve
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
 --
 -- The outbox: every script that changes a job appends the change to its shard's stream in
@@ -47,6 +48,35 @@ local function load_job(idkey)
     local ver, st, att, prio, ttr, tries, runat, topic, biz, body = cmsgpack.unpack(rec)
     return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
              runat = runat, topic = topic, biz = biz, body = body }
+end
+
+-- The checked twin of load_job, for scripts that walk many entries (move, reserve): one
+-- record that does not decode must not abort the script half-way, after it already removed
+-- entries it would then never process. Returns the job, or nil and why: "missing" (an index
+-- entry with no record) or "corrupt" (plus the raw record).
+local function check_job(idkey)
+    local rec = redis.call("HGET", K_JOBS, idkey)
+    if not rec then return nil, "missing" end
+    local ok, ver, st, att, prio, ttr, tries, runat, topic, biz, body = pcall(cmsgpack.unpack, rec)
+    if not ok or type(ver) ~= "number" or type(st) ~= "number" or type(att) ~= "number"
+        or type(prio) ~= "number" or type(ttr) ~= "number" or type(tries) ~= "number"
+        or type(runat) ~= "number" or type(topic) ~= "string" or type(biz) ~= "string"
+        or type(body) ~= "string" then
+        return nil, "corrupt", rec
+    end
+    return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
+             runat = runat, topic = topic, biz = biz, body = body }
+end
+
+-- A record check_job refused, taken out of the way: the index entry that led to it is removed
+-- by the caller; a corrupt record moves to base.."bad" (id key -> raw record) for the operator,
+-- so the job is absent from Redis and `/reStore/{id}` rebuilds it from MySQL. The caller
+-- reports how many it set aside (the C side counts and logs them).
+local function set_aside(idkey, why, rec)
+    if why == "corrupt" then
+        redis.call("HSET", base .. "bad", idkey, rec)
+        redis.call("HDEL", K_JOBS, idkey)
+    end
 end
 
 local function save_job(idkey, j)

@@ -3,16 +3,23 @@
 -- ARGV    = now, limit, who
 -- A due entry of the delay zset is either a delayed job (-> ready) or a reserved job whose
 -- lease ran out (-> ready for another delivery, or dead when it had its `tries` deliveries).
+-- Each record is checked before its entry leaves the zset: a missing or corrupt one is set
+-- aside (lib.lua set_aside) and counted, and the rest of the batch is still moved.
 -- Returns {next_due or -1, more (0/1), n, then n transitions of 6:
---          idkey, from_state, to_state, ver, attempts, runAt}
+--          idkey, from_state, to_state, ver, attempts, runAt,
+--          then, only when records were set aside, their number}
 local now = tonumber(ARGV[1])
 local limit, who = tonumber(ARGV[2]), ARGV[3]
 local due = redis.call("ZRANGEBYSCORE", K_DELAY, "-inf", now, "LIMIT", 0, limit)
 local trans = {}
+local bad = 0
 for _, idkey in ipairs(due) do
+    local j, why, rec = check_job(idkey)
     redis.call("ZREM", K_DELAY, idkey)
-    local j = load_job(idkey)
-    if j and (j.st == DELAYED or j.st == RESERVED) then
+    if not j then
+        bad = bad + 1
+        set_aside(idkey, why, rec)
+    elseif j.st == DELAYED or j.st == RESERVED then
         local from = j.st
         count(from, j.topic, -1)
         if from == RESERVED and j.att >= j.tries then
@@ -40,4 +47,5 @@ publish_ready()
 local head = redis.call("ZRANGE", K_DELAY, 0, 0, "WITHSCORES")
 local out = { head[2] and tonumber(head[2]) or -1, (#due == limit) and 1 or 0, #trans / 6 }
 for i = 1, #trans do out[#out + 1] = trans[i] end
+if bad > 0 then out[#out + 1] = bad end
 return out

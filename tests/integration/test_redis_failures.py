@@ -1,0 +1,250 @@
+"""Redis failure modes other than "gone": each on a private redis-server, so a flushed script
+cache, a full memory or a demotion to replica touches no other test.
+
+* SCRIPT FLUSH, again and again, under traffic: no push (nor get/finish) is refused, not even
+  the first after a flush; the daemon reloads its scripts each time and re-sends the call.
+* maxmemory reached: a push answers 503 naming OOM, /health says unavailable naming OOM, the
+  cause is counted in /metrics; once memory is freed pushes and /health recover by themselves.
+* The daemon's Redis demoted to a replica (REPLICAOF, as after a failover): pushes answer 503
+  naming READONLY, /health names it; after REPLICAOF NO ONE the daemon is back by itself.
+* A corrupt or missing job record: reserve.lua and move.lua set it aside (counted in
+  hourglass_bad_records_total, the corrupt record kept in <prefix>:{shard}:bad) and still
+  deliver/move the good jobs around it.
+
+    make integration T=test_redis_failures
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+from core_common import CoreTestCase
+from harness import wait_until
+
+KEY_ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+
+def id_key(job_id: str) -> str:
+    """The compact Redis form of a job id (src/ids.c id_to_key)."""
+    v, out = int(job_id), []
+    for _ in range(11):
+        out.append(KEY_ALPHABET[v & 63])
+        v >>= 6
+    return "".join(reversed(out))
+
+
+def metric(text: str, name: str) -> float:
+    """A sample of /metrics by its full name with labels, e.g. 'x_total{cause="oom"}'; 0 if absent."""
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+class _PrivateRedisCase(CoreTestCase):
+    """A daemon on its own redis-server (shared MariaDB, fresh namespace)."""
+
+    def setUp(self):
+        super().setUp()
+        self.redis = self.private_redis()
+        self.d = self.start_daemon({"redis": {"address": self.redis.address, "db": 0}})
+        self.wait_healthy(self.d)
+        self.prefix = self.d.config["redis"]["prefix"]
+        self.shards = int(self.d.config["redis"]["shards"])
+
+    def shard_key(self, job_id: str, suffix: str) -> str:
+        shard = (int(job_id) & 0xFFF) % self.shards
+        return f"{self.prefix}:{{{shard}}}:{suffix}"
+
+    def metrics_text(self) -> str:
+        r = self.d.metrics()
+        self.assertStatus(r, 200)
+        return r.text
+
+    def cause_count(self, cause: str) -> float:
+        return metric(self.metrics_text(), f'hourglass_redis_error_causes_total{{cause="{cause}"}}')
+
+    def health_json(self):
+        r = self.d.health()
+        return r.status, r.json()
+
+
+class ScriptFlushTest(_PrivateRedisCase):
+
+    def test_repeated_script_flush_under_traffic_refuses_nothing(self):
+        d, stop, lock = self.d, threading.Event(), threading.Lock()
+        answers = []  # (kind, status, message, monotonic)
+
+        def record(kind, r):
+            msg = ""
+            if r.status >= 400:
+                try:
+                    msg = r.json().get("message", "")
+                except ValueError:
+                    msg = r.body[:200]
+            with lock:
+                answers.append((kind, r.status, msg, time.monotonic()))
+
+        def produce(k):
+            n = 0
+            while not stop.is_set():
+                n += 1
+                record("push", d.push({"topic": "flush", "body": {"k": k, "n": n}}))
+
+        def consume():
+            while not stop.is_set():
+                r = d.get("flush", timeout=1)
+                record("get", r)
+                if r.status == 200:
+                    record("finish", d.finish(r.json()["id"]))
+
+        threads = [threading.Thread(target=produce, args=(k,), daemon=True) for k in range(2)]
+        threads.append(threading.Thread(target=consume, daemon=True))
+        for t in threads:
+            t.start()
+        try:
+            wait_until(lambda: sum(1 for a in answers if a[0] == "push" and a[1] == 200) >= 20, 15, 0.05,
+                       "pushes to flow")
+            flushes = 6
+            for _ in range(flushes):
+                self.redis.cli("SCRIPT", "FLUSH")
+                time.sleep(0.4)
+            t_last = time.monotonic()
+            time.sleep(1.0)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(10)
+        refused = [a for a in answers if a[1] >= 500]
+        self.assertEqual(refused[:10], [], f"{len(refused)} answers refused across {flushes} flushes")
+        after = [a for a in answers if a[0] == "push" and a[3] > t_last]
+        self.assertTrue(after and all(a[1] == 200 for a in after), "pushes after the last flush")
+        # the flushes reached the daemon (else this test proved nothing): each cost a reload
+        self.assertGreaterEqual(self.cause_count("noscript"), 3)
+        status, h = self.health_json()
+        self.assertEqual(status, 200, h)
+        self.assertNotIn("redisError", h)
+
+
+class OutOfMemoryTest(_PrivateRedisCase):
+
+    def test_oom_is_named_counted_and_recovers(self):
+        d = self.d
+        self.push(d, "oom", 1)
+        self.redis.cli("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        self.redis.cli("CONFIG", "SET", "maxmemory", "1")
+        try:
+            r = d.push({"topic": "oom", "body": 2})
+            err = self.assertError(r, 503, "unavailable", "push into a full Redis")
+            self.assertIn("oom", err["message"].lower(), err)
+            self.assertIn("maxmemory", err["message"], err)
+            self.assertTrue(r.header("Retry-After"), "503 without Retry-After")
+            status, h = self.health_json()
+            self.assertEqual(status, 503, h)
+            self.assertEqual(h["status"], "unavailable", h)
+            self.assertEqual(h.get("redisError", {}).get("cause"), "oom", h)
+            self.assertGreaterEqual(self.cause_count("oom"), 1)
+        finally:
+            self.redis.cli("CONFIG", "SET", "maxmemory", "0")
+        last = {}
+
+        def push_ok():
+            last["r"] = d.push({"topic": "oom", "body": 3})
+            return last["r"].status == 200
+
+        try:
+            wait_until(push_ok, 10, 0.1, "a push after memory was freed")
+        except TimeoutError:
+            self.fail(f"pushes did not recover: {last.get('r')!r}")
+        try:
+            wait_until(lambda: self.health_json()[0] == 200, 15, 0.1, "/health after memory was freed")
+        except TimeoutError:
+            self.fail(f"/health did not recover: {self.health_json()}")
+
+
+class DemotedToReplicaTest(_PrivateRedisCase):
+
+    def test_readonly_is_named_and_recovers_by_itself(self):
+        d = self.d
+        self.push(d, "ro", 1)
+        master = self.private_redis()
+        self.redis.cli("REPLICAOF", "127.0.0.1", master.port)
+        try:
+            wait_until(lambda: "master_link_status:up" in self.redis.cli("INFO", "replication"), 15, 0.05,
+                       "the replica to sync")
+            last = {}
+
+            def refused_naming_readonly():
+                r = last["r"] = d.push({"topic": "ro", "body": 2})
+                return r.status == 503 and "readonly" in r.body.decode(errors="replace").lower()
+
+            try:
+                wait_until(refused_naming_readonly, 10, 0.05, "a push refused naming READONLY")
+            except TimeoutError:
+                self.fail(f"push on a replica: {last.get('r')!r}")
+            self.assertError(last["r"], 503, "unavailable", "push on a replica")
+
+            def health_names_readonly():
+                status, h = last["h"] = self.health_json()
+                return status == 503 and h.get("redisError", {}).get("cause") == "readonly"
+
+            try:
+                wait_until(health_names_readonly, 5, 0.05, "/health naming READONLY")
+            except TimeoutError:
+                self.fail(f"/health on a replica: {last.get('h')}")
+            self.assertGreaterEqual(self.cause_count("readonly"), 1)
+            # it stays down by itself (set-up asks ROLE), instead of flapping up and failing writes
+            time.sleep(1.5)
+            self.assertEqual(self.health_json()[0], 503)
+        finally:
+            self.redis.cli("REPLICAOF", "NO", "ONE")
+        try:
+            wait_until(lambda: self.health_json()[0] == 200, 15, 0.1, "/health after REPLICAOF NO ONE")
+        except TimeoutError:
+            self.fail(f"/health did not recover: {self.health_json()}\n{d.log_tail(20)}")
+        self.push(d, "ro", 3)
+
+
+class BadRecordTest(_PrivateRedisCase):
+    """"é" is a msgpack prefix that asks for bytes that are not there: cmsgpack.unpack raises,
+    as it would on a truncated or overwritten record."""
+
+    CORRUPT = "é"
+
+    def test_reserve_sets_bad_records_aside_and_delivers_the_rest(self):
+        d = self.d
+        ids = [self.push(d, "badres", i) for i in range(4)]
+        before = metric(self.metrics_text(), "hourglass_bad_records_total")
+        self.redis.cli("HSET", self.shard_key(ids[1], "jobs"), id_key(ids[1]), self.CORRUPT)
+        self.redis.cli("HDEL", self.shard_key(ids[3], "jobs"), id_key(ids[3]))  # a dangling ready entry
+        r = d.get("badres", timeout=0, count=4)
+        self.assertStatus(r, 200, "reserve across a corrupt and a missing record")
+        self.assertEqual([j["id"] for j in r.json()], [ids[0], ids[2]])
+        self.assertEqual(self.redis.cli("HEXISTS", self.shard_key(ids[1], "bad"), id_key(ids[1])), "1")
+        self.assertEqual(self.redis.cli("ZCARD", self.shard_key(ids[1], "ready:badres")), "0")
+        self.assertEqual(metric(self.metrics_text(), "hourglass_bad_records_total"), before + 2)
+        self.assertTrue(re.search(r"reserve\.lua: 2 job record", d.log()), "no log line for the bad records")
+        # the set-aside job is absent from Redis; /reStore/{id} rebuilds it from MySQL
+        r = self.assertJsonOk(d.restore_one(ids[1]))
+        self.assertTrue(r.get("restored"), r)
+        self.assertEqual(self.get_one(d, "badres", timeout=2)["id"], ids[1])
+
+    def test_mover_sets_a_bad_record_aside_and_moves_the_rest(self):
+        d = self.d
+        ids = [self.push(d, "badmove", i, delay=1500) for i in range(3)]
+        before = metric(self.metrics_text(), "hourglass_bad_records_total")
+        self.redis.cli("HSET", self.shard_key(ids[1], "jobs"), id_key(ids[1]), self.CORRUPT)
+        got = []
+
+        def delivered_both():
+            r = d.get("badmove", timeout=1, count=3)
+            if r.status == 200:
+                got.extend(j["id"] for j in r.json())
+            return len(got) >= 2
+
+        wait_until(delivered_both, 10, 0.05, "the good delayed jobs to come due")
+        self.assertEqual(sorted(got), sorted([ids[0], ids[2]]))
+        wait_until(lambda: metric(self.metrics_text(), "hourglass_bad_records_total") >= before + 1, 5, 0.1,
+                   "the bad record to be counted")
+        self.assertEqual(self.redis.cli("HEXISTS", self.shard_key(ids[1], "bad"), id_key(ids[1])), "1")
+        self.assertEqual(self.redis.cli("ZSCORE", self.shard_key(ids[1], "delay"), id_key(ids[1])), "")

@@ -1,0 +1,714 @@
+/* test_rconn.c — src/rconn.h: the connection state machine against a fake Redis.
+ *
+ * The fake is a thread in this process speaking just enough RESP on a loopback port: AUTH,
+ * SELECT, CLIENT, ROLE, SCRIPT LOAD and EVALSHA (answered NOSCRIPT until some SCRIPT LOAD
+ * came after the last flush, else :42 or the error reply the test chose). The test drives
+ * rconn's event loop in its own thread and tells the fake what to do (flush the script cache,
+ * be a replica, answer OOM, stop answering), so every edge runs in milliseconds.
+ *
+ * Built with -DRCONN_OLD_API it uses only what rconn.h offered before issue 11, to show the
+ * NOSCRIPT tests failing against the old rconn.c (see the report of that change). */
+#include "metrics.h"
+#include "log.h"
+#include "rconn.h"
+#include "scripts.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the fake Redis ---- */
+
+#define FAKE_CLIENTS 16
+#define FAKE_BUF 65536
+
+static struct fake {
+    int lfd, port;
+    pthread_t thread;
+    atomic_int stop;
+    atomic_int loaded;       /* scripts in the cache (any SCRIPT LOAD since the last flush) */
+    atomic_int replica;      /* ROLE says slave */
+    atomic_int hang;         /* read commands, answer nothing */
+    atomic_int flush_every;  /* > 0: flush the cache after every that many successful EVALSHA */
+    atomic_int loads, evals, evals_ok, connects, roles;
+    pthread_mutex_t lock;
+    char eval_error[256];    /* non-empty: EVALSHA answers this error */
+} F;
+
+struct client {
+    int fd;
+    size_t len;
+    char buf[FAKE_BUF];
+};
+
+static void fake_set_error(const char *err)
+{
+    pthread_mutex_lock(&F.lock);
+    snprintf(F.eval_error, sizeof F.eval_error, "%s", err ? err : "");
+    pthread_mutex_unlock(&F.lock);
+}
+
+static void put(int fd, const char *s)
+{
+    size_t n = strlen(s), off = 0;
+    while (off < n) {
+        ssize_t w = send(fd, s + off, n - off, MSG_NOSIGNAL); /* the client may be gone */
+        if (w <= 0)
+            return;
+        off += (size_t)w;
+    }
+}
+
+/* One command: 0 = none complete yet, -1 = garbage, else bytes used. argv[i] are copies. */
+static long parse(const char *b, size_t len, char argv[4][64], int *argc)
+{
+    if (len < 4)
+        return 0;
+    if (b[0] != '*')
+        return -1;
+    const char *end = b + len, *p = b + 1;
+    long n = strtol(p, NULL, 10);
+    p = memchr(p, '\n', (size_t)(end - p));
+    if (!p)
+        return 0;
+    p++;
+    *argc = 0;
+    for (long i = 0; i < n; i++) {
+        if (p >= end)
+            return 0;
+        if (*p != '$')
+            return -1;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            return 0;
+        long l = strtol(p + 1, NULL, 10);
+        p = nl + 1;
+        if (end - p < l + 2)
+            return 0;
+        if (i < 4) {
+            size_t c = (size_t)l < 63 ? (size_t)l : 63;
+            memcpy(argv[i], p, c);
+            argv[i][c] = '\0';
+            (*argc)++;
+        }
+        p += l + 2;
+    }
+    return (long)(p - b);
+}
+
+static void answer(int fd, char argv[4][64], int argc)
+{
+    if (argc == 0)
+        return;
+    const char *cmd = argv[0];
+    if (!strcasecmp(cmd, "ROLE")) {
+        atomic_fetch_add(&F.roles, 1);
+        put(fd, atomic_load(&F.replica) ? "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:0\r\n"
+                                        : "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
+    } else if (!strcasecmp(cmd, "SCRIPT") && argc > 1 && !strcasecmp(argv[1], "LOAD")) {
+        atomic_fetch_add(&F.loads, 1);
+        atomic_store(&F.loaded, 1);
+        put(fd, "$40\r\n0000000000000000000000000000000000000000\r\n");
+    } else if (!strcasecmp(cmd, "EVALSHA")) {
+        atomic_fetch_add(&F.evals, 1);
+        char err[256];
+        pthread_mutex_lock(&F.lock);
+        snprintf(err, sizeof err, "%s", F.eval_error);
+        pthread_mutex_unlock(&F.lock);
+        if (!atomic_load(&F.loaded)) {
+            put(fd, "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+        } else if (err[0]) {
+            put(fd, "-");
+            put(fd, err);
+            put(fd, "\r\n");
+        } else {
+            int ok = atomic_fetch_add(&F.evals_ok, 1) + 1, every = atomic_load(&F.flush_every);
+            put(fd, ":42\r\n");
+            if (every > 0 && ok % every == 0)
+                atomic_store(&F.loaded, 0); /* SCRIPT FLUSH from another client, between two commands */
+        }
+    } else if (!strcasecmp(cmd, "PING")) {
+        put(fd, "+PONG\r\n");
+    } else {
+        put(fd, "+OK\r\n"); /* AUTH, SELECT, CLIENT SETNAME */
+    }
+}
+
+static void *fake_main(void *arg)
+{
+    (void)arg;
+    struct client *cl[FAKE_CLIENTS] = {0};
+    while (!atomic_load(&F.stop)) {
+        struct pollfd pfd[FAKE_CLIENTS + 1];
+        int map[FAKE_CLIENTS + 1], n = 0;
+        pfd[n].fd = F.lfd;
+        pfd[n].events = POLLIN;
+        map[n++] = -1;
+        for (int i = 0; i < FAKE_CLIENTS; i++)
+            if (cl[i]) {
+                pfd[n].fd = cl[i]->fd;
+                pfd[n].events = POLLIN;
+                map[n++] = i;
+            }
+        if (poll(pfd, (nfds_t)n, 10) <= 0)
+            continue;
+        for (int k = 0; k < n; k++) {
+            if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (map[k] < 0) {
+                int fd = accept(F.lfd, NULL, NULL);
+                if (fd < 0)
+                    continue;
+                int slot = -1;
+                for (int i = 0; i < FAKE_CLIENTS && slot < 0; i++)
+                    if (!cl[i])
+                        slot = i;
+                if (slot < 0) {
+                    close(fd);
+                    continue;
+                }
+                cl[slot] = calloc(1, sizeof **cl);
+                cl[slot]->fd = fd;
+                atomic_fetch_add(&F.connects, 1);
+                continue;
+            }
+            struct client *c = cl[map[k]];
+            ssize_t r = read(c->fd, c->buf + c->len, FAKE_BUF - c->len);
+            if (r <= 0) {
+                close(c->fd);
+                free(c);
+                cl[map[k]] = NULL;
+                continue;
+            }
+            c->len += (size_t)r;
+            for (;;) {
+                char argv[4][64];
+                int argc = 0;
+                long used = parse(c->buf, c->len, argv, &argc);
+                if (used <= 0)
+                    break;
+                if (!atomic_load(&F.hang))
+                    answer(c->fd, argv, argc);
+                memmove(c->buf, c->buf + used, c->len - (size_t)used);
+                c->len -= (size_t)used;
+            }
+        }
+    }
+    for (int i = 0; i < FAKE_CLIENTS; i++)
+        if (cl[i]) {
+            close(cl[i]->fd);
+            free(cl[i]);
+        }
+    return NULL;
+}
+
+static void fake_start(void)
+{
+    memset(&F, 0, sizeof F);
+    pthread_mutex_init(&F.lock, NULL);
+    F.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(F.lfd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(F.lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(F.lfd, 16), 0);
+    socklen_t al = sizeof a;
+    getsockname(F.lfd, (struct sockaddr *)&a, &al);
+    F.port = ntohs(a.sin_port);
+    pthread_create(&F.thread, NULL, fake_main, NULL);
+}
+
+static void fake_stop(void)
+{
+    atomic_store(&F.stop, 1);
+    pthread_join(F.thread, NULL);
+    close(F.lfd);
+}
+
+/* ---- the client side ---- */
+
+static struct event_base *base;
+static struct event *ticker;
+static int ups, downs;
+
+static void on_state(struct rconn *rc, int up, void *arg)
+{
+    (void)rc;
+    (void)arg;
+    if (up)
+        ups++;
+    else
+        downs++;
+}
+
+struct result {
+    int done, ok;
+    long long value;
+};
+
+static void on_result(redisReply *reply, void *arg)
+{
+    struct result *r = arg;
+    r->done++;
+    r->ok = reply != NULL && reply->type == REDIS_REPLY_INTEGER;
+    r->value = r->ok ? reply->integer : -1;
+}
+
+static void tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Run the loop until *flag is true (or `ms` pass); returns the flag. */
+#define RUN_UNTIL(cond, ms)                                                                                    \
+    ({                                                                                                         \
+        int64_t until_ = now_ms() + (ms);                                                                      \
+        while (!(cond) && now_ms() < until_)                                                                   \
+            event_base_loop(base, EVLOOP_ONCE);                                                                \
+        (cond);                                                                                                \
+    })
+
+static struct rconn *start(int timeout_ms)
+{
+    fake_start();
+    base = event_base_new();
+    ticker = event_new(base, -1, EV_PERSIST, tick, NULL);
+    struct timeval tv = {0, 2000};
+    event_add(ticker, &tv);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", F.port);
+    struct rconn_config cfg = {"test", addr, "", 0, timeout_ms, 1};
+    ups = downs = 0;
+    struct rconn *rc = rconn_new(base, &cfg, on_state, NULL);
+    ck_assert_ptr_nonnull(rc);
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 2000), "never came up");
+    return rc;
+}
+
+static void finish(struct rconn *rc)
+{
+    rconn_free(rc);
+    event_free(ticker);
+    event_base_free(base);
+    fake_stop();
+}
+
+/* EVALSHA SCRIPT_PUSH with one key; the fake does not care about arguments. */
+static int eval(struct rconn *rc, struct result *r)
+{
+    const char *argv[4];
+    size_t lens[4];
+    argv[3] = "hg:{0}:jobs";
+    lens[3] = strlen(argv[3]);
+    memset(r, 0, sizeof *r);
+    return rconn_eval(rc, SCRIPT_PUSH, 4, argv, lens, on_result, r);
+}
+
+static int eval_wait(struct rconn *rc, struct result *r)
+{
+    if (eval(rc, r) != 0)
+        return -1;
+    ck_assert_msg(RUN_UNTIL(r->done, 3000), "no callback");
+    ck_assert_int_eq(r->done, 1);
+    return r->ok ? 0 : -1;
+}
+
+/* ---- tests that hold before and after issue 11 ---- */
+
+START_TEST(test_connect_setup_up)
+{
+    struct rconn *rc = start(1000);
+    ck_assert_int_eq(ups, 1);
+    ck_assert_int_eq(atomic_load(&F.loads), SCRIPT_COUNT);
+    struct result r;
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    ck_assert_int_eq(r.value, 42);
+    finish(rc);
+}
+END_TEST
+
+/* Issue 11: the script cache flushed again and again; each time the next call must succeed
+ * (reload + re-send), not fail once and then forever. */
+START_TEST(test_noscript_every_flush_reloads_and_retries)
+{
+    struct rconn *rc = start(1000);
+    struct result r;
+    for (int i = 1; i <= 5; i++) {
+        atomic_store(&F.loaded, 0); /* SCRIPT FLUSH */
+        int loads = atomic_load(&F.loads);
+        ck_assert_msg(eval_wait(rc, &r) == 0, "call after flush %d refused", i);
+        ck_assert_int_eq(r.value, 42);
+        ck_assert_int_eq(atomic_load(&F.loads), loads + SCRIPT_COUNT); /* one reload per flush */
+        ck_assert(rconn_is_up(rc));
+    }
+    finish(rc);
+}
+END_TEST
+
+/* Flushes between commands while many calls are in flight: every call succeeds, and one
+ * flush costs one reload, not one per call that saw NOSCRIPT. */
+START_TEST(test_noscript_under_pipelined_traffic)
+{
+    struct rconn *rc = start(1000);
+    atomic_store(&F.flush_every, 7);
+    enum { N = 300, INFLIGHT = 5 };
+    static struct result r[N];
+    int sent = 0, done = 0, failed = 0;
+    int64_t until = now_ms() + 10000;
+    while (done < N && now_ms() < until) {
+        while (sent < N && sent - done < INFLIGHT)
+            ck_assert_int_eq(eval(rc, &r[sent++]), 0);
+        event_base_loop(base, EVLOOP_ONCE);
+        while (done < sent && r[done].done) {
+            failed += !r[done].ok;
+            done++;
+        }
+    }
+    ck_assert_int_eq(done, N);
+    ck_assert_int_eq(failed, 0);
+    int flushes = atomic_load(&F.evals_ok) / 7, rounds = atomic_load(&F.loads) / SCRIPT_COUNT - 1;
+    ck_assert_msg(rounds >= flushes - 1 && rounds <= flushes + 1, "%d reload rounds for %d flushes", rounds,
+                  flushes);
+    finish(rc);
+}
+END_TEST
+
+#ifndef RCONN_OLD_API
+
+/* ---- classification, causes, READONLY/LOADING, timeouts, the fault seam ---- */
+
+START_TEST(test_classify)
+{
+    static const struct {
+        const char *err;
+        enum rconn_cause cause;
+    } t[] = {
+        {"OOM command not allowed when used memory > 'maxmemory'.", RCAUSE_OOM},
+        {"OOM command not allowed when used memory > 'maxmemory'. script: 1b2c, on @user_script:12.", RCAUSE_OOM},
+        {"ERR Error running script (call to f_ab): @user_script:1: -OOM command not allowed when used memory > "
+         "'maxmemory'",
+         RCAUSE_OOM},
+        {"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.", RCAUSE_BUSY},
+        {"READONLY You can't write against a read only replica.", RCAUSE_READONLY},
+        {"READONLY You can't write against a read only replica. script: 1b2c, on @user_script:3.", RCAUSE_READONLY},
+        {"LOADING Redis is loading the dataset in memory", RCAUSE_LOADING},
+        {"NOSCRIPT No matching script. Please use EVAL.", RCAUSE_NOSCRIPT},
+        {"NOAUTH Authentication required.", RCAUSE_AUTH},
+        {"WRONGPASS invalid username-password pair or user is disabled.", RCAUSE_AUTH},
+        {"NOPERM this user has no permissions to run the 'evalsha' command", RCAUSE_AUTH},
+        {"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.", RCAUSE_READONLY},
+        {"ERR user_script:3: attempt to perform arithmetic on a nil value script: 1b2c, on @user_script:3.",
+         RCAUSE_SCRIPT},
+        {"ERR Error running script (call to f_ab): @user_script:9: user_script:9: bad argument", RCAUSE_SCRIPT},
+        {"WRONGTYPE Operation against a key holding the wrong kind of value", RCAUSE_OTHER},
+        {"ERR unknown command 'FOO'", RCAUSE_OTHER},
+        {"", RCAUSE_OTHER},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        ck_assert_msg(rconn_classify(t[i].err, strlen(t[i].err)) == t[i].cause, "%s -> %s, want %s", t[i].err,
+                      rconn_cause_name(rconn_classify(t[i].err, strlen(t[i].err))), rconn_cause_name(t[i].cause));
+    ck_assert_str_eq(rconn_cause_name(RCAUSE_OOM), "oom");
+    ck_assert_str_eq(rconn_cause_name(RCAUSE_READONLY), "readonly");
+    ck_assert_str_eq(rconn_cause_name((enum rconn_cause)99), "other");
+    ck_assert(rconn_cause_refuses(RCAUSE_OOM) && rconn_cause_refuses(RCAUSE_BUSY));
+    ck_assert(!rconn_cause_refuses(RCAUSE_SCRIPT) && !rconn_cause_refuses(RCAUSE_NONE));
+}
+END_TEST
+
+static const char *render_metrics(void)
+{
+    static struct sbuf sb;
+    sb_free(&sb);
+    sb = (struct sbuf)SBUF_INIT;
+    metrics_render(&sb, "t");
+    return sb.data;
+}
+
+static long long cause_count(const char *cause)
+{
+    char key[128];
+    snprintf(key, sizeof key, "hourglass_redis_error_causes_total{cause=\"%s\"} ", cause);
+    const char *m = strstr(render_metrics(), key);
+    return m ? atoll(m + strlen(key)) : -1;
+}
+
+/* An error reply is the command's: the callback gets NULL, the cause is named and counted,
+ * the connection stays up, and a later success of the same script clears it. */
+START_TEST(test_oom_named_counted_cleared)
+{
+    struct rconn *rc = start(1000);
+    long long oom0 = cause_count("oom");
+    uint64_t errors0 = metrics_counter_get(MC_REDIS_ERRORS);
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_NONE);
+    fake_set_error("OOM command not allowed when used memory > 'maxmemory'.");
+    struct result r;
+    ck_assert_int_eq(eval_wait(rc, &r), -1);
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_OOM);
+    ck_assert_ptr_nonnull(strstr(e.text, "maxmemory"));
+    ck_assert_int_eq(rconn_process_error(&e), RCAUSE_OOM);
+    ck_assert(rconn_is_up(rc)); /* Redis answers; only writes are refused */
+    ck_assert_int_eq(downs, 0);
+    ck_assert_int_eq(cause_count("oom"), oom0 + 1);
+    ck_assert_uint_eq(metrics_counter_get(MC_REDIS_ERRORS), errors0 + 1);
+    fake_set_error(NULL); /* memory freed */
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_NONE);
+    ck_assert_int_eq(rconn_process_error(&e), RCAUSE_NONE);
+    finish(rc);
+}
+END_TEST
+
+START_TEST(test_script_error_is_not_down)
+{
+    struct rconn *rc = start(1000);
+    fake_set_error("ERR user_script:3: attempt to compare nil with number script: ab, on @user_script:3.");
+    struct result r;
+    ck_assert_int_eq(eval_wait(rc, &r), -1);
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_SCRIPT);
+    ck_assert(rconn_is_up(rc));
+    ck_assert(!rconn_cause_refuses(e.cause));
+    finish(rc);
+}
+END_TEST
+
+/* A failover left us on a replica: READONLY drops the connection, which counts as down with
+ * the cause, keeps reconnecting (ROLE at set-up keeps it down), and is back by itself once
+ * the server is a master again. */
+START_TEST(test_readonly_reconnects_until_master)
+{
+    struct rconn *rc = start(1000);
+    atomic_store(&F.replica, 1);
+    fake_set_error("READONLY You can't write against a read only replica.");
+    struct result r;
+    ck_assert_int_eq(eval_wait(rc, &r), -1);
+    ck_assert_msg(RUN_UNTIL(!rconn_is_up(rc), 1000), "still up after READONLY");
+    ck_assert_int_eq(downs, 1);
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_READONLY);
+    int roles = atomic_load(&F.roles);
+    ck_assert_msg(RUN_UNTIL(atomic_load(&F.roles) >= roles + 2, 3000), "not reconnecting");
+    ck_assert(!rconn_is_up(rc)); /* ROLE said slave: set-up does not come up */
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_READONLY);
+    ck_assert_int_eq(eval(rc, &r), -1); /* down: refused at once, no callback */
+    atomic_store(&F.replica, 0);        /* REPLICAOF NO ONE */
+    fake_set_error(NULL);
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 3000), "did not recover");
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_NONE);
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    finish(rc);
+}
+END_TEST
+
+START_TEST(test_loading_reconnects)
+{
+    struct rconn *rc = start(1000);
+    fake_set_error("LOADING Redis is loading the dataset in memory");
+    struct result r;
+    ck_assert_int_eq(eval_wait(rc, &r), -1);
+    ck_assert_msg(RUN_UNTIL(!rconn_is_up(rc), 1000), "still up after LOADING");
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_LOADING);
+    fake_set_error(NULL);
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 3000), "did not recover");
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    finish(rc);
+}
+END_TEST
+
+START_TEST(test_setup_on_replica_stays_down)
+{
+    fake_start();
+    atomic_store(&F.replica, 1);
+    base = event_base_new();
+    ticker = event_new(base, -1, EV_PERSIST, tick, NULL);
+    struct timeval tv = {0, 2000};
+    event_add(ticker, &tv);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", F.port);
+    struct rconn_config cfg = {"test", addr, "", 0, 1000, 1};
+    struct rconn *rc = rconn_new(base, &cfg, on_state, NULL);
+    ck_assert(RUN_UNTIL(atomic_load(&F.roles) >= 2, 3000));
+    ck_assert(!rconn_is_up(rc));
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_READONLY);
+    atomic_store(&F.replica, 0);
+    ck_assert(RUN_UNTIL(rconn_is_up(rc), 3000));
+    finish(rc);
+}
+END_TEST
+
+/* A Redis that stops answering: the watchdog fails the pending call after the timeout. */
+START_TEST(test_timeout_watchdog)
+{
+    struct rconn *rc = start(200);
+    atomic_store(&F.hang, 1);
+    struct result r;
+    int64_t t0 = now_ms();
+    ck_assert_int_eq(eval(rc, &r), 0);
+    ck_assert(RUN_UNTIL(r.done, 2000));
+    int64_t took = now_ms() - t0;
+    ck_assert_msg(!r.ok && took >= 190 && took < 2000, "failed after %lld ms", (long long)took);
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_TIMEOUT);
+    ck_assert(!rconn_is_up(rc));
+    atomic_store(&F.hang, 0);
+    ck_assert(RUN_UNTIL(rconn_is_up(rc), 3000));
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    finish(rc);
+}
+END_TEST
+
+/* ---- the fault seam ---- */
+
+static enum rconn_fault fault_next;
+static enum rconn_fault_at fault_at;
+static int fault_script;
+
+static enum rconn_fault hook(const struct rconn *rc, enum rconn_fault_at at, int script, void *arg)
+{
+    (void)rc;
+    (void)arg;
+    if (fault_next == RCONN_FAULT_NONE || at != fault_at || script != fault_script)
+        return RCONN_FAULT_NONE;
+    enum rconn_fault f = fault_next;
+    fault_next = RCONN_FAULT_NONE; /* once */
+    return f;
+}
+
+START_TEST(test_fault_send_fails)
+{
+    rconn_set_fault_hook(hook, NULL);
+    struct rconn *rc = start(1000);
+    fault_at = RCONN_AT_SEND;
+    fault_script = SCRIPT_PUSH;
+    fault_next = RCONN_FAULT_FAIL;
+    struct result r;
+    ck_assert_int_eq(eval(rc, &r), -1);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    ck_assert_int_eq(r.done, 0); /* -1 means the callback never runs */
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    finish(rc);
+    rconn_set_fault_hook(NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_fault_reply_dropped)
+{
+    rconn_set_fault_hook(hook, NULL);
+    struct rconn *rc = start(1000);
+    fault_at = RCONN_AT_REPLY;
+    fault_script = SCRIPT_PUSH;
+    fault_next = RCONN_FAULT_DROP;
+    struct result r[3];
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(eval(rc, &r[i]), 0);
+    ck_assert(RUN_UNTIL(r[0].done && r[1].done && r[2].done, 2000));
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(r[i].done == 1 && !r[i].ok, "call %d: done %d ok %d", i, r[i].done, r[i].ok);
+    ck_assert_int_eq(downs, 1);
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_DOWN);
+    ck_assert(RUN_UNTIL(rconn_is_up(rc), 3000));
+    ck_assert_int_eq(ups, 2);
+    ck_assert_int_eq(eval_wait(rc, &r[0]), 0);
+    finish(rc);
+    rconn_set_fault_hook(NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_fault_reply_hangs_until_watchdog)
+{
+    rconn_set_fault_hook(hook, NULL);
+    struct rconn *rc = start(150);
+    fault_at = RCONN_AT_REPLY;
+    fault_script = SCRIPT_PUSH;
+    fault_next = RCONN_FAULT_HANG;
+    struct result r;
+    ck_assert_int_eq(eval(rc, &r), 0);
+    ck_assert(RUN_UNTIL(r.done, 2000));
+    ck_assert_int_eq(r.done, 1);
+    ck_assert(!r.ok);
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_TIMEOUT);
+    ck_assert(RUN_UNTIL(rconn_is_up(rc), 3000));
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    finish(rc);
+    rconn_set_fault_hook(NULL, NULL);
+}
+END_TEST
+
+/* A hung reply outstanding when the connection is freed still gets its one callback. */
+START_TEST(test_fault_hung_reply_failed_on_free)
+{
+    rconn_set_fault_hook(hook, NULL);
+    struct rconn *rc = start(5000);
+    fault_at = RCONN_AT_REPLY;
+    fault_script = SCRIPT_PUSH;
+    fault_next = RCONN_FAULT_HANG;
+    struct result r;
+    ck_assert_int_eq(eval(rc, &r), 0);
+    RUN_UNTIL(0, 100);
+    ck_assert_int_eq(r.done, 0);
+    finish(rc);
+    ck_assert_int_eq(r.done, 1);
+    ck_assert(!r.ok);
+    rconn_set_fault_hook(NULL, NULL);
+}
+END_TEST
+
+#endif /* RCONN_OLD_API */
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN); /* as the daemon does: a dropped connection is not a crash */
+    log_level_set(LL_ERROR);  /* the reconnects these tests provoke are expected: keep the output readable */
+    if (scripts_init() < 0)
+        return EXIT_FAILURE;
+    Suite *s = suite_create("rconn");
+    TCase *tc = tcase_create("state");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_connect_setup_up);
+    tcase_add_test(tc, test_noscript_every_flush_reloads_and_retries);
+    tcase_add_test(tc, test_noscript_under_pipelined_traffic);
+#ifndef RCONN_OLD_API
+    tcase_add_test(tc, test_classify);
+    tcase_add_test(tc, test_oom_named_counted_cleared);
+    tcase_add_test(tc, test_script_error_is_not_down);
+    tcase_add_test(tc, test_readonly_reconnects_until_master);
+    tcase_add_test(tc, test_loading_reconnects);
+    tcase_add_test(tc, test_setup_on_replica_stays_down);
+    tcase_add_test(tc, test_timeout_watchdog);
+    tcase_add_test(tc, test_fault_send_fails);
+    tcase_add_test(tc, test_fault_reply_dropped);
+    tcase_add_test(tc, test_fault_reply_hangs_until_watchdog);
+    tcase_add_test(tc, test_fault_hung_reply_failed_on_free);
+#endif
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
