@@ -559,12 +559,7 @@ int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, cons
 int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
                void *arg)
 {
-    argv[0] = "EVALSHA";
-    lens[0] = 7;
-    argv[1] = script_sha(script);
-    lens[1] = 40;
-    argv[2] = "1";
-    lens[2] = 1;
+    script_evalsha_head(script, argv, lens);
     if (rc->state != RC_UP || rc->subscriber)
         return -1;
     if (fault_fn && fault_fn(rc, RCONN_AT_SEND, (int)script, fault_arg) == RCONN_FAULT_FAIL)

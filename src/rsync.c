@@ -59,12 +59,7 @@ redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsy
 
 int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)
 {
-    argv[0] = "EVALSHA";
-    lens[0] = 7;
-    argv[1] = script_sha(script);
-    lens[1] = 40;
-    argv[2] = "1";
-    lens[2] = 1;
+    script_evalsha_head(script, argv, lens);
     return redisAppendCommandArgv(c, argc, argv, lens) == REDIS_OK ? 0 : -1;
 }
 

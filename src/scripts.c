@@ -29,6 +29,16 @@ int scripts_init(void)
     return 0;
 }
 
+void script_evalsha_head(enum script_id id, const char **argv, size_t *lens)
+{
+    argv[0] = "EVALSHA";
+    lens[0] = 7;
+    argv[1] = bound[id]->sha;
+    lens[1] = 40;
+    argv[2] = "1";
+    lens[2] = 1;
+}
+
 const char *script_sha(enum script_id id)
 {
     return bound[id]->sha;

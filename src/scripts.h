@@ -37,6 +37,9 @@ extern const int script_sources_count;
 /* Bind every script_id to its source. Returns 0, or -1 (and logs) if one is missing. */
 int scripts_init(void) __attribute__((warn_unused_result));
 
+/* Fill argv[0..2] (and lens) with "EVALSHA <sha> 1": every script takes one key, its shard's. */
+void script_evalsha_head(enum script_id id, const char **argv, size_t *lens);
+
 /* The script's SHA-1 (40 hex digits) and text, once scripts_init succeeded. */
 const char *script_sha(enum script_id id);
 const char *script_text(enum script_id id);
