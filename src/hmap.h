@@ -22,7 +22,9 @@ struct hmap {
 
 #define HMAP_INIT {NULL, 0, 0}
 
-/* 64-bit FNV-1a: cheap, and spreads short keys (topics, pointers) well enough for probing. */
+/* 64-bit FNV-1a: cheap, and spreads short keys (topics, pointers) well enough for probing;
+ * also the name hash of the fleet's rendezvous ownership. (A topic's shard, topic_shard in
+ * ids.c, keeps its own 32-bit FNV-1a: it is part of the data layout and can never change.) */
 uint64_t hash_bytes(const void *p, size_t len);
 
 /* The value stored under key, or NULL. */
