@@ -25,6 +25,7 @@
 #define TZ_TIMES_MAX 65536
 #define TZ_OFF_MIN (-89999) /* RFC 8536: -24:59:59 .. +25:59:59 */
 #define TZ_OFF_MAX 93599
+#define TZ_T_LIMIT (INT64_C(1) << 60) /* instants beyond +-2^60 s (36 billion years) are clamped */
 
 /* One rule date of a POSIX TZ string: Jn (1-365, Feb 29 never counted), n (0-365) or Mm.w.d. */
 struct tz_rdate {
@@ -44,10 +45,12 @@ struct tz {
     size_t n;
     int64_t *at;   /* transition instants, strictly ascending */
     int32_t *off;  /* offset from at[i] on */
+    int32_t *suf_min, *suf_max; /* extremes of off[i..] and the rule: tz_span_after */
     int32_t off0;  /* offset before at[0] */
     int has_rule;  /* footer rule governs instants >= at[n-1] (all instants if n == 0) */
     struct tz_posix rule;
-    int32_t off_min, off_max;
+    int32_t off_min, off_max;   /* over all instants */
+    int32_t rule_min, rule_max; /* from the last transition on */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -295,7 +298,9 @@ static struct tz *tz_alloc(const char *name, size_t n)
     if (n) {
         tz->at = malloc(n * sizeof *tz->at);
         tz->off = malloc(n * sizeof *tz->off);
-        if (!tz->at || !tz->off) {
+        tz->suf_min = malloc(n * sizeof *tz->suf_min);
+        tz->suf_max = malloc(n * sizeof *tz->suf_max);
+        if (!tz->at || !tz->off || !tz->suf_min || !tz->suf_max) {
             tz_free(tz);
             return NULL;
         }
@@ -307,23 +312,30 @@ static struct tz *tz_alloc(const char *name, size_t n)
 
 static void tz_finish(struct tz *tz)
 {
-    int32_t lo = tz->off0, hi = tz->off0;
-    for (size_t i = 0; i < tz->n; i++) {
-        lo = tz->off[i] < lo ? tz->off[i] : lo;
-        hi = tz->off[i] > hi ? tz->off[i] : hi;
-    }
+    /* Offsets of the footer rule, which governs from the last transition on. */
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
     if (tz->has_rule) {
-        if (tz->n == 0)
-            lo = hi = tz->rule.std_off;
-        lo = tz->rule.std_off < lo ? tz->rule.std_off : lo;
-        hi = tz->rule.std_off > hi ? tz->rule.std_off : hi;
+        lo = hi = tz->rule.std_off;
         if (tz->rule.has_dst) {
             lo = tz->rule.dst_off < lo ? tz->rule.dst_off : lo;
             hi = tz->rule.dst_off > hi ? tz->rule.dst_off : hi;
         }
     }
-    tz->off_min = lo;
-    tz->off_max = hi;
+    for (size_t i = tz->n; i-- > 0;) {
+        lo = tz->off[i] < lo ? tz->off[i] : lo;
+        hi = tz->off[i] > hi ? tz->off[i] : hi;
+        tz->suf_min[i] = lo;
+        tz->suf_max[i] = hi;
+    }
+    tz->rule_min = tz->has_rule ? (tz->n ? tz->suf_min[tz->n - 1] : lo) : (tz->n ? tz->off[tz->n - 1] : tz->off0);
+    tz->rule_max = tz->has_rule ? (tz->n ? tz->suf_max[tz->n - 1] : hi) : (tz->n ? tz->off[tz->n - 1] : tz->off0);
+    if (tz->n == 0 && tz->has_rule) {
+        tz->off_min = lo;
+        tz->off_max = hi;
+    } else {
+        tz->off_min = tz->off0 < lo ? tz->off0 : lo;
+        tz->off_max = tz->off0 > hi ? tz->off0 : hi;
+    }
 }
 
 void tz_free(struct tz *tz)
@@ -332,6 +344,8 @@ void tz_free(struct tz *tz)
         return;
     free(tz->at);
     free(tz->off);
+    free(tz->suf_min);
+    free(tz->suf_max);
     free(tz);
 }
 
@@ -340,9 +354,31 @@ const char *tz_name(const struct tz *tz)
     return tz->name;
 }
 
-int32_t tz_span(const struct tz *tz)
+/* Index of the period holding t: -1 before the first transition, n-1 from the last on. */
+static long tz_index(const struct tz *tz, int64_t t)
 {
-    return tz->off_max - tz->off_min;
+    if (tz->n == 0 || t < tz->at[0])
+        return -1;
+    size_t lo = 0, hi = tz->n; /* largest i with at[i] <= t */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tz->at[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (long)lo;
+}
+
+int32_t tz_span_after(const struct tz *tz, int64_t t)
+{
+    long i = tz_index(tz, t);
+    if (i < 0)
+        return tz->off_max - tz->off_min;
+    if ((size_t)i == tz->n - 1)
+        return tz->rule_max - tz->rule_min;
+    /* Period i's own offset is off[i]; later ones and the rule are in the suffix. */
+    return tz->suf_max[i] - tz->suf_min[i];
 }
 
 struct tz *tz_from_posix(const char *spec, char *err, size_t errlen)
@@ -447,7 +483,8 @@ struct tz *tz_from_tzif(const unsigned char *buf, size_t len, const char *name, 
     tz->off0 = utoff[0];
     for (uint32_t i = 0; i < h.timecnt; i++) {
         tz->at[i] = tsize == 8 ? be64(times + 8 * i) : (int32_t)be32(times + 4 * i);
-        if (idx[i] >= h.typecnt || (i > 0 && tz->at[i] <= tz->at[i - 1])) {
+        if (idx[i] >= h.typecnt || (i > 0 && tz->at[i] <= tz->at[i - 1]) || tz->at[i] < -TZ_T_LIMIT ||
+            tz->at[i] > TZ_T_LIMIT) {
             set_err(err, errlen, "corrupt TZif transition table");
             tz_free(tz);
             return NULL;
@@ -570,34 +607,30 @@ struct tz *tz_load(const char *name, char *err, size_t errlen)
 /* ---- arithmetic ------------------------------------------------------------------------ */
 
 /* Offset at t and the next instant > t at which the offset may change (INT64_MAX: never). */
+/* Offset at t and the next instant > t at which the offset may change (INT64_MAX: never). */
 static void tz_period(const struct tz *tz, int64_t t, int32_t *off, int64_t *next)
 {
-    if (tz->n == 0 || t < tz->at[0]) {
+    /* Far past or future instants are clamped, which keeps the rule arithmetic in range. */
+    t = t > TZ_T_LIMIT ? TZ_T_LIMIT : t < -TZ_T_LIMIT ? -TZ_T_LIMIT : t;
+    long i = tz_index(tz, t);
+    if (i < 0) {
         if (tz->n == 0 && tz->has_rule) {
             posix_period(&tz->rule, t, off, next);
             return;
         }
         *off = tz->off0;
         *next = tz->n ? tz->at[0] : INT64_MAX;
-        return;
-    }
-    size_t lo = 0, hi = tz->n; /* largest i with at[i] <= t */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (tz->at[mid] <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    if (lo + 1 < tz->n) {
-        *off = tz->off[lo];
-        *next = tz->at[lo + 1];
+    } else if ((size_t)i + 1 < tz->n) {
+        *off = tz->off[i];
+        *next = tz->at[i + 1];
     } else if (tz->has_rule) {
         posix_period(&tz->rule, t, off, next);
     } else {
-        *off = tz->off[lo];
+        *off = tz->off[i];
         *next = INT64_MAX;
     }
+    if (*next > TZ_T_LIMIT)
+        *next = INT64_MAX;
 }
 
 int32_t tz_offset(const struct tz *tz, int64_t t)
@@ -608,8 +641,34 @@ int32_t tz_offset(const struct tz *tz, int64_t t)
     return off;
 }
 
+void tz_wall_extent(const struct tz *tz, int64_t a, int64_t b, int64_t *lo, int64_t *hi)
+{
+    a = a > TZ_T_LIMIT ? TZ_T_LIMIT : a < -TZ_T_LIMIT ? -TZ_T_LIMIT : a;
+    b = b > TZ_T_LIMIT ? TZ_T_LIMIT : b < a ? a : b;
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
+    int64_t t = a;
+    for (int guard = 0; guard < 1024; guard++) {
+        int32_t off;
+        int64_t next;
+        tz_period(tz, t, &off, &next);
+        int64_t last = next == INT64_MAX || next > b ? b : next - 1;
+        if (t + off < *lo)
+            *lo = t + off;
+        if (last + off > *hi)
+            *hi = last + off;
+        if (last == b)
+            return;
+        t = next;
+    }
+    /* Absurdly many transitions: fall back to the zone-wide bounds, which are safe. */
+    *lo = a + tz->off_min < *lo ? a + tz->off_min : *lo;
+    *hi = b + tz->off_max;
+}
+
 int tz_local_to_utc(const struct tz *tz, int64_t local, int64_t out[2], int64_t *gap_end)
 {
+    local = local > TZ_T_LIMIT ? TZ_T_LIMIT : local < -TZ_T_LIMIT ? -TZ_T_LIMIT : local;
     int64_t t = local - tz->off_max, stop = local - tz->off_min;
     int n = 0;
     *gap_end = INT64_MAX;

@@ -10,7 +10,7 @@
  * Offsets are seconds east of UTC; instants are unix seconds. Local ("wall") times are
  * given as seconds since 1970-01-01T00:00 on the local calendar, i.e. the wall clock
  * reading encoded as if it were UTC. Zones with leap seconds (the "right/" zones) are
- * refused: their transition times are not unix times. */
+ * refused: their transition times are not unix times. Instants beyond +-2^60 s are clamped. */
 #ifndef HG_TZ_H
 #define HG_TZ_H
 
@@ -50,9 +50,13 @@ const char *tz_name(const struct tz *tz);
 /* UTC offset in seconds east at unix second `t`. */
 int32_t tz_offset(const struct tz *tz, int64_t t);
 
-/* Largest minus smallest offset the zone ever uses: local and UTC order can differ by no
- * more than this (cron.c bounds its search with it). */
-int32_t tz_span(const struct tz *tz);
+/* Largest minus smallest offset in force at instants >= t: for instants after t, wall-clock
+ * order and instant order differ by no more than this (cron.c bounds its search with it). */
+int32_t tz_span_after(const struct tz *tz, int64_t t);
+
+/* The earliest and latest wall time of the instants in [a, b] (the wall clock is not
+ * monotonic: it jumps back at a fall-back transition). */
+void tz_wall_extent(const struct tz *tz, int64_t a, int64_t b, int64_t *lo, int64_t *hi);
 
 /* The unix seconds whose wall time is `local`: returns how many (0, 1 or 2; written to
  * out[] ascending). 2 means the wall time repeats (a fall-back overlap). 0 means it falls
