@@ -3,11 +3,12 @@
  * Design: an expression is five bit sets. The search walks wall-clock (local) minutes in
  * calendar order, jumping over whole months, days and hours that cannot match, and maps
  * each matching local minute to instants with tz_local_to_utc, applying the DST rules in
- * cron.h. Local order and UTC order agree except inside an overlap, so the walk starts
- * tz_span() before the local time of `after` and, once it has a candidate, goes on for
- * tz_span() more local seconds in case a later wall time is an earlier instant. For a zone
- * without DST the span is 0 (or the LMT difference of the zone's first entry) and the first
- * match is the answer. The walk is bounded by CRON_HORIZON_YEARS, so an expression that
+ * cron.h. Local order and UTC order agree except around a fall-back, where the wall clock
+ * goes back: so the walk starts at the earliest wall time of the instants just after
+ * `after`, and once it has a candidate instant it stops at the latest wall time of the
+ * instants up to that candidate, past which no wall time can map to an earlier instant.
+ * Away from transitions both bounds are the plain wall times and the first match is the
+ * answer. The walk is bounded by CRON_HORIZON_YEARS, so an expression that
  * never matches cannot loop forever; cron_parse already rejects the ones that cannot match
  * (a day-of-month that no listed month has), leaving the bound as a safety net. */
 #include "cron.h"
@@ -257,12 +258,21 @@ static int64_t next_local(const struct cron_expr *c, int64_t local, int64_t limi
 
 int64_t cron_next(const struct cron_expr *c, const struct tz *tz, int64_t after_ms)
 {
+    /* Keep every intermediate in range: fire times are whole seconds times 1000. */
+    const int64_t edge = INT64_MAX / 1000 - 2 * 366 * 86400LL * CRON_HORIZON_YEARS;
     int64_t after_s = floor_div(after_ms, 1000);
-    if (after_s > INT64_MAX / 1000 - 2 * 366 * 86400LL * CRON_HORIZON_YEARS)
+    if (after_s > edge)
         return CRON_NEVER;
-    int32_t span = tz_span(tz);
-    int64_t local = floor_div(after_s + tz_offset(tz, after_s) - span, 60) * 60;
-    int64_t limit = local + (int64_t)CRON_HORIZON_YEARS * 366 * 86400 + span;
+    if (after_s < -edge) {
+        after_s = -edge;
+        after_ms = after_s * 1000;
+    }
+    /* Wall times that can map after `after`: from the earliest wall time of the instants
+     * just after it (an overlap ahead can make that earlier than its own wall time). */
+    int64_t lo, hi;
+    tz_wall_extent(tz, after_s, after_s + tz_span_after(tz, after_s), &lo, &hi);
+    int64_t local = floor_div(lo, 60) * 60;
+    int64_t limit = local + (int64_t)CRON_HORIZON_YEARS * 366 * 86400;
     int64_t best = CRON_NEVER, stop = CRON_NEVER;
     while ((local = next_local(c, local, limit)) != CRON_NEVER && local <= stop) {
         int64_t sol[2], gap_end, cand[2];
@@ -277,9 +287,10 @@ int64_t cron_next(const struct cron_expr *c, const struct tz *tz, int64_t after_
         }
         for (int i = 0; i < nc; i++) {
             if (cand[i] * 1000 > after_ms && cand[i] < best) {
+                /* A later wall time maps to an earlier instant only if it is not past the
+                 * latest wall time of the instants up to this candidate. */
                 best = cand[i];
-                if (stop == CRON_NEVER)
-                    stop = local + span;
+                tz_wall_extent(tz, after_s, best, &lo, &stop);
             }
         }
         local += 60;
