@@ -33,13 +33,14 @@
 
 #include "tz.h"
 
-#define CRON_NEVER INT64_MAX
-#define CRON_HORIZON_YEARS 30 /* > 28, the Gregorian weekday cycle: every parsed expression fires within it */
+#define CRON_NEVER         INT64_MAX
+#define CRON_HORIZON_YEARS 30 /* > 28, the Gregorian weekday cycle: every parsed expression fires within it  \
+                               */
 #define CRON_ERR_MAX 128      /* a buffer of this size holds any cron_parse message */
 
-#define CRON_DOM_STAR 0x1  /* day-of-month field starts with '*' */
-#define CRON_DOW_STAR 0x2  /* day-of-week field starts with '*' */
-#define CRON_WILDCARD 0x4  /* minute or hour field starts with '*': follows the clock across DST */
+#define CRON_DOM_STAR 0x1 /* day-of-month field starts with '*' */
+#define CRON_DOW_STAR 0x2 /* day-of-week field starts with '*' */
+#define CRON_WILDCARD 0x4 /* minute or hour field starts with '*': follows the clock across DST */
 
 struct cron_expr {
     uint64_t minute; /* bit m: minute m (0-59) */
@@ -64,7 +65,8 @@ struct sched {
 
 /* Parse `text` into *out. 0, or -1 with "<field>: <what is wrong>" in err (field being one
  * of minute, hour, day-of-month, month, day-of-week; or a message about the field count). */
-int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen) __attribute__((warn_unused_result));
+int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* The first fire time strictly after after_ms, in zone tz; CRON_NEVER if none. */
 int64_t cron_next(const struct cron_expr *c, const struct tz *tz, int64_t after_ms);

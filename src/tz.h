@@ -17,13 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TZ_NAME_MAX 255
+#define TZ_NAME_MAX    255
 #define TZ_DEFAULT_DIR "/usr/share/zoneinfo"
 
 struct tz;
 
-/* 0 if `name` is an acceptable zone name (relative path of [A-Za-z0-9_+-] components
- * separated by '/', no empty, "." or ".." component, at most TZ_NAME_MAX bytes), else -1. */
+/* 0 if `name` is an acceptable zone name (relative path of [A-Za-z0-9_+-.] components
+ * separated by '/', none empty or starting with '.' or '-', at most TZ_NAME_MAX bytes, not
+ * "localtime" or "posixrules"), else -1. */
 int tz_name_valid(const char *name) __attribute__((warn_unused_result));
 
 /* Load zone `name` from TZ_DEFAULT_DIR ("UTC" is built in and needs no file). NULL on error,

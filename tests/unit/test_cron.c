@@ -45,7 +45,8 @@ static struct tz *zone(const char *name)
 }
 
 /* The fires of `expr` in zone `zname` within (a, b] must be exactly want[] (NULL-ended). */
-static void check_fires(const char *expr, const char *zname, const char *a, const char *b, const char *const *want)
+static void check_fires(const char *expr, const char *zname, const char *a, const char *b,
+                        const char *const *want)
 {
     struct tz *tz = zone(zname);
     struct sched s;
@@ -62,10 +63,10 @@ static void check_fires(const char *expr, const char *zname, const char *a, cons
     tz_free(tz);
 }
 
-#define FIRES(expr, zname, a, b, ...)                                                                   \
-    do {                                                                                            \
-        static const char *const want_[] = {__VA_ARGS__, NULL};                                     \
-        check_fires(expr, zname, a, b, want_);                                                      \
+#define FIRES(expr, zname, a, b, ...)                                                                        \
+    do {                                                                                                     \
+        static const char *const want_[] = {__VA_ARGS__, NULL};                                              \
+        check_fires(expr, zname, a, b, want_);                                                               \
     } while (0)
 
 static struct cron_expr parse_ok(const char *expr)
@@ -311,13 +312,13 @@ START_TEST(test_berlin_fixed_time)
 {
     /* Spring 2026-03-29: 02:00 CET -> 03:00 CEST. 02:30 does not exist: fires at 03:00 CEST. */
     FIRES("30 2 * * *", "Europe/Berlin", "2026-03-27T12:00:00Z", "2026-03-30T12:00:00Z",
-          "2026-03-28T01:30:00Z", /* 02:30 CET */
-          "2026-03-29T01:00:00Z", /* 03:00 CEST, the end of the gap */
+          "2026-03-28T01:30:00Z",  /* 02:30 CET */
+          "2026-03-29T01:00:00Z",  /* 03:00 CEST, the end of the gap */
           "2026-03-30T00:30:00Z"); /* 02:30 CEST */
     /* Autumn 2026-10-25: 03:00 CEST -> 02:00 CET. 02:30 happens twice: only the first fires. */
     FIRES("30 2 * * *", "Europe/Berlin", "2026-10-23T12:00:00Z", "2026-10-26T12:00:00Z",
-          "2026-10-24T00:30:00Z", /* 02:30 CEST */
-          "2026-10-25T00:30:00Z", /* 02:30 CEST, first of the two */
+          "2026-10-24T00:30:00Z",  /* 02:30 CEST */
+          "2026-10-25T00:30:00Z",  /* 02:30 CEST, first of the two */
           "2026-10-26T01:30:00Z"); /* 02:30 CET */
     /* Two gap times of one expression collapse into one fire. */
     FIRES("0,30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00Z", "2026-03-30T12:00:00Z",
@@ -327,7 +328,7 @@ START_TEST(test_berlin_fixed_time)
     struct cron_expr c = parse_ok("30 2 * * *");
     ck_assert_int_eq(cron_next(&c, tz, ms("2026-10-25T01:00:00Z")), ms("2026-10-26T01:30:00Z"));
     ck_assert_int_eq(cron_next(&c, tz, ms("2026-10-25T00:29:59Z")), ms("2026-10-25T00:30:00Z"));
-    /* Asked from inside the gap's hour on the spring day (01:00 CET = 00:00Z). */
+    /* Asked from just before the spring gap (01:59:59 CET), and from its end. */
     ck_assert_int_eq(cron_next(&c, tz, ms("2026-03-29T00:59:59Z")), ms("2026-03-29T01:00:00Z"));
     ck_assert_int_eq(cron_next(&c, tz, ms("2026-03-29T01:00:00Z")), ms("2026-03-30T00:30:00Z"));
     tz_free(tz);
@@ -341,19 +342,19 @@ START_TEST(test_berlin_wildcard)
 {
     /* Hourly keeps real-time spacing across both transitions. */
     FIRES("0 * * * *", "Europe/Berlin", "2026-03-28T23:30:00Z", "2026-03-29T02:30:00Z",
-          "2026-03-29T00:00:00Z", /* 01:00 CET */
-          "2026-03-29T01:00:00Z", /* 03:00 CEST */
+          "2026-03-29T00:00:00Z",  /* 01:00 CET */
+          "2026-03-29T01:00:00Z",  /* 03:00 CEST */
           "2026-03-29T02:00:00Z"); /* 04:00 CEST */
     FIRES("0 * * * *", "Europe/Berlin", "2026-10-24T23:30:00Z", "2026-10-25T02:30:00Z",
-          "2026-10-25T00:00:00Z", /* 02:00 CEST */
-          "2026-10-25T01:00:00Z", /* 02:00 CET, the repeat */
+          "2026-10-25T00:00:00Z",  /* 02:00 CEST */
+          "2026-10-25T01:00:00Z",  /* 02:00 CET, the repeat */
           "2026-10-25T02:00:00Z"); /* 03:00 CET */
     /* Every 20 minutes within hour 2: none on the spring day, both passes on the autumn day. */
     FIRES("*/20 2 * * *", "Europe/Berlin", "2026-03-28T00:00:00Z", "2026-03-30T12:00:00Z",
           "2026-03-28T01:00:00Z", "2026-03-28T01:20:00Z", "2026-03-28T01:40:00Z", "2026-03-30T00:00:00Z",
           "2026-03-30T00:20:00Z", "2026-03-30T00:40:00Z");
     FIRES("*/20 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", "2026-10-25T12:00:00Z",
-          "2026-10-25T00:00:00Z", "2026-10-25T00:20:00Z", "2026-10-25T00:40:00Z", /* CEST */
+          "2026-10-25T00:00:00Z", "2026-10-25T00:20:00Z", "2026-10-25T00:40:00Z",  /* CEST */
           "2026-10-25T01:00:00Z", "2026-10-25T01:20:00Z", "2026-10-25T01:40:00Z"); /* CET */
     /* Every 15 minutes over the autumn night: 12 fires in 3 hours, evenly spaced. */
     struct tz *tz = zone("Europe/Berlin");
@@ -372,21 +373,21 @@ START_TEST(test_new_york)
 {
     /* Spring 2026-03-08: 02:00 EST -> 03:00 EDT. */
     FIRES("30 2 * * *", "America/New_York", "2026-03-07T12:00:00Z", "2026-03-09T12:00:00Z",
-          "2026-03-08T07:00:00Z", /* 03:00 EDT */
+          "2026-03-08T07:00:00Z",  /* 03:00 EDT */
           "2026-03-09T06:30:00Z"); /* 02:30 EDT */
     /* Autumn 2026-11-01: 02:00 EDT -> 01:00 EST; 01:30 repeats, 02:30 does not. */
     FIRES("30 1 * * *", "America/New_York", "2026-10-31T12:00:00Z", "2026-11-02T12:00:00Z",
-          "2026-11-01T05:30:00Z", /* 01:30 EDT, first of the two */
+          "2026-11-01T05:30:00Z",  /* 01:30 EDT, first of the two */
           "2026-11-02T06:30:00Z"); /* 01:30 EST */
     FIRES("30 2 * * *", "America/New_York", "2026-10-31T12:00:00Z", "2026-11-02T12:00:00Z",
           "2026-11-01T07:30:00Z", "2026-11-02T07:30:00Z"); /* 02:30 EST both days */
     FIRES("0 * * * *", "America/New_York", "2026-03-08T05:30:00Z", "2026-03-08T08:30:00Z",
-          "2026-03-08T06:00:00Z", /* 01:00 EST */
-          "2026-03-08T07:00:00Z", /* 03:00 EDT */
+          "2026-03-08T06:00:00Z",  /* 01:00 EST */
+          "2026-03-08T07:00:00Z",  /* 03:00 EDT */
           "2026-03-08T08:00:00Z"); /* 04:00 EDT */
     FIRES("0 * * * *", "America/New_York", "2026-11-01T04:30:00Z", "2026-11-01T07:30:00Z",
-          "2026-11-01T05:00:00Z", /* 01:00 EDT */
-          "2026-11-01T06:00:00Z", /* 01:00 EST, the repeat */
+          "2026-11-01T05:00:00Z",  /* 01:00 EDT */
+          "2026-11-01T06:00:00Z",  /* 01:00 EST, the repeat */
           "2026-11-01T07:00:00Z"); /* 02:00 EST */
 }
 END_TEST
@@ -395,7 +396,7 @@ START_TEST(test_half_hour_dst)
 {
     /* Lord Howe Island 2026-10-04: 02:00 +1030 -> 02:30 +11, a 30-minute gap. */
     FIRES("15 2 * * *", "Australia/Lord_Howe", "2026-10-03T00:00:00Z", "2026-10-05T00:00:00Z",
-          "2026-10-03T15:30:00Z", /* 02:30 +11, the end of the gap */
+          "2026-10-03T15:30:00Z",  /* 02:30 +11, the end of the gap */
           "2026-10-04T15:15:00Z"); /* 02:15 +11 */
 }
 END_TEST
@@ -525,8 +526,7 @@ static void *thread_main(void *p)
 {
     struct thread_arg *a = p;
     struct cron_expr c;
-    if (cron_parse("*/7 1-3 * * *", &c, NULL, 0) < 0)
-        return NULL;
+    if (cron_parse("*/7 1-3 * * *", &c, NULL, 0) < 0) return NULL;
     int64_t t = 1774400000000; /* 2026-03-25, spanning the spring change */
     for (int i = 0; i < 2000; i++) {
         t = cron_next(&c, a->tz, t);
@@ -557,12 +557,28 @@ END_TEST
 
 START_TEST(test_tz_names)
 {
-    static const char *const good[] = {"UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5",
-                                       "Etc/GMT-14", "EST5EDT", "America/Port-au-Prince", "a.b"};
-    static const char *const bad[] = {"", "/etc/passwd", "../etc/passwd", "Europe/../../etc/passwd", "..",
-                                      ".", "Europe//Berlin", "Europe/Berlin/", "Europe/./Berlin", ".hidden",
-                                      "Europe/.x", "-rf", "Europe/Ber lin", "Europe\\Berlin", "Europe/Berlin\n",
-                                      "Europe/Berlin;rm", "Europe/Bérlin"};
+    static const char *const good[] = {
+        "UTC",        "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5",
+        "Etc/GMT-14", "EST5EDT",       "America/Port-au-Prince",         "a.b"};
+    static const char *const bad[] = {"",
+                                      "/etc/passwd",
+                                      "../etc/passwd",
+                                      "Europe/../../etc/passwd",
+                                      "..",
+                                      ".",
+                                      "Europe//Berlin",
+                                      "Europe/Berlin/",
+                                      "Europe/./Berlin",
+                                      ".hidden",
+                                      "Europe/.x",
+                                      "-rf",
+                                      "Europe/Ber lin",
+                                      "Europe\\Berlin",
+                                      "Europe/Berlin\n",
+                                      "Europe/Berlin;rm",
+                                      "Europe/Bérlin",
+                                      "localtime",
+                                      "posixrules"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         ck_assert_msg(tz_name_valid(good[i]) == 0, "rejected \"%s\"", good[i]);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -621,6 +637,39 @@ START_TEST(test_tz_offsets)
     wall = ms("2026-07-01T12:00:00Z") / 1000;
     ck_assert_int_eq(tz_local_to_utc(tz, wall, out, &gap_end), 1);
     ck_assert_int_eq(out[0], ms("2026-07-01T10:00:00Z") / 1000);
+
+    /* Spans and wall extents, which bound cron_next's search. */
+    ck_assert_int_eq(tz_span_after(tz, ms("2026-01-01T00:00:00Z") / 1000), 3600);
+    ck_assert_int_eq(tz_span_after(tz, -5000000000), 10800 - 3208); /* CEMT .. LMT */
+    int64_t lo, hi, a = ms("2026-10-25T00:00:00Z") / 1000;          /* 02:00 CEST */
+    tz_wall_extent(tz, a, a + 7200, &lo, &hi);
+    ck_assert_int_eq(lo, a + 7200);            /* 02:00 CEST */
+    ck_assert_int_eq(hi, a + 7200 + 3600);     /* 03:00 CET at the end, after 02:59:59 CEST */
+    tz_wall_extent(tz, a, a + 3599, &lo, &hi); /* up to 02:59:59 CEST */
+    ck_assert_int_eq(hi, a + 7200 + 3599);
+    tz_free(tz);
+
+    /* A version 1 file (32-bit times, no footer) gives the same offsets for its range. */
+    FILE *f = fopen(TZ_DEFAULT_DIR "/Europe/Berlin", "rb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char buf[8192];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    ck_assert_uint_gt(len, 44);
+    uint32_t cnt[6];
+    for (int i = 0; i < 6; i++)
+        cnt[i] = (uint32_t)buf[20 + 4 * i] << 24 | (uint32_t)buf[21 + 4 * i] << 16 |
+                 (uint32_t)buf[22 + 4 * i] << 8 | buf[23 + 4 * i];
+    /* isutcnt isstdcnt leapcnt timecnt typecnt charcnt (RFC 8536 3.1) */
+    size_t v1 = 44 + cnt[3] * 5 + cnt[4] * 6 + cnt[5] + cnt[2] * 8 + cnt[1] + cnt[0];
+    ck_assert_uint_gt(cnt[3], 100); /* Debian ships "fat" files: the v1 block is complete */
+    buf[4] = 0;
+    struct tz *v1tz = tz_from_tzif(buf, v1, "v1", NULL, 0);
+    ck_assert_ptr_nonnull(v1tz);
+    tz = zone("Europe/Berlin");
+    for (int64_t w = ms("1990-01-01T00:00:00Z") / 1000; w < ms("2037-01-01T00:00:00Z") / 1000; w += 86400 * 7)
+        ck_assert_int_eq(tz_offset(v1tz, w), tz_offset(tz, w));
+    tz_free(v1tz);
     tz_free(tz);
 
     tz = zone("America/New_York");
@@ -666,8 +715,15 @@ START_TEST(test_tz_posix_strings)
     ck_assert_int_eq(tz_offset(tz, ms("2026-07-01T00:00:00Z") / 1000), -3600);
     ck_assert_int_eq(tz_offset(tz, ms("2026-01-01T00:00:00Z") / 1000), -7200);
     tz_free(tz);
-    static const char *const bad[] = {"", "C", "CET", "CET-1CEST,M3.5.0", "CET-1CEST,M13.5.0,M10.5.0",
-                                      "CET-1CEST,M3.6.0,M10.5.0", "CET-1CEST,J366,J1", "<+01-1", "CET-1x",
+    static const char *const bad[] = {"",
+                                      "C",
+                                      "CET",
+                                      "CET-1CEST,M3.5.0",
+                                      "CET-1CEST,M13.5.0,M10.5.0",
+                                      "CET-1CEST,M3.6.0,M10.5.0",
+                                      "CET-1CEST,J366,J1",
+                                      "<+01-1",
+                                      "CET-1x",
                                       "CET-25"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tz = tz_from_posix(bad[i], err, sizeof err);
