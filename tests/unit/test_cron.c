@@ -1,18 +1,18 @@
 /* test_cron.c — src/cron.h and src/tz.h: parsing, next-fire times across DST in real zones,
  * intervals, enumeration, zone names and the TZif / POSIX TZ readers.
  *
- * Expected fire times were not computed with cron.c: they come from a brute-force reference
- * in Python built on the standard zoneinfo module (which reads the same /usr/share/zoneinfo
- * files), e.g.
+ * Expected fire times were not computed with cron.c: they come from tests/crondiff/ref.py, a
+ * brute-force reference built on Python's zoneinfo (which reads the same /usr/share/zoneinfo
+ * files), and offsets were checked the same way, e.g.
  *   python3 -c 'import zoneinfo, datetime as dt; z = zoneinfo.ZoneInfo("Europe/Berlin");
  *               print(dt.datetime(2026, 3, 29, 1, 0, tzinfo=dt.timezone.utc).astimezone(z))'
- * For fixed-time expressions the reference walks local wall minutes, keeps fold=0 for a
- * repeated time and, for a time in a gap, bisects for the transition instant; for wildcard
- * expressions it walks UTC minutes and keeps those whose wall time matches (cron.h states
- * the rules). Each case below lists the fires as UTC with the local time in a comment. The
- * same reference agreed with cron.c on ~2,000 random expressions around the 2026 transitions
- * of Berlin, New York, Lord Howe (30-minute DST), Sao Paulo 2018/19 (midnight transitions),
- * Tokyo, UTC and Berlin 2045 (footer rule). */
+ * For fixed-time expressions the reference walks wall minutes, keeps fold=0 for a repeated
+ * time and bisects for the transition instant for a time in a gap; for wildcard expressions
+ * it walks UTC minutes and keeps those whose wall time matches (cron.h states the rules).
+ * Each case lists the fires in UTC with the wall time in a comment. tests/crondiff/crondiff.py
+ * compares cron.c with the same reference on hundreds of random expressions around the
+ * transitions of 17 zone windows (Lord Howe's 30-minute DST, Sao Paulo's midnight changes,
+ * Apia's skipped day, Troll's 2-hour DST, Dublin's negative DST, the footer rule in 2045). */
 #include "cron.h"
 #include "tz.h"
 
