@@ -18,9 +18,10 @@
  *  - Wildcard expressions (minute or hour field starts with `*`, e.g. `0 * * * *`,
  *    `* /5 * * * *`) follow the clock: they fire at every instant whose wall time matches,
  *    so both occurrences of a repeated hour fire and times in a gap do not exist.
- * This is cronie's rule (man 8 cron, "Daylight Saving Time and other time changes"): a job
- * meant for 02:30 runs once on both transition days, and an hourly or every-5-minutes job
- * keeps its real-time spacing instead of skipping or doubling an hour.
+ * This is cronie's rule (its MIN_STAR/HR_STAR "wildcard jobs"; man 8 cron, "Daylight Saving
+ * Time and other time changes"): a job meant for 02:30 runs once on both transition days,
+ * and an hourly or every-5-minutes job keeps its real-time spacing instead of going silent
+ * for an hour in autumn.
  *
  * Fire times are unix milliseconds. CRON_NEVER (INT64_MAX) means "no fire": nothing
  * matches within CRON_HORIZON_YEARS, which after cron_parse's checks only happens near the
@@ -33,10 +34,11 @@
 
 #include "tz.h"
 
-#define CRON_NEVER         INT64_MAX
-#define CRON_HORIZON_YEARS 30 /* > 28, the Gregorian weekday cycle: every parsed expression fires within it  \
-                               */
-#define CRON_ERR_MAX 128      /* a buffer of this size holds any cron_parse message */
+#define CRON_NEVER INT64_MAX
+/* Searches give up after this many years. It exceeds 28, the Gregorian weekday cycle, so
+ * every expression cron_parse accepts fires within it (even "February 1st on a Monday"). */
+#define CRON_HORIZON_YEARS 30
+#define CRON_ERR_MAX       128 /* a buffer of this size holds any cron_parse message */
 
 #define CRON_DOM_STAR 0x1 /* day-of-month field starts with '*' */
 #define CRON_DOW_STAR 0x2 /* day-of-week field starts with '*' */
