@@ -16,7 +16,7 @@ set -eu
 
 core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev
       libmariadb-dev libmariadb-dev-compat check redis-server mariadb-server mariadb-client
-      curl python3 procps iproute2 nginx-light"
+      curl python3 procps iproute2 nginx-light tzdata"
 
 set_name=${1:-core}
 case "$set_name" in
