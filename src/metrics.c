@@ -1,7 +1,7 @@
 /* metrics.c — see metrics.h. */
 #include "metrics.h"
 #include "job.h"
-#include "rconn.h"
+#include "rcause.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

@@ -6,6 +6,7 @@
 #include "loopq.h"
 #include "metrics.h"
 #include "rsync.h"
+#include "rcodec.h"
 #include "store.h"
 
 #include <pthread.h>
@@ -565,7 +566,7 @@ int outbox_start(const struct config *cfg, const char *consumer)
     if (outbox.s == NULL || outbox.recs == NULL)
         return -1;
     for (int i = 0; i < outbox.shards; i++) {
-        store_key(outbox.s[i].key, sizeof outbox.s[i].key, cfg->redis_prefix, i, "log");
+        rkey(outbox.s[i].key, sizeof outbox.s[i].key, cfg->redis_prefix, i, "log");
         outbox.s[i].reread = 1; /* after a restart, first finish what this consumer had pending */
     }
     outbox.stop = 0;

@@ -1,10 +1,16 @@
 /* rcodec.c — see rcodec.h. */
 #include "rcodec.h"
 #include "ids.h"
-#include "store.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int rkey(char *buf, size_t cap, const char *prefix, int shard, const char *suffix)
+{
+    int n = snprintf(buf, cap, "%s:{%d}:%s", prefix, shard, suffix);
+    return n < 0 || (size_t)n >= cap ? -1 : n;
+}
 
 /* ---- reply helpers ---- */
 
@@ -103,7 +109,7 @@ void rargv_id(struct rargv *b, uint64_t id)
 
 void rargv_key(struct rargv *b, const char *prefix, int shard, const char *suffix)
 {
-    int n = store_key(b->key, sizeof b->key, prefix, shard, suffix);
+    int n = rkey(b->key, sizeof b->key, prefix, shard, suffix);
     rargv_str(b, b->key, n < 0 ? 0 : (size_t)n);
 }
 

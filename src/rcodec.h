@@ -37,6 +37,10 @@ struct rargv {
     char ids_small[RARGV_SMALL_IDS][ID_KEY_LEN + 1];
 };
 
+/* "<prefix>:{<shard>}:<suffix>" into buf (every key of a shard shares the hash tag {<shard>},
+ * so each script stays inside one Redis Cluster slot); its length, or -1 when it does not fit. */
+int rkey(char *buf, size_t cap, const char *prefix, int shard, const char *suffix);
+
 /* Room for `cap` arguments (3 reserved), `nums` numbers and `ids` id keys. 0, or -1 when out
  * of memory (call rargv_free either way). */
 int rargv_init(struct rargv *b, int cap, int nums, int ids) __attribute__((warn_unused_result));

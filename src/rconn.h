@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rcause.h"
 #include "scripts.h"
 
 struct event_base;
@@ -72,33 +73,6 @@ int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, cons
  * the caller); argv[3] is KEYS[1], argv[4..] are ARGV. Same return as rconn_command. */
 int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
                void *arg) __attribute__((warn_unused_result));
-
-/* Why Redis did not do what was asked. */
-enum rconn_cause {
-    RCAUSE_NONE,
-    RCAUSE_DOWN,     /* not connected: refused, lost, or dropped by us */
-    RCAUSE_TIMEOUT,  /* no reply within timeout_ms (a hung or paused Redis) */
-    RCAUSE_OOM,      /* maxmemory reached: writes refused */
-    RCAUSE_BUSY,     /* a script or function runs past busy-reply-threshold */
-    RCAUSE_READONLY, /* the server is a replica (after a failover) */
-    RCAUSE_LOADING,  /* the server is loading its dataset */
-    RCAUSE_NOSCRIPT, /* the script cache lacks a script even after reloading */
-    RCAUSE_SCRIPT,   /* a Lua script raised an error */
-    RCAUSE_AUTH,     /* NOAUTH, WRONGPASS, NOPERM */
-    RCAUSE_OTHER,
-    RCAUSE_COUNT
-};
-
-/* Stable lower-case name of a cause ("oom", "readonly"...), for metrics labels and JSON. */
-const char *rconn_cause_name(enum rconn_cause cause);
-
-/* Classify the text of an error reply (exposed for tests). */
-enum rconn_cause rconn_classify(const char *err, size_t len);
-
-/* 1 when the cause is Redis answering but refusing work as a whole (OOM, BUSY, READONLY,
- * LOADING, NOSCRIPT, AUTH): /health should say unavailable while it lasts. Script and "other"
- * errors concern one command only; down and timeout are what rconn_is_up already reports. */
-int rconn_cause_refuses(enum rconn_cause cause);
 
 #define RCONN_ERROR_TEXT 160
 /* How long an error that leaves the connection up stays "current" without repeating. */

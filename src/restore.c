@@ -130,8 +130,8 @@ static int set_restoring(redisContext *c, const struct config *cfg, int on)
 {
     for (int s = 0; s < cfg->redis_shards; s++) {
         char flag[160], gone[160];
-        store_key(flag, sizeof flag, cfg->redis_prefix, s, "restoring");
-        store_key(gone, sizeof gone, cfg->redis_prefix, s, "gone");
+        rkey(flag, sizeof flag, cfg->redis_prefix, s, "restoring");
+        rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
         if (on)
             redisAppendCommand(c, "SET %s 1 PX %d", flag, FLAG_TTL_MS);
         else

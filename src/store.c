@@ -14,12 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int store_key(char *buf, size_t cap, const char *prefix, int shard, const char *suffix)
-{
-    int n = snprintf(buf, cap, "%s:{%d}:%s", prefix, shard, suffix);
-    return n < 0 || (size_t)n >= cap ? -1 : n;
-}
-
 void store_who(char *out, size_t cap, const char *instance, const char *thread, const char *host)
 {
     size_t n = str_put(out, cap, 0, instance);
@@ -636,7 +630,7 @@ int store_ready_counts(struct store *s, int shard, const char *const *topics, co
     char **fields = calloc((size_t)n, sizeof *fields);
     struct ready_call *c = malloc(sizeof *c);
     char key[160];
-    int klen = store_key(key, sizeof key, s->prefix, shard, "count");
+    int klen = rkey(key, sizeof key, s->prefix, shard, "count");
     int rc = -1;
     if (argv && alens && fields && c && klen > 0) {
         argv[0] = "HMGET";
@@ -705,7 +699,7 @@ int store_outbox_len(struct store *s, store_outbox_fn fn, void *arg)
     oc->waiting = 1; /* our own hold, so an early reply cannot finish the call */
     for (int shard = 0; shard < s->shards; shard++) {
         char key[160];
-        int n = store_key(key, sizeof key, s->prefix, shard, "log");
+        int n = rkey(key, sizeof key, s->prefix, shard, "log");
         const char *argv[] = {"XLEN", key};
         size_t lens[] = {4, (size_t)n};
         oc->waiting++;
@@ -824,7 +818,7 @@ int store_counts(struct store *s, store_counts_fn fn, void *arg)
     cc->waiting = 1; /* our own hold, so an early reply cannot finish the call */
     for (int shard = 0; shard < s->shards; shard++) {
         char key[160];
-        int n = store_key(key, sizeof key, s->prefix, shard, "count");
+        int n = rkey(key, sizeof key, s->prefix, shard, "count");
         const char *argv[] = {"HGETALL", key};
         size_t lens[] = {7, (size_t)n};
         cc->waiting++;

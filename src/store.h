@@ -36,8 +36,6 @@ void store_who(char *out, size_t cap, const char *instance, const char *thread, 
  * (what = the Redis key acted on: jobs, ready, delay...). Truncated to cap. */
 void store_actor(char *out, size_t cap, const char *thread, const char *prefix, int shard, const char *what);
 
-/* "<prefix>:{<shard>}:<suffix>" into buf; returns its length. */
-int store_key(char *buf, size_t cap, const char *prefix, int shard, const char *suffix);
 
 /* ---- push ---- */
 enum push_code { PUSHED_NEW, PUSHED_DUP, PUSHED_REPLACED, PUSHED_CONFLICT };
