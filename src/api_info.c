@@ -8,6 +8,7 @@
 #include "app.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void api_health(struct request *r)
 {
@@ -39,9 +40,21 @@ void api_health(struct request *r)
     sb_free(&sb);
 }
 
+/* /stats?prefix=&after=&limit=: which topics to list (the totals always cover them all). */
+struct stats_query {
+    struct request *r;
+    const char *prefix, *after;
+    size_t prefix_len;
+    int64_t limit;
+};
+
+#define STATS_LIMIT_DEFAULT 1000
+#define STATS_LIMIT_MAX 10000
+
 static void on_counts(const struct topic_counts *topics, int n, long outbox, int failed, void *arg)
 {
-    struct request *r = arg;
+    struct stats_query *q = arg;
+    struct request *r = q->r;
     struct app *app = r->ctx->app;
     if (failed) {
         respond_unavailable(r, "Redis");
@@ -54,21 +67,36 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
     sb_printf(&sb, ",\"startedAt\":%lld,\"uptimeMs\":%lld,\"workerId\":%d", (long long)app->started_unix_ms,
               (long long)(now - app->started_unix_ms), atomic_load(&app->worker_id));
     int64_t total[4] = {0, 0, 0, 0};
+    int listed = 0;
+    const char *next = NULL, *last = NULL;
     sb_puts(&sb, ",\"topics\":{");
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* topics come sorted by name */
         const struct topic_counts *t = &topics[i];
-        if (i)
-            sb_putc(&sb, ',');
-        sb_json_cstr(&sb, t->topic);
-        sb_printf(&sb, ":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}", (long long)t->delayed,
-                  (long long)t->ready, (long long)t->reserved, (long long)t->dead);
         total[0] += t->delayed;
         total[1] += t->ready;
         total[2] += t->reserved;
         total[3] += t->dead;
+        if ((q->prefix_len && strncmp(t->topic, q->prefix, q->prefix_len) != 0) ||
+            (q->after && strcmp(t->topic, q->after) <= 0) || next)
+            continue;
+        if (listed == q->limit) {
+            next = last; /* more match: the next page starts after the last one listed */
+            continue;
+        }
+        last = t->topic;
+        if (listed++)
+            sb_putc(&sb, ',');
+        sb_json_cstr(&sb, t->topic);
+        sb_printf(&sb, ":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}", (long long)t->delayed,
+                  (long long)t->ready, (long long)t->reserved, (long long)t->dead);
     }
-    sb_printf(&sb, "},\"totals\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}",
-              (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3]);
+    sb_putc(&sb, '}');
+    if (next) {
+        sb_puts(&sb, ",\"next\":");
+        sb_json_cstr(&sb, next);
+    }
+    sb_printf(&sb, ",\"topicCount\":%d,\"totals\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}",
+              n, (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3]);
     sb_printf(&sb,
               ",\"journal\":{\"mysql\":\"%s\",\"backlog\":%ld,\"durableWaiting\":%ld,\"accepting\":%s}"
               ",\"http\":{\"parked\":%lld,\"connections\":%lld}",
@@ -82,12 +110,45 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
     sb_free(&sb);
 }
 
+/* A prefix or `after` is a topic or the start of one: topic characters only. */
+static int topicish(struct request *r, const char *name, const char **out, size_t *len)
+{
+    const char *v = params_get(&r->params, name);
+    *out = v;
+    *len = v ? strlen(v) : 0;
+    if (v == NULL || *len == 0)
+        return 0;
+    if (*len > TOPIC_MAX || !topic_valid(v, *len)) {
+        respond_error(r, 400, "bad_request", "%s must be 1-%d characters of [A-Za-z0-9_.:-]", name, TOPIC_MAX);
+        return -1;
+    }
+    return 0;
+}
+
 void api_stats(struct request *r)
 {
-    static const char *const none[] = {NULL};
-    if (api_params_only(r, none) < 0 || api_require_redis(r) < 0)
+    static const char *const allowed[] = {"prefix", "after", "limit", NULL};
+    if (api_params_only(r, allowed) < 0)
         return;
-    if (store_counts(&r->ctx->store, on_counts, r) < 0)
+    struct stats_query *q = calloc(1, sizeof *q);
+    if (q == NULL) {
+        respond_unavailable(r, "memory");
+        return;
+    }
+    q->r = r;
+    r->state = q;
+    r->state_free = free;
+    char err[256];
+    size_t after_len;
+    if (topicish(r, "prefix", &q->prefix, &q->prefix_len) < 0 || topicish(r, "after", &q->after, &after_len) < 0)
+        return;
+    if (param_int(&r->params, "limit", 0, STATS_LIMIT_MAX, STATS_LIMIT_DEFAULT, &q->limit, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    if (api_require_redis(r) < 0)
+        return;
+    if (store_counts(&r->ctx->store, on_counts, q) < 0)
         respond_unavailable(r, "Redis");
 }
 
