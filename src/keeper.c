@@ -1,6 +1,7 @@
 /* keeper.c — see keeper.h. */
 #include "keeper.h"
 #include "app.h"
+#include "expiry.h"
 #include "fleet.h"
 #include "idlease.h"
 #include "journal.h"
@@ -30,6 +31,7 @@ struct keeper {
     struct pubsub *pubsub;
     struct idlease *lease;
     struct fleet *fleet;
+    struct expiry *expiry;
     keeper_ready_fn on_ready;
     void *ready_arg;
     struct event *tick;
@@ -75,8 +77,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     local_stats(k, &local);
     fleet_tick(k->fleet, local.data ? local.data : "{}");
     sb_free(&local);
-    if (++k->ticks % k->app->cfg.retention_interval == 0)
+    if (++k->ticks % k->app->cfg.retention_interval == 0) {
         retention_schedule(&k->app->cfg);
+        expiry_start(k->expiry);
+    }
 }
 
 static void on_owned(const char *owned, int shards, void *arg)
@@ -139,6 +143,7 @@ static void keeper_free(struct keeper *k)
 {
     pubsub_free(k->pubsub);
     rconn_free(k->redis);
+    expiry_free(k->expiry);
     mover_free(k->mover);
     idlease_free(k->lease);
     fleet_free(k->fleet);
@@ -184,9 +189,10 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->pubsub = k->mover ? pubsub_start(app, k->base, &h) : NULL;
     k->lease = idlease_new(app, k->redis);
     k->fleet = fleet_new(app, k->redis, on_owned, k);
+    k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;
     k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
     k->stop_ev = evtimer_new(k->base, on_stop, k);
-    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->tick || !k->stop_ev)
+    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->expiry || !k->tick || !k->stop_ev)
         goto fail;
     struct timeval second = {1, 0};
     event_add(k->tick, &second);

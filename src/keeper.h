@@ -6,7 +6,8 @@
  *   fleet.c    heartbeat, the live instances, which shards this instance moves;
  *   layout.c   the shard count checked against the data;
  *   the outbox's length (store_outbox_len) for the journal's back-pressure;
- *   retention.c scheduled on the MySQL pool every [mysql] retention_interval seconds.
+ *   retention.c scheduled on the MySQL pool every [mysql] retention_interval seconds, and
+ *   expiry.c, which removes dead jobs from Redis at the same age.
  * All of them run from its 1 s tick or its Redis connection's up-callback. */
 #ifndef HG_KEEPER_H
 #define HG_KEEPER_H

@@ -31,6 +31,7 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_PUBSUB_MESSAGES] = {"hourglass_pubsub_messages_total", "ready/wake notifications received"},
     [MC_RESTORED] = {"hourglass_restored_total", "jobs put back into Redis by /reStore"},
     [MC_RETENTION_DELETED] = {"hourglass_retention_deleted_total", "terminal messages removed by retention"},
+    [MC_DEAD_EXPIRED] = {"hourglass_dead_expired_total", "dead jobs removed from Redis at the retention age"},
     [MC_BAD_RECORDS] = {"hourglass_bad_records_total",
                         "job records scripts found missing or corrupt, set aside instead of delivered or moved"},
 };

@@ -30,6 +30,7 @@ enum metric_counter {
     MC_PUBSUB_MESSAGES,
     MC_RESTORED,
     MC_RETENTION_DELETED,
+    MC_DEAD_EXPIRED,
     MC_BAD_RECORDS,     /* job records a script found missing or corrupt (quarantined, not dropped) */
     MC_COUNT
 };

@@ -202,6 +202,11 @@ void mover_free(struct mover *m)
     free(m);
 }
 
+int mover_owns(const struct mover *m, int shard)
+{
+    return shard >= 0 && shard < m->shards && m->owned[shard];
+}
+
 long long mover_moved_total(const struct mover *m)
 {
     return atomic_load(&m->moved_total);

@@ -35,6 +35,9 @@ void mover_rescan(struct mover *m);
 /* The shards this instance owns changed (owned[s] != 0: ours). */
 void mover_set_owned(struct mover *m, const char *owned, int shards);
 
+/* This instance moves `shard` precisely (fleet.h); other background duties follow it. */
+int mover_owns(const struct mover *m, int shard);
+
 /* Stop the timer (shutdown; the loop ends soon after). */
 void mover_stop(struct mover *m);
 

@@ -9,7 +9,7 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_FINISH] = "finish",   [SCRIPT_RELEASE] = "release",   [SCRIPT_TOUCH] = "touch",
     [SCRIPT_DELETE] = "delete",   [SCRIPT_RESCHEDULE] = "reschedule", [SCRIPT_INSPECT] = "inspect",
     [SCRIPT_RESTORE] = "restore", [SCRIPT_REQUEUE] = "requeue",   [SCRIPT_DEADLIST] = "deadlist", [SCRIPT_LEASE] = "lease",
-    [SCRIPT_FLEET] = "fleet",
+    [SCRIPT_FLEET] = "fleet",    [SCRIPT_DEADEXPIRE] = "deadexpire",
 };
 
 static const struct script_source *bound[SCRIPT_COUNT];

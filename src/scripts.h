@@ -21,6 +21,7 @@ enum script_id {
     SCRIPT_DEADLIST,
     SCRIPT_LEASE,
     SCRIPT_FLEET,
+    SCRIPT_DEADEXPIRE,
     SCRIPT_COUNT
 };
 

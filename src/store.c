@@ -603,6 +603,43 @@ int store_move(struct store *s, int shard, int64_t now, int limit, const char *w
     return rc;
 }
 
+/* ---- dead expiry ---- */
+
+static void on_dead_expire(redisReply *r, void *arg)
+{
+    struct call *c = arg;
+    store_expire_fn fn = (store_expire_fn)c->fn;
+    size_t len = 0;
+    const char *cursor = rreply_is_array(r, 2) ? rreply_str(r, 0, &len) : NULL;
+    char buf[32];
+    if (cursor == NULL || len >= sizeof buf) {
+        if (r)
+            shape_error("deadexpire");
+        fn(NULL, 0, c->arg);
+    } else {
+        memcpy(buf, cursor, len);
+        buf[len] = '\0';
+        fn(buf, (long long)rreply_int(r, 1), c->arg);
+    }
+    free(c);
+}
+
+int store_dead_expire(struct store *s, int shard, const char *cursor, int64_t cutoff, int limit, store_expire_fn fn,
+                      void *arg)
+{
+    struct rargv b;
+    int rc = -1;
+    if (rargv_init(&b, 7, 2, 0) == 0) {
+        rargv_key(&b, s->prefix, shard, "jobs");
+        rargv_str(&b, cursor, strlen(cursor));
+        rargv_int(&b, cutoff);
+        rargv_int(&b, limit);
+        rc = send(s, SCRIPT_DEADEXPIRE, &b, on_dead_expire, (void *)fn, arg);
+    }
+    rargv_free(&b);
+    return rc;
+}
+
 /* ---- ready counts ---- */
 
 struct ready_call {

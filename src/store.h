@@ -144,6 +144,12 @@ struct topic_counts {
 typedef void (*store_counts_fn)(const struct topic_counts *topics, int n, long outbox, int failed, void *arg);
 int store_counts(struct store *s, store_counts_fn fn, void *arg) __attribute__((warn_unused_result));
 
+/* ---- dead jobs past their lifetime (deadexpire.lua): one bounded step of a pass ---- */
+/* cursor: where to go on ("0": the shard's pass is done); NULL when the command failed. */
+typedef void (*store_expire_fn)(const char *cursor, long long removed, void *arg);
+int store_dead_expire(struct store *s, int shard, const char *cursor, int64_t cutoff, int limit, store_expire_fn fn,
+                      void *arg) __attribute__((warn_unused_result));
+
 /* ---- ready counts of some topics of one shard (one HMGET on the shard's counters) ---- */
 /* ready[i] = jobs ready on topics[i]; NULL when the command failed. */
 typedef void (*store_ready_fn)(const int64_t *ready, int n, void *arg);

@@ -172,3 +172,42 @@ class RetentionTest(HourglassTestCase):
         self.assertEqual(ids("message", "id"), keep)
         self.assertEqual(expect_ok(d.job(fin_new), "/jobs of a recent finished job")["state"], "finished")
         self.assertEqual(expect_ok(d.job(str(changed_23h)), "/jobs of a message ended 23 h ago")["state"], "finished")
+
+
+class DeadExpiryTest(HourglassTestCase):
+    """Dead jobs leave Redis at the age retention removes their MySQL rows (expiry.c,
+    deadexpire.lua): [mysql] retention_days after they died. Younger dead jobs stay."""
+
+    def test_dead_jobs_older_than_retention_leave_redis(self):
+        d = start_ready(self, {"mysql": {"retention_days": 1, "retention_interval": 1}})
+        ns = d.namespace
+        ids = []
+        for i in range(3):
+            r = d.push({"topic": "rip", "body": i, "tries": 1, "ttr": 500})
+            ids.append(expect_ok(r, "push")["id"])
+        got = set()
+        while len(got) < 3:
+            got.add(expect_ok(d.get("rip", timeout=2), "get")["id"])  # and never finished
+        wait_or_fail(self, lambda: len(expect_ok(d.dead("rip"), "dead list")["jobs"]) == 3, 10,
+                     "the three leases to run out (tries = 1: dead)")
+
+        # two of them died two days ago, as far as Redis's dead zset says
+        key = next(k for k in ns.redis_keys("*dead:rip"))
+        members = [m for m in ns.redis_cli("ZRANGE", key, 0, -1).split("\n") if m]
+        self.assertEqual(len(members), 3)
+        old = now_ms() - 2 * DAY_MS
+        for m in members[:2]:
+            self.assertEqual(ns.redis_cli("ZADD", key, "XX", "CH", old, m).strip(), "1")
+
+        def left() -> list[str]:
+            return [j["id"] for j in expect_ok(d.dead("rip"), "dead list")["jobs"]]
+        wait_or_fail(self, lambda: len(left()) == 1, 10, "the two old dead jobs to leave Redis",
+                     lambda: f"dead list: {left()}")
+        jobs_key = key.replace("dead:rip", "jobs")
+        self.assertEqual(int(ns.redis_cli("HLEN", jobs_key).strip()), 1, "their records are gone too")
+        stats = expect_ok(d.stats(), "stats")
+        self.assertEqual(stats["topics"]["rip"]["dead"], 1, "the counters follow")
+        # MySQL still has all three dead rows: retention removes them on its own schedule
+        self.assertEqual(ns.query("SELECT COUNT(*) FROM message WHERE topic = 'rip' AND state = 'dead'")[0][0], '3')
+        metrics = d.metrics().text
+        self.assertRegex(metrics, r"hourglass_dead_expired_total(\{[^}]*\})? 2\b")
