@@ -23,10 +23,9 @@ void api_stats(struct request *r);
 void api_metrics(struct request *r);
 
 /* The push path's per-worker state (hctx.pushes), called from the worker's subsystem table:
- * after each inbox drain the committed pushes go to Redis, a call per shard; once a second
- * (and when Redis is back) pushes in doubt are looked up; at the end it is freed. */
+ * after each inbox drain the committed pushes go to Redis, a call per shard; at the end it
+ * is freed. */
 void api_push_flush(struct hctx *ctx);
-void api_push_tick(struct hctx *ctx);
 void api_push_free(struct hctx *ctx);
 
 #endif

@@ -2,6 +2,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "clock.h"
+#include "doubt.h"
 #include "journal.h"
 #include "metrics.h"
 #include "rconn.h"
@@ -98,10 +99,10 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
     sb_printf(&sb, ",\"topicCount\":%d,\"totals\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}",
               n, (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3]);
     sb_printf(&sb,
-              ",\"journal\":{\"mysql\":\"%s\",\"backlog\":%ld,\"durableWaiting\":%ld,\"accepting\":%s}"
+              ",\"journal\":{\"mysql\":\"%s\",\"backlog\":%ld,\"durableWaiting\":%ld,\"accepting\":%s,\"inDoubt\":%ld}"
               ",\"http\":{\"parked\":%lld,\"connections\":%lld}",
               journal_up() ? "up" : "down", journal_local_backlog() + outbox, journal_durable_waiting(),
-              journal_accepting() ? "true" : "false", (long long)atomic_load(&app->parked),
+              journal_accepting() ? "true" : "false", doubt_count(), (long long)atomic_load(&app->parked),
               (long long)metrics_gauge_get(MG_CONNECTIONS));
     if (app->keeper_stats_json)
         app->keeper_stats_json(app->keeper_stats_arg, &sb);

@@ -9,6 +9,7 @@
 #include "api_util.h"
 #include "clock.h"
 #include "dbtask.h"
+#include "doubt.h"
 #include "ids.h"
 #include "journal.h"
 #include "log.h"
@@ -197,7 +198,9 @@ static void on_deleted(const struct id_outcome *o, void *arg)
 {
     struct id_state *st = arg;
     if (o == NULL) {
-        /* MySQL says deleted, Redis did not answer: a retry completes it. */
+        /* MySQL says deleted, Redis did not answer (or refused): the reconciler carries the
+         * delete out in Redis unless the job moved on meanwhile (doubt.h). */
+        doubt_delete(st->id, st->rec.ver - 1);
         respond_unavailable(st->r, "Redis");
         return;
     }
@@ -218,8 +221,10 @@ static void on_delete_committed(int ok, void *arg)
         respond_unavailable(st->r, "MySQL");
         return;
     }
-    if (store_delete(&st->r->ctx->store, st->id, clock_unix_ms(), st->who, on_deleted, st) < 0)
+    if (store_delete(&st->r->ctx->store, st->id, clock_unix_ms(), st->who, on_deleted, st) < 0) {
+        doubt_delete(st->id, st->rec.ver - 1); /* committed in MySQL, not sent to Redis */
         respond_unavailable(st->r, "Redis");
+    }
 }
 
 static void on_delete_checked(const struct job_view *v, void *arg)

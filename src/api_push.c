@@ -14,12 +14,13 @@
  * job is certainly not in Redis and its row is marked aborted at once. When the call was sent
  * but its reply was lost (a timeout), Redis may still have run it: its outcome is in doubt.
  * The push is answered 503 naming such jobs (under "maybeQueued", the API's word for it),
- * and each is remembered and looked up once Redis answers again — present, its row is
- * right as it stands; absent, the row is marked aborted (unless later transitions, journaled
- * through the outbox, made the row newer). */
+ * and each goes to the reconciler (doubt.h), which looks it up once Redis answers again —
+ * present, its row is right as it stands; absent, the row is marked aborted (unless later
+ * transitions, journaled through the outbox, made the row newer). */
 #include "api.h"
 #include "api_util.h"
 #include "clock.h"
+#include "doubt.h"
 #include "ids.h"
 #include "journal.h"
 #include "log.h"
@@ -45,25 +46,13 @@ struct push_state {
     int calls_pending;
 };
 
-/* A push whose outcome in Redis is in doubt, waiting to be looked up. */
-struct doubtful_push {
-    struct doubtful_push *next;
-    struct hctx *ctx;
-    uint64_t id;
-    int shard, first_state;
-    int64_t run_at;
-    char host[JREC_HOST_MAX];
-};
-
 struct pending_job {
     struct push_state *st;
     int index;                  /* into st->jobs */
 };
 
-/* A worker's push state (hctx.pushes): jobs committed and waiting for their shard's call,
- * and pushes whose outcome in Redis is in doubt. */
+/* A worker's push state (hctx.pushes): jobs committed and waiting for their shard's call. */
 struct push_batch {
-    struct doubtful_push *in_doubt;
     int nshards;
     struct shard_jobs {
         struct pending_job *jobs;
@@ -82,72 +71,16 @@ static void push_state_free(void *p)
     free(st);
 }
 
-/* Mark a committed row that stands for no job (or no job any more) as aborted. `force` only
- * when certain: one in doubt must not overwrite transitions the job made meanwhile. */
-static void journal_abort(struct hctx *ctx, uint64_t id, int shard, int from, int64_t run_at, int force,
-                          const char *host)
+/* Mark the row just committed for job j as aborted: Redis certainly did not take it (or a
+ * bizKey holder answered instead), so it stands for no job. Version 2: nothing but this push
+ * can have touched a row committed a moment ago for a job that never reached Redis. */
+static void journal_abort(struct request *r, const struct job_spec *j, int from)
 {
     struct jrec rec;
-    memset(&rec, 0, sizeof rec);
-    rec.kind = JR_TRANSITION;
-    rec.id = id;
-    rec.from = (uint8_t)from;
-    rec.to = JS_ABORTED;
-    rec.ver = 2;
-    rec.force = (uint8_t)force;
-    rec.at = clock_unix_ms();
-    rec.run_at = run_at;
-    store_actor(rec.actor, sizeof rec.actor, ctx->name, ctx->app->cfg.redis_prefix, shard, "jobs");
-    snprintf(rec.host, sizeof rec.host, "%s", host);
+    api_fill_jrec(&rec, r, j->id, j->shard, "jobs", from, JS_ABORTED, 2, 0, j->run_at);
+    rec.force = 1;
     journal_submit(&rec, 1);
     metrics_transition(from, JS_ABORTED, 1);
-}
-
-static void remember_in_doubt(struct hctx *ctx, const struct job_spec *j, int first, const char *host)
-{
-    struct doubtful_push *u = calloc(1, sizeof *u);
-    if (u == NULL) {
-        log_error("push: out of memory; job %llu may be in Redis while its row stays live", (unsigned long long)j->id);
-        return;
-    }
-    u->ctx = ctx;
-    u->id = j->id;
-    u->shard = j->shard;
-    u->first_state = first;
-    u->run_at = j->run_at;
-    snprintf(u->host, sizeof u->host, "%s", host);
-    u->next = ctx->pushes->in_doubt;
-    ctx->pushes->in_doubt = u;
-}
-
-static void on_doubt_looked_up(const struct job_view *v, void *arg)
-{
-    struct doubtful_push *u = arg;
-    if (v == NULL) { /* Redis failed again: look again on the next tick */
-        u->next = u->ctx->pushes->in_doubt;
-        u->ctx->pushes->in_doubt = u;
-        return;
-    }
-    if (!v->found)
-        journal_abort(u->ctx, u->id, u->shard, u->first_state, u->run_at, 0, u->host);
-    free(u);
-}
-
-void api_push_tick(struct hctx *ctx)
-{
-    struct push_batch *pb = ctx->pushes;
-    if (pb == NULL || pb->in_doubt == NULL || !rconn_is_up(ctx->redis))
-        return;
-    struct doubtful_push *list = pb->in_doubt;
-    pb->in_doubt = NULL;
-    while (list) {
-        struct doubtful_push *next = list->next;
-        if (store_inspect(&ctx->store, list->id, on_doubt_looked_up, list) < 0) {
-            list->next = pb->in_doubt;
-            pb->in_doubt = list;
-        }
-        list = next;
-    }
 }
 
 /* 503 for a push Redis did not take. Jobs whose call was sent but not answered may have been
@@ -198,13 +131,13 @@ static void finish_push(struct push_state *st)
         const struct push_outcome *o = &st->outcomes[i];
         int first = job_initial_state(j, st->now);
         if (st->failed[i] && st->in_doubt[i]) {
-            remember_in_doubt(r->ctx, j, first, r->client);
+            doubt_push(j->id); /* the reconciler looks it up in Redis, persisted across a crash */
             nfailed++;
             continue;
         }
         if (st->failed[i] || o->code != PUSHED_NEW) {
             /* The row committed in step 2 stands for no job: mark it so restore skips it. */
-            journal_abort(r->ctx, j->id, j->shard, first, j->run_at, 1, r->client);
+            journal_abort(r, j, first);
         }
         if (st->failed[i]) {
             nfailed++;
@@ -380,13 +313,6 @@ void api_push_free(struct hctx *ctx)
         return;
     for (int i = 0; i < p->nshards; i++)
         free(p->shard[i].jobs);
-    while (p->in_doubt) {
-        struct doubtful_push *u = p->in_doubt;
-        p->in_doubt = u->next;
-        log_warn("push: job %llu was still in doubt at shutdown: its MySQL row stays live, so /reStore may "
-                 "bring back a job whose push was answered 503", (unsigned long long)u->id);
-        free(u);
-    }
     free(p);
     ctx->pushes = NULL;
 }

@@ -77,7 +77,7 @@ static const struct cfg_key keys[] = {
     {"mysql", "password", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(mysql_password), 1, "password"},
     {"mysql", "database", CT_STR, "hourglass", 1, 64, F(mysql_database), 0, "database (schema) name"},
     {"mysql", "retention_days", CT_INT, "7", 0, 36500, F(retention_days), 0,
-     "days finished/deleted/dead messages are kept; 0 = forever"},
+     "days finished/deleted/dead messages are kept (dead jobs leave Redis at the same age); 0 = forever"},
     {"mysql", "retention_interval", CT_INT, "60", 1, 86400, F(retention_interval), 0,
      "seconds between retention passes"},
     {"mysql", "timeout", CT_INT, "3", 1, 300, F(mysql_timeout), 0,
@@ -102,6 +102,8 @@ static const struct cfg_key keys[] = {
      "name in logs, metrics and the transition table; empty = hostname:port"},
     {"instance", "worker_id", CT_WORKER_ID, "auto", -1, 1023, F(worker_id), 0,
      "id-generator worker number 0..1023, or auto to lease one from Redis"},
+    {"instance", "state_dir", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(state_dir), 0,
+     "directory for what must survive a crash (outcomes in doubt, doubt.h); one per instance; empty = memory only"},
 
     {"log", "level", CT_LEVEL, "info", 0, 3, F(log_level), 0, "error, warn, info or debug"},
     {"log", "file", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(log_file), 0, "log file; empty = stderr"},

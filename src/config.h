@@ -61,6 +61,7 @@ struct config {
 
     /* [instance] */
     char instance_id[64];      /* empty = hostname:port */
+    char state_dir[CONFIG_STR_MAX]; /* empty = no local state (doubt.h) */
     int worker_id;             /* -1 = lease one from Redis */
 
     /* [log] */

@@ -18,11 +18,13 @@
  * sent) may or may not have happened. The pushes in it were answered 503 and never reach
  * Redis, so if their rows did commit they stand for no job, and a /reStore after a Redis
  * loss would bring back jobs whose producers were told they failed (and have likely pushed
- * again). Their ids are kept "in doubt", and the first thing after reconnecting is to mark
- * such rows aborted (nothing else can have touched them: still version 1). */
+ * again). The same holds for a delete whose row may say 'deleted' while the job is still in
+ * Redis. Such outcomes are handed to the reconciler (doubt.h), which remembers them across a
+ * crash and settles each against the job's state in Redis. */
 #include "journal.h"
 #include "clock.h"
 #include "db.h"
+#include "doubt.h"
 #include "log.h"
 #include "loopq.h"
 #include "metrics.h"
@@ -35,7 +37,6 @@
 
 #define SCRIPT_FLUSH_BYTES (1u << 20) /* send the statements built so far past this */
 #define DURABLE_MAX_RECORDS 200000       /* durable records queued before refusing */
-#define DOUBT_SQL_IDS 1000               /* ids per statement when settling pushes in doubt */
 
 struct jsync {
     struct jsync *next;
@@ -70,8 +71,6 @@ static struct {
     /* Journal thread only: the last failed write broke the connection during COMMIT, and
      * the ids of pushes whose rows may have been committed although they were answered 503. */
     int commit_in_doubt;
-    uint64_t *doubt;
-    size_t ndoubt, doubt_cap;
 } J = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 int journal_up(void)
@@ -563,72 +562,19 @@ static int write_all(MYSQL *db, struct jsync **groups, struct jrec *taken, size_
     return 0;
 }
 
-/* The connection broke during a COMMIT: remember the pushes among the groups about to be
- * answered 503, whose rows may have been committed all the same. */
+/* The connection broke during a COMMIT: the durable submissions about to be answered 503 may
+ * have been committed all the same. Their outcomes go to the reconciler (doubt.h), which
+ * persists them and settles each by the job's real state in MySQL and Redis. */
 static void note_in_doubt(const struct jsync *groups)
 {
     for (const struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
-            if (g->recs[i].kind != JR_INSERT)
-                continue;
-            if (J.ndoubt == J.doubt_cap) {
-                size_t cap = J.doubt_cap ? J.doubt_cap * 2 : 64;
-                uint64_t *grown = realloc(J.doubt, cap * sizeof *grown);
-                if (grown == NULL) {
-                    log_error("journal: out of memory; the row of job %llu may stand for no job",
-                              (unsigned long long)g->recs[i].id);
-                    continue;
-                }
-                J.doubt = grown;
-                J.doubt_cap = cap;
-            }
-            J.doubt[J.ndoubt++] = g->recs[i].id;
+            const struct jrec *r = &g->recs[i];
+            if (r->kind == JR_INSERT)
+                doubt_push(r->id);
+            else if (r->kind == JR_TRANSITION && r->to == JS_DELETED && r->ver > 0)
+                doubt_delete(r->id, r->ver - 1);
         }
-}
-
-/* Mark the rows of pushes in doubt aborted, with a transition saying why. A row still at
- * version 1 was never touched by Redis (its push was answered 503 before reaching it). Rows
- * that were never committed are simply not found. 0, or -1 (try again after a reconnect). */
-static int settle_in_doubt(MYSQL *db)
-{
-    int64_t now = clock_unix_ms();
-    for (size_t done = 0; done < J.ndoubt; done += DOUBT_SQL_IDS) {
-        size_t end = J.ndoubt - done < DOUBT_SQL_IDS ? J.ndoubt : done + DOUBT_SQL_IDS;
-        struct sbuf ids = SBUF_INIT, sql = SBUF_INIT;
-        for (size_t i = done; i < end; i++) {
-            if (i > done)
-                sb_putc(&ids, ',');
-            sb_json_uint(&ids, J.doubt[i]);
-        }
-        sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, 2, state, 'aborted', ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, ", 'journal: commit in doubt', '', ");
-        db_quote(db, &sql, J.instance, strlen(J.instance));
-        sb_puts(&sql, ", 0 FROM message WHERE version = 1 AND state <> 'aborted' AND id IN (");
-        sb_put(&sql, ids.data, ids.len);
-        sb_puts(&sql, ");UPDATE message SET state = 'aborted', version = 2, updated_at = ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, " WHERE version = 1 AND state <> 'aborted' AND id IN (");
-        sb_put(&sql, ids.data, ids.len);
-        sb_puts(&sql, ")");
-        unsigned long long aborted = 0; /* by the UPDATE, the script's last statement */
-        int rc = sql.oom || ids.oom ? -1 : db_exec_script(db, sql.data, sql.len, &aborted);
-        if (rc == 0 && mysql_commit(db) != 0)
-            rc = -1;
-        sb_free(&ids);
-        sb_free(&sql);
-        if (rc < 0) {
-            mysql_rollback(db);
-            /* what is settled stays settled; the rest waits for the next connection */
-            memmove(J.doubt, J.doubt + done, (J.ndoubt - done) * sizeof *J.doubt);
-            J.ndoubt -= done;
-            return -1;
-        }
-        log_warn("journal: %zu pushes answered 503 when a COMMIT's outcome was lost: %llu of their rows had "
-                 "been committed and are now marked aborted", end - done, aborted);
-    }
-    J.ndoubt = 0;
-    return 0;
 }
 
 /* Write records one by one; those the server refuses are logged and dropped (so one bad
@@ -709,16 +655,6 @@ static void *journal_main(void *unused)
                 mark_down_locked(); /* durable submissions cannot wait for a reconnect: 503 */
                 continue;
             }
-            if (J.ndoubt > 0) {
-                pthread_mutex_unlock(&J.lock);
-                int settled = settle_in_doubt(db);
-                pthread_mutex_lock(&J.lock);
-                if (settled < 0) {
-                    mysql_close(db);
-                    db = NULL;
-                    continue;
-                }
-            }
             if (warned_down)
                 metrics_inc(MC_MYSQL_RECONNECTS, 1);
             log_info("journal: connected to MySQL");
@@ -780,12 +716,6 @@ static void *journal_main(void *unused)
 
     if (J.count > 0 || J.sync_head)
         log_warn("journal: stopping with %zu local records not written to MySQL", J.count);
-    for (size_t i = 0; i < J.ndoubt; i++)
-        log_warn("journal: job %llu was answered 503 but its row may have been committed (a COMMIT's outcome was "
-                 "lost); if /jobs shows it, it stands for no job: mark it aborted", (unsigned long long)J.doubt[i]);
-    free(J.doubt);
-    J.doubt = NULL;
-    J.ndoubt = J.doubt_cap = 0;
     complete(J.sync_head, 0);
     J.sync_head = J.sync_tail = NULL;
     J.up = 0;

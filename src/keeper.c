@@ -1,6 +1,7 @@
 /* keeper.c — see keeper.h. */
 #include "keeper.h"
 #include "app.h"
+#include "doubt.h"
 #include "expiry.h"
 #include "fleet.h"
 #include "idlease.h"
@@ -69,6 +70,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct keeper *k = arg;
     mover_tick(k->mover);
     idlease_tick(k->lease);
+    doubt_schedule(&k->app->cfg);
     if (store_outbox_len(&k->store, on_outbox_len, k) < 0)
         log_debug("keeper: cannot measure the outbox now (Redis down)");
     if (k->ticks % LAYOUT_RECHECK_TICKS == 0 || atomic_load(&k->app->layout) != LAYOUT_OK)

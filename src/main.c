@@ -14,6 +14,7 @@
 #include "config.h"
 #include "db.h"
 #include "dbtask.h"
+#include "doubt.h"
 #include "journal.h"
 #include "log.h"
 #include "keeper.h"
@@ -321,6 +322,10 @@ int main(int argc, char **argv)
         return 1;
     open_listeners(cfg->listen, cfg->http_threads, listen_fds);
 
+    if (doubt_open(cfg, app.instance, app.hostname, err, sizeof err) < 0) {
+        fprintf(stderr, "hourglassd: %s\n", err);
+        return 1;
+    }
     if (journal_start(cfg, app.instance) < 0 || outbox_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {
         log_error("cannot start the MySQL threads");
         return 1;
@@ -361,6 +366,7 @@ int main(int argc, char **argv)
     outbox_stop(JOURNAL_FLUSH_MS);
     journal_stop(JOURNAL_FLUSH_MS);
     dbtask_stop();
+    doubt_close();
     for (int i = 0; i < ws.n; i++) {
         worker_free(ws.w[i]);
         free(ws.w[i]);

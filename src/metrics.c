@@ -31,6 +31,7 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_PUBSUB_MESSAGES] = {"hourglass_pubsub_messages_total", "ready/wake notifications received"},
     [MC_RESTORED] = {"hourglass_restored_total", "jobs put back into Redis by /reStore"},
     [MC_RETENTION_DELETED] = {"hourglass_retention_deleted_total", "terminal messages removed by retention"},
+    [MC_DOUBT_SETTLED] = {"hourglass_doubt_settled_total", "outcomes in doubt (lost COMMIT or Redis replies) settled"},
     [MC_DEAD_EXPIRED] = {"hourglass_dead_expired_total", "dead jobs removed from Redis at the retention age"},
     [MC_BAD_RECORDS] = {"hourglass_bad_records_total",
                         "job records scripts found missing or corrupt, set aside instead of delivered or moved"},
@@ -44,6 +45,7 @@ static const struct counter_def gauge_defs[MG_COUNT] = {
     [MG_REDIS_UP] = {"hourglass_redis_connections_up", "Redis connections currently usable"},
     [MG_MYSQL_UP] = {"hourglass_mysql_up", "1 when the journal's MySQL connection is usable"},
     [MG_OWNED_SHARDS] = {"hourglass_owned_shards", "shards whose mover duty this instance holds"},
+    [MG_IN_DOUBT] = {"hourglass_outcomes_in_doubt", "lost COMMIT or Redis replies waiting to be settled"},
 };
 
 #define NBUCKETS 16

@@ -31,6 +31,7 @@ enum metric_counter {
     MC_RESTORED,
     MC_RETENTION_DELETED,
     MC_DEAD_EXPIRED,
+    MC_DOUBT_SETTLED,
     MC_BAD_RECORDS,     /* job records a script found missing or corrupt (quarantined, not dropped) */
     MC_COUNT
 };
@@ -43,6 +44,7 @@ enum metric_gauge {
     MG_REDIS_UP,         /* connections currently up */
     MG_MYSQL_UP,
     MG_OWNED_SHARDS,
+    MG_IN_DOUBT,         /* outcomes in doubt waiting to be settled (doubt.h) */
     MG_COUNT
 };
 

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "db.h"
 #include "dbtask.h"
+#include "doubt.h"
 #include "ids.h"
 #include "journal.h"
 #include "log.h"
@@ -296,6 +297,13 @@ static void restore_all_run(MYSQL *db, void *arg)
     }
     if (set_restoring(c, cfg, 1) < 0) {
         ra->unavailable = "Redis";
+        redisFree(c);
+        return;
+    }
+    /* In-doubt outcomes first: a push answered 503 whose row committed must not come back. */
+    if (doubt_settle(db, cfg, 1) < 0) {
+        ra->unavailable = "MySQL or Redis (settling outcomes in doubt)";
+        set_restoring(c, cfg, 0);
         redisFree(c);
         return;
     }

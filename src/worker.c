@@ -37,8 +37,8 @@ static const struct subsystem {
 } subsystems[] = {
     /* long-polls: the tick is a safety net for notifications lost while Redis reconnected */
     {longpoll_tick, longpoll_tick, NULL, longpoll_drain, longpoll_free},
-    /* pushes: committed ones go to Redis together; those in doubt are looked up */
-    {api_push_tick, api_push_tick, api_push_flush, NULL, api_push_free},
+    /* pushes: committed ones go to Redis together */
+    {NULL, NULL, api_push_flush, NULL, api_push_free},
     /* connections: deadlines, and releasing those evhttp let go */
     {conn_tick, NULL, NULL, NULL, conn_free},
 };

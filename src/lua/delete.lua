@@ -1,10 +1,12 @@
 -- delete.lua — cancel a job in any live state (delayed, ready, reserved) or a dead one.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = idkey, now, who
--- Returns {"ok", from_state, ver, attempts, runAt} | {"missing"}
-local idkey, now, who = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+-- ARGV    = idkey, now, who[, version]: with a version (the reconciler carrying out a delete
+--           whose COMMIT was in doubt), only a job still at that version is deleted
+-- Returns {"ok", from_state, ver, attempts, runAt} | {"missing"} | {"moved", ver}
+local idkey, now, who, want = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local j = load_job(idkey)
 if not j then return { "missing" } end
+if want and j.ver ~= want then return { "moved", j.ver } end
 unplace(idkey, j)
 redis.call("HDEL", K_JOBS, idkey)
 biz_release(idkey, j)

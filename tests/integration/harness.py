@@ -229,6 +229,18 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+KEY_ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+
+def id_key(job_id: str) -> str:
+    """The compact Redis form of a job id: its field in the shard's jobs hash (src/ids.c id_to_key)."""
+    v, out = int(job_id), []
+    for _ in range(11):
+        out.append(KEY_ALPHABET[v & 63])
+        v >>= 6
+    return "".join(reversed(out))
+
+
 def journal_idle(d: "Daemon") -> bool:
     """/stats says nothing waits for MySQL: no batched record, no durable waiter. Polled with
     wait_until; a 503 with Retry-After (the worker that took the request is still reconnecting
@@ -960,6 +972,7 @@ class Daemon(_Process):
                       "password": MYSQL_PASSWORD, "database": "", "retention_days": 7},
             "queue": {"default_ttr": 30000, "default_tries": 3, "max_delay": 31536000000},
             "log": {"level": "debug", "file": ""},
+            "instance": {"state_dir": os.path.join(self.dir, "state")},
         }
         self.update_config(self.namespace.config())
         self.update_config(overrides or {})

@@ -20,13 +20,14 @@ had the script ended with COMMIT, the refused push would now have a live row.
 
 from __future__ import annotations
 
+import pathlib
 import select
 import socket
 import threading
 import time
 import unittest
 
-from harness import HourglassTestCase, wait_until
+from harness import HourglassTestCase, id_key, wait_until
 
 COM_QUERY = 0x03
 SERVER_MORE_RESULTS_EXISTS = 0x0008
@@ -166,21 +167,29 @@ class _MySQLProxy:
 
 
 class CommitAnswerDropper(_MySQLProxy):
-    """While armed, the first connection that sends COMMIT after an INSERT INTO message gets
-    that COMMIT forwarded and answered by the server, then loses the answer and its
-    connection (the server has committed; the client cannot know)."""
+    """While armed, the first connection that sends COMMIT after a statement starting with
+    `trigger` (by default INSERT INTO message: a push) gets that COMMIT forwarded and answered
+    by the server, then loses the answer and its connection (the server has committed; the
+    client cannot know). rearm() sets it up for another drop."""
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, trigger: bytes = b"INSERT INTO MESSAGE") -> None:
         super().__init__(upstream_port)
+        self.trigger = trigger
         self.dropped = threading.Event()
-        self.inserted: set[int] = set()  # connections (by client socket id) inside a push's transaction
+        self.inserted: set[int] = set()  # connections (by client socket id) inside a triggering transaction
+
+    def rearm(self, trigger: bytes) -> None:
+        self.trigger = trigger
+        self.inserted.clear()
+        self.dropped.clear()
+        self.armed.set()
 
     def _intercept(self, client: socket.socket, server: socket.socket, packet: bytes) -> bool:
         payload = packet[4:]
         if payload[:1] != bytes([COM_QUERY]):
             return False
         text = payload[1:].lstrip().upper()
-        if text.startswith(b"INSERT INTO MESSAGE"):
+        if text.startswith(self.trigger):
             self.inserted.add(id(client))
         elif text.startswith(b"COMMIT") and id(client) in self.inserted and self.armed.is_set() \
                 and not self.dropped.is_set():
@@ -266,9 +275,9 @@ class CommitInDoubtTest(HourglassTestCase):
         history = ns.query(f"SELECT from_state, to_state, actor FROM transition WHERE message_id = {job_id} "
                            "ORDER BY version")
         self.assertEqual([h[1] for h in history], ["delayed", "aborted"], history)
-        self.assertIn("commit in doubt", history[1][2])
-        self.assertIn("1 pushes answered 503 when a COMMIT's outcome was lost: 1 of their rows had been "
-                      "committed and are now marked aborted", d.log(), "the settle's log line and its count")
+        self.assertIn("push in doubt", history[1][2])
+        self.assertIn("reconciler: 1 outcomes in doubt settled: 1 pushes answered 503 had committed rows, now "
+                      "aborted", d.log(), "the settle's log line and its count")
 
         # It never reached Redis, and the earlier, acknowledged job is untouched.
         self.assertEqual(d.job(job_id).json()["state"], "aborted", "the refused push must not be a live job")
@@ -286,6 +295,65 @@ class CommitInDoubtTest(HourglassTestCase):
 
         # And pushes work again without a restart.
         self.assertStatus(d.push({"topic": "doubt", "body": "after"}), 200, "a push after the reconnect")
+
+
+class InDoubtAcrossKillTest(HourglassTestCase):
+    """A push and a delete whose COMMIT answers were lost are written down (state_dir/in-doubt)
+    before their 503s; the daemon is killed -9 before the reconciler's grace period ends; the
+    next start settles both from the file: the push's committed row is aborted (it never
+    reached Redis), the delete that committed is carried out in Redis."""
+
+    def test_a_push_and_a_delete_in_doubt_are_settled_after_kill_9(self):
+        ns = self.namespace()
+        proxy = CommitAnswerDropper(ns.mariadb.port)
+        self.addCleanup(proxy.close)
+        d = self.start_daemon({"mysql": {"port": proxy.port, "timeout": 3}}, namespace=ns)
+        wait_until(lambda: d.health().status == 200, 15, 0.05, "the daemon to be healthy")
+        kept = d.push({"topic": "kill9", "body": "kept", "delay": 600000})
+        self.assertStatus(kept, 200)
+        kept_id = kept.json()["id"]
+        victim = d.push({"topic": "kill9", "body": "victim", "delay": 600000})
+        self.assertStatus(victim, 200)
+        victim_id = victim.json()["id"]
+
+        # a push whose COMMIT answer is lost
+        proxy.armed.set()
+        self.assertStatus(d.push({"topic": "kill9", "body": "refused", "delay": 600000}), 503)
+        self.assertTrue(proxy.dropped.is_set())
+        refused_id = ns.query("SELECT id FROM message WHERE body = '\"refused\"'")[0][0]
+        wait_until(lambda: d.health().status == 200, 15, 0.05, "the journal to reconnect")
+
+        # a delete whose COMMIT answer is lost: its row says deleted, Redis still has the job
+        proxy.rearm(b"INSERT IGNORE INTO TRANSITION")
+        self.assertStatus(d.delete(victim_id), 503)
+        self.assertTrue(proxy.dropped.is_set())
+        self.assertEqual(ns.query(f"SELECT state, version FROM message WHERE id = {victim_id}"), [("deleted", "2")])
+        shard_keys = [k for k in ns.redis_keys("*:jobs") if ns.redis_cli("HEXISTS", k, id_key(victim_id)).strip() == "1"]
+        self.assertEqual(len(shard_keys), 1, "the job is still in Redis")
+
+        # both written down before their 503s; kill -9 before the grace period lets them settle
+        state = pathlib.Path(d.dir) / "state" / "in-doubt"
+        lines = state.read_text().split("\n")
+        self.assertTrue(any(line.startswith(f"P {refused_id} ") for line in lines), lines)
+        self.assertTrue(any(line.startswith(f"D {victim_id} 1 ") for line in lines), lines)
+        d.kill()
+        self.assertEqual(ns.query(f"SELECT state, version FROM message WHERE id = {refused_id}"), [("delayed", "1")])
+
+        # the next start (MySQL directly now) settles both
+        d.config["mysql"]["port"] = ns.mariadb.port
+        d.start()
+        wait_until(lambda: ns.query(f"SELECT state FROM message WHERE id = {refused_id}") == [("aborted",)],
+                   20, 0.1, "the refused push's committed row to be aborted")
+        wait_until(lambda: ns.redis_cli("HEXISTS", shard_keys[0], id_key(victim_id)).strip() == "0",
+                   20, 0.1, "the committed delete to be carried out in Redis")
+        wait_until(lambda: state.read_text() == "", 10, 0.1, "the state file to be emptied")
+        self.assertEqual(d.job(victim_id).json()["state"], "deleted")
+        self.assertEqual(d.job(refused_id).json()["state"], "aborted")
+        self.assertEqual(d.job(kept_id).json()["state"], "delayed", "the acknowledged job is untouched")
+        self.assertEqual(ns.query(f"SELECT state FROM message WHERE id = {victim_id}"), [("deleted",)])
+        counts = d.stats().json()["topics"]["kill9"]
+        self.assertEqual(counts["delayed"], 1, counts)
+        self.assertEqual(d.stats().json()["journal"]["inDoubt"], 0)
 
 
 class HeldScriptTest(HourglassTestCase):

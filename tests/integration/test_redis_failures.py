@@ -21,19 +21,7 @@ import threading
 import time
 
 from core_common import CoreTestCase
-from harness import wait_until
-
-KEY_ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
-
-
-def id_key(job_id: str) -> str:
-    """The compact Redis form of a job id (src/ids.c id_to_key)."""
-    v, out = int(job_id), []
-    for _ in range(11):
-        out.append(KEY_ALPHABET[v & 63])
-        v >>= 6
-    return "".join(reversed(out))
-
+from harness import id_key, wait_until
 
 def metric(text: str, name: str) -> float:
     """A sample of /metrics by its full name with labels, e.g. 'x_total{cause="oom"}'; 0 if absent."""
