@@ -1,5 +1,6 @@
 /* clock.h — the two clocks: wall time in unix milliseconds (job due times, the server's clock
- * is authoritative) and monotonic time (timeouts, latencies; never jumps). */
+ * is authoritative) and monotonic time (timeouts, latencies; never jumps); and the two timed
+ * waits the background threads share. */
 #ifndef HG_CLOCK_H
 #define HG_CLOCK_H
 
@@ -44,6 +45,20 @@ static inline void clock_cond_wait_us(pthread_cond_t *cond, pthread_mutex_t *loc
     ts.tv_sec += (time_t)(us / 1000000 + ns / 1000000000);
     ts.tv_nsec = (long)(ns % 1000000000);
     pthread_cond_timedwait(cond, lock, &ts);
+}
+
+/* The stop protocol of the MySQL-side threads (journal, outbox): under `lock`, set *stop and a
+ * deadline `deadline_ms` from now (the thread finishes what it can by then), wake it, and
+ * join it. */
+static inline void clock_stop_thread(pthread_t thread, pthread_mutex_t *lock, pthread_cond_t *cond, int *stop,
+                                     int64_t *deadline_us, int deadline_ms)
+{
+    pthread_mutex_lock(lock);
+    *stop = 1;
+    *deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
+    pthread_cond_broadcast(cond);
+    pthread_mutex_unlock(lock);
+    pthread_join(thread, NULL);
 }
 
 #endif

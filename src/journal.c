@@ -742,12 +742,7 @@ void journal_stop(int deadline_ms)
 {
     if (!J.started)
         return;
-    pthread_mutex_lock(&J.lock);
-    J.stop = 1;
-    J.stop_deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
-    pthread_cond_signal(&J.cond);
-    pthread_mutex_unlock(&J.lock);
-    pthread_join(J.thread, NULL);
+    clock_stop_thread(J.thread, &J.lock, &J.cond, &J.stop, &J.stop_deadline_us, deadline_ms);
     J.started = 0;
     for (size_t i = 0; i < J.count; i++)
         free_rec(&J.ring[(J.head + i) % J.cap]);

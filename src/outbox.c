@@ -580,12 +580,7 @@ void outbox_stop(int deadline_ms)
 {
     if (!outbox.started)
         return;
-    pthread_mutex_lock(&outbox.lock);
-    outbox.stop = 1;
-    outbox.stop_deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
-    pthread_cond_broadcast(&outbox.cond);
-    pthread_mutex_unlock(&outbox.lock);
-    pthread_join(outbox.thread, NULL);
+    clock_stop_thread(outbox.thread, &outbox.lock, &outbox.cond, &outbox.stop, &outbox.stop_deadline_us, deadline_ms);
     outbox.started = 0;
     for (int i = 0; i < outbox.shards; i++)
         free(outbox.s[i].ids);

@@ -247,14 +247,21 @@ class ScriptHolder(_MySQLProxy):
         return True
 
 
+def start_behind_dropper(tc: HourglassTestCase):
+    """A fresh namespace, a CommitAnswerDropper in front of its MariaDB, and a healthy daemon
+    that reaches MySQL only through it."""
+    ns = tc.namespace()
+    proxy = CommitAnswerDropper(ns.mariadb.port)
+    tc.addCleanup(proxy.close)
+    d = tc.start_daemon({"mysql": {"port": proxy.port, "timeout": 3}}, namespace=ns)
+    wait_until(lambda: d.health().status == 200, 15, 0.05, "the daemon to be healthy")
+    return ns, proxy, d
+
+
 class CommitInDoubtTest(HourglassTestCase):
 
     def test_pushes_answered_503_after_a_lost_commit_answer_leave_aborted_rows(self):
-        ns = self.namespace()
-        proxy = CommitAnswerDropper(ns.mariadb.port)
-        self.addCleanup(proxy.close)
-        d = self.start_daemon({"mysql": {"port": proxy.port, "timeout": 3}}, namespace=ns)
-        wait_until(lambda: d.health().status == 200, 15, 0.05, "the daemon to be healthy")
+        ns, proxy, d = start_behind_dropper(self)
         before = d.push({"topic": "doubt", "body": "before", "delay": 600000})
         self.assertStatus(before, 200, "a push before the proxy is armed")
 
@@ -304,11 +311,7 @@ class InDoubtAcrossKillTest(HourglassTestCase):
     reached Redis), the delete that committed is carried out in Redis."""
 
     def test_a_push_and_a_delete_in_doubt_are_settled_after_kill_9(self):
-        ns = self.namespace()
-        proxy = CommitAnswerDropper(ns.mariadb.port)
-        self.addCleanup(proxy.close)
-        d = self.start_daemon({"mysql": {"port": proxy.port, "timeout": 3}}, namespace=ns)
-        wait_until(lambda: d.health().status == 200, 15, 0.05, "the daemon to be healthy")
+        ns, proxy, d = start_behind_dropper(self)
         kept = d.push({"topic": "kill9", "body": "kept", "delay": 600000})
         self.assertStatus(kept, 200)
         kept_id = kept.json()["id"]

@@ -597,30 +597,47 @@ static enum rconn_fault hook(const struct rconn *rc, enum rconn_fault_at at, int
     return f;
 }
 
-START_TEST(test_fault_send_fails)
+/* A connection whose next push.lua call meets `what` at `at` (the fault seam). */
+static struct rconn *start_with_fault(int timeout_ms, int at, int what)
 {
     rconn_set_fault_hook(hook, NULL);
-    struct rconn *rc = start(1000);
-    fault_at = RCONN_AT_SEND;
+    struct rconn *rc = start(timeout_ms);
+    fault_at = at;
     fault_script = SCRIPT_PUSH;
-    fault_next = RCONN_FAULT_FAIL;
+    fault_next = what;
+    return rc;
+}
+
+/* The connection names `cause`, comes back by itself, and a call then succeeds. */
+static void assert_recovers(struct rconn *rc, enum rconn_cause cause, struct result *r)
+{
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), cause);
+    ck_assert(RUN_UNTIL(rconn_is_up(rc), 3000));
+    ck_assert_int_eq(eval_wait(rc, r), 0);
+}
+
+static void finish_with_fault(struct rconn *rc)
+{
+    finish(rc);
+    rconn_set_fault_hook(NULL, NULL);
+}
+
+START_TEST(test_fault_send_fails)
+{
+    struct rconn *rc = start_with_fault(1000, RCONN_AT_SEND, RCONN_FAULT_FAIL);
     struct result r;
     ck_assert_int_eq(eval(rc, &r), -1);
     event_base_loop(base, EVLOOP_NONBLOCK);
     ck_assert_int_eq(r.done, 0); /* -1 means the callback never runs */
     ck_assert_int_eq(eval_wait(rc, &r), 0);
-    finish(rc);
-    rconn_set_fault_hook(NULL, NULL);
+    finish_with_fault(rc);
 }
 END_TEST
 
 START_TEST(test_fault_reply_dropped)
 {
-    rconn_set_fault_hook(hook, NULL);
-    struct rconn *rc = start(1000);
-    fault_at = RCONN_AT_REPLY;
-    fault_script = SCRIPT_PUSH;
-    fault_next = RCONN_FAULT_DROP;
+    struct rconn *rc = start_with_fault(1000, RCONN_AT_REPLY, RCONN_FAULT_DROP);
     struct result r[3];
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(eval(rc, &r[i]), 0);
@@ -628,45 +645,29 @@ START_TEST(test_fault_reply_dropped)
     for (int i = 0; i < 3; i++)
         ck_assert_msg(r[i].done == 1 && !r[i].ok, "call %d: done %d ok %d", i, r[i].done, r[i].ok);
     ck_assert_int_eq(downs, 1);
-    struct rconn_error e;
-    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_DOWN);
-    ck_assert(RUN_UNTIL(rconn_is_up(rc), 3000));
+    assert_recovers(rc, RCAUSE_DOWN, &r[0]);
     ck_assert_int_eq(ups, 2);
-    ck_assert_int_eq(eval_wait(rc, &r[0]), 0);
-    finish(rc);
-    rconn_set_fault_hook(NULL, NULL);
+    finish_with_fault(rc);
 }
 END_TEST
 
 START_TEST(test_fault_reply_hangs_until_watchdog)
 {
-    rconn_set_fault_hook(hook, NULL);
-    struct rconn *rc = start(150);
-    fault_at = RCONN_AT_REPLY;
-    fault_script = SCRIPT_PUSH;
-    fault_next = RCONN_FAULT_HANG;
+    struct rconn *rc = start_with_fault(150, RCONN_AT_REPLY, RCONN_FAULT_HANG);
     struct result r;
     ck_assert_int_eq(eval(rc, &r), 0);
     ck_assert(RUN_UNTIL(r.done, 2000));
     ck_assert_int_eq(r.done, 1);
     ck_assert(!r.ok);
-    struct rconn_error e;
-    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_TIMEOUT);
-    ck_assert(RUN_UNTIL(rconn_is_up(rc), 3000));
-    ck_assert_int_eq(eval_wait(rc, &r), 0);
-    finish(rc);
-    rconn_set_fault_hook(NULL, NULL);
+    assert_recovers(rc, RCAUSE_TIMEOUT, &r);
+    finish_with_fault(rc);
 }
 END_TEST
 
 /* A hung reply outstanding when the connection is freed still gets its one callback. */
 START_TEST(test_fault_hung_reply_failed_on_free)
 {
-    rconn_set_fault_hook(hook, NULL);
-    struct rconn *rc = start(5000);
-    fault_at = RCONN_AT_REPLY;
-    fault_script = SCRIPT_PUSH;
-    fault_next = RCONN_FAULT_HANG;
+    struct rconn *rc = start_with_fault(5000, RCONN_AT_REPLY, RCONN_FAULT_HANG);
     struct result r;
     ck_assert_int_eq(eval(rc, &r), 0);
     RUN_UNTIL(0, 100);
