@@ -22,6 +22,7 @@ struct conn {
     enum phase phase;
     int64_t since_us;
     int closing;             /* we asked evhttp to close it */
+    int over_limit;          /* accepted past [http] max_connections: refused, and cut early */
     int queued_for_reap;
     int closecb_set;
     /* the request being received (see on_input): its head chunked? a NUL in its head? */
@@ -214,6 +215,10 @@ struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg)
     reg->head = c;
     reg->count++;
     metrics_gauge_add(MG_CONNECTIONS, 1);
+    /* Decided once, at accept: a connection past the limit gets 503 for what it asks (but
+     * /health) and is closed, and one that asks nothing is cut after request_timeout rather
+     * than idle_timeout, so connections past the limit cost little and not for long. */
+    c->over_limit = metrics_gauge_get(MG_CONNECTIONS) > reg->cfg->max_connections;
     return bev;
 }
 
@@ -240,6 +245,12 @@ void conn_request_started(struct conn_registry *reg, struct evhttp_request *req)
             evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_connection_closed, c);
         }
     }
+}
+
+int conn_over_limit(struct conn_registry *reg, struct evhttp_request *req)
+{
+    struct conn *c = conn_of(reg, req);
+    return c && c->over_limit;
 }
 
 int conn_head_has_nul(struct conn_registry *reg, struct evhttp_request *req)
@@ -275,7 +286,7 @@ void conn_sweep(struct conn_registry *reg)
         if (released_by_evhttp(c->bev)) {
             if (!c->queued_for_reap)
                 release(c);
-        } else if (!c->closing && ((c->phase == PHASE_IDLE && now - c->since_us > idle_us) ||
+        } else if (!c->closing && ((c->phase == PHASE_IDLE && now - c->since_us > (c->over_limit ? request_us : idle_us)) ||
                                    (c->phase == PHASE_READING && now - c->since_us > request_us))) {
             if (c->phase == PHASE_READING) {
                 metrics_inc(MC_SLOW_CLIENTS, 1);

@@ -12,7 +12,11 @@
  * Phases: IDLE (between requests) -> READING (a byte of the next request arrived) -> BUSY
  * (evhttp handed us the request; ends when we answer). The sweep closes connections IDLE
  * longer than [http] idle_timeout and READING longer than [http] request_timeout. BUSY has
- * no deadline here: long-polls are bounded by their own timeout. */
+ * no deadline here: long-polls are bounded by their own timeout.
+ *
+ * [http] max_connections is applied at accept: a connection that makes the count pass it is
+ * marked; its requests (but /health) are answered 503 with Connection: close, and while it
+ * says nothing it is cut after request_timeout instead of idle_timeout. */
 #ifndef HG_CONN_H
 #define HG_CONN_H
 
@@ -58,6 +62,9 @@ void conn_request_started(struct conn_registry *reg, struct evhttp_request *req)
  * is written meanwhile is known to be ours. */
 void conn_reply_begin(struct conn_registry *reg, struct evhttp_request *req);
 void conn_reply_end(struct conn_registry *reg);
+
+/* Was the request's connection accepted past [http] max_connections (it gets 503)? */
+int conn_over_limit(struct conn_registry *reg, struct evhttp_request *req);
 
 /* Did the request's head contain a NUL byte (which evhttp would silently cut a value at)? */
 int conn_head_has_nul(struct conn_registry *reg, struct evhttp_request *req);

@@ -96,7 +96,7 @@ void dispatch_request(struct evhttp_request *req, void *arg)
     }
     if (route(r) < 0)
         return;
-    if (metrics_gauge_get(MG_CONNECTIONS) > ctx->app->cfg.max_connections && r->endpoint != EP_HEALTH) {
+    if (conn_over_limit(ctx->conns, req) && r->endpoint != EP_HEALTH) {
         respond_header(r, "Connection", "close");
         respond_error(r, 503, "unavailable", "too many open connections on this instance (max_connections)");
         return;

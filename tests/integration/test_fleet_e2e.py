@@ -102,10 +102,10 @@ def shard_owner(names: list[str], shard: int) -> str:
     """fleet.c fleet_owner: rendezvous hashing, the highest score wins (ties: smaller name)."""
     best, best_score = None, -1
     for name in names:
-        h = 1469598103934665603
+        h = 0xCBF29CE484222325  # FNV-1a 64 (hmap.c hash_bytes)
         for b in name.encode():
             h ^= b
-            h = (h * 1099511628211) & M64
+            h = (h * 0x100000001B3) & M64
         score = _mix64(h ^ _mix64(shard + 1))
         if score > best_score or (score == best_score and name < best):
             best, best_score = name, score

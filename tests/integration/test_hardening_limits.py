@@ -321,6 +321,25 @@ class ConnectionCapTest(HardeningTestCase):
         super().setUpClass()
         cls.d = start_daemon(cls, {"max_connections": cls.MAX_CONN, "idle_timeout": 60})
 
+    def test_a_silent_connection_past_the_cap_is_cut_after_request_timeout(self):
+        # The cap is applied at accept: a connection past it that sends nothing costs at most
+        # request_timeout, not idle_timeout; the ones within the cap keep their idle_timeout.
+        # one HTTP thread: connections are accepted in the order they were made
+        d = start_daemon(self, {"max_connections": 2, "idle_timeout": 60, "request_timeout": REQUEST_TIMEOUT,
+                                "threads": 1})
+        within = [socket.create_connection((HOST, d.port), timeout=5) for _ in range(2)]
+        self.addCleanup(lambda: [s.close() for s in within])
+        past = socket.create_connection((HOST, d.port), timeout=REQUEST_TIMEOUT + MARGIN + 2)
+        self.addCleanup(past.close)
+        t = time.monotonic()
+        self.assertEqual(past.recv(1), b"", "a silent connection past the cap is closed")
+        took = time.monotonic() - t
+        self.assertLess(took, REQUEST_TIMEOUT + MARGIN, f"closed after {took:.1f} s")
+        for s in within:  # still open: nothing to read, no EOF
+            s.setblocking(False)
+            with self.assertRaises(BlockingIOError):
+                s.recv(1)
+
     def test_connections_past_max_connections_get_503(self):
         d = self.d
         idle = []

@@ -186,7 +186,9 @@ class DaemonHarnessTest(HourglassTestCase):
         self.addCleanup(d.close)
         cfg = configparser.ConfigParser(interpolation=None)
         cfg.read(d.write_config())
-        self.assertEqual(cfg.sections(), ["http", "redis", "mysql", "queue", "log", "extra"])
+        self.assertEqual(cfg.sections(), ["http", "redis", "mysql", "queue", "log", "instance", "extra"])
+        # what must survive a crash lives in the daemon's own directory, across restarts
+        self.assertEqual(cfg["instance"]["state_dir"], os.path.join(d.dir, "state"))
         self.assertEqual(cfg["http"]["listen"], f"127.0.0.1:{d.port}")
         self.assertEqual(cfg["http"]["threads"], "4")
         self.assertNotIn("token", cfg["http"])
