@@ -49,10 +49,24 @@ CREATE TABLE IF NOT EXISTS transition (
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- The schema generation this file creates; the daemon checks it at start.
+-- Records of the journal that MySQL refused (a value a column cannot hold, say): kept here
+-- rather than dropped, with the server's error, for an operator to look at and replay
+-- (docs/operations.md, "Refused journal records"). The record is JSON, as the journal had it.
+CREATE TABLE IF NOT EXISTS refused_record (
+    seq         BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    message_id  BIGINT UNSIGNED NOT NULL,
+    at          BIGINT          NOT NULL,               -- when it was refused, unix ms
+    error       VARCHAR(512)    CHARACTER SET utf8mb4 NOT NULL,
+    record      MEDIUMBLOB      NOT NULL,
+    instance    VARCHAR(64)     NOT NULL,
+    PRIMARY KEY (seq),
+    KEY idx_message (message_id)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1);
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2);  -- 2: refused_record

@@ -71,6 +71,7 @@ static struct {
     /* Journal thread only: the last failed write broke the connection during COMMIT, and
      * the ids of pushes whose rows may have been committed although they were answered 503. */
     int commit_in_doubt;
+    char last_error[512];     /* the server's words for the last batch it refused */
 } J = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 int journal_up(void)
@@ -481,6 +482,8 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
 out:
     if (rc < 0) {
         *lost_connection = db_error_is_connection(db) || mysql_errno(db) == 0;
+        /* the rollback clears the error: keep what the server said, for refused_record */
+        snprintf(J.last_error, sizeof J.last_error, "%u: %s", mysql_errno(db), mysql_error(db));
         mysql_rollback(db);
     }
     free(updates);
@@ -577,22 +580,75 @@ static void note_in_doubt(const struct jsync *groups)
         }
 }
 
-/* Write records one by one; those the server refuses are logged and dropped (so one bad
- * record cannot block the journal). -1 only when the connection broke meanwhile. */
+/* A record as JSON, for refused_record: what an operator needs to replay it by hand. */
+static void rec_json(struct sbuf *sb, const struct jrec *r)
+{
+    sb_puts(sb, "{\"id\":\"");
+    sb_json_uint(sb, r->id);
+    sb_printf(sb, "\",\"kind\":%d,\"from\":", r->kind);
+    sb_json_cstr(sb, job_state_name(r->from));
+    sb_puts(sb, ",\"to\":");
+    sb_json_cstr(sb, job_state_name(r->to));
+    sb_printf(sb, ",\"version\":%u,\"attempts\":%u,\"at\":%lld,\"runAt\":%lld,\"force\":%d,\"actor\":", r->ver,
+              r->attempts, (long long)r->at, (long long)r->run_at, r->force);
+    sb_json_str(sb, r->actor, strnlen(r->actor, sizeof r->actor));
+    sb_puts(sb, ",\"host\":");
+    sb_json_str(sb, r->host, strnlen(r->host, sizeof r->host));
+    sb_puts(sb, ",\"instance\":");
+    sb_json_str(sb, r->instance, strnlen(r->instance, sizeof r->instance));
+    sb_putc(sb, '}');
+}
+
+/* Keep a record MySQL refused in refused_record, with the server's error. 0, or -1 when that
+ * failed too (then the record is in the log only). */
+static int park_refused(MYSQL *db, const struct jrec *r, const char *error)
+{
+    struct sbuf json = SBUF_INIT, sql = SBUF_INIT;
+    rec_json(&json, r);
+    sb_puts(&sql, "INSERT INTO refused_record (" REFUSED_COLUMNS ") VALUES (");
+    sb_json_uint(&sql, r->id);
+    sb_putc(&sql, ',');
+    sb_json_int(&sql, clock_unix_ms());
+    sb_putc(&sql, ',');
+    db_quote(db, &sql, error, strnlen(error, 500));
+    sb_putc(&sql, ',');
+    db_quote(db, &sql, json.data ? json.data : "", json.len);
+    sb_putc(&sql, ',');
+    db_quote(db, &sql, J.instance, strlen(J.instance));
+    sb_putc(&sql, ')');
+    int rc = json.oom || sql.oom ? -1 : db_exec(db, sql.data, sql.len);
+    if (rc == 0 && mysql_commit(db) != 0)
+        rc = -1;
+    if (rc < 0) {
+        mysql_rollback(db);
+        log_error("journal: could not keep the refused record either (%s); it was: %s", mysql_error(db),
+                  json.data ? json.data : "(out of memory)");
+    }
+    sb_free(&json);
+    sb_free(&sql);
+    return rc;
+}
+
+/* Write records one by one; those the server refuses go to refused_record, counted (so one
+ * bad record cannot block the journal, and none is lost silently). -1 only when the
+ * connection broke meanwhile. */
 static int write_each(MYSQL *db, struct jrec *recs, size_t n, int *lost)
 {
-    size_t dropped = 0;
     for (size_t i = 0; i < n; i++) {
         if (write_batch(db, NULL, &recs[i], 1, J.instance, lost) == 0)
             continue;
         if (*lost)
             return -1;
-        log_error("journal: MySQL refused the record for job %llu (%s -> %s): %s; it is not journaled",
-                  (unsigned long long)recs[i].id, job_state_name(recs[i].from), job_state_name(recs[i].to),
-                  mysql_error(db));
-        dropped++;
+        const char *error = J.last_error;
+        log_error("journal: MySQL refused the record for job %llu (%s -> %s): %s; kept in refused_record",
+                  (unsigned long long)recs[i].id, job_state_name(recs[i].from), job_state_name(recs[i].to), error);
+        metrics_inc(MC_MYSQL_ERRORS, 1);
+        metrics_inc(MC_JOURNAL_REFUSED, 1);
+        if (park_refused(db, &recs[i], error) < 0 && db_error_is_connection(db)) {
+            *lost = 1;
+            return -1;
+        }
     }
-    metrics_inc(MC_MYSQL_ERRORS, dropped);
     return 0;
 }
 

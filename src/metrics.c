@@ -32,6 +32,8 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_RESTORED] = {"hourglass_restored_total", "jobs put back into Redis by /reStore"},
     [MC_RETENTION_DELETED] = {"hourglass_retention_deleted_total", "terminal messages removed by retention"},
     [MC_DOUBT_SETTLED] = {"hourglass_doubt_settled_total", "outcomes in doubt (lost COMMIT or Redis replies) settled"},
+    [MC_OUTBOX_UNREADABLE] = {"hourglass_outbox_unreadable_total", "outbox entries that could not be read, kept in <prefix>:{n}:logbad"},
+    [MC_JOURNAL_REFUSED] = {"hourglass_journal_refused_total", "journal records MySQL refused, kept in refused_record"},
     [MC_DEAD_EXPIRED] = {"hourglass_dead_expired_total", "dead jobs removed from Redis at the retention age"},
     [MC_BAD_RECORDS] = {"hourglass_bad_records_total",
                         "job records scripts found missing or corrupt, set aside instead of delivered or moved"},

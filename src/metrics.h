@@ -31,6 +31,8 @@ enum metric_counter {
     MC_RESTORED,
     MC_RETENTION_DELETED,
     MC_DEAD_EXPIRED,
+    MC_JOURNAL_REFUSED,
+    MC_OUTBOX_UNREADABLE,
     MC_DOUBT_SETTLED,
     MC_BAD_RECORDS,     /* job records a script found missing or corrupt (quarantined, not dropped) */
     MC_COUNT

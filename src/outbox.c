@@ -24,8 +24,19 @@
 #define RETRY_US 1000000
 #define ENTRY_ID_MAX 48
 
+/* An entry the outbox cannot read: kept, as it was, in <prefix>:{n}:logbad when the batch is
+ * acknowledged, rather than dropped. */
+struct bad_entry {
+    char id[ENTRY_ID_MAX];
+    int n;                       /* fields and values */
+    char **v;
+    size_t *len;
+};
+
 struct shard_state {
-    char key[160];
+    char key[160], badkey[168];
+    struct bad_entry *bad;
+    int nbad, capbad;
     int group_ok;                /* XGROUP CREATE done (or found) */
     int reread;                  /* our own pending entries ("0") come before new ones (">") */
     char (*ids)[ENTRY_ID_MAX];   /* entries of the batch in flight, to acknowledge */
@@ -251,6 +262,44 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
     return 0;
 }
 
+static void bad_free(struct bad_entry *b)
+{
+    for (int i = 0; i < b->n; i++)
+        free(b->v[i]);
+    free(b->v);
+    free(b->len);
+}
+
+/* Copy an unreadable entry to be kept in the shard's logbad stream at the next ack. */
+static void keep_bad(struct shard_state *st, const redisReply *e)
+{
+    const redisReply *f = e->element[1];
+    if (st->nbad == st->capbad) {
+        int cap = st->capbad ? st->capbad * 2 : 8;
+        struct bad_entry *grown = realloc(st->bad, (size_t)cap * sizeof *grown);
+        if (grown == NULL)
+            return;
+        st->bad = grown;
+        st->capbad = cap;
+    }
+    struct bad_entry *b = &st->bad[st->nbad];
+    memset(b, 0, sizeof *b);
+    snprintf(b->id, sizeof b->id, "%s", e->element[0]->str);
+    size_t n = f->type == REDIS_REPLY_ARRAY ? f->elements : 0;
+    b->v = calloc(n + 1, sizeof *b->v);
+    b->len = calloc(n + 1, sizeof *b->len);
+    for (size_t i = 0; b->v && b->len && i < n; i++) {
+        const redisReply *x = f->element[i];
+        size_t len = x->type == REDIS_REPLY_STRING ? x->len : 0;
+        if ((b->v[b->n] = malloc(len + 1)) == NULL)
+            break;
+        memcpy(b->v[b->n], len ? x->str : "", len);
+        b->len[b->n++] = len;
+    }
+    st->nbad++;
+    metrics_inc(MC_OUTBOX_UNREADABLE, 1);
+}
+
 /* Entries [[id, [field, value, ...]], ...] of one stream into outbox.recs from index n. */
 static int take_entries(int shard, const redisReply *list, int n)
 {
@@ -262,8 +311,10 @@ static int take_entries(int shard, const redisReply *list, int n)
             continue; /* not acknowledged: read again later */
         const redisReply *fields = e->element[1];
         if (fields->type != REDIS_REPLY_ARRAY || parse_entry(shard, fields, &outbox.recs[n]) < 0) {
-            log_warn("outbox: skipping unreadable entry %s on shard %d", e->element[0]->str, shard);
-            continue; /* acknowledged with the rest: it would never read better */
+            log_error("outbox: unreadable entry %s on shard %d: kept in %s", e->element[0]->str, shard,
+                      outbox.s[shard].badkey);
+            keep_bad(&outbox.s[shard], e); /* then acknowledged with the rest: it would never read better */
+            continue;
         }
         n++;
     }
@@ -397,6 +448,34 @@ static int ack_batch(void)
     int sent = 0;
     for (int i = 0; i < outbox.shards; i++) {
         struct shard_state *st = &outbox.s[i];
+        /* unreadable entries first: kept (capped) before they are acknowledged */
+        for (int b = 0; b < st->nbad; b++) {
+            struct bad_entry *e = &st->bad[b];
+            const char **argv = malloc((size_t)(e->n + 8) * sizeof *argv);
+            size_t *lens = malloc((size_t)(e->n + 8) * sizeof *lens);
+            if (argv && lens) {
+                static const char *const head[] = {"XADD", NULL, "MAXLEN", "~", "100000", "*", "entry"};
+                int a = 0;
+                for (; a < 7; a++) {
+                    argv[a] = a == 1 ? st->badkey : head[a];
+                    lens[a] = strlen(argv[a]);
+                }
+                argv[a] = e->id;
+                lens[a++] = strlen(e->id);
+                for (int f = 0; f + 1 < e->n; f += 2) { /* field/value pairs, as they were */
+                    argv[a] = e->v[f];
+                    lens[a++] = e->len[f];
+                    argv[a] = e->v[f + 1];
+                    lens[a++] = e->len[f + 1];
+                }
+                redisAppendCommandArgv(outbox.c, a, argv, lens);
+                sent++;
+            }
+            free(argv);
+            free(lens);
+            bad_free(e);
+        }
+        st->nbad = 0;
         for (int at = 0; at < st->nids; at += 500) {
             int k = st->nids - at < 500 ? st->nids - at : 500;
             const char *argv[504];
@@ -567,6 +646,7 @@ int outbox_start(const struct config *cfg, const char *consumer)
         return -1;
     for (int i = 0; i < outbox.shards; i++) {
         rkey(outbox.s[i].key, sizeof outbox.s[i].key, cfg->redis_prefix, i, "log");
+        rkey(outbox.s[i].badkey, sizeof outbox.s[i].badkey, cfg->redis_prefix, i, "logbad");
         outbox.s[i].reread = 1; /* after a restart, first finish what this consumer had pending */
     }
     outbox.stop = 0;
@@ -582,8 +662,12 @@ void outbox_stop(int deadline_ms)
         return;
     clock_stop_thread(outbox.thread, &outbox.lock, &outbox.cond, &outbox.stop, &outbox.stop_deadline_us, deadline_ms);
     outbox.started = 0;
-    for (int i = 0; i < outbox.shards; i++)
+    for (int i = 0; i < outbox.shards; i++) {
+        for (int b = 0; b < outbox.s[i].nbad; b++)
+            bad_free(&outbox.s[i].bad[b]);
+        free(outbox.s[i].bad);
         free(outbox.s[i].ids);
+    }
     free(outbox.s);
     free(outbox.recs);
     outbox.s = NULL;

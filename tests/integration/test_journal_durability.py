@@ -20,7 +20,7 @@ import http.client
 import threading
 import time
 
-from harness import HourglassTestCase
+from harness import HourglassTestCase, id_key, now_ms
 from test_journal_common import (drain, expect_ok, journal_idle, mysql_overrides, pmap, start_ready,
                                  stats, topic_counts, totals, wait_or_fail)
 
@@ -279,3 +279,44 @@ class RedisDownTest(HourglassTestCase):
         self.assertEqual((res["restored"], res["present"]), (5, 1), res)
         bodies = sorted(j["body"] for j in drain(d, "rd"))
         self.assertEqual(bodies, sorted([f"ok-{i}" for i in range(5)] + ["after"]))
+
+
+class NothingDroppedTest(HourglassTestCase):
+    """What the journal cannot write is kept, counted and logged, never dropped: a record MySQL
+    refuses goes to refused_record with the server's error; an outbox entry the daemon cannot
+    read goes to its shard's logbad stream. The records around them are written as usual."""
+
+    def test_refused_records_and_unreadable_entries_are_kept(self):
+        d = start_ready(self)
+        ns = d.namespace
+        jid = expect_ok(d.push({"topic": "kept", "body": 1, "delay": 600000}), "push")["id"]
+        shard_log = next(k for k in ns.redis_keys("*:log") if ns.redis_cli("HEXISTS", k[:-3] + "jobs",
+                                                                              id_key(jid)).strip() == "1")
+        # MySQL refuses every transition of this job (a trigger stands in for whatever a server
+        # may refuse: a value a column cannot hold, a constraint...)
+        ns.execute(f"DELIMITER //\nCREATE TRIGGER refuse_one BEFORE INSERT ON transition FOR EACH ROW "
+                   f"IF NEW.message_id = {jid} THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; "
+                   f"END IF//\nDELIMITER ;\n")
+        expect_ok(d.request("GET", "/reschedule", params={"id": jid, "delay": 0}), "reschedule to now")
+        # and an entry nobody can read
+        ns.redis_cli("XADD", shard_log, "*", "t", "not a transition")
+        # a normal job beside them is journaled as ever
+        other = expect_ok(d.push({"topic": "other", "body": 2}), "push")["id"]
+        self.assertEqual(expect_ok(d.get("other", timeout=2), "get")["id"], other)
+
+        def refused():
+            return ns.query(f"SELECT message_id, error, record FROM refused_record WHERE message_id = {jid}")
+        wait_or_fail(self, lambda: refused(), 10, "the refused record to be kept in refused_record",
+                     lambda: d.log_tail(20))
+        mid, error, record = refused()[0]
+        self.assertIn("refused by the test", error, "the server's error is kept with it")
+        self.assertIn('"to":"ready"', record)
+        bad = shard_log[:-3] + "logbad"
+        wait_or_fail(self, lambda: ns.redis_cli("XLEN", bad).strip() == "1", 10, "the unreadable entry to be kept")
+        self.assertIn("not a transition", ns.redis_cli("XRANGE", bad, "-", "+"))
+        wait_or_fail(self, lambda: ns.query(f"SELECT state FROM message WHERE id = {other}") == [("reserved",)],
+                     10, "the records beside them to be journaled")
+        self.assertEqual(int(ns.redis_cli("XLEN", shard_log).strip() or 0), 0, "the outbox acknowledged them all")
+        metrics = d.metrics().text
+        self.assertRegex(metrics, r"hourglass_journal_refused_total 1\b")
+        self.assertRegex(metrics, r"hourglass_outbox_unreadable_total 1\b")
