@@ -72,45 +72,45 @@ static struct {
      * the ids of pushes whose rows may have been committed although they were answered 503. */
     int commit_in_doubt;
     char last_error[512];     /* the server's words for the last batch it refused */
-} J = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} journal = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 int journal_up(void)
 {
-    pthread_mutex_lock(&J.lock);
-    int up = J.up;
-    pthread_mutex_unlock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
+    int up = journal.up;
+    pthread_mutex_unlock(&journal.lock);
     return up;
 }
 
 long journal_backlog(void)
 {
-    pthread_mutex_lock(&J.lock);
-    long n = (long)J.count + (J.outbox_backlog > 0 ? J.outbox_backlog : 0);
-    pthread_mutex_unlock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
+    long n = (long)journal.count + (journal.outbox_backlog > 0 ? journal.outbox_backlog : 0);
+    pthread_mutex_unlock(&journal.lock);
     return n;
 }
 
 long journal_local_backlog(void)
 {
-    pthread_mutex_lock(&J.lock);
-    long n = (long)J.count;
-    pthread_mutex_unlock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
+    long n = (long)journal.count;
+    pthread_mutex_unlock(&journal.lock);
     return n;
 }
 
 long journal_durable_waiting(void)
 {
-    pthread_mutex_lock(&J.lock);
-    long n = J.sync_records;
-    pthread_mutex_unlock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
+    long n = journal.sync_records;
+    pthread_mutex_unlock(&journal.lock);
     return n;
 }
 
 int journal_accepting(void)
 {
-    pthread_mutex_lock(&J.lock);
-    int ok = (long)J.count + (J.outbox_backlog > 0 ? J.outbox_backlog : 0) < (long)J.cfg->journal_backlog;
-    pthread_mutex_unlock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
+    int ok = (long)journal.count + (journal.outbox_backlog > 0 ? journal.outbox_backlog : 0) < (long)journal.cfg->journal_backlog;
+    pthread_mutex_unlock(&journal.lock);
     return ok;
 }
 
@@ -125,26 +125,26 @@ static void free_rec(struct jrec *r)
 /* Ring append; grows by doubling. Caller holds the lock. */
 static int ring_push(const struct jrec *r)
 {
-    if (J.count == J.cap) {
-        size_t cap = J.cap ? J.cap * 2 : 1024;
+    if (journal.count == journal.cap) {
+        size_t cap = journal.cap ? journal.cap * 2 : 1024;
         struct jrec *ring = malloc(cap * sizeof *ring);
         if (ring == NULL)
             return -1;
-        for (size_t i = 0; i < J.count; i++)
-            ring[i] = J.ring[(J.head + i) % J.cap];
-        free(J.ring);
-        J.ring = ring;
-        J.cap = cap;
-        J.head = 0;
+        for (size_t i = 0; i < journal.count; i++)
+            ring[i] = journal.ring[(journal.head + i) % journal.cap];
+        free(journal.ring);
+        journal.ring = ring;
+        journal.cap = cap;
+        journal.head = 0;
     }
-    J.ring[(J.head + J.count) % J.cap] = *r;
-    J.count++;
+    journal.ring[(journal.head + journal.count) % journal.cap] = *r;
+    journal.count++;
     return 0;
 }
 
 void journal_submit(const struct jrec *recs, int n)
 {
-    pthread_mutex_lock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
     for (int i = 0; i < n; i++) {
         if (ring_push(&recs[i]) < 0) {
             log_error("journal: out of memory; a transition of job %llu is not journaled",
@@ -153,9 +153,9 @@ void journal_submit(const struct jrec *recs, int n)
             free_rec(&copy);
         }
     }
-    metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)J.count);
-    pthread_cond_signal(&J.cond);
-    pthread_mutex_unlock(&J.lock);
+    metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)journal.count);
+    pthread_cond_signal(&journal.cond);
+    pthread_mutex_unlock(&journal.lock);
 }
 
 static int submit_group(struct jrec *recs, int n, int split, struct loopq *reply_to, journal_done_fn done,
@@ -170,21 +170,21 @@ static int submit_group(struct jrec *recs, int n, int split, struct loopq *reply
     s->reply_to = reply_to;
     s->done = done;
     s->arg = arg;
-    pthread_mutex_lock(&J.lock);
-    if (!J.up || J.stop || J.sync_records + n > DURABLE_MAX_RECORDS) {
-        pthread_mutex_unlock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
+    if (!journal.up || journal.stop || journal.sync_records + n > DURABLE_MAX_RECORDS) {
+        pthread_mutex_unlock(&journal.lock);
         free(s);
         return -1;
     }
-    if (J.sync_tail)
-        J.sync_tail->next = s;
+    if (journal.sync_tail)
+        journal.sync_tail->next = s;
     else
-        J.sync_head = s;
-    J.sync_tail = s;
-    J.sync_records += n;
-    metrics_gauge_set(MG_JOURNAL_INFLIGHT, J.sync_records);
-    pthread_cond_signal(&J.cond);
-    pthread_mutex_unlock(&J.lock);
+        journal.sync_head = s;
+    journal.sync_tail = s;
+    journal.sync_records += n;
+    metrics_gauge_set(MG_JOURNAL_INFLIGHT, journal.sync_records);
+    pthread_cond_signal(&journal.cond);
+    pthread_mutex_unlock(&journal.lock);
     return 0;
 }
 
@@ -200,17 +200,17 @@ int journal_submit_outbox(struct jrec *recs, int n, journal_done_fn done, void *
 
 static void publish_backlog_locked(void)
 {
-    long outbox = J.outbox_backlog > 0 ? J.outbox_backlog : 0;
-    metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)J.count + outbox);
-    metrics_gauge_set(MG_JOURNAL_INFLIGHT, J.sync_records);
+    long outbox = journal.outbox_backlog > 0 ? journal.outbox_backlog : 0;
+    metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)journal.count + outbox);
+    metrics_gauge_set(MG_JOURNAL_INFLIGHT, journal.sync_records);
 }
 
 void journal_note_outbox(long n)
 {
-    pthread_mutex_lock(&J.lock);
-    J.outbox_backlog = n;
+    pthread_mutex_lock(&journal.lock);
+    journal.outbox_backlog = n;
     publish_backlog_locked();
-    pthread_mutex_unlock(&J.lock);
+    pthread_mutex_unlock(&journal.lock);
 }
 
 static void deliver(void *arg)
@@ -475,7 +475,7 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
     if (mysql_commit(db) != 0) {
         metrics_inc(MC_MYSQL_ERRORS, 1);
         log_warn("mysql: commit failed: %s", mysql_error(db));
-        J.commit_in_doubt = db_error_is_connection(db) || mysql_errno(db) == 0;
+        journal.commit_in_doubt = db_error_is_connection(db) || mysql_errno(db) == 0;
         goto out;
     }
     rc = 0;
@@ -483,7 +483,7 @@ out:
     if (rc < 0) {
         *lost_connection = db_error_is_connection(db) || mysql_errno(db) == 0;
         /* the rollback clears the error: keep what the server said, for refused_record */
-        snprintf(J.last_error, sizeof J.last_error, "%u: %s", mysql_errno(db), mysql_error(db));
+        snprintf(journal.last_error, sizeof journal.last_error, "%u: %s", mysql_errno(db), mysql_error(db));
         mysql_rollback(db);
     }
     free(updates);
@@ -496,18 +496,18 @@ out:
  * take the whole connect timeout against a hung server). Caller holds the lock. */
 static void mark_down_locked(void)
 {
-    J.up = 0;
+    journal.up = 0;
     metrics_gauge_set(MG_MYSQL_UP, 0);
-    struct jsync *waiting = J.sync_head;
-    J.sync_head = J.sync_tail = NULL;
-    J.sync_records = 0;
+    struct jsync *waiting = journal.sync_head;
+    journal.sync_head = journal.sync_tail = NULL;
+    journal.sync_records = 0;
     complete(waiting, 0);
 }
 
 static MYSQL *connect_db(void)
 {
     char err[512];
-    MYSQL *db = db_connect(J.cfg, err, sizeof err);
+    MYSQL *db = db_connect(journal.cfg, err, sizeof err);
     if (db == NULL) {
         metrics_inc(MC_MYSQL_ERRORS, 1);
         return NULL;
@@ -531,7 +531,7 @@ static MYSQL *connect_db(void)
 
 static void wait_locked(int64_t us)
 {
-    clock_cond_wait_us(&J.cond, &J.lock, us);
+    clock_cond_wait_us(&journal.cond, &journal.lock, us);
 }
 
 /* Write taken[0..n) and the groups in one transaction; on success the groups are told. In
@@ -539,8 +539,8 @@ static void wait_locked(int64_t us)
  * as soon as it is committed, and those not yet written stay in *groups on failure. */
 static int write_all(MYSQL *db, struct jsync **groups, struct jrec *taken, size_t n, int *lost)
 {
-    if (!J.cfg->journal_per_row) {
-        if (write_batch(db, *groups, taken, n, J.instance, lost) < 0)
+    if (!journal.cfg->journal_per_row) {
+        if (write_batch(db, *groups, taken, n, journal.instance, lost) < 0)
             return -1;
         complete(*groups, 1);
         *groups = NULL;
@@ -549,9 +549,9 @@ static int write_all(MYSQL *db, struct jsync **groups, struct jrec *taken, size_
     while (*groups) {
         struct jsync *g = *groups, *next = g->next;
         g->next = NULL;
-        int rc = g->split ? 0 : write_batch(db, g, NULL, 0, J.instance, lost);
+        int rc = g->split ? 0 : write_batch(db, g, NULL, 0, journal.instance, lost);
         for (int i = 0; g->split && i < g->n && rc == 0; i++)
-            rc = write_batch(db, NULL, &g->recs[i], 1, J.instance, lost);
+            rc = write_batch(db, NULL, &g->recs[i], 1, journal.instance, lost);
         if (rc < 0) {
             g->next = next; /* g and the rest stay in *groups, to be answered by the caller */
             return rc;
@@ -560,7 +560,7 @@ static int write_all(MYSQL *db, struct jsync **groups, struct jrec *taken, size_
         complete(g, 1); /* g alone: complete() walks the list it is given */
     }
     for (size_t i = 0; i < n; i++)
-        if (write_batch(db, NULL, &taken[i], 1, J.instance, lost) < 0)
+        if (write_batch(db, NULL, &taken[i], 1, journal.instance, lost) < 0)
             return -1;
     return 0;
 }
@@ -614,7 +614,7 @@ static int park_refused(MYSQL *db, const struct jrec *r, const char *error)
     sb_putc(&sql, ',');
     db_quote(db, &sql, json.data ? json.data : "", json.len);
     sb_putc(&sql, ',');
-    db_quote(db, &sql, J.instance, strlen(J.instance));
+    db_quote(db, &sql, journal.instance, strlen(journal.instance));
     sb_putc(&sql, ')');
     int rc = json.oom || sql.oom ? -1 : db_exec(db, sql.data, sql.len);
     if (rc == 0 && mysql_commit(db) != 0)
@@ -635,11 +635,11 @@ static int park_refused(MYSQL *db, const struct jrec *r, const char *error)
 static int write_each(MYSQL *db, struct jrec *recs, size_t n, int *lost)
 {
     for (size_t i = 0; i < n; i++) {
-        if (write_batch(db, NULL, &recs[i], 1, J.instance, lost) == 0)
+        if (write_batch(db, NULL, &recs[i], 1, journal.instance, lost) == 0)
             continue;
         if (*lost)
             return -1;
-        const char *error = J.last_error;
+        const char *error = journal.last_error;
         log_error("journal: MySQL refused the record for job %llu (%s -> %s): %s; kept in refused_record",
                   (unsigned long long)recs[i].id, job_state_name(recs[i].from), job_state_name(recs[i].to), error);
         metrics_inc(MC_MYSQL_ERRORS, 1);
@@ -661,7 +661,7 @@ static int settle_refused(MYSQL *db, struct jsync **groups, struct jrec *taken, 
     while (*groups) {
         struct jsync *g = *groups, *next = g->next;
         g->next = NULL;
-        int rc = write_batch(db, g, NULL, 0, J.instance, lost);
+        int rc = write_batch(db, g, NULL, 0, journal.instance, lost);
         if (rc < 0 && !*lost && g->split)
             rc = write_each(db, g->recs, (size_t)g->n, lost);
         if (rc < 0 && *lost) {
@@ -680,17 +680,17 @@ static void *journal_main(void *unused)
     MYSQL *db = NULL;
     int64_t last_connect_try = 0;
     int warned_down = 0;
-    size_t batch_cap = (size_t)J.cfg->journal_batch;
+    size_t batch_cap = (size_t)journal.cfg->journal_batch;
     struct jrec *taken = malloc(batch_cap * sizeof *taken);
     if (taken == NULL) {
         log_error("journal: out of memory at start");
         abort();
     }
 
-    pthread_mutex_lock(&J.lock);
+    pthread_mutex_lock(&journal.lock);
     for (;;) {
-        int has_work = J.sync_head != NULL || J.count > 0;
-        if (J.stop && (!has_work || clock_mono_us() > J.stop_deadline_us))
+        int has_work = journal.sync_head != NULL || journal.count > 0;
+        if (journal.stop && (!has_work || clock_mono_us() > journal.stop_deadline_us))
             break;
 
         if (db == NULL) {
@@ -700,9 +700,9 @@ static void *journal_main(void *unused)
                 continue;
             }
             last_connect_try = now;
-            pthread_mutex_unlock(&J.lock);
+            pthread_mutex_unlock(&journal.lock);
             db = connect_db();
-            pthread_mutex_lock(&J.lock);
+            pthread_mutex_lock(&journal.lock);
             if (db == NULL) {
                 if (!warned_down)
                     log_warn("journal: MySQL is unreachable; pushes and deletes get 503 until it is back; "
@@ -715,7 +715,7 @@ static void *journal_main(void *unused)
                 metrics_inc(MC_MYSQL_RECONNECTS, 1);
             log_info("journal: connected to MySQL");
             warned_down = 0;
-            J.up = 1;
+            journal.up = 1;
             metrics_gauge_set(MG_MYSQL_UP, 1);
             continue;
         }
@@ -726,18 +726,18 @@ static void *journal_main(void *unused)
         }
 
         /* Take every durable group and a batch of the local records. */
-        struct jsync *groups = J.sync_head;
-        long group_records = J.sync_records;
-        J.sync_head = J.sync_tail = NULL;
-        J.sync_records = 0;
-        size_t n = J.count < batch_cap ? J.count : batch_cap;
+        struct jsync *groups = journal.sync_head;
+        long group_records = journal.sync_records;
+        journal.sync_head = journal.sync_tail = NULL;
+        journal.sync_records = 0;
+        size_t n = journal.count < batch_cap ? journal.count : batch_cap;
         for (size_t i = 0; i < n; i++)
-            taken[i] = J.ring[(J.head + i) % J.cap];
-        pthread_mutex_unlock(&J.lock);
+            taken[i] = journal.ring[(journal.head + i) % journal.cap];
+        pthread_mutex_unlock(&journal.lock);
 
         int64_t t0 = clock_mono_us();
         int lost = 0;
-        J.commit_in_doubt = 0;
+        journal.commit_in_doubt = 0;
         int rc = write_all(db, &groups, taken, n, &lost);
         int64_t t1 = clock_mono_us();
         if (rc == 0) {
@@ -752,30 +752,30 @@ static void *journal_main(void *unused)
         if (lost) {
             /* The connection broke: the unsettled durable submitters get their 503 now, the
              * local records stay queued for the next connection. */
-            if (J.commit_in_doubt)
+            if (journal.commit_in_doubt)
                 note_in_doubt(groups);
             complete(groups, 0);
             mysql_close(db);
             db = NULL;
             last_connect_try = clock_mono_us();
-            pthread_mutex_lock(&J.lock);
+            pthread_mutex_lock(&journal.lock);
             mark_down_locked();
         } else {
             for (size_t i = 0; i < n; i++)
                 free_rec(&taken[i]);
-            pthread_mutex_lock(&J.lock);
-            J.head = (J.head + n) % (J.cap ? J.cap : 1);
-            J.count -= n;
+            pthread_mutex_lock(&journal.lock);
+            journal.head = (journal.head + n) % (journal.cap ? journal.cap : 1);
+            journal.count -= n;
         }
         publish_backlog_locked();
     }
 
-    if (J.count > 0 || J.sync_head)
-        log_warn("journal: stopping with %zu local records not written to MySQL", J.count);
-    complete(J.sync_head, 0);
-    J.sync_head = J.sync_tail = NULL;
-    J.up = 0;
-    pthread_mutex_unlock(&J.lock);
+    if (journal.count > 0 || journal.sync_head)
+        log_warn("journal: stopping with %zu local records not written to MySQL", journal.count);
+    complete(journal.sync_head, 0);
+    journal.sync_head = journal.sync_tail = NULL;
+    journal.up = 0;
+    pthread_mutex_unlock(&journal.lock);
     if (db)
         mysql_close(db);
     free(taken);
@@ -785,24 +785,24 @@ static void *journal_main(void *unused)
 
 int journal_start(const struct config *cfg, const char *instance)
 {
-    J.cfg = cfg;
-    snprintf(J.instance, sizeof J.instance, "%s", instance);
-    J.stop = 0;
-    if (pthread_create(&J.thread, NULL, journal_main, NULL) != 0)
+    journal.cfg = cfg;
+    snprintf(journal.instance, sizeof journal.instance, "%s", instance);
+    journal.stop = 0;
+    if (pthread_create(&journal.thread, NULL, journal_main, NULL) != 0)
         return -1;
-    J.started = 1;
+    journal.started = 1;
     return 0;
 }
 
 void journal_stop(int deadline_ms)
 {
-    if (!J.started)
+    if (!journal.started)
         return;
-    clock_stop_thread(J.thread, &J.lock, &J.cond, &J.stop, &J.stop_deadline_us, deadline_ms);
-    J.started = 0;
-    for (size_t i = 0; i < J.count; i++)
-        free_rec(&J.ring[(J.head + i) % J.cap]);
-    free(J.ring);
-    J.ring = NULL;
-    J.cap = J.count = J.head = 0;
+    clock_stop_thread(journal.thread, &journal.lock, &journal.cond, &journal.stop, &journal.stop_deadline_us, deadline_ms);
+    journal.started = 0;
+    for (size_t i = 0; i < journal.count; i++)
+        free_rec(&journal.ring[(journal.head + i) % journal.cap]);
+    free(journal.ring);
+    journal.ring = NULL;
+    journal.cap = journal.count = journal.head = 0;
 }
