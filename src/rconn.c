@@ -249,6 +249,8 @@ int rconn_parse_address(const char *address, char *host, size_t hostlen, int *po
             return -1;
         h++;
         hlen -= 2;
+    } else if (memchr(h, ':', hlen) != NULL) {
+        return -1; /* an IPv6 host must be bracketed: "::1" is not "::" port 1 */
     }
     if (hlen >= hostlen)
         return -1;
