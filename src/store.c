@@ -285,96 +285,101 @@ int store_reserve(struct store *s, int shard, const char *const *topics, const s
 
 /* ---- id operations ---- */
 
-enum id_script_shape { SHAPE_FINISH, SHAPE_RELEASE, SHAPE_TOUCH, SHAPE_DELETE, SHAPE_RESCHEDULE, SHAPE_REQUEUE };
 
 struct id_call {
     store_id_fn fn;
     void *arg;
-    enum id_script_shape shape;
+    enum store_id_shape shape;
 };
+
+int store_decode_id(const redisReply *r, enum store_id_shape shape, struct id_outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!rreply_is_array(r, 1))
+        return -1;
+    if (rreply_is(r, 0, "missing")) {
+        o->status = ID_MISSING;
+        return 0;
+    }
+    if (rreply_is(r, 0, "state") && r->elements >= 2) {
+        o->status = ID_WRONG_STATE;
+        o->state = (int)rreply_int(r, 1);
+        return 0;
+    }
+    if (rreply_is(r, 0, "stale") && r->elements >= 2) {
+        o->status = ID_STALE;
+        o->attempts = (uint32_t)rreply_int(r, 1);
+        return 0;
+    }
+    if (rreply_is(r, 0, "bizheld")) {
+        o->status = ID_BIZ_HELD;
+        return 0;
+    }
+    static const size_t need[] = {[SHAPE_FINISH] = 4, [SHAPE_RELEASE] = 5, [SHAPE_TOUCH] = 2,
+                                  [SHAPE_DELETE] = 5, [SHAPE_RESCHEDULE] = 6, [SHAPE_REQUEUE] = 2};
+    if (!rreply_is(r, 0, "ok") || r->elements < need[shape])
+        return -1;
+    o->status = ID_OK;
+    switch (shape) {
+    case SHAPE_FINISH: /* ok, ver, attempts, runAt */
+        o->state = JS_FINISHED;
+        o->from_state = JS_RESERVED;
+        o->ver = (uint32_t)rreply_int(r, 1);
+        o->attempts = (uint32_t)rreply_int(r, 2);
+        o->run_at = rreply_int(r, 3);
+        break;
+    case SHAPE_RELEASE: /* ok, state, runAt, ver, attempts */
+        o->from_state = JS_RESERVED;
+        o->state = (int)rreply_int(r, 1);
+        o->run_at = rreply_int(r, 2);
+        o->ver = (uint32_t)rreply_int(r, 3);
+        o->attempts = (uint32_t)rreply_int(r, 4);
+        break;
+    case SHAPE_TOUCH: /* ok, leaseUntil */
+        o->state = JS_RESERVED;
+        o->lease_until = rreply_int(r, 1);
+        break;
+    case SHAPE_DELETE: /* ok, from, ver, attempts, runAt */
+        o->state = JS_DELETED;
+        o->from_state = (int)rreply_int(r, 1);
+        o->ver = (uint32_t)rreply_int(r, 2);
+        o->attempts = (uint32_t)rreply_int(r, 3);
+        o->run_at = rreply_int(r, 4);
+        break;
+    case SHAPE_RESCHEDULE: /* ok, from, state, runAt, ver, attempts */
+        o->from_state = (int)rreply_int(r, 1);
+        o->state = (int)rreply_int(r, 2);
+        o->run_at = rreply_int(r, 3);
+        o->ver = (uint32_t)rreply_int(r, 4);
+        o->attempts = (uint32_t)rreply_int(r, 5);
+        break;
+    case SHAPE_REQUEUE: /* ok, ver */
+        o->from_state = JS_DEAD;
+        o->state = JS_READY;
+        o->ver = (uint32_t)rreply_int(r, 1);
+        break;
+    }
+    return 0;
+}
 
 static void on_id_reply(redisReply *r, void *arg)
 {
     struct id_call *c = arg;
     store_id_fn fn = c->fn;
     void *user = c->arg;
-    enum id_script_shape shape = c->shape;
+    enum store_id_shape shape = c->shape;
     free(c);
-    if (!rreply_is_array(r, 1)) {
+    struct id_outcome o;
+    if (store_decode_id(r, shape, &o) < 0) {
         if (r)
             shape_error("id operation");
-        fn(NULL, user);
-        return;
-    }
-    struct id_outcome o;
-    memset(&o, 0, sizeof o);
-    if (rreply_is(r, 0, "missing")) {
-        o.status = ID_MISSING;
-    } else if (rreply_is(r, 0, "state") && r->elements >= 2) {
-        o.status = ID_WRONG_STATE;
-        o.state = (int)rreply_int(r, 1);
-    } else if (rreply_is(r, 0, "stale") && r->elements >= 2) {
-        o.status = ID_STALE;
-        o.attempts = (uint32_t)rreply_int(r, 1);
-    } else if (rreply_is(r, 0, "bizheld")) {
-        o.status = ID_BIZ_HELD;
-    } else if (rreply_is(r, 0, "ok")) {
-        o.status = ID_OK;
-        size_t need[] = {[SHAPE_FINISH] = 4, [SHAPE_RELEASE] = 5, [SHAPE_TOUCH] = 2,
-                         [SHAPE_DELETE] = 5, [SHAPE_RESCHEDULE] = 6, [SHAPE_REQUEUE] = 2};
-        if (r->elements < need[shape]) {
-            shape_error("id operation");
-            fn(NULL, user);
-            return;
-        }
-        switch (shape) {
-        case SHAPE_FINISH: /* ok, ver, attempts, runAt */
-            o.state = JS_FINISHED;
-            o.from_state = JS_RESERVED;
-            o.ver = (uint32_t)rreply_int(r, 1);
-            o.attempts = (uint32_t)rreply_int(r, 2);
-            o.run_at = rreply_int(r, 3);
-            break;
-        case SHAPE_RELEASE: /* ok, state, runAt, ver, attempts */
-            o.from_state = JS_RESERVED;
-            o.state = (int)rreply_int(r, 1);
-            o.run_at = rreply_int(r, 2);
-            o.ver = (uint32_t)rreply_int(r, 3);
-            o.attempts = (uint32_t)rreply_int(r, 4);
-            break;
-        case SHAPE_TOUCH: /* ok, leaseUntil */
-            o.state = JS_RESERVED;
-            o.lease_until = rreply_int(r, 1);
-            break;
-        case SHAPE_DELETE: /* ok, from, ver, attempts, runAt */
-            o.state = JS_DELETED;
-            o.from_state = (int)rreply_int(r, 1);
-            o.ver = (uint32_t)rreply_int(r, 2);
-            o.attempts = (uint32_t)rreply_int(r, 3);
-            o.run_at = rreply_int(r, 4);
-            break;
-        case SHAPE_RESCHEDULE: /* ok, from, state, runAt, ver, attempts */
-            o.from_state = (int)rreply_int(r, 1);
-            o.state = (int)rreply_int(r, 2);
-            o.run_at = rreply_int(r, 3);
-            o.ver = (uint32_t)rreply_int(r, 4);
-            o.attempts = (uint32_t)rreply_int(r, 5);
-            break;
-        case SHAPE_REQUEUE: /* ok, ver */
-            o.from_state = JS_DEAD;
-            o.state = JS_READY;
-            o.ver = (uint32_t)rreply_int(r, 1);
-            break;
-        }
-    } else {
-        shape_error("id operation");
         fn(NULL, user);
         return;
     }
     fn(&o, user);
 }
 
-static int id_call(struct store *s, enum script_id script, enum id_script_shape shape, uint64_t id, int64_t now,
+static int id_call(struct store *s, enum script_id script, enum store_id_shape shape, uint64_t id, int64_t now,
                    const int64_t *extra, int nextra, const char *who, store_id_fn fn, void *arg)
 {
     struct rargv b;
@@ -434,41 +439,43 @@ int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, 
 
 /* ---- inspect ---- */
 
+int store_decode_view(const redisReply *r, struct job_view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+        return -1;
+    if (r->elements == 0)
+        return 0; /* not found */
+    if (r->elements < 11 || !rreply_str(r, 7, NULL) || !rreply_str(r, 9, NULL))
+        return -1;
+    v->found = 1;
+    v->state = (int)rreply_int(r, 0);
+    v->ver = (uint32_t)rreply_int(r, 1);
+    v->attempts = (uint32_t)rreply_int(r, 2);
+    v->priority = (int)rreply_int(r, 3);
+    v->ttr = rreply_int(r, 4);
+    v->tries = (int)rreply_int(r, 5);
+    v->run_at = rreply_int(r, 6);
+    v->topic = rreply_str(r, 7, &v->topic_len);
+    v->biz = rreply_str(r, 8, &v->biz_len);
+    v->body = rreply_str(r, 9, &v->body_len);
+    v->lease_until = rreply_int(r, 10);
+    return 0;
+}
+
 static void on_inspect(redisReply *r, void *arg)
 {
     struct call *c = arg;
     store_inspect_fn fn = (store_inspect_fn)c->fn;
     void *user = c->arg;
     free(c);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+    struct job_view v;
+    if (store_decode_view(r, &v) < 0) {
         if (r)
             shape_error("inspect");
         fn(NULL, user);
         return;
     }
-    struct job_view v;
-    memset(&v, 0, sizeof v);
-    if (r->elements == 0) {
-        fn(&v, user);
-        return;
-    }
-    if (r->elements < 11 || !rreply_str(r, 7, NULL) || !rreply_str(r, 9, NULL)) {
-        shape_error("inspect");
-        fn(NULL, user);
-        return;
-    }
-    v.found = 1;
-    v.state = (int)rreply_int(r, 0);
-    v.ver = (uint32_t)rreply_int(r, 1);
-    v.attempts = (uint32_t)rreply_int(r, 2);
-    v.priority = (int)rreply_int(r, 3);
-    v.ttr = rreply_int(r, 4);
-    v.tries = (int)rreply_int(r, 5);
-    v.run_at = rreply_int(r, 6);
-    v.topic = rreply_str(r, 7, &v.topic_len);
-    v.biz = rreply_str(r, 8, &v.biz_len);
-    v.body = rreply_str(r, 9, &v.body_len);
-    v.lease_until = rreply_int(r, 10);
     fn(&v, user);
 }
 

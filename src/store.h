@@ -93,6 +93,9 @@ int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, 
                      void *arg)
     __attribute__((warn_unused_result));
 
+/* What an id script answers in "ok" (exposed, with the decoders below, for tests). */
+enum store_id_shape { SHAPE_FINISH, SHAPE_RELEASE, SHAPE_TOUCH, SHAPE_DELETE, SHAPE_RESCHEDULE, SHAPE_REQUEUE };
+
 /* ---- inspect ---- */
 struct job_view {
     int found;
@@ -160,5 +163,13 @@ int store_ready_counts(struct store *s, int shard, const char *const *topics, co
 /* `failed`: some shard did not answer (total counts the others). */
 typedef void (*store_outbox_fn)(long total, int failed, void *arg);
 int store_outbox_len(struct store *s, store_outbox_fn fn, void *arg) __attribute__((warn_unused_result));
+
+/* ---- reply decoding: pure functions of a reply, used by the calls above ---- */
+struct redisReply;
+/* An id script's reply (finish, release, touch, delete, reschedule, requeue). 0, or -1 when
+ * the reply has the wrong shape (daemon and scripts out of step: the caller answers 503). */
+int store_decode_id(const struct redisReply *r, enum store_id_shape shape, struct id_outcome *out);
+/* inspect.lua's reply; view->found = 0 for an absent job. Strings point into r. 0 / -1. */
+int store_decode_view(const struct redisReply *r, struct job_view *view);
 
 #endif
