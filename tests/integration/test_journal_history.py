@@ -12,6 +12,8 @@ one "deleted" entry, not two.
 
 from __future__ import annotations
 
+import time
+
 from harness import HourglassTestCase
 from test_journal_common import expect_ok, journal_idle, now_ms, start_ready, totals, wait_or_fail
 
@@ -211,3 +213,35 @@ class DeadExpiryTest(HourglassTestCase):
         self.assertEqual(ns.query("SELECT COUNT(*) FROM message WHERE topic = 'rip' AND state = 'dead'")[0][0], '3')
         metrics = d.metrics().text
         self.assertRegex(metrics, r"hourglass_dead_expired_total(\{[^}]*\})? 2\b")
+
+
+class RetentionRaceTest(HourglassTestCase):
+    """Retention removes a message and its transitions together or not at all. A trigger
+    stands in for a forced restore reviving the message at the worst moment — while the
+    transitions of its batch are being deleted: retention used to delete the transitions first
+    and re-check the message after, leaving a live message without its history."""
+
+    def test_a_message_revived_mid_pass_keeps_its_history(self):
+        d = start_ready(self, {"mysql": {"retention_days": 0}})  # no pass until the trigger is in
+        x = d.namespace.execute
+        q = d.namespace.query
+        made = now_ms() - 2 * DAY_MS
+        mid = id_made_at(made, 50)
+        RetentionTest.insert_message(self, x, mid, "finished", made, made + 1000, 3)
+        x(f"DELIMITER //\nCREATE TRIGGER revive BEFORE DELETE ON transition FOR EACH ROW "
+          f"IF OLD.message_id = {mid} THEN UPDATE message SET state = 'ready', version = version + 1 "
+          f"WHERE id = {mid}; END IF//\nDELIMITER ;\n")
+        d.stop()
+        d.update_config({"mysql": {"retention_days": 1, "retention_interval": 1}})
+        d.start()
+
+        def settled():
+            rows = q(f"SELECT state FROM message WHERE id = {mid}")
+            hist = int(q(f"SELECT COUNT(*) FROM transition WHERE message_id = {mid}")[0][0])
+            return (rows, hist) if (not rows and hist == 0) or (rows and rows[0][0] == "ready") else None
+        wait_or_fail(self, settled, 10, "a retention pass over the message")
+        time.sleep(1.5)  # and another pass
+        rows = q(f"SELECT state FROM message WHERE id = {mid}")
+        hist = int(q(f"SELECT COUNT(*) FROM transition WHERE message_id = {mid}")[0][0])
+        self.assertTrue((rows == [] and hist == 0) or (rows == [("ready",)] and hist == 3),
+                        f"message {rows} with {hist} of its 3 transitions: deleted apart")
