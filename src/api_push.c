@@ -253,7 +253,15 @@ static void settle_jobs(const struct pending_job *jobs, int n, const struct push
 static void on_pushed(const struct push_outcome *out, int n, void *arg)
 {
     struct shard_call *call = arg;
-    settle_jobs(call->jobs, call->n, out, n, 1);
+    /* No answer: in doubt — unless Redis said it refused the call outright (OOM, BUSY,
+     * READONLY, LOADING, NOSCRIPT, auth), which it says before running anything. The cause
+     * was recorded for this very reply, just before this callback (rconn.h). */
+    int maybe_ran = 1;
+    struct rconn_error e;
+    if (out == NULL && call->n > 0 &&
+        rconn_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE && rconn_cause_refuses(e.cause))
+        maybe_ran = 0;
+    settle_jobs(call->jobs, call->n, out, n, maybe_ran);
     free(call);
 }
 

@@ -274,6 +274,9 @@ class _OutageScenario(CoreTestCase):
         d, t = self.d, self.traffic
         got = t.delivered_ids()
         rows = {}
+        # pushes in doubt are settled by the reconciler DOUBT_GRACE_MS (5 s) after the outage
+        wait_until(lambda: d.stats().status == 200 and d.stats().json()["journal"]["inDoubt"] == 0, 20, 0.2,
+                   "the outcomes in doubt to be settled")
 
         def journaled() -> bool:
             rows.clear()

@@ -126,6 +126,8 @@ class OutOfMemoryTest(_PrivateRedisCase):
             err = self.assertError(r, 503, "unavailable", "push into a full Redis")
             self.assertIn("oom", err["message"].lower(), err)
             self.assertIn("maxmemory", err["message"], err)
+            # Redis refuses a script under OOM before running it: the job is certainly not queued
+            self.assertNotIn("maybeQueued", err, "an OOM refusal names no job as maybe queued")
             self.assertTrue(r.header("Retry-After"), "503 without Retry-After")
             status, h = self.health_json()
             self.assertEqual(status, 503, h)
