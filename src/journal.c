@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "db.h"
 #include "doubt.h"
+#include "journal_sql.h"
 #include "log.h"
 #include "loopq.h"
 #include "metrics.h"
@@ -237,200 +238,12 @@ static void complete(struct jsync *list, int ok)
     }
 }
 
-/* ---- SQL building ----
- *
- * A cycle's statements (multi-row INSERTs, the staged UPDATE) are sent as one
- * multi-statement script, then COMMIT: two round trips to MySQL instead of three to six,
- * which was most of a cycle's time besides the commit's fsync. The server stops at the
- * first statement that fails. */
-
-struct batch {
-    MYSQL *db;
-    struct sbuf sql;   /* complete statements, each ended by ';', then the one being built */
-    int rows;          /* rows in the INSERT being built */
-};
-
-/* Send the statements built so far. */
-static int send_script(struct batch *b)
+/* A cycle's statements (journal_sql.h) are sent as one multi-statement script, then COMMIT:
+ * two round trips to MySQL instead of three to six, which was most of a cycle's time
+ * besides the commit's fsync. The server stops at the first statement that fails. */
+static int send_script(void *db, const char *sql, size_t len)
 {
-    if (b->sql.len == 0)
-        return 0;
-    if (b->sql.oom) {
-        log_error("journal: out of memory building a statement");
-        return -1;
-    }
-    int rc = db_exec_script(b->db, b->sql.data, b->sql.len, NULL);
-    sb_reset(&b->sql);
-    return rc;
-}
-
-/* End the multi-row INSERT being built (if any); send everything once the script is long. */
-static int end_statement(struct batch *b)
-{
-    if (b->rows > 0) {
-        sb_putc(&b->sql, ';');
-        b->rows = 0;
-    }
-    return b->sql.len > SCRIPT_FLUSH_BYTES ? send_script(b) : 0;
-}
-
-/* Add a whole statement (no trailing ';'). */
-static int add_statement(struct batch *b, const char *sql, size_t len)
-{
-    if (end_statement(b) < 0)
-        return -1;
-    sb_put(&b->sql, sql, len);
-    sb_putc(&b->sql, ';');
-    return 0;
-}
-
-/* Begin a row of a multi-row INSERT, ending a long statement first. */
-static int begin_row(struct batch *b, const char *head)
-{
-    if (b->rows > 0 && b->sql.len > SCRIPT_FLUSH_BYTES && end_statement(b) < 0)
-        return -1;
-    if (b->rows == 0)
-        sb_puts(&b->sql, head);
-    else
-        sb_putc(&b->sql, ',');
-    b->rows++;
-    return 0;
-}
-
-static int insert_messages(struct batch *b, struct jsync *groups)
-{
-    static const char head[] = "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES ";
-    for (struct jsync *g = groups; g; g = g->next)
-        for (int i = 0; i < g->n; i++) {
-            const struct jrec *r = &g->recs[i];
-            if (r->kind != JR_INSERT)
-                continue;
-            const struct job_spec *j = r->job;
-            if (begin_row(b, head) < 0)
-                return -1;
-            sb_putc(&b->sql, '(');
-            sb_json_uint(&b->sql, r->id);
-            sb_putc(&b->sql, ',');
-            db_quote(b->db, &b->sql, j->topic, j->topic_len);
-            sb_putc(&b->sql, ',');
-            if (j->biz_key)
-                db_quote(b->db, &b->sql, j->biz_key, j->biz_len);
-            else
-                sb_puts(&b->sql, "NULL");
-            sb_putc(&b->sql, ',');
-            db_quote(b->db, &b->sql, j->body, j->body_len);
-            const int64_t fields[] = {j->run_at, j->priority, j->ttr, j->tries, 0};
-            for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
-                sb_putc(&b->sql, ',');
-                sb_json_int(&b->sql, fields[f]);
-            }
-            sb_puts(&b->sql, ",'");
-            sb_puts(&b->sql, job_state_name(r->to));
-            sb_puts(&b->sql, "',");
-            sb_json_uint(&b->sql, r->ver);
-            sb_putc(&b->sql, ',');
-            sb_json_int(&b->sql, r->at);
-            sb_putc(&b->sql, ',');
-            sb_json_int(&b->sql, r->at);
-            sb_putc(&b->sql, ')');
-        }
-    return end_statement(b);
-}
-
-static int add_transition_row(struct batch *b, const struct jrec *r, const char *instance)
-{
-    /* IGNORE: a transition is unique per (job, version, state); an outbox entry read twice
-     * (a journal that died before acknowledging it) is written once */
-    static const char head[] = "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES ";
-    if (begin_row(b, head) < 0)
-        return -1;
-    sb_putc(&b->sql, '(');
-    sb_json_uint(&b->sql, r->id);
-    sb_putc(&b->sql, ',');
-    sb_json_uint(&b->sql, r->ver);
-    sb_puts(&b->sql, ",'");
-    sb_puts(&b->sql, job_state_name(r->from));
-    sb_puts(&b->sql, "','");
-    sb_puts(&b->sql, job_state_name(r->to));
-    sb_puts(&b->sql, "',");
-    sb_json_int(&b->sql, r->at);
-    sb_putc(&b->sql, ',');
-    db_quote(b->db, &b->sql, r->actor, strnlen(r->actor, sizeof r->actor));
-    sb_putc(&b->sql, ',');
-    db_quote(b->db, &b->sql, r->host, strnlen(r->host, sizeof r->host));
-    sb_putc(&b->sql, ',');
-    const char *who = r->instance[0] ? r->instance : instance;
-    db_quote(b->db, &b->sql, who, strnlen(who, sizeof r->instance));
-    sb_putc(&b->sql, ',');
-    sb_json_uint(&b->sql, r->attempts);
-    sb_putc(&b->sql, ')');
-    return 0;
-}
-
-static int cmp_update(const void *a, const void *b)
-{
-    const struct jrec *x = *(const struct jrec *const *)a, *y = *(const struct jrec *const *)b;
-    if (x->id != y->id)
-        return x->id < y->id ? -1 : 1;
-    if (x->ver != y->ver)
-        return x->ver < y->ver ? -1 : 1;
-    return (int)x->force - (int)y->force;
-}
-
-/* Apply the newest update per job to its message row. */
-static int update_messages(struct batch *b, const struct jrec **updates, size_t n)
-{
-    if (n == 0)
-        return 0;
-    qsort(updates, n, sizeof *updates, cmp_update);
-    static const char clear[] = "DELETE FROM journal_update";
-    if (add_statement(b, clear, sizeof clear - 1) < 0)
-        return -1;
-    static const char head[] = "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES ";
-    for (size_t i = 0; i < n; i++) {
-        if (i + 1 < n && updates[i + 1]->id == updates[i]->id)
-            continue; /* a newer update for this job follows */
-        const struct jrec *r = updates[i];
-        if (begin_row(b, head) < 0)
-            return -1;
-        sb_putc(&b->sql, '(');
-        sb_json_uint(&b->sql, r->id);
-        sb_puts(&b->sql, ",'");
-        sb_puts(&b->sql, job_state_name(r->to));
-        sb_puts(&b->sql, "',");
-        sb_json_uint(&b->sql, r->attempts);
-        sb_putc(&b->sql, ',');
-        sb_json_int(&b->sql, r->run_at);
-        sb_putc(&b->sql, ',');
-        sb_json_uint(&b->sql, r->ver);
-        sb_putc(&b->sql, ',');
-        sb_json_int(&b->sql, r->at);
-        sb_puts(&b->sql, r->force ? ",1)" : ",0)");
-    }
-    if (end_statement(b) < 0)
-        return -1;
-    static const char apply[] =
-        "UPDATE message m JOIN journal_update u ON m.id = u.id SET m.state = u.state, m.attempts = u.attempts, "
-        "m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
-        "WHERE u.version > m.version OR u.force_apply = 1";
-    if (add_statement(b, apply, sizeof apply - 1) < 0)
-        return -1;
-
-    /* Replacements also change the job itself; they are rare, so one statement each. */
-    for (size_t i = 0; i < n; i++) {
-        const struct jrec *r = updates[i];
-        if (r->kind != JR_REPLACE || r->replacement == NULL)
-            continue;
-        const struct job_spec *j = r->replacement;
-        sb_puts(&b->sql, "UPDATE message SET body = ");
-        db_quote(b->db, &b->sql, j->body, j->body_len);
-        /* only if this replacement is the job's newest version (a later one may have landed) */
-        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d WHERE id = %llu AND version = %u;", j->priority,
-                  (long long)j->ttr, j->tries, (unsigned long long)r->id, r->ver);
-        if (end_statement(b) < 0)
-            return -1;
-    }
-    return 0;
+    return db_exec_script(db, sql, len, NULL);
 }
 
 /* Write durable groups and batched records in one transaction. 0 = committed; on failure
@@ -438,7 +251,8 @@ static int update_messages(struct batch *b, const struct jrec **updates, size_t 
 static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_t nrecs, const char *instance,
                        int *lost_connection)
 {
-    struct batch b = {db, SBUF_INIT, 0};
+    struct jsql b;
+    jsql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
     size_t nupdates = 0, cap = nrecs;
     for (struct jsync *g = groups; g; g = g->next)
         cap += (size_t)g->n;
@@ -447,34 +261,30 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
     if (updates == NULL)
         goto out;
 
-    if (insert_messages(&b, groups) < 0)
-        goto out;
+    for (struct jsync *g = groups; g; g = g->next)
+        for (int i = 0; i < g->n; i++)
+            if (g->recs[i].kind == JR_INSERT && jsql_message_row(&b, &g->recs[i]) < 0)
+                goto out;
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
-            if (add_transition_row(&b, &g->recs[i], instance) < 0)
+            if (jsql_transition_row(&b, &g->recs[i], instance) < 0)
                 goto out;
             if (g->recs[i].kind != JR_INSERT)
                 updates[nupdates++] = &g->recs[i];
         }
     for (size_t i = 0; i < nrecs; i++) {
-        if (add_transition_row(&b, &recs[i], instance) < 0)
+        if (jsql_transition_row(&b, &recs[i], instance) < 0)
             goto out;
         updates[nupdates++] = &recs[i];
     }
-    if (end_statement(&b) < 0)
-        goto out;
-    if (update_messages(&b, updates, nupdates) < 0)
-        goto out;
-    if (send_script(&b) < 0)
+    if (jsql_update_messages(&b, updates, nupdates) < 0 || jsql_send(&b) < 0)
         goto out;
     /* COMMIT on its own, only once every statement succeeded: sent inside the script it would
      * run even after we gave up on a hung server (the script waits in its socket), committing
      * pushes already answered 503 (HeldScriptTest in tests/integration/test_journal_in_doubt.py).
      * Folding it in safely needs a per-connection lock that a new connection uses to KILL the
      * old one before settling; docs/performance.md has the measurement that kept it out. */
-    if (mysql_commit(db) != 0) {
-        metrics_inc(MC_MYSQL_ERRORS, 1);
-        log_warn("mysql: commit failed: %s", mysql_error(db));
+    if (db_commit(db) < 0) {
         journal.commit_in_doubt = db_error_is_connection(db) || mysql_errno(db) == 0;
         goto out;
     }
@@ -487,7 +297,7 @@ out:
         mysql_rollback(db);
     }
     free(updates);
-    sb_free(&b.sql);
+    jsql_free(&b);
     return rc;
 }
 
@@ -580,52 +390,26 @@ static void note_in_doubt(const struct jsync *groups)
         }
 }
 
-/* A record as JSON, for refused_record: what an operator needs to replay it by hand. */
-static void rec_json(struct sbuf *sb, const struct jrec *r)
-{
-    sb_puts(sb, "{\"id\":\"");
-    sb_json_uint(sb, r->id);
-    sb_printf(sb, "\",\"kind\":%d,\"from\":", r->kind);
-    sb_json_cstr(sb, job_state_name(r->from));
-    sb_puts(sb, ",\"to\":");
-    sb_json_cstr(sb, job_state_name(r->to));
-    sb_printf(sb, ",\"version\":%u,\"attempts\":%u,\"at\":%lld,\"runAt\":%lld,\"force\":%d,\"actor\":", r->ver,
-              r->attempts, (long long)r->at, (long long)r->run_at, r->force);
-    sb_json_str(sb, r->actor, strnlen(r->actor, sizeof r->actor));
-    sb_puts(sb, ",\"host\":");
-    sb_json_str(sb, r->host, strnlen(r->host, sizeof r->host));
-    sb_puts(sb, ",\"instance\":");
-    sb_json_str(sb, r->instance, strnlen(r->instance, sizeof r->instance));
-    sb_putc(sb, '}');
-}
-
 /* Keep a record MySQL refused in refused_record, with the server's error. 0, or -1 when that
  * failed too (then the record is in the log only). */
 static int park_refused(MYSQL *db, const struct jrec *r, const char *error)
 {
-    struct sbuf json = SBUF_INIT, sql = SBUF_INIT;
-    rec_json(&json, r);
-    sb_puts(&sql, "INSERT INTO refused_record (" REFUSED_COLUMNS ") VALUES (");
-    sb_json_uint(&sql, r->id);
-    sb_putc(&sql, ',');
-    sb_json_int(&sql, clock_unix_ms());
-    sb_putc(&sql, ',');
-    db_quote(db, &sql, error, strnlen(error, 500));
-    sb_putc(&sql, ',');
-    db_quote(db, &sql, json.data ? json.data : "", json.len);
-    sb_putc(&sql, ',');
-    db_quote(db, &sql, journal.instance, strlen(journal.instance));
-    sb_putc(&sql, ')');
-    int rc = json.oom || sql.oom ? -1 : db_exec(db, sql.data, sql.len);
-    if (rc == 0 && mysql_commit(db) != 0)
-        rc = -1;
+    struct jsql b;
+    jsql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
+    int rc = jsql_refused_row(&b, r, error, clock_unix_ms(), journal.instance);
+    if (rc == 0)
+        rc = jsql_send(&b);
+    if (rc == 0)
+        rc = db_commit(db);
     if (rc < 0) {
-        mysql_rollback(db);
+        struct sbuf json = SBUF_INIT;
+        jsql_record_json(&json, r);
         log_error("journal: could not keep the refused record either (%s); it was: %s", mysql_error(db),
                   json.data ? json.data : "(out of memory)");
+        mysql_rollback(db);
+        sb_free(&json);
     }
-    sb_free(&json);
-    sb_free(&sql);
+    jsql_free(&b);
     return rc;
 }
 

@@ -27,34 +27,9 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "job.h"
+#include "jrec.h"
 
 struct loopq;
-
-enum jrec_kind {
-    JR_INSERT = 1,     /* new message row + its first transition; job borrowed (durable only) */
-    JR_TRANSITION = 2, /* transition row + message state/attempts/run_at update */
-    JR_REPLACE = 3,    /* like a transition, and the row takes the replacement's body/priority/ttr/tries */
-};
-
-#define JREC_ACTOR_MAX 96
-#define JREC_HOST_MAX 48
-
-struct jrec {
-    uint8_t kind;
-    uint8_t from, to;   /* job states (job.h); from = JS_NONE for a new job */
-    uint8_t force;      /* apply to the message row even if its version is not older (delete, abort) */
-    uint32_t ver;       /* job version after this change */
-    uint32_t attempts;
-    uint64_t id;
-    int64_t at;         /* unix ms */
-    int64_t run_at;     /* the job's due time after this change */
-    char actor[JREC_ACTOR_MAX]; /* thread and Redis key that acted, e.g. "mover hg:{3}:delay" */
-    char host[JREC_HOST_MAX];   /* client address, or the instance's host name */
-    char instance[64];          /* instance that made the change ("" = this one) */
-    const struct job_spec *job; /* JR_INSERT: borrowed until the durable submission completes */
-    struct job_spec *replacement; /* JR_REPLACE: owned by the journal once submitted */
-};
 
 /* Called on the submitter's loop with ok = 1 when committed, 0 when not. */
 typedef void (*journal_done_fn)(int ok, void *arg);

@@ -1,0 +1,372 @@
+/* test_journal_sql.c — the SQL text of a journal cycle (journal_sql.h), read exactly as MySQL
+ * would be sent it: rows gathered per statement, kinds never mixed in one INSERT, values
+ * escaped (quotes, backslashes, NUL bytes), the newest update per job staged with its
+ * version, replacements guarded by version, long scripts cut between statements only, and
+ * failures of the sender passed on. */
+#include "journal_sql.h"
+#include "db.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static MYSQL *db; /* never connected: used for its escaping only */
+
+struct capture {
+    char *scripts[4096];
+    size_t n;
+    int fail_at; /* 1-based send that fails; 0 = none */
+};
+
+static int capture_send(void *arg, const char *sql, size_t len)
+{
+    struct capture *c = arg;
+    ck_assert_uint_lt(c->n, sizeof c->scripts / sizeof c->scripts[0]);
+    c->scripts[c->n] = malloc(len + 1);
+    memcpy(c->scripts[c->n], sql, len);
+    c->scripts[c->n][len] = '\0';
+    c->n++;
+    return c->fail_at && (size_t)c->fail_at == c->n ? -1 : 0;
+}
+
+static void capture_free(struct capture *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->scripts[i]);
+    c->n = 0;
+}
+
+static void setup(void)
+{
+    db = mysql_init(NULL);
+    ck_assert_ptr_nonnull(db);
+}
+
+static void teardown(void)
+{
+    mysql_close(db);
+}
+
+static struct jrec transition(uint64_t id, uint32_t ver, int from, int to)
+{
+    struct jrec r = {.kind = JR_TRANSITION,
+                     .from = (uint8_t)from,
+                     .to = (uint8_t)to,
+                     .ver = ver,
+                     .id = id,
+                     .at = 1700000000000 + (int64_t)ver,
+                     .run_at = 1700000005000,
+                     .attempts = ver / 2};
+    snprintf(r.actor, sizeof r.actor, "mover hg:{1}:delay");
+    snprintf(r.host, sizeof r.host, "10.0.0.1");
+    return r;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+START_TEST(message_row_exact_text)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    char body[] = "{\"a\":1}";
+    struct job_spec j = {.topic = "orders",
+                         .topic_len = 6,
+                         .body = body,
+                         .body_len = 7,
+                         .run_at = 1700000060000,
+                         .priority = 5,
+                         .ttr = 30000,
+                         .tries = 3};
+    struct jrec r = {.kind = JR_INSERT,
+                     .from = JS_NONE,
+                     .to = JS_DELAYED,
+                     .ver = 1,
+                     .id = 42,
+                     .at = 1700000000000,
+                     .job = &j};
+    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
+    ck_assert_uint_eq(c.n, 0); /* nothing is sent before jsql_send */
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_str_eq(c.scripts[0], "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
+                                   "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,'delayed',1,"
+                                   "1700000000000,1700000000000);");
+    ck_assert_int_eq(jsql_send(&b), 0); /* nothing built: nothing sent */
+    ck_assert_uint_eq(c.n, 1);
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(values_are_escaped)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    static char body[] = "it's \\ a \"x\"\n\0end", biz[] = "o'brien";
+    struct job_spec j = {.topic = "t",
+                         .topic_len = 1,
+                         .body = body,
+                         .body_len = sizeof body - 1,
+                         .biz_key = biz,
+                         .biz_len = 7,
+                         .run_at = 1,
+                         .ttr = 1,
+                         .tries = 1};
+    struct jrec r = {.kind = JR_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 2, .job = &j};
+    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_ptr_nonnull(strstr(c.scripts[0], "'o\\'brien'"));
+    /* every quote, backslash, newline and the NUL byte escaped; the text after the NUL kept */
+    ck_assert_ptr_nonnull(strstr(c.scripts[0], "'it\\'s \\\\ a \\\"x\\\"\\n\\0end'"));
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(transition_rows_share_one_insert)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    struct jrec a = transition(1, 2, JS_DELAYED, JS_READY), z = transition(2, 3, JS_READY, JS_RESERVED);
+    snprintf(z.instance, sizeof z.instance, "other:7001");
+    ck_assert_int_eq(jsql_transition_row(&b, &a, "me:7000"), 0);
+    ck_assert_int_eq(jsql_transition_row(&b, &z, "me:7000"), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_str_eq(
+        c.scripts[0],
+        "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES "
+        "(1,2,'delayed','ready',1700000000002,'mover hg:{1}:delay','10.0.0.1','me:7000',1),"
+        "(2,3,'ready','reserved',1700000000003,'mover hg:{1}:delay','10.0.0.1','other:7001',1);");
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(full_size_fields_without_nul_are_cut_at_their_size)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    struct jrec r = transition(9, 1, JS_NONE, JS_READY);
+    memset(r.actor, 'a', sizeof r.actor); /* no NUL anywhere in the field */
+    memset(r.host, 'h', sizeof r.host);
+    ck_assert_int_eq(jsql_transition_row(&b, &r, "i"), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    char actor[JREC_ACTOR_MAX + 3] = "'", host[JREC_HOST_MAX + 3] = "'";
+    memset(actor + 1, 'a', JREC_ACTOR_MAX);
+    memset(host + 1, 'h', JREC_HOST_MAX);
+    strcat(actor, "'");
+    strcat(host, "'");
+    ck_assert_ptr_nonnull(strstr(c.scripts[0], actor));
+    ck_assert_ptr_nonnull(strstr(c.scripts[0], host));
+    ck_assert_ptr_null(strstr(c.scripts[0], "aaaah")); /* the actor did not run into the host */
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(switching_kinds_ends_the_statement)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    char one[] = "1";
+    struct job_spec j = {.topic = "t", .topic_len = 1, .body = one, .body_len = 1, .ttr = 1, .tries = 1};
+    struct jrec ins = {.kind = JR_INSERT, .to = JS_READY, .ver = 1, .id = 1, .at = 1, .job = &j};
+    struct jrec tr = transition(1, 1, JS_NONE, JS_READY);
+    ck_assert_int_eq(jsql_message_row(&b, &ins), 0);
+    ck_assert_int_eq(jsql_transition_row(&b, &tr, "i"), 0);
+    ck_assert_int_eq(jsql_message_row(&b, &ins), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    const char *s = c.scripts[0];
+    ck_assert_uint_eq(count(s, "INSERT INTO message"), 2);
+    ck_assert_uint_eq(count(s, "INSERT IGNORE INTO transition"), 1);
+    ck_assert_uint_eq(count(s, ";"), 3);
+    ck_assert_ptr_nonnull(strstr(s, ");INSERT IGNORE INTO transition"));
+    ck_assert_ptr_nonnull(strstr(s, ");INSERT INTO message"));
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(updates_keep_the_newest_per_job)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    struct jrec r[5] = {transition(5, 4, JS_READY, JS_RESERVED), transition(3, 2, JS_DELAYED, JS_READY),
+                        transition(5, 6, JS_RESERVED, JS_FINISHED), transition(5, 5, JS_RESERVED, JS_READY),
+                        transition(3, 2, JS_READY, JS_DELETED)};
+    r[4].force = 1; /* a delete at the same version wins over the update it follows */
+    const struct jrec *u[5] = {&r[0], &r[1], &r[2], &r[3], &r[4]};
+    ck_assert_int_eq(jsql_update_messages(&b, u, 5), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_str_eq(
+        c.scripts[0],
+        "DELETE FROM journal_update;"
+        "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES "
+        "(3,'deleted',1,1700000005000,2,1700000000002,1),"
+        "(5,'finished',3,1700000005000,6,1700000000006,0);"
+        "UPDATE message m JOIN journal_update u ON m.id = u.id SET m.state = u.state, "
+        "m.attempts = u.attempts, m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
+        "WHERE u.version > m.version OR u.force_apply = 1;");
+    ck_assert_int_eq(jsql_update_messages(&b, u, 0), 0); /* none: no statement at all */
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 1);
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(replacements_are_guarded_by_version)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    char body[] = "new'body";
+    struct job_spec rep = {.body = body, .body_len = 8, .priority = 9, .ttr = 500, .tries = 4};
+    struct jrec r = transition(11, 3, JS_DELAYED, JS_DELAYED);
+    r.kind = JR_REPLACE;
+    r.replacement = &rep;
+    struct jrec later = transition(11, 4, JS_DELAYED, JS_READY);
+    const struct jrec *u[2] = {&later, &r};
+    ck_assert_int_eq(jsql_update_messages(&b, u, 2), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    const char *s = c.scripts[0];
+    ck_assert_ptr_nonnull(strstr(s, "(11,'ready',2,1700000005000,4,1700000000004,0);"));
+    /* the replacement is not the newest version: its statement still runs, guarded by version 3 */
+    ck_assert_ptr_nonnull(
+        strstr(s, ";UPDATE message SET body = 'new\\'body', priority = 9, ttr = 500, tries = 4 "
+                  "WHERE id = 11 AND version = 3;"));
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+/* A long cycle goes out in several scripts, each of whole statements, with every row once. */
+START_TEST(long_scripts_are_cut_between_statements)
+{
+    struct capture c = {0};
+    struct jsql b;
+    enum { N = 3000 };
+    jsql_init(&b, db, 4096, capture_send, &c);
+    static struct jrec r[N];
+    static const struct jrec *u[N];
+    for (int i = 0; i < N; i++) {
+        r[i] = transition((uint64_t)i + 1, 2, JS_DELAYED, JS_READY);
+        u[i] = &r[i];
+        ck_assert_int_eq(jsql_transition_row(&b, &r[i], "i"), 0);
+    }
+    ck_assert_int_eq(jsql_update_messages(&b, u, N), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_gt(c.n, 10);
+    size_t transitions = 0, updates = 0;
+    for (size_t k = 0; k < c.n; k++) {
+        const char *s = c.scripts[k];
+        size_t len = strlen(s);
+        ck_assert_msg(len > 0 && s[len - 1] == ';', "script %zu does not end a statement", k);
+        ck_assert_msg(strncmp(s, "INSERT", 6) == 0 || strncmp(s, "DELETE", 6) == 0 ||
+                          strncmp(s, "UPDATE", 6) == 0,
+                      "script %zu starts inside a statement: %.40s", k, s);
+        ck_assert_uint_lt(len, 4096 + 200); /* past the limit by at most one row */
+        transitions += count(s, "'delayed','ready'");
+        updates += count(s, "'ready',1,1700000005000,2,");
+    }
+    ck_assert_uint_eq(transitions, N);
+    ck_assert_uint_eq(updates, N);
+    /* the staging table is cleared once, before the first staged row, and applied once after */
+    size_t clears = 0, applies = 0;
+    for (size_t k = 0; k < c.n; k++) {
+        clears += count(c.scripts[k], "DELETE FROM journal_update");
+        applies += count(c.scripts[k], "UPDATE message m JOIN");
+    }
+    ck_assert_uint_eq(clears, 1);
+    ck_assert_uint_eq(applies, 1);
+    ck_assert_ptr_nonnull(strstr(c.scripts[c.n - 1], "UPDATE message m JOIN"));
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(a_failed_send_stops_the_build)
+{
+    struct capture c = {.fail_at = 2};
+    struct jsql b;
+    jsql_init(&b, db, 256, capture_send, &c);
+    int rc = 0, i;
+    for (i = 0; i < 100 && rc == 0; i++) {
+        struct jrec r = transition((uint64_t)i + 1, 2, JS_DELAYED, JS_READY);
+        rc = jsql_transition_row(&b, &r, "i");
+    }
+    ck_assert_int_eq(rc, -1);
+    ck_assert_uint_eq(c.n, 2); /* nothing sent after the failure */
+    ck_assert_int_lt(i, 100);
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+START_TEST(refused_row_keeps_the_record_as_json)
+{
+    struct capture c = {0};
+    struct jsql b;
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    struct jrec r = transition(77, 5, JS_RESERVED, JS_FINISHED);
+    snprintf(r.actor, sizeof r.actor, "http-0 o'k");
+    ck_assert_int_eq(jsql_refused_row(&b, &r, "1406: Data too long for 'actor'", 1234, "me:1"), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    const char *s = c.scripts[0];
+    ck_assert_ptr_nonnull(strstr(s, "INSERT INTO refused_record (" REFUSED_COLUMNS ") VALUES (77,1234,"
+                                    "'1406: Data too long for \\'actor\\''"));
+    ck_assert_ptr_nonnull(strstr(s, "\\\"id\\\":\\\"77\\\""));
+    ck_assert_ptr_nonnull(strstr(s, "\\\"from\\\":\\\"reserved\\\",\\\"to\\\":\\\"finished\\\""));
+    ck_assert_ptr_nonnull(strstr(s, "\\\"actor\\\":\\\"http-0 o\\'k\\\""));
+    ck_assert_ptr_nonnull(strstr(s, ",'me:1');"));
+
+    struct sbuf json = SBUF_INIT;
+    jsql_record_json(&json, &r);
+    ck_assert_ptr_nonnull(strstr(json.data, "\"version\":5,\"attempts\":2,"));
+    sb_free(&json);
+    jsql_free(&b);
+    capture_free(&c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("journal_sql");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, message_row_exact_text);
+    tcase_add_test(tc, values_are_escaped);
+    tcase_add_test(tc, transition_rows_share_one_insert);
+    tcase_add_test(tc, full_size_fields_without_nul_are_cut_at_their_size);
+    tcase_add_test(tc, switching_kinds_ends_the_statement);
+    tcase_add_test(tc, updates_keep_the_newest_per_job);
+    tcase_add_test(tc, replacements_are_guarded_by_version);
+    tcase_add_test(tc, long_scripts_are_cut_between_statements);
+    tcase_add_test(tc, a_failed_send_stops_the_build);
+    tcase_add_test(tc, refused_row_keeps_the_record_as_json);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
