@@ -1,5 +1,6 @@
 /* db.c — see db.h. */
 #include "db.h"
+#include "fault.h"
 #include "log.h"
 #include "metrics.h"
 #include "sbuf.h"
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
 {
@@ -68,7 +71,7 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen)
     static const char *const checks[][2] = {{"message", "SELECT " MESSAGE_COLUMNS " FROM message LIMIT 0"},
                                             {"transition", "SELECT " TRANSITION_COLUMNS " FROM transition LIMIT 0"},
                                             {"refused_record", "SELECT " REFUSED_COLUMNS " FROM refused_record LIMIT 0"}};
-    for (int i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         if (mysql_real_query(db, checks[i][1], (unsigned long)strlen(checks[i][1])) != 0) {
             if (mysql_errno(db) == ER_BAD_FIELD_ERROR) {
                 snprintf(err, errlen,
@@ -109,11 +112,65 @@ int db_error_is_connection(MYSQL *db)
     }
 }
 
+/* ---- the fault seam (fault.h) ----
+ * Faults are made with the real connection so that every error path runs as it would:
+ * "fail" shuts the socket before the statement is sent (the server rolls back, the client
+ * sees CR_SERVER_LOST); "lost" lets the statement run and then shuts the socket, so the
+ * caller gets a connection error for something that did happen. */
+static void break_connection(MYSQL *db)
+{
+    shutdown((int)mysql_get_socket(db), SHUT_RDWR);
+}
+
+/* Before a statement: what the seam does to it (for "fail" it breaks the connection now). */
+static enum fault_action fault_before(MYSQL *db, enum fault_point point)
+{
+    if (!fault_armed(point))
+        return FA_NONE;
+    enum fault_action f = fault_at(point);
+    if (f == FA_FAIL)
+        break_connection(db);
+    return f;
+}
+
+/* After a statement that succeeded: -1 when the seam loses its answer (after the read
+ * timeout for a hang); the connection's error is then the one a lost answer leaves. */
+static int fault_after(MYSQL *db, enum fault_action f)
+{
+    if (f != FA_LOST && f != FA_HANG)
+        return 0;
+    if (f == FA_HANG) {
+        unsigned int timeout = 0;
+        mysql_get_option(db, MYSQL_OPT_READ_TIMEOUT, &timeout);
+        sleep(timeout ? timeout : 1);
+    }
+    break_connection(db);
+    if (mysql_ping(db) == 0) /* cannot succeed on a shut socket; if it did, say so rather than lie */
+        log_error("fault seam: the connection survived its shutdown");
+    return -1;
+}
+
+static void note_failure(MYSQL *db, const char *what, int statement, const char *sql)
+{
+    metrics_inc(MC_MYSQL_ERRORS, 1);
+    log_warn("mysql: %s (errno %u) in %s %d of: %.120s", mysql_error(db), mysql_errno(db), what, statement, sql);
+}
+
+int db_commit(MYSQL *db)
+{
+    enum fault_action f = fault_before(db, FP_MYSQL_COMMIT);
+    if (mysql_commit(db) != 0 || fault_after(db, f) < 0) {
+        note_failure(db, "COMMIT", 1, "COMMIT");
+        return -1;
+    }
+    return 0;
+}
+
 int db_exec(MYSQL *db, const char *sql, size_t len)
 {
-    if (mysql_real_query(db, sql, (unsigned long)len) != 0) {
-        metrics_inc(MC_MYSQL_ERRORS, 1);
-        log_warn("mysql: %s (errno %u) in: %.120s", mysql_error(db), mysql_errno(db), sql);
+    enum fault_action f = fault_before(db, FP_MYSQL_EXEC);
+    if (mysql_real_query(db, sql, (unsigned long)len) != 0 || fault_after(db, f) < 0) {
+        note_failure(db, "statement", 1, sql);
         return -1;
     }
     return 0;
@@ -123,12 +180,11 @@ int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *a
 {
     /* mysql_real_query: 0 = the first statement succeeded; mysql_next_result: 0 = the next
      * one succeeded, -1 = there is no next one, > 0 = it failed. */
+    enum fault_action f = fault_before(db, FP_MYSQL_EXEC);
     int failed = mysql_real_query(db, sql, (unsigned long)len) != 0;
     for (int statement = 1;; statement++) {
         if (failed) {
-            metrics_inc(MC_MYSQL_ERRORS, 1);
-            log_warn("mysql: %s (errno %u) in statement %d of: %.120s", mysql_error(db), mysql_errno(db), statement,
-                     sql);
+            note_failure(db, "statement", statement, sql);
             return -1;
         }
         MYSQL_RES *res = mysql_store_result(db); /* none expected; freed if a statement returned rows */
@@ -137,6 +193,10 @@ int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *a
         else if (affected)
             *affected = mysql_affected_rows(db); /* this statement's: asked after the last one, it is -1 */
         int rc = mysql_next_result(db);
+        if (rc < 0 && fault_after(db, f) < 0) {
+            note_failure(db, "statement", statement, sql);
+            return -1;
+        }
         if (rc < 0)
             return 0;
         failed = rc > 0;

@@ -1,6 +1,8 @@
 /* db.h — MySQL/MariaDB connection helpers shared by the journal and the background
  * (restore, retention, history) threads. Every connection has connect/read/write timeouts,
- * so a hung server turns into an error within [mysql] timeout seconds instead of a hang. */
+ * so a hung server turns into an error within [mysql] timeout seconds instead of a hang.
+ * db_exec, db_exec_script and db_commit carry the fault seam (fault.h): a test can make a
+ * chosen statement or COMMIT fail, lose its answer or hang. */
 #ifndef HG_DB_H
 #define HG_DB_H
 
@@ -29,6 +31,10 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen);
 
 /* Run one statement; logs and returns -1 on failure. */
 int db_exec(MYSQL *db, const char *sql, size_t len) __attribute__((warn_unused_result));
+
+/* COMMIT; logs and counts a failure, returns -1 (then db_error_is_connection tells whether
+ * the answer was lost, i.e. the outcome is unknown). */
+int db_commit(MYSQL *db) __attribute__((warn_unused_result));
 
 /* Run several statements separated by ';' in one round trip (needs db_enable_scripts).
  * The server stops at the first failing one; logs it and returns -1. 0 when all succeeded,

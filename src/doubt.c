@@ -313,7 +313,7 @@ static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long 
         rc = db_exec(db, sql.data, sql.len);
     if (rc == 0 && (rc = db_exec(db, upd.data, upd.len)) == 0)
         *aborted = mysql_affected_rows(db);
-    if (rc == 0 && mysql_commit(db) != 0)
+    if (rc == 0 && db_commit(db) < 0)
         rc = -1;
     if (rc < 0) {
         log_warn("reconciler: marking rows aborted failed: %s", mysql_error(db));

@@ -45,6 +45,11 @@ int log_level_parse(const char *name)
     return -1;
 }
 
+const char *log_thread_name(void)
+{
+    return thread_name;
+}
+
 void log_set_thread_name(const char *name)
 {
     thread_name = name;

@@ -38,6 +38,9 @@ int log_fd_number(void);
  * perf), cut to 15 bytes there. The string must outlive the thread. */
 void log_set_thread_name(const char *name);
 
+/* This thread's name as set above ("main" until then). */
+const char *log_thread_name(void);
+
 void log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

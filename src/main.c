@@ -15,12 +15,14 @@
 #include "db.h"
 #include "dbtask.h"
 #include "doubt.h"
+#include "fault.h"
 #include "journal.h"
 #include "log.h"
 #include "keeper.h"
 #include "layout.h"
 #include "outbox.h"
 #include "ratelimit.h"
+#include "rconn.h"
 #include "rsync.h"
 #include "scripts.h"
 #include "sdnotify.h"
@@ -248,6 +250,35 @@ static void shutdown_workers(struct app *app, const struct workers *ws, struct s
     }
 }
 
+/* The Redis side of the fault seam goes through rconn's hook (rconn.h). */
+static enum rconn_fault redis_fault(const struct rconn *rc, enum rconn_fault_at at, int script, void *arg)
+{
+    if (at == RCONN_AT_SEND)
+        return fault_at(FP_REDIS_SEND) == FA_FAIL ? RCONN_FAULT_FAIL : RCONN_FAULT_NONE;
+    switch (fault_at(FP_REDIS_REPLY)) {
+    case FA_LOST: return RCONN_FAULT_DROP;
+    case FA_HANG: return RCONN_FAULT_HANG;
+    default: return RCONN_FAULT_NONE;
+    }
+}
+
+/* HOURGLASS_FAULTS (fault.h) arms the fault seam for tests; never set it in production. */
+static int arm_fault_seam(void)
+{
+    const char *spec = getenv("HOURGLASS_FAULTS");
+    if (spec == NULL || spec[0] == '\0')
+        return 0;
+    char err[256];
+    if (fault_arm(spec, err, sizeof err) < 0) {
+        fprintf(stderr, "hourglassd: %s\n", err);
+        return -1;
+    }
+    if (fault_armed(FP_REDIS_SEND) || fault_armed(FP_REDIS_REPLY))
+        rconn_set_fault_hook(redis_fault, NULL);
+    log_warn("HOURGLASS_FAULTS is set (%s): faults will be injected; this is for tests only", spec);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *conf_path = "conf/hourglass.conf";
@@ -291,7 +322,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "hourglassd: cannot open [log] file %s: %s\n", cfg->log_file, strerror(errno));
         return 1;
     }
-    if (scripts_init() < 0)
+    if (scripts_init() < 0 || arm_fault_seam() < 0)
         return 1;
     signal(SIGPIPE, SIG_IGN);
     if (evthread_use_pthreads() < 0 || mysql_library_init(0, NULL, NULL) != 0) {

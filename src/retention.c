@@ -76,7 +76,7 @@ static int delete_batch(MYSQL *db, const char *state, int64_t cutoff, uint64_t *
             if (rc == 0)
                 rc = db_exec(db, q.data, q.len);
         }
-        if (rc == 0 && mysql_commit(db) != 0)
+        if (rc == 0 && db_commit(db) < 0)
             rc = -1;
         if (rc < 0) {
             mysql_rollback(db);

@@ -964,6 +964,7 @@ class Daemon(_Process):
         self.default_headers: dict[str, str] = {}
         self.stopped_by_us = False
         self.starts = 0
+        self.env: dict[str, str] = {}  # extra environment (e.g. HOURGLASS_FAULTS), read at start()
         self.config: dict[str, dict[str, Any]] = {
             "http": {"listen": f"{HOST}:{self.port}", "threads": 2, "max_body": 65536,
                      "longpoll_max": 60, "token": "", "admin_token": ""},
@@ -1026,7 +1027,7 @@ class Daemon(_Process):
         for attempt in range(3):
             self.write_config()
             self.stopped_by_us = False
-            self._spawn([self.binary, "-c", self.config_path])
+            self._spawn([self.binary, "-c", self.config_path], env=self.env)
             try:
                 wait_until(self._ready, timeout, 0.02, f"hourglassd to answer on {self.url}/health")
                 self.starts += 1
