@@ -69,6 +69,16 @@ class SchemaTest(HourglassTestCase):
         self.assertIn("Unknown column 'version'", d.log(), d.log_tail(20))
         self.assertIn("table transition", d.log(), d.log_tail(20))
 
+    def test_refused_record_table_without_a_column_exits_nonzero_naming_it(self):
+        # the column check once stopped at the second of its three tables: a refused_record
+        # table without a column the journal writes let the daemon start, and the first record
+        # MySQL refused could then not be kept either
+        ns = self.namespace_with(SCHEMA_SQL.read_text())
+        ns.execute("ALTER TABLE refused_record DROP COLUMN instance")
+        d = self.assert_refuses_to_start(ns, "whose refused_record table lacks the instance column")
+        self.assertIn("Unknown column 'instance'", d.log(), d.log_tail(20))
+        self.assertIn("table refused_record", d.log(), d.log_tail(20))
+
     def test_empty_schema_version_exits_nonzero(self):
         ns = self.namespace_with(SCHEMA_SQL.read_text())
         ns.execute("DELETE FROM schema_version")
