@@ -14,6 +14,7 @@ statement or COMMIT fail or lose its answer, and the daemon must come out right 
 from __future__ import annotations
 
 import pathlib
+import time
 import unittest
 
 from harness import Daemon, HourglassTestCase, journal_idle, wait_healthy, wait_until
@@ -80,6 +81,28 @@ class FaultSeamTest(HourglassTestCase):
         self.assertEqual(ns.query("SELECT COUNT(*) FROM refused_record"), [("0",)],
                          "the batch written again is taken as it is, not refused as a duplicate")
         self.assertEqual(d.log().count("fault seam:"), 1, "one fault, injected once")
+
+    def test_a_commit_that_hangs_is_answered_within_the_timeout_and_settled(self):
+        # The first COMMIT hangs for the connection's read timeout (2 s), then its answer is
+        # lost although it ran: the push must be answered 503 in bounded time (not held for
+        # ever), written down as in doubt, and its committed row aborted by the reconciler.
+        d = self.start_with_faults("journal:mysql.commit=hang@1", {"mysql": {"timeout": 2}})
+        ns = d.namespace
+        started = time.monotonic()
+        r = d.push({"topic": "hang", "body": "hung-commit", "delay": 600000}, timeout=30)
+        took = time.monotonic() - started
+        self.assertStatus(r, 503, "a push whose COMMIT hung")
+        self.assertGreaterEqual(took, 1.5, "the push waited for the hung COMMIT")
+        self.assertLess(took, 15, "the push is answered once the read timeout has passed, not held")
+        self.assertIn("fault seam: mysql.commit hang (arrival 1)", d.log())
+        rows = ns.query("SELECT id FROM message WHERE body = '\"hung-commit\"'")
+        self.assertEqual(len(rows), 1, "the COMMIT ran on the server although its answer was lost")
+        jid = rows[0][0]
+        wait_until(lambda: ns.query(f"SELECT state FROM message WHERE id = {jid}") == [("aborted",)],
+                   30, 0.1, "the reconciler to abort the row committed in doubt")
+        self.assertEqual(d.job(jid).json()["state"], "aborted", "the refused push is not a live job")
+        wait_healthy(self, d)
+        self.assertStatus(d.push({"topic": "hang", "body": "after"}), 200, "pushes work again")
 
     def test_a_spec_it_cannot_read_stops_the_start(self):
         d = Daemon()
