@@ -49,15 +49,28 @@ static inline void clock_cond_wait_us(pthread_cond_t *cond, pthread_mutex_t *loc
 
 /* The stop protocol of the MySQL-side threads (journal, outbox): under `lock`, set *stop and a
  * deadline `deadline_ms` from now (the thread finishes what it can by then), wake it, and
- * join it. */
+ * join it. A thread blocked in a call that outlives the deadline by STOP_GRACE_MS (a hung
+ * server answers only after its whole timeout) is cut loose by `interrupt` (may be NULL),
+ * which makes that call fail, so a stop is bounded by the deadline, not by a timeout. */
+#define STOP_GRACE_MS 500
 static inline void clock_stop_thread(pthread_t thread, pthread_mutex_t *lock, pthread_cond_t *cond, int *stop,
-                                     int64_t *deadline_us, int deadline_ms)
+                                     int64_t *deadline_us, int deadline_ms, void (*interrupt)(void))
 {
     pthread_mutex_lock(lock);
     *stop = 1;
     *deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
     pthread_cond_broadcast(cond);
     pthread_mutex_unlock(lock);
+    if (interrupt != NULL) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
+        int64_t ns = until.tv_nsec + (int64_t)(deadline_ms + STOP_GRACE_MS) * 1000000;
+        until.tv_sec += ns / 1000000000;
+        until.tv_nsec = ns % 1000000000;
+        if (pthread_timedjoin_np(thread, NULL, &until) == 0)
+            return;
+        interrupt();
+    }
     pthread_join(thread, NULL);
 }
 

@@ -582,7 +582,8 @@ void journal_stop(int deadline_ms)
 {
     if (!journal.started)
         return;
-    clock_stop_thread(journal.thread, &journal.lock, &journal.cond, &journal.stop, &journal.stop_deadline_us, deadline_ms);
+    clock_stop_thread(journal.thread, &journal.lock, &journal.cond, &journal.stop, &journal.stop_deadline_us, deadline_ms,
+                      NULL);
     journal.started = 0;
     for (size_t i = 0; i < journal.count; i++)
         free_rec(&journal.ring[(journal.head + i) % journal.cap]);

@@ -392,6 +392,10 @@ int main(int argc, char **argv)
     event_base_dispatch(sigs.base);
 
     shutdown_workers(&app, &ws, &sigs);
+    /* Requests still waiting on Redis are answered now, while the journal and the reconciler
+     * run: a push whose call went unanswered must be written down as in doubt. */
+    for (int i = 0; i < ws.n; i++)
+        worker_close_redis(ws.w[i]);
     app.keeper_stats_json = NULL; /* every worker has stopped: nothing asks for it any more */
     keeper_stop(keeper);
     outbox_stop(JOURNAL_FLUSH_MS);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define GROUP "journal"
 /* Reads do not block in Redis: Redis checks BLOCK timeouts only at its `hz` (10 times a
@@ -60,7 +61,7 @@ static struct {
     int64_t stop_deadline_us;
     const struct config *cfg;
     char consumer[64];
-    redisContext *c;
+    redisContext *c;             /* written by the thread under lock; read by it without */
     int64_t last_connect_us, last_claim_us;
     int shards;
     struct shard_state *s;
@@ -128,11 +129,33 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
 
 /* ---- Redis ---- */
 
+/* Set or clear the connection under the lock, so that cut_connection never shuts a socket
+ * that redisFree has closed (its number may already belong to someone else). */
+static void set_connection(redisContext *c)
+{
+    pthread_mutex_lock(&outbox.lock);
+    redisContext *old = outbox.c;
+    outbox.c = c;
+    pthread_mutex_unlock(&outbox.lock);
+    if (old)
+        redisFree(old);
+}
+
+/* outbox_stop, past its deadline: make the Redis call the thread is blocked in fail now
+ * (a hung Redis would otherwise hold the stop for the whole [redis] timeout). */
+static void cut_connection(void)
+{
+    pthread_mutex_lock(&outbox.lock);
+    if (outbox.c) {
+        log_warn("outbox: a Redis call outlived the stop deadline; cutting the connection");
+        shutdown(outbox.c->fd, SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&outbox.lock);
+}
+
 static void disconnect(void)
 {
-    if (outbox.c)
-        redisFree(outbox.c);
-    outbox.c = NULL;
+    set_connection(NULL);
     for (int i = 0; i < outbox.shards; i++) {
         outbox.s[i].group_ok = 0;
         outbox.s[i].reread = 1;
@@ -149,7 +172,7 @@ static int ensure_connected(void)
         return -1;
     outbox.last_connect_us = now;
     char err[256];
-    outbox.c = rsync_connect(outbox.cfg, 1, NULL, err, sizeof err);
+    set_connection(rsync_connect(outbox.cfg, 1, NULL, err, sizeof err));
     if (outbox.c == NULL) {
         log_debug("outbox: cannot connect to Redis: %s", err);
         return -1;
@@ -628,9 +651,7 @@ static void *outbox_main(void *unused)
             pause_us(LINGER_US);
     }
     settle_barriers(-1, 0);
-    if (outbox.c)
-        redisFree(outbox.c);
-    outbox.c = NULL;
+    set_connection(NULL);
     return NULL;
 }
 
@@ -660,7 +681,8 @@ void outbox_stop(int deadline_ms)
 {
     if (!outbox.started)
         return;
-    clock_stop_thread(outbox.thread, &outbox.lock, &outbox.cond, &outbox.stop, &outbox.stop_deadline_us, deadline_ms);
+    clock_stop_thread(outbox.thread, &outbox.lock, &outbox.cond, &outbox.stop, &outbox.stop_deadline_us, deadline_ms,
+                      cut_connection);
     outbox.started = 0;
     for (int i = 0; i < outbox.shards; i++) {
         for (int b = 0; b < outbox.s[i].nbad; b++)

@@ -178,11 +178,16 @@ void worker_drain(struct worker *w)
         log_error("%s: cannot post the drain request", w->name);
 }
 
+void worker_close_redis(struct worker *w)
+{
+    rconn_free(w->ctx.redis);
+    w->ctx.redis = NULL;
+}
+
 void worker_free(struct worker *w)
 {
     /* Redis first: its pending callbacks answer their requests, which needs evhttp alive. */
-    rconn_free(w->ctx.redis);
-    w->ctx.redis = NULL;
+    worker_close_redis(w);
     if (w->http)
         evhttp_free(w->http);
     w->http = NULL;

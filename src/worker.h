@@ -41,8 +41,14 @@ int worker_post(struct worker *w, void (*fn)(void *), void *arg) __attribute__((
  * once in-flight requests are answered (the caller joins the thread). */
 void worker_drain(struct worker *w);
 
-/* Free everything once the worker's thread has ended. Redis callbacks still pending answer
- * their requests (503) before the HTTP server goes. */
+/* Once the worker's thread has ended: close its Redis connection, whose pending callbacks
+ * answer their requests (503) — a push among them whose call went unanswered is written down
+ * as in doubt and its rows may be journaled as aborted, so call this while the journal and the
+ * reconciler (doubt.h) still run. */
+void worker_close_redis(struct worker *w);
+
+/* Free everything once the worker's thread has ended (closing Redis first if
+ * worker_close_redis was not called: its callbacks need the HTTP server alive). */
 void worker_free(struct worker *w);
 
 /* From any thread: jobs became ready on `topic` (len 0: on any topic — look at all); parked

@@ -7,6 +7,8 @@ cache, a full memory or a demotion to replica touches no other test.
   cause is counted in /metrics; once memory is freed pushes and /health recover by themselves.
 * The daemon's Redis demoted to a replica (REPLICAOF, as after a failover): pushes answer 503
   naming READONLY, /health names it; after REPLICAOF NO ONE the daemon is back by itself.
+* SIGTERM while a push waits on a hung Redis: the exit is bounded by the drain deadline, the
+  push in doubt is written down and settled by the next start.
 * A corrupt or missing job record: reserve.lua and move.lua set it aside (counted in
   hourglass_bad_records_total, the corrupt record kept in <prefix>:{shard}:bad) and still
   deliver/move the good jobs around it.
@@ -16,6 +18,7 @@ cache, a full memory or a demotion to replica touches no other test.
 
 from __future__ import annotations
 
+import pathlib
 import re
 import threading
 import time
@@ -238,3 +241,63 @@ class BadRecordTest(_PrivateRedisCase):
                    "the bad record to be counted")
         self.assertEqual(self.redis.cli("HEXISTS", self.shard_key(ids[1], "bad"), id_key(ids[1])), "1")
         self.assertEqual(self.redis.cli("ZSCORE", self.shard_key(ids[1], "delay"), id_key(ids[1])), "")
+
+
+class ShutdownDeadlineTest(CoreTestCase):
+    """SIGTERM while a push waits on a hung Redis ([redis] timeout 60 s):
+    * at the drain deadline each worker closes its Redis connection before its HTTP server,
+      because the connection's callbacks answer requests on that server (the other order
+      freed evhttp first: a use after free under ASan);
+    * those callbacks run while the journal and the reconciler still do: the push, committed
+      in MySQL and sent to Redis without an answer, is in doubt and must be written down before
+      the exit (the reconciler was closed first, so it was forgotten: this test's first failure);
+    * the outbox thread, blocked in a Redis call, is cut loose at its stop deadline instead of
+      holding the exit for the whole Redis timeout (it did: the stop took over 45 s);
+    and the next start settles the push so that MySQL and Redis agree."""
+
+    def test_a_push_waiting_on_a_hung_redis_at_the_shutdown_deadline(self):
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0, "timeout": 60000}})
+        self.wait_healthy(d)
+        ns = d.namespace
+        redis.pause()
+        paused = True
+        try:
+            answer = {}
+
+            def push():
+                try:
+                    answer["r"] = d.push({"topic": "deadline", "body": "at-shutdown", "delay": 600000}, timeout=60)
+                except OSError as e:
+                    answer["error"] = e
+
+            t = threading.Thread(target=push, daemon=True)
+            t.start()
+            wait_until(lambda: ns.query("SELECT id FROM message WHERE body = '\"at-shutdown\"'"), 15, 0.05,
+                       "the push's row to be committed (it then waits on Redis)")
+            jid = ns.query("SELECT id FROM message WHERE body = '\"at-shutdown\"'")[0][0]
+            time.sleep(0.3)  # the push.lua call is sent after the commit is reported to the worker
+            started = time.monotonic()
+            rc = d.stop(timeout=45)
+            self.assertEqual(rc, 0, f"exit status after the drain deadline\n{d.log_tail(20)}")
+            self.assertLess(time.monotonic() - started, 40, "the drain deadline bounds the shutdown")
+            self.assertIn("requests still in flight after 6000 ms; closing them", d.log())
+            t.join(15)
+            self.assertFalse(t.is_alive(), "the client waiting on the push was answered or cut, not left hanging")
+            if "r" in answer:
+                self.assertEqual(answer["r"].status, 503, answer["r"].body[:300])
+            state = pathlib.Path(d.dir, "state", "in-doubt").read_text()
+            self.assertTrue(any(line.startswith(f"P {jid} ") for line in state.split("\n")),
+                            f"the push in doubt is written down before the exit: {state!r}")
+        finally:
+            if paused:
+                redis.resume()
+
+        d.start()
+        self.wait_healthy(d)
+        wait_until(lambda: pathlib.Path(d.dir, "state", "in-doubt").read_text() == "", 30, 0.1,
+                   "the next start to settle the push in doubt")
+        row = ns.query(f"SELECT state FROM message WHERE id = {jid}")[0][0]
+        seen = d.job(jid).json()["state"]
+        self.assertIn((row, seen), [("aborted", "aborted"), ("delayed", "delayed")],
+                      "MySQL and Redis agree on the push that was in doubt")
