@@ -322,11 +322,18 @@ static void restore_all_run(MYSQL *db, void *arg)
         return;
     }
     static const char *const live[] = {"delayed", "ready", "reserved"};
+    int waited = 0;
     for (int st = 0; st < 3 && !ra->unavailable; st++) {
         uint64_t after = 0;
         for (;;) {
             /* back-pressure: the journal must keep up with the transitions we add */
             int renewed = 0;
+            if (!waited && !journal_accepting() && !dbtask_stopping()) {
+                waited = 1; /* once per restore: it may wait before every page */
+                log_info("restore: waiting for the journal to take its backlog (%ld of [mysql] backlog %d); the "
+                         "restoring flags are renewed meanwhile",
+                         journal_backlog(), cfg->journal_backlog);
+            }
             while (!journal_accepting() && !dbtask_stopping() && (renewed = renew_flags(c, cfg, &flags_set)) == 0)
                 usleep(10000);
             if (dbtask_stopping()) {

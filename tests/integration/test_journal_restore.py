@@ -16,10 +16,14 @@ Choices where the contract is silent (what an SQS/beanstalkd user would expect):
 from __future__ import annotations
 
 import random
+import subprocess
+import threading
+import time
 
+import harness
 from harness import HourglassTestCase
 from test_journal_common import (LIVE_STATES, consume, drain, expect_ok, journal_idle, now_ms, pmap,
-                                 start_ready, state_counts, stats, totals, wait_or_fail)
+                                 start_ready, state_counts, stats, topic_counts, totals, wait_or_fail)
 
 FIELDS = ("topic", "body", "priority", "ttr", "tries", "runAt", "bizKey")
 EXTRA_COUNTS = ("gone", "bizHeld", "misplaced")
@@ -346,6 +350,163 @@ class RestoreConcurrencyTest(HourglassTestCase):
             self.assertEqual(totals(d)["ready"], 4000)
             wait_or_fail(self, lambda: journal_idle(d) and state_counts(ns.query) == {"ready": 4000}, 30,
                          "the journal", lambda: f"{state_counts(ns.query)}")
+
+
+class RestoreFlagRenewalTest(HourglassTestCase):
+    """The "restoring" flags stay up while /reStore waits on back-pressure.
+
+    Defect guarded (fixed in e9bde90, renew_flags in src/restore.c): the per-shard
+    <prefix>:{n}:restoring flags, set with a 120 s TTL (FLAG_TTL_MS), were renewed only between
+    pages, so a restore waiting for the journal (MySQL hung, slow or down) longer than the TTL
+    let them lapse; a job ended after that left no tombstone and the restore, going on from a
+    MySQL snapshot that still had it live, brought it back. They must be renewed every quarter
+    of the TTL (30 s), also during the wait: after 30 s of waiting their PTTL must be back near
+    120 s, where an un-renewed flag would be down to 90 s. (The 120 s lapse itself is not waited
+    for; the PTTL is what tells the two apart.)
+
+    Back-pressure without stopping MySQL (the restore's own connection needs it for its
+    snapshot): [mysql] backlog at its minimum (1000) and the transition table held by LOCK
+    TABLES ... WRITE in another session, so the journal cannot write and 1100 reservations fill
+    the outbox past the limit. [mysql] timeout is long enough that the journal stays up, blocked
+    in its write, as on a hung MySQL. The restore logs when it starts waiting; that is where the
+    clock starts. While it waits, jobs whose rows the snapshot has as reserved are deleted
+    (/finish answers 503 while the journal is full; a delete is written to MySQL first and waits
+    for it): once the journal is released they end in Redis, and the restore must not bring them
+    back.
+    """
+
+    FLAG_TTL_MS = 120_000          # FLAG_TTL_MS in src/restore.c
+    RENEW_MS = FLAG_TTL_MS // 4    # renewed at least this often
+    MARGIN_MS = 5_000
+    VICTIMS = 20
+    FILLERS = 1200
+    RESERVED_FILLERS = 1100        # past [mysql] backlog = 1000
+
+    def lock_transitions(self, ns) -> str:
+        """LOCK TABLES transition WRITE in a session of its own; returns its connection id."""
+        sql = "LOCK TABLES transition WRITE; SELECT SLEEP(600); UNLOCK TABLES;"
+        locker = subprocess.Popen(
+            [harness._which("mariadb"), "--no-defaults", "-uroot", f"--socket={ns.mariadb.socket}",
+             "-D", ns.database, "-e", sql],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: locker.poll() is None and (locker.kill(), locker.wait()))
+        find = ("SELECT ID FROM information_schema.PROCESSLIST "
+                f"WHERE DB = '{ns.database}' AND INFO = 'SELECT SLEEP(600)'")
+        rows = wait_or_fail(self, lambda: ns.mariadb.query(find), 10, "the table lock")
+        conn_id = rows[0][0]
+        self.addCleanup(self.unlock, ns, conn_id)
+        return conn_id
+
+    def unlock(self, ns, conn_id: str) -> None:
+        """KILL the locking session: its locks go with it."""
+        if ns.mariadb.query(f"SELECT ID FROM information_schema.PROCESSLIST WHERE ID = {conn_id}"):
+            ns.mariadb.execute(f"KILL {conn_id}")
+
+    def flag_pttls(self, ns) -> dict:
+        """{flag key: PTTL ms} for every shard's restoring flag that exists."""
+        return {k: int(ns.redis_cli("PTTL", k)) for k in ns.redis_keys("*:restoring")}
+
+    def background(self, fn) -> tuple[threading.Thread, dict]:
+        """fn() on a thread of its own; out["result"] or out["error"] once it is done."""
+        out: dict = {}
+
+        def run():
+            try:
+                out["result"] = fn()
+            except Exception as e:  # noqa: BLE001 - reported by the test thread
+                out["error"] = e
+        th = threading.Thread(target=run, daemon=True)  # ends with the daemon on a failure
+        th.start()
+        return th, out
+
+    def test_flags_are_renewed_while_the_restore_waits_for_the_journal(self):
+        d = start_ready(self, {"mysql": {"backlog": 1000, "timeout": 120}, "redis": {"shards": 8}})
+        ns = d.namespace
+        # long leases: nothing may expire (and move) during the wait
+        victims = expect_ok(d.push([{"topic": "rn.v", "body": i, "ttr": 600_000} for i in range(self.VICTIMS)]),
+                            "push")["ids"]
+        for start in range(0, self.FILLERS, 600):
+            expect_ok(d.push([{"topic": "rn.f", "body": i, "ttr": 600_000} for i in range(start, start + 600)]),
+                      "push")
+        self.assertEqual(sorted(j["id"] for j in consume(d, "rn.v", self.VICTIMS)), sorted(victims))
+        want = {"reserved": self.VICTIMS, "ready": self.FILLERS}
+        wait_or_fail(self, lambda: journal_idle(d) and state_counts(ns.query) == want, 15, "the journal",
+                     lambda: f"{state_counts(ns.query)}")
+
+        # ---- back-pressure: the journal cannot write, the outbox fills past [mysql] backlog
+        lock_id = self.lock_transitions(ns)
+        reserved = 0
+        while reserved < self.RESERVED_FILLERS:
+            r = d.get("rn.f", timeout=0, count=min(100, self.RESERVED_FILLERS - reserved))
+            if r.status == 503:  # the keeper measured the outbox already: full
+                break
+            reserved += len(expect_ok(r, "GET /get/rn.f"))
+        self.assertGreaterEqual(reserved, 1000)
+        wait_or_fail(self, lambda: stats(d)["journal"]["accepting"] is False, 10, "the journal to refuse more",
+                     lambda: f"{stats(d)['journal']}")
+
+        # ---- /reStore in the background: it sets the flags, takes its snapshot, then waits
+        restore, restore_out = self.background(lambda: d.restore(timeout=180))
+        d.wait_for_log(r"restore: waiting for the journal", timeout=15)
+        t0 = time.monotonic()
+        first = self.flag_pttls(ns)
+        self.assertEqual(len(first), 8, f"one restoring flag per shard: {first}")
+        self.assertTrue(all(0 < p <= self.FLAG_TTL_MS for p in first.values()), first)
+
+        # ---- wait past one renewal period: every flag's TTL must go back up
+        seen: dict = {}
+
+        def renewed():
+            now = self.flag_pttls(ns)
+            elapsed_ms = (time.monotonic() - t0) * 1000
+            seen.update(pttl=now, elapsed_ms=elapsed_ms)
+            # an un-renewed flag has at most first - elapsed left
+            return (set(now) == set(first)
+                    and all(now[k] > first[k] - elapsed_ms + self.MARGIN_MS for k in first))
+
+        try:
+            harness.wait_until(renewed, (self.RENEW_MS + 8_000) / 1000, 0.5, "the restoring flags to be renewed")
+        except TimeoutError:
+            self.fail(f"the restoring flags were not renewed while /reStore waited on the journal: "
+                      f"{seen['elapsed_ms'] / 1000:.1f} s into the wait their PTTLs are "
+                      f"{sorted(seen['pttl'].values())} ms (at its start {sorted(first.values())}); they must be "
+                      f"renewed every {self.RENEW_MS} ms, else they lapse {self.FLAG_TTL_MS // 1000} s into the "
+                      f"wait and a job that ends after that leaves no tombstone and comes back")
+        self.assertTrue(restore.is_alive(), f"the restore ended before the journal was released: {restore_out}")
+        self.assertIs(stats(d)["journal"]["accepting"], False, "the restore must still be waiting")
+
+        # ---- delete the victims during the wait: MySQL first, so they wait for the journal
+        waiting = stats(d)["journal"]["durableWaiting"]
+        deletes, deletes_out = self.background(
+            lambda: pmap(lambda i: d.delete(i, timeout=120), victims, workers=len(victims)))
+        wait_or_fail(self, lambda: stats(d)["journal"]["durableWaiting"] == waiting + self.VICTIMS, 10,
+                     "the deletes to wait for the journal", lambda: f"{stats(d)['journal']} {deletes_out}")
+
+        # ---- release the journal: the deletes end the jobs in Redis, the restore goes on
+        self.unlock(ns, lock_id)
+        deletes.join(60)
+        restore.join(60)
+        self.assertFalse(deletes.is_alive() or restore.is_alive(), "deletes or restore still running")
+        for jid, r in zip(victims, deletes_out["result"]):
+            expect_ok(r, f"delete {jid}")
+        res = expect_ok(restore_out["result"], "/reStore after the wait")
+        # its snapshot: victims reserved (their deletes not written yet), fillers ready; Redis
+        # has every filler, and every victim either still (present) or ended with a tombstone (gone)
+        self.assertEqual(res["scanned"], self.VICTIMS + self.FILLERS, res)
+        self.assertEqual(res["restored"], 0, f"/reStore brought back jobs ended while it ran: {res}")
+        self.assertEqual(res["present"] + res["gone"], res["scanned"], res)
+        self.assertEqual(ns.redis_keys("*:restoring"), [], "flags left up after the restore")
+        self.assertEqual(ns.redis_keys("*:gone"), [], "tombstones left after the restore")
+
+        # ---- the deleted jobs stay deleted
+        self.assertEqual(topic_counts(d, "rn.v"), {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0})
+        self.assertEqual(totals(d), {"delayed": 0, "ready": self.FILLERS - reserved, "reserved": reserved,
+                                     "dead": 0})
+        want = {"deleted": self.VICTIMS, "reserved": reserved, "ready": self.FILLERS - reserved}
+        wait_or_fail(self, lambda: journal_idle(d) and state_counts(ns.query) == want, 30, "the journal",
+                     lambda: f"{state_counts(ns.query)}")
+        for jid in victims:
+            self.assertEqual(expect_ok(d.job(jid), f"/jobs/{jid}")["state"], "deleted", jid)
 
 
 class RestoreOneTest(HourglassTestCase):
