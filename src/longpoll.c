@@ -327,7 +327,6 @@ int longpoll_new(struct hctx *ctx)
     if (lp == NULL)
         return -1;
     lp->ctx = ctx;
-    lp->book = (struct parkbook)PARKBOOK_INIT;
     ctx->parked = lp;
     return 0;
 }

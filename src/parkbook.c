@@ -127,6 +127,12 @@ size_t parkbook_topic_count(const struct parkbook *b)
     return b->lists.count;
 }
 
+const struct parkbook_link *parkbook_oldest(const struct parkbook *b, const char *topic, size_t len)
+{
+    const struct parkbook_list *t = hmap_get(&b->lists, topic, len);
+    return t ? t->head : NULL;
+}
+
 const char *parkbook_next_topic(const struct parkbook *b, size_t *pos, size_t *len)
 {
     const struct parkbook_list *t = hmap_next(&b->lists, pos, NULL, NULL);

@@ -27,14 +27,10 @@
 
 #include <stddef.h>
 
+/* All zeroes is an empty book. */
 struct parkbook {
     struct hmap lists; /* topic -> struct parkbook_list, while entries are filed under it */
 };
-
-#define PARKBOOK_INIT                                                                                        \
-    {                                                                                                        \
-        HMAP_INIT                                                                                            \
-    }
 
 struct parkbook_list;
 struct parkbook_entry;
@@ -97,8 +93,12 @@ int parkbook_take_rewake(struct parkbook_entry *e);
 /* How many topics have entries filed under them. */
 size_t parkbook_topic_count(const struct parkbook *b);
 
-/* Iterate the topics that have entries: `pos` starts at 0; returns the next name (not
- * NUL-terminated; its length through len) or NULL at the end. The book must not change
+/* The oldest entry's link in topic's list (follow next for the rest, in filing order), or NULL
+ * when nobody waits there. A read-only view: for tests and diagnostics. */
+const struct parkbook_link *parkbook_oldest(const struct parkbook *b, const char *topic, size_t len);
+
+/* Iterate the topics that have entries: `pos` starts at 0; returns the next name
+ * (NUL-terminated, its length through len) or NULL at the end. The book must not change
  * during an iteration. */
 const char *parkbook_next_topic(const struct parkbook *b, size_t *pos, size_t *len);
 
