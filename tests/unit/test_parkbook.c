@@ -48,6 +48,13 @@ static void file_req(struct parkbook *b, struct req *r, int id, const char *list
     ck_assert_int_eq(r->e.filed, 1);
 }
 
+/* Requests 1..n (r[1] to r[n]) filed under topic in that order. */
+static void file_queue(struct parkbook *b, struct req *r, int n, const char *topic)
+{
+    for (int i = 1; i <= n; i++)
+        file_req(b, &r[i], i, topic);
+}
+
 static int id_of(const struct parkbook_link *l)
 {
     return ((const struct req *)l->e->owner)->id;
@@ -85,6 +92,15 @@ static void expect_order(const struct parkbook *b, const char *topic, ...)
                       want[i]);
 }
 
+/* Unfile n requests (filed or not), which must leave the book empty, and free it. */
+static void empty_and_free(struct parkbook *b, struct req *reqs, int n)
+{
+    for (int i = 0; i < n; i++)
+        parkbook_unfile(b, &reqs[i].e);
+    ck_assert_uint_eq(parkbook_topic_count(b), 0);
+    parkbook_free(b);
+}
+
 static struct parkbook_entry *notify(struct parkbook *b, const char *topic)
 {
     return parkbook_notify(b, topic, strlen(topic));
@@ -103,8 +119,7 @@ START_TEST(a_request_is_filed_under_each_of_its_topics)
     ck_assert_ptr_eq(notify(&b, "b"), &r.e);
     ck_assert_ptr_eq(notify(&b, "c"), &r.e);
     ck_assert_ptr_null(notify(&b, "d"));
-    parkbook_unfile(&b, &r.e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r, 1);
 }
 END_TEST
 
@@ -126,9 +141,7 @@ START_TEST(topic_names_are_copied_at_filing)
                                                           : 4;
     }
     ck_assert_int_eq(seen, 3);
-    parkbook_unfile(&b, &r.e);
-    ck_assert_uint_eq(parkbook_topic_count(&b), 0);
-    parkbook_free(&b);
+    empty_and_free(&b, &r, 1);
 }
 END_TEST
 
@@ -143,9 +156,7 @@ START_TEST(each_topic_keeps_filing_order)
     expect_order(&b, "a", 1, 2, 3, 4, -1);
     expect_order(&b, "b", 2, 3, -1);
     expect_order(&b, "c", 4, -1);
-    for (int i = 1; i <= 4; i++)
-        parkbook_unfile(&b, &r[i].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[1], 4);
 }
 END_TEST
 
@@ -153,8 +164,7 @@ START_TEST(unfiling_from_middle_head_and_tail_keeps_the_rest_in_order)
 {
     struct parkbook b = {0};
     struct req r[7];
-    for (int i = 1; i <= 6; i++)
-        file_req(&b, &r[i], i, "a");
+    file_queue(&b, r, 6, "a");
     parkbook_unfile(&b, &r[3].e); /* middle */
     expect_order(&b, "a", 1, 2, 4, 5, 6, -1);
     parkbook_unfile(&b, &r[1].e); /* head */
@@ -165,10 +175,7 @@ START_TEST(unfiling_from_middle_head_and_tail_keeps_the_rest_in_order)
     file_req(&b, &r[6], 7, "a"); /* the tail is really the tail: a newcomer lands after 5 */
     expect_order(&b, "a", 2, 4, 5, 7, -1);
     ck_assert_ptr_eq(notify(&b, "a"), &r[2].e); /* and the head is 2 */
-    for (int i = 1; i <= 6; i++)
-        parkbook_unfile(&b, &r[i].e); /* unfiling what is not filed is harmless */
-    ck_assert_uint_eq(parkbook_topic_count(&b), 0);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[1], 6);               /* unfiling what is not filed is harmless */
 }
 END_TEST
 
@@ -190,8 +197,7 @@ START_TEST(unfiling_takes_a_request_out_of_every_topic)
     ck_assert_uint_eq(parkbook_topic_count(&b), 1);
     ck_assert_ptr_null(notify(&b, "a"));
     ck_assert_ptr_eq(notify(&b, "b"), &r[3].e);
-    parkbook_unfile(&b, &r[3].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[3], 1);
 }
 END_TEST
 
@@ -217,8 +223,7 @@ START_TEST(a_topic_list_goes_with_its_last_request_and_comes_back)
     expect_order(&b, "a", 3, -1);
     expect_order(&b, "b", -1);
     ck_assert_uint_eq(parkbook_topic_count(&b), 1);
-    parkbook_unfile(&b, &r[1].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[1], 1);
 }
 END_TEST
 
@@ -226,8 +231,7 @@ START_TEST(a_notification_wakes_the_oldest_idle_request)
 {
     struct parkbook b = {0};
     struct req r[4];
-    for (int i = 1; i <= 3; i++)
-        file_req(&b, &r[i], i, "a");
+    file_queue(&b, r, 3, "a");
     ck_assert_ptr_eq(notify(&b, "a"), &r[1].e);
     ck_assert_ptr_eq(notify(&b, "a"), &r[1].e); /* notify picks; only a reservation makes busy */
     r[1].e.reserving = 1;
@@ -236,9 +240,7 @@ START_TEST(a_notification_wakes_the_oldest_idle_request)
     ck_assert_ptr_eq(notify(&b, "a"), &r[3].e);
     for (int i = 1; i <= 3; i++)
         ck_assert_int_eq(r[i].e.rewake, 0); /* someone was idle: nothing to remember */
-    for (int i = 1; i <= 3; i++)
-        parkbook_unfile(&b, &r[i].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[1], 3);
 }
 END_TEST
 
@@ -335,8 +337,7 @@ START_TEST(a_notification_during_a_reservation_is_retried_once)
     expect_order(&b, "a", 2, -1);
     ck_assert_int_eq(r[2].e.reserving, 0);
     ck_assert_int_eq(parkbook_take_rewake(&r[2].e), 0);
-    parkbook_unfile(&b, &r[2].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[2], 1); /* 1 was answered */
 }
 END_TEST
 
@@ -345,8 +346,7 @@ START_TEST(a_burst_passes_on_until_a_reservation_finds_nothing)
     struct parkbook b = {0};
     struct sim s = {.b = &b, .jobs = 3};
     struct req r[6];
-    for (int i = 1; i <= 5; i++)
-        file_req(&b, &r[i], i, "a");
+    file_queue(&b, r, 5, "a");
     sim_notify(&s, "a"); /* one announcement for three jobs */
     sim_run(&s);
     ck_assert_int_eq(s.nserved, 3);
@@ -356,9 +356,7 @@ START_TEST(a_burst_passes_on_until_a_reservation_finds_nothing)
     expect_order(&b, "a", 4, 5, -1);
     ck_assert_int_eq(r[4].e.reserving, 0);
     ck_assert_int_eq(r[5].e.reserving, 0);
-    parkbook_unfile(&b, &r[4].e);
-    parkbook_unfile(&b, &r[5].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[4], 2);
 }
 END_TEST
 
@@ -420,9 +418,7 @@ START_TEST(the_tick_visits_exactly_the_topics_with_parked_requests)
     ck_assert_uint_eq(n, parkbook_topic_count(&b));
     for (int c = 0; c < 26; c++)
         ck_assert_int_eq(seen[c], strchr(want, 'a' + c) ? 1 : 0);
-    parkbook_unfile(&b, &r[1].e);
-    parkbook_unfile(&b, &r[2].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[1], 2);
 }
 END_TEST
 
@@ -495,8 +491,7 @@ START_TEST(free_forgets_requests_still_filed)
     ck_assert_uint_eq(parkbook_topic_count(&b), 0);
     file_req(&b, &r[1], 3, "a"); /* reusable */
     expect_order(&b, "a", 3, -1);
-    parkbook_unfile(&b, &r[1].e);
-    parkbook_free(&b);
+    empty_and_free(&b, &r[1], 1);
 }
 END_TEST
 
@@ -612,10 +607,7 @@ START_TEST(many_requests_over_many_topics_match_a_model)
         if (step % 5000 == 4999) check_against(&b, &m, reqs);
     }
     check_against(&b, &m, reqs);
-    for (int i = 0; i < MANY; i++)
-        parkbook_unfile(&b, &reqs[i].e);
-    ck_assert_uint_eq(parkbook_topic_count(&b), 0);
-    parkbook_free(&b);
+    empty_and_free(&b, reqs, MANY);
     for (int t = 0; t < MANY_TOPICS; t++)
         free(m.ids[t]);
     free(reqs);
