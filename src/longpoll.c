@@ -4,10 +4,10 @@
 #include "api_util.h"
 #include "app.h"
 #include "clock.h"
-#include "hmap.h"
 #include "ids.h"
 #include "log.h"
 #include "metrics.h"
+#include "parkbook.h"
 
 #include <errno.h>
 #include <event2/bufferevent.h>
@@ -16,21 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-
-struct parked;
-struct topic_list;
-
-struct link {
-    struct parked *p;
-    struct topic_list *list;
-    struct link *prev, *next;
-};
-
-struct topic_list {
-    struct link *head, *tail;
-    size_t len;
-    char topic[];
-};
 
 struct parked {
     struct request *r;
@@ -42,11 +27,7 @@ struct parked {
     int count;
     int64_t timeout_ms;
     int first_attempt;     /* no reservation has come back yet */
-    int reserving;         /* a reservation is in flight */
-    int rewake;            /* a notification arrived during it */
-    int finished;          /* timed out / shutting down: answer once the reservation returns */
     int hung_up;           /* the client is gone */
-    int linked;
     int segment;           /* first topic of the reservation in flight */
     int got;               /* jobs reserved so far (several segments may each give some) */
     struct sbuf acc;       /* their JSON, comma-separated */
@@ -56,62 +37,18 @@ struct parked {
     } taken[100];
     struct event *timer;
     struct event *hup;
-    struct link links[TOPICS_PER_GET];
+    struct parkbook_entry e; /* reserving, finished and rewake live there */
 };
 
 struct longpoll {
     struct hctx *ctx;
-    struct hmap lists; /* topic -> struct topic_list, while requests are parked on it */
+    struct parkbook book;
 };
-
-static struct topic_list *find_list(struct longpoll *lp, const char *topic, size_t len, int create)
-{
-    struct topic_list *t = hmap_get(&lp->lists, topic, len);
-    if (t || !create)
-        return t;
-    t = calloc(1, sizeof *t + len + 1);
-    if (t == NULL)
-        return NULL;
-    memcpy(t->topic, topic, len);
-    t->len = len;
-    if (hmap_put(&lp->lists, topic, len, t) < 0) {
-        free(t);
-        return NULL;
-    }
-    return t;
-}
-
-static void drop_list(struct longpoll *lp, struct topic_list *t)
-{
-    hmap_remove(&lp->lists, t->topic, t->len);
-    free(t);
-}
 
 static int link_parked(struct parked *p)
 {
-    for (int i = 0; i < p->ntopics; i++) {
-        struct topic_list *t = find_list(p->lp, p->topics[i], p->lens[i], 1);
-        if (t == NULL) {
-            while (--i >= 0) { /* undo */
-                struct link *l = &p->links[i];
-                if (l->prev) l->prev->next = l->next; else l->list->head = l->next;
-                if (l->next) l->next->prev = l->prev; else l->list->tail = l->prev;
-                if (l->list->head == NULL) drop_list(p->lp, l->list);
-            }
-            return -1;
-        }
-        struct link *l = &p->links[i];
-        l->p = p;
-        l->list = t;
-        l->next = NULL;
-        l->prev = t->tail;
-        if (t->tail)
-            t->tail->next = l;
-        else
-            t->head = l;
-        t->tail = l;
-    }
-    p->linked = 1;
+    p->e.owner = p;
+    if (parkbook_file(&p->lp->book, &p->e, p->topics, p->lens, p->ntopics) < 0) return -1;
     atomic_fetch_add(&p->lp->ctx->app->parked, 1);
     metrics_gauge_add(MG_PARKED, 1);
     return 0;
@@ -119,22 +56,8 @@ static int link_parked(struct parked *p)
 
 static void unlink_parked(struct parked *p)
 {
-    if (!p->linked)
-        return;
-    for (int i = 0; i < p->ntopics; i++) {
-        struct link *l = &p->links[i];
-        if (l->prev)
-            l->prev->next = l->next;
-        else
-            l->list->head = l->next;
-        if (l->next)
-            l->next->prev = l->prev;
-        else
-            l->list->tail = l->prev;
-        if (l->list->head == NULL)
-            drop_list(p->lp, l->list);
-    }
-    p->linked = 0;
+    if (!p->e.filed) return;
+    parkbook_unfile(&p->lp->book, &p->e);
     atomic_fetch_sub(&p->lp->ctx->app->parked, 1);
     metrics_gauge_add(MG_PARKED, -1);
 }
@@ -160,25 +83,15 @@ static void answer_empty(struct parked *p)
 
 static void try_reserve(struct parked *p);
 
-/* Pass a notification on to the next idle request parked on `topic`. */
-static void notify_list(struct longpoll *lp, struct topic_list *t)
+static void wake(struct parkbook_entry *e, void *arg)
 {
-    struct link *first = t->head;
-    for (struct link *l = t->head; l; l = l->next)
-        if (!l->p->reserving && !l->p->finished) {
-            try_reserve(l->p);
-            return;
-        }
-    if (first)
-        first->p->rewake = 1; /* everyone is mid-reservation: the oldest retries */
+    try_reserve(e->owner);
 }
 
 void longpoll_notify(struct hctx *ctx, const char *topic, size_t len)
 {
-    struct longpoll *lp = ctx->parked;
-    struct topic_list *t = find_list(lp, topic, len, 0);
-    if (t)
-        notify_list(lp, t);
+    struct parkbook_entry *e = parkbook_notify(&ctx->parked->book, topic, len);
+    if (e) wake(e, NULL);
 }
 
 static void release_taken(struct parked *p);
@@ -220,27 +133,21 @@ static void deliver(struct parked *p)
     if (p->count > 1)
         sb_putc(&sb, ']');
 
-    char topics[TOPICS_PER_GET][TOPIC_MAX + 1];
-    size_t lens[TOPICS_PER_GET];
-    int ntopics = p->ntopics;
-    for (int i = 0; i < ntopics; i++) {
-        memcpy(topics[i], p->topics[i], p->lens[i]);
-        lens[i] = p->lens[i];
-    }
+    struct parkbook_topics saved;
+    parkbook_topics_save(&saved, p->topics, p->lens, p->ntopics);
     unlink_parked(p);
     respond_json(r, 200, &sb); /* frees p */
     sb_free(&sb);
-    for (int i = 0; i < ntopics; i++)
-        longpoll_notify(lp->ctx, topics[i], lens[i]);
+    parkbook_pass_on(&lp->book, &saved, wake, NULL);
 }
 
 static void on_reserved(const struct delivered *jobs, int n, int failed, void *arg)
 {
     struct parked *p = arg;
-    p->reserving = 0;
+    p->e.reserving = 0;
     if (n > 0)
         take(p, jobs, n);
-    if (!failed && p->got < p->count && !p->hung_up && !p->finished) {
+    if (!failed && p->got < p->count && !p->hung_up && !p->e.finished) {
         /* try the next shard's topics, in the order asked */
         int next = p->segment;
         while (next < p->ntopics && p->shards[next] == p->shards[p->segment])
@@ -256,14 +163,14 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, void *a
         deliver(p);
         return;
     }
-    if (failed && p->first_attempt && !p->finished) {
+    if (failed && p->first_attempt && !p->e.finished) {
         unlink_parked(p);
         respond_unavailable(p->r, "Redis");
         return;
     }
     int first = p->first_attempt;
     p->first_attempt = 0;
-    if (p->finished || p->hung_up || (first && p->timeout_ms == 0)) {
+    if (p->e.finished || p->hung_up || (first && p->timeout_ms == 0)) {
         answer_empty(p);
         return;
     }
@@ -273,10 +180,7 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, void *a
         if (p->hup)
             event_add(p->hup, NULL);
     }
-    if (p->rewake) {
-        p->rewake = 0;
-        try_reserve(p);
-    }
+    if (parkbook_take_rewake(&p->e)) try_reserve(p);
 }
 
 static void try_reserve(struct parked *p)
@@ -291,12 +195,12 @@ static void try_reserve(struct parked *p)
         topics[n] = p->topics[i];
         lens[n++] = p->lens[i];
     }
-    p->reserving = 1;
+    p->e.reserving = 1;
     char who[STORE_WHO_MAX];
     api_who(p->r, who, sizeof who);
     if (store_reserve(&ctx->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(), who,
                       on_reserved, p) < 0) {
-        p->reserving = 0;
+        p->e.reserving = 0;
         p->segment = 0;
         if (p->got > 0)
             deliver(p);
@@ -311,8 +215,8 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct parked *p = arg;
     metrics_inc(MC_LONGPOLL_TIMEOUTS, 1);
-    if (p->reserving) {
-        p->finished = 1;
+    if (p->e.reserving) {
+        p->e.finished = 1;
         return;
     }
     answer_empty(p);
@@ -333,8 +237,7 @@ static void on_hangup_check(evutil_socket_t fd, short what, void *arg)
     p->hung_up = 1;
     event_free(p->hup);
     p->hup = NULL;
-    if (p->reserving)
-        return; /* answered (and any job released) when the reservation returns */
+    if (p->e.reserving) return; /* answered (and any job released) when the reservation returns */
     answer_empty(p);
 }
 
@@ -433,38 +336,9 @@ void longpoll_free(struct hctx *ctx)
     struct longpoll *lp = ctx->parked;
     if (lp == NULL)
         return;
-    size_t pos = 0;
-    struct topic_list *t;
-    while ((t = hmap_next(&lp->lists, &pos, NULL, NULL)) != NULL)
-        free(t); /* only after a loop broken at the shutdown deadline */
-    hmap_free(&lp->lists);
+    parkbook_free(&lp->book); /* entries left only after a loop broken at the shutdown deadline */
     free(lp);
     ctx->parked = NULL;
-}
-
-/* Visit each topic list once; fn may unlink and free lists, so collect the names first. */
-static void for_each_list(struct longpoll *lp, void (*fn)(struct longpoll *, struct topic_list *))
-{
-    size_t n = lp->lists.count;
-    if (n == 0)
-        return;
-    char **names = calloc(n, sizeof *names);
-    size_t *lens = calloc(n, sizeof *lens);
-    size_t k = 0, pos = 0;
-    const void *key;
-    size_t len;
-    while (names && lens && hmap_next(&lp->lists, &pos, &key, &len) != NULL) {
-        names[k] = strndup(key, len);
-        lens[k++] = len;
-    }
-    for (size_t i = 0; i < k; i++) {
-        struct topic_list *t = names[i] ? find_list(lp, names[i], lens[i], 0) : NULL;
-        if (t)
-            fn(lp, t);
-        free(names[i]);
-    }
-    free(names);
-    free(lens);
 }
 
 /* The safety re-check, for notifications lost while Redis reconnected (and for requests that
@@ -500,24 +374,25 @@ void longpoll_tick(struct hctx *ctx)
 {
     struct longpoll *lp = ctx->parked;
     int shards = ctx->store.shards;
-    if (lp->lists.count == 0)
-        return;
+    size_t ntopics = parkbook_topic_count(&lp->book);
+    if (ntopics == 0) return;
     struct tick_call **calls = calloc((size_t)shards, sizeof *calls);
     if (calls == NULL)
         return;
-    size_t pos = 0;
-    struct topic_list *t;
-    while ((t = hmap_next(&lp->lists, &pos, NULL, NULL)) != NULL) {
-        int s = topic_shard(t->topic, t->len, shards);
+    size_t pos = 0, len;
+    const char *topic;
+    while ((topic = parkbook_next_topic(&lp->book, &pos, &len)) != NULL) {
+        int s = topic_shard(topic, len, shards);
         struct tick_call *c = calls[s];
         if (c == NULL && (c = calls[s] = calloc(1, sizeof *c)) != NULL) {
             c->ctx = ctx;
-            c->topics = calloc(lp->lists.count, sizeof *c->topics);
-            c->lens = calloc(lp->lists.count, sizeof *c->lens);
+            c->topics = calloc(ntopics, sizeof *c->topics);
+            c->lens = calloc(ntopics, sizeof *c->lens);
         }
-        if (c == NULL || c->topics == NULL || c->lens == NULL || (c->topics[c->n] = strndup(t->topic, t->len)) == NULL)
+        if (c == NULL || c->topics == NULL || c->lens == NULL ||
+            (c->topics[c->n] = strndup(topic, len)) == NULL)
             continue;
-        c->lens[c->n++] = t->len;
+        c->lens[c->n++] = len;
     }
     for (int s = 0; s < shards; s++) {
         struct tick_call *c = calls[s];
@@ -530,27 +405,12 @@ void longpoll_tick(struct hctx *ctx)
     free(calls);
 }
 
-static void drain_list(struct longpoll *lp, struct topic_list *t)
+static void answer_drained(struct parkbook_entry *e, void *arg)
 {
-    struct link *l = t->head;
-    while (l) {
-        struct parked *p = l->p;
-        struct link *next = l->next;
-        /* answering unlinks p from every list, possibly freeing t: stop at the last one */
-        int last = next == NULL;
-        if (p->reserving) {
-            p->finished = 1;
-        } else {
-            answer_empty(p);
-            if (last)
-                return;
-            /* t may be gone if p was its only member; it was not (next != NULL) */
-        }
-        l = next;
-    }
+    answer_empty(e->owner);
 }
 
 void longpoll_drain(struct hctx *ctx)
 {
-    for_each_list(ctx->parked, drain_list);
+    parkbook_drain(&ctx->parked->book, answer_drained, NULL);
 }

@@ -7,7 +7,8 @@
  * requests one after another. A request is filed BEFORE its first reservation, and a
  * notification that arrives while a reservation is in flight is remembered and retried, so
  * no notification falls between "found nothing" and "now waiting". A 1 s tick retries every
- * topic as a safety net for notifications lost while Redis reconnected.
+ * topic as a safety net for notifications lost while Redis reconnected. Who is filed where and
+ * whom a notification wakes is parkbook.h, pure and unit-tested; this file adds Redis and HTTP.
  *
  * A client that hangs up is noticed while parked (its socket becomes readable with EOF) and
  * its request is dropped; jobs reserved for it in that instant are released again. */
