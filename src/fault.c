@@ -42,7 +42,8 @@ static int allowed(enum fault_point p, enum fault_action a)
 static int lookup(const char *const *names, int n, const char *s, size_t len)
 {
     for (int i = 0; i < n; i++)
-        if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) return i;
+        if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0)
+            return i;
     return -1;
 }
 
@@ -80,7 +81,8 @@ static int parse_rule(const char *s, size_t len, struct rule *r, char *err, size
     char *end;
     r->first = strtol(atsign + 1, &end, 10);
     r->count = 1;
-    if (*end == '+') r->count = strtol(end + 1, &end, 10);
+    if (*end == '+')
+        r->count = strtol(end + 1, &end, 10);
     if (*end != '\0' || r->first < 1 || r->count < 1) {
         snprintf(err, errlen, "HOURGLASS_FAULTS: bad count in '%s' (N and K are >= 1)", text);
         return -1;
@@ -101,9 +103,11 @@ int fault_arm(const char *spec, char *err, size_t errlen)
             snprintf(err, errlen, "HOURGLASS_FAULTS: more than %d rules", RULES_MAX);
             return -1;
         }
-        if (parse_rule(s, len, &parsed[n], err, errlen) < 0) return -1;
+        if (parse_rule(s, len, &parsed[n], err, errlen) < 0)
+            return -1;
         n++;
-        if (end == NULL) break;
+        if (end == NULL)
+            break;
         s = end + 1;
     }
     fault_disarm();
@@ -128,11 +132,13 @@ int fault_armed(enum fault_point p)
 
 enum fault_action fault_at(enum fault_point p)
 {
-    if (!fault_armed(p)) return FA_NONE;
+    if (!fault_armed(p))
+        return FA_NONE;
     enum fault_action action = FA_NONE;
     for (int i = 0; i < nrules; i++) {
         struct rule *r = &rules[i];
-        if (r->point != p || (r->thread[0] && strcmp(r->thread, log_thread_name()) != 0)) continue;
+        if (r->point != p || (r->thread[0] && strcmp(r->thread, log_thread_name()) != 0))
+            continue;
         long n = atomic_fetch_add(&r->seen, 1) + 1;
         if (n >= r->first && n < r->first + r->count && action == FA_NONE) {
             action = r->action;

@@ -26,7 +26,8 @@ void jsql_free(struct jsql *b)
 
 static void close_insert(struct jsql *b)
 {
-    if (b->rows > 0) sb_putc(&b->sql, ';');
+    if (b->rows > 0)
+        sb_putc(&b->sql, ';');
     b->head = NULL;
     b->rows = 0;
 }
@@ -38,7 +39,8 @@ int jsql_send(struct jsql *b)
         log_error("journal: out of memory building a statement");
         return -1;
     }
-    if (b->sql.len == 0) return 0;
+    if (b->sql.len == 0)
+        return 0;
     int rc = b->send(b->send_arg, b->sql.data, b->sql.len);
     sb_reset(&b->sql);
     return rc;
@@ -70,7 +72,8 @@ static int begin_row(struct jsql *b, const char *head)
 /* A whole statement of its own (no trailing ';' in `sql`). */
 static int add_statement(struct jsql *b, const char *sql, size_t len)
 {
-    if (statement_boundary(b) < 0) return -1;
+    if (statement_boundary(b) < 0)
+        return -1;
     sb_put(&b->sql, sql, len);
     sb_putc(&b->sql, ';');
     return 0;
@@ -91,7 +94,8 @@ static void put_field(struct jsql *b, const char *s, size_t size)
 int jsql_message_row(struct jsql *b, const struct jrec *r)
 {
     const struct job_spec *j = r->job;
-    if (begin_row(b, MESSAGE_HEAD) < 0) return -1;
+    if (begin_row(b, MESSAGE_HEAD) < 0)
+        return -1;
     sb_json_uint(&b->sql, r->id);
     sb_putc(&b->sql, ',');
     db_quote(b->db, &b->sql, j->topic, j->topic_len);
@@ -121,7 +125,8 @@ int jsql_message_row(struct jsql *b, const struct jrec *r)
 
 int jsql_transition_row(struct jsql *b, const struct jrec *r, const char *instance)
 {
-    if (begin_row(b, TRANSITION_HEAD) < 0) return -1;
+    if (begin_row(b, TRANSITION_HEAD) < 0)
+        return -1;
     sb_json_uint(&b->sql, r->id);
     sb_putc(&b->sql, ',');
     sb_json_uint(&b->sql, r->ver);
@@ -146,22 +151,27 @@ int jsql_transition_row(struct jsql *b, const struct jrec *r, const char *instan
 static int cmp_update(const void *a, const void *b)
 {
     const struct jrec *x = *(const struct jrec *const *)a, *y = *(const struct jrec *const *)b;
-    if (x->id != y->id) return x->id < y->id ? -1 : 1;
-    if (x->ver != y->ver) return x->ver < y->ver ? -1 : 1;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    if (x->ver != y->ver)
+        return x->ver < y->ver ? -1 : 1;
     return (int)x->force - (int)y->force;
 }
 
 int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
 {
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
     qsort(updates, n, sizeof *updates, cmp_update);
     static const char clear[] = "DELETE FROM journal_update";
-    if (add_statement(b, clear, sizeof clear - 1) < 0) return -1;
+    if (add_statement(b, clear, sizeof clear - 1) < 0)
+        return -1;
     for (size_t i = 0; i < n; i++) {
         if (i + 1 < n && updates[i + 1]->id == updates[i]->id)
             continue; /* a newer update for this job follows */
         const struct jrec *r = updates[i];
-        if (begin_row(b, UPDATE_HEAD) < 0) return -1;
+        if (begin_row(b, UPDATE_HEAD) < 0)
+            return -1;
         sb_json_uint(&b->sql, r->id);
         sb_putc(&b->sql, ',');
         put_state(&b->sql, r->to);
@@ -179,14 +189,17 @@ int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
                                 "u.state, m.attempts = u.attempts, "
                                 "m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
                                 "WHERE u.version > m.version OR u.force_apply = 1";
-    if (add_statement(b, apply, sizeof apply - 1) < 0) return -1;
+    if (add_statement(b, apply, sizeof apply - 1) < 0)
+        return -1;
 
     /* Replacements also change the job itself; they are rare, so one statement each. */
     for (size_t i = 0; i < n; i++) {
         const struct jrec *r = updates[i];
-        if (r->kind != JR_REPLACE || r->replacement == NULL) continue;
+        if (r->kind != JR_REPLACE || r->replacement == NULL)
+            continue;
         const struct job_spec *j = r->replacement;
-        if (statement_boundary(b) < 0) return -1;
+        if (statement_boundary(b) < 0)
+            return -1;
         sb_puts(&b->sql, "UPDATE message SET body = ");
         db_quote(b->db, &b->sql, j->body, j->body_len);
         /* only if this replacement is the job's newest version (a later one may have landed) */
@@ -233,7 +246,8 @@ int jsql_refused_row(struct jsql *b, const struct jrec *r, const char *error, in
         sb_putc(&b->sql, ',');
         db_quote(b->db, &b->sql, instance, strlen(instance));
         sb_puts(&b->sql, ");");
-        if (json.oom) b->sql.oom = 1; /* never send the row without the record it keeps */
+        if (json.oom)
+            b->sql.oom = 1; /* never send the row without the record it keeps */
     }
     sb_free(&json);
     return rc;

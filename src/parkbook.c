@@ -13,9 +13,11 @@ struct parkbook_list {
 static struct parkbook_list *find_list(struct parkbook *b, const char *topic, size_t len, int create)
 {
     struct parkbook_list *t = hmap_get(&b->lists, topic, len);
-    if (t || !create) return t;
+    if (t || !create)
+        return t;
     t = calloc(1, sizeof *t + len + 1);
-    if (t == NULL) return NULL;
+    if (t == NULL)
+        return NULL;
     memcpy(t->topic, topic, len);
     t->len = len;
     if (hmap_put(&b->lists, topic, len, t) < 0) {
@@ -41,7 +43,8 @@ static void unlink_one(struct parkbook *b, struct parkbook_link *l)
         l->next->prev = l->prev;
     else
         l->list->tail = l->prev;
-    if (l->list->head == NULL) drop_list(b, l->list);
+    if (l->list->head == NULL)
+        drop_list(b, l->list);
 }
 
 void parkbook_free(struct parkbook *b)
@@ -81,7 +84,8 @@ int parkbook_file(struct parkbook *b, struct parkbook_entry *e, const char *cons
 
 void parkbook_unfile(struct parkbook *b, struct parkbook_entry *e)
 {
-    if (!e->filed) return;
+    if (!e->filed)
+        return;
     for (int i = 0; i < e->ntopics; i++)
         unlink_one(b, &e->links[i]);
     e->filed = 0;
@@ -99,9 +103,11 @@ void parkbook_topics_save(struct parkbook_topics *saved, const char *const *topi
 struct parkbook_entry *parkbook_notify(struct parkbook *b, const char *topic, size_t len)
 {
     struct parkbook_list *t = find_list(b, topic, len, 0);
-    if (t == NULL) return NULL;
+    if (t == NULL)
+        return NULL;
     for (struct parkbook_link *l = t->head; l; l = l->next)
-        if (!l->e->reserving && !l->e->finished) return l->e;
+        if (!l->e->reserving && !l->e->finished)
+            return l->e;
     t->head->e->rewake = 1; /* a list exists only while it has entries */
     return NULL;
 }
@@ -111,7 +117,8 @@ void parkbook_pass_on(struct parkbook *b, const struct parkbook_topics *saved,
 {
     for (int i = 0; i < saved->n; i++) {
         struct parkbook_entry *e = parkbook_notify(b, saved->name[i], saved->len[i]);
-        if (e) wake(e, arg);
+        if (e)
+            wake(e, arg);
     }
 }
 
@@ -136,7 +143,8 @@ const struct parkbook_link *parkbook_oldest(const struct parkbook *b, const char
 const char *parkbook_next_topic(const struct parkbook *b, size_t *pos, size_t *len)
 {
     const struct parkbook_list *t = hmap_next(&b->lists, pos, NULL, NULL);
-    if (t == NULL) return NULL;
+    if (t == NULL)
+        return NULL;
     *len = t->len;
     return t->topic;
 }
@@ -154,7 +162,8 @@ static void drain_list(struct parkbook_list *t, void (*answer)(struct parkbook_e
             e->finished = 1;
         } else {
             answer(e, arg);
-            if (last) return;
+            if (last)
+                return;
         }
         l = next;
     }
@@ -164,7 +173,8 @@ static void drain_list(struct parkbook_list *t, void (*answer)(struct parkbook_e
 void parkbook_drain(struct parkbook *b, void (*answer)(struct parkbook_entry *, void *), void *arg)
 {
     size_t n = b->lists.count;
-    if (n == 0) return;
+    if (n == 0)
+        return;
     char **names = calloc(n, sizeof *names);
     size_t *lens = calloc(n, sizeof *lens);
     size_t k = 0, pos = 0;
@@ -176,7 +186,8 @@ void parkbook_drain(struct parkbook *b, void (*answer)(struct parkbook_entry *, 
     }
     for (size_t i = 0; i < k; i++) {
         struct parkbook_list *t = names[i] ? find_list(b, names[i], lens[i], 0) : NULL;
-        if (t) drain_list(t, answer, arg);
+        if (t)
+            drain_list(t, answer, arg);
         free(names[i]);
     }
     free(names);

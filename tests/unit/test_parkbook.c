@@ -68,8 +68,10 @@ static int walk(const struct parkbook *b, const char *topic, size_t len, int *id
     int n = 0;
     const struct parkbook_link *prev = NULL;
     for (const struct parkbook_link *l = parkbook_oldest(b, topic, len); l; l = l->next) {
-        if (l->prev != prev || !l->e->filed) return -1;
-        if (n < max) ids[n] = id_of(l);
+        if (l->prev != prev || !l->e->filed)
+            return -1;
+        if (n < max)
+            ids[n] = id_of(l);
         n++;
         prev = l;
     }
@@ -269,7 +271,8 @@ static void sim_wake(struct parkbook_entry *e, void *arg)
 static void sim_notify(struct sim *s, const char *topic)
 {
     struct parkbook_entry *e = notify(s->b, topic);
-    if (e) sim_wake(e, s);
+    if (e)
+        sim_wake(e, s);
 }
 
 /* Redis answers the oldest reservation in flight. */
@@ -543,9 +546,11 @@ static void check_against(struct parkbook *b, const struct model *m, struct req 
         char name[16];
         int len = snprintf(name, sizeof name, "t%d", t);
         int n = walk(b, name, (size_t)len, got, MANY);
-        if (n != m->len[t] || (n > 0 && memcmp(got, m->ids[t], (size_t)n * sizeof *got) != 0)) bad = t;
+        if (n != m->len[t] || (n > 0 && memcmp(got, m->ids[t], (size_t)n * sizeof *got) != 0))
+            bad = t;
         nonempty += n > 0;
-        if (n <= 0) continue;
+        if (n <= 0)
+            continue;
         /* whom a notification wakes: the first idle in filing order; with none, the oldest remembers */
         int busy = (int)rnd((unsigned)n + 1);
         for (int i = 0; i < busy; i++)
@@ -593,7 +598,8 @@ START_TEST(many_requests_over_many_topics_match_a_model)
                 int dup = 0;
                 for (int j = 0; j < ntopics_of[i]; j++)
                     dup |= topics_of[i][j] == t;
-                if (dup) continue;
+                if (dup)
+                    continue;
                 topics_of[i][ntopics_of[i]++] = t;
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%st%d", *list ? "," : "", t);
             }
@@ -604,7 +610,8 @@ START_TEST(many_requests_over_many_topics_match_a_model)
             for (int k = 0; k < ntopics_of[i]; k++)
                 model_add(&m, topics_of[i][k], id);
         }
-        if (step % 5000 == 4999) check_against(&b, &m, reqs);
+        if (step % 5000 == 4999)
+            check_against(&b, &m, reqs);
     }
     check_against(&b, &m, reqs);
     empty_and_free(&b, reqs, MANY);
