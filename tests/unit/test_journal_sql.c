@@ -37,14 +37,30 @@ static void capture_free(struct capture *c)
     c->n = 0;
 }
 
+static struct capture c; /* what each test's builder sent */
+static struct jsql b;    /* each test's builder, sending to c */
+
+/* A fresh builder that sends past `flush_bytes`, its send failing at the fail_at-th call. */
+static void rebuild(size_t flush_bytes, int fail_at)
+{
+    jsql_free(&b);
+    capture_free(&c);
+    c.fail_at = fail_at;
+    jsql_init(&b, db, flush_bytes, capture_send, &c);
+}
+
 static void setup(void)
 {
     db = mysql_init(NULL);
     ck_assert_ptr_nonnull(db);
+    memset(&c, 0, sizeof c); /* without fork, the previous test's settings are still here */
+    jsql_init(&b, db, 1 << 20, capture_send, &c);
 }
 
 static void teardown(void)
 {
+    jsql_free(&b);
+    capture_free(&c);
     mysql_close(db);
 }
 
@@ -73,9 +89,6 @@ static size_t count(const char *hay, const char *needle)
 
 START_TEST(message_row_exact_text)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     char body[] = "{\"a\":1}";
     struct job_spec j = {.topic = "orders",
                          .topic_len = 6,
@@ -101,16 +114,11 @@ START_TEST(message_row_exact_text)
                                    "1700000000000,1700000000000);");
     ck_assert_int_eq(jsql_send(&b), 0); /* nothing built: nothing sent */
     ck_assert_uint_eq(c.n, 1);
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(values_are_escaped)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     static char body[] = "it's \\ a \"x\"\n\0end", biz[] = "o'brien";
     struct job_spec j = {.topic = "t",
                          .topic_len = 1,
@@ -127,16 +135,11 @@ START_TEST(values_are_escaped)
     ck_assert_ptr_nonnull(strstr(c.scripts[0], "'o\\'brien'"));
     /* every quote, backslash, newline and the NUL byte escaped; the text after the NUL kept */
     ck_assert_ptr_nonnull(strstr(c.scripts[0], "'it\\'s \\\\ a \\\"x\\\"\\n\\0end'"));
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(transition_rows_share_one_insert)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     struct jrec a = transition(1, 2, JS_DELAYED, JS_READY), z = transition(2, 3, JS_READY, JS_RESERVED);
     snprintf(z.instance, sizeof z.instance, "other:7001");
     ck_assert_int_eq(jsql_transition_row(&b, &a, "me:7000"), 0);
@@ -147,16 +150,11 @@ START_TEST(transition_rows_share_one_insert)
         "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES "
         "(1,2,'delayed','ready',1700000000002,'mover hg:{1}:delay','10.0.0.1','me:7000',1),"
         "(2,3,'ready','reserved',1700000000003,'mover hg:{1}:delay','10.0.0.1','other:7001',1);");
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(full_size_fields_without_nul_are_cut_at_their_size)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     struct jrec r = transition(9, 1, JS_NONE, JS_READY);
     memset(r.actor, 'a', sizeof r.actor); /* no NUL anywhere in the field */
     memset(r.host, 'h', sizeof r.host);
@@ -170,16 +168,11 @@ START_TEST(full_size_fields_without_nul_are_cut_at_their_size)
     ck_assert_ptr_nonnull(strstr(c.scripts[0], actor));
     ck_assert_ptr_nonnull(strstr(c.scripts[0], host));
     ck_assert_ptr_null(strstr(c.scripts[0], "aaaah")); /* the actor did not run into the host */
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(switching_kinds_ends_the_statement)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     char one[] = "1";
     struct job_spec j = {.topic = "t", .topic_len = 1, .body = one, .body_len = 1, .ttr = 1, .tries = 1};
     struct jrec ins = {.kind = JR_INSERT, .to = JS_READY, .ver = 1, .id = 1, .at = 1, .job = &j};
@@ -194,16 +187,11 @@ START_TEST(switching_kinds_ends_the_statement)
     ck_assert_uint_eq(count(s, ";"), 3);
     ck_assert_ptr_nonnull(strstr(s, ");INSERT IGNORE INTO transition"));
     ck_assert_ptr_nonnull(strstr(s, ");INSERT INTO message"));
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(updates_keep_the_newest_per_job)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     struct jrec r[5] = {transition(5, 4, JS_READY, JS_RESERVED), transition(3, 2, JS_DELAYED, JS_READY),
                         transition(5, 6, JS_RESERVED, JS_FINISHED), transition(5, 5, JS_RESERVED, JS_READY),
                         transition(3, 2, JS_READY, JS_DELETED)};
@@ -224,16 +212,11 @@ START_TEST(updates_keep_the_newest_per_job)
     ck_assert_int_eq(jsql_update_messages(&b, u, 0), 0); /* none: no statement at all */
     ck_assert_int_eq(jsql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(replacements_are_guarded_by_version)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     char body[] = "new'body";
     struct job_spec rep = {.body = body, .body_len = 8, .priority = 9, .ttr = 500, .tries = 4};
     struct jrec r = transition(11, 3, JS_DELAYED, JS_DELAYED);
@@ -249,18 +232,14 @@ START_TEST(replacements_are_guarded_by_version)
     ck_assert_ptr_nonnull(
         strstr(s, ";UPDATE message SET body = 'new\\'body', priority = 9, ttr = 500, tries = 4 "
                   "WHERE id = 11 AND version = 3;"));
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 /* A long cycle goes out in several scripts, each of whole statements, with every row once. */
 START_TEST(long_scripts_are_cut_between_statements)
 {
-    struct capture c = {0};
-    struct jsql b;
     enum { N = 3000 };
-    jsql_init(&b, db, 4096, capture_send, &c);
+    rebuild(4096, 0);
     static struct jrec r[N];
     static const struct jrec *u[N];
     for (int i = 0; i < N; i++) {
@@ -294,16 +273,12 @@ START_TEST(long_scripts_are_cut_between_statements)
     ck_assert_uint_eq(clears, 1);
     ck_assert_uint_eq(applies, 1);
     ck_assert_ptr_nonnull(strstr(c.scripts[c.n - 1], "UPDATE message m JOIN"));
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(a_failed_send_stops_the_build)
 {
-    struct capture c = {.fail_at = 2};
-    struct jsql b;
-    jsql_init(&b, db, 256, capture_send, &c);
+    rebuild(256, 2);
     int rc = 0, i;
     for (i = 0; i < 100 && rc == 0; i++) {
         struct jrec r = transition((uint64_t)i + 1, 2, JS_DELAYED, JS_READY);
@@ -312,16 +287,11 @@ START_TEST(a_failed_send_stops_the_build)
     ck_assert_int_eq(rc, -1);
     ck_assert_uint_eq(c.n, 2); /* nothing sent after the failure */
     ck_assert_int_lt(i, 100);
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
 START_TEST(refused_row_keeps_the_record_as_json)
 {
-    struct capture c = {0};
-    struct jsql b;
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
     struct jrec r = transition(77, 5, JS_RESERVED, JS_FINISHED);
     snprintf(r.actor, sizeof r.actor, "http-0 o'k");
     ck_assert_int_eq(jsql_refused_row(&b, &r, "1406: Data too long for 'actor'", 1234, "me:1"), 0);
@@ -338,8 +308,6 @@ START_TEST(refused_row_keeps_the_record_as_json)
     jsql_record_json(&json, &r);
     ck_assert_ptr_nonnull(strstr(json.data, "\"version\":5,\"attempts\":2,"));
     sb_free(&json);
-    jsql_free(&b);
-    capture_free(&c);
 }
 END_TEST
 
