@@ -99,7 +99,9 @@ static void settle_barriers(int64_t before, int ok)
     while (settled) {
         struct barrier *next = settled->next;
         settled->ok = ok;
-        if (loopq_post(settled->reply_to, deliver_barrier, settled) < 0)
+        if (settled->reply_to == NULL)
+            deliver_barrier(settled); /* the caller waits on a thread of its own */
+        else if (loopq_post(settled->reply_to, deliver_barrier, settled) < 0)
             free(settled);
         settled = next;
     }

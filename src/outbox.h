@@ -32,7 +32,9 @@ void outbox_stop(int deadline_ms);
 
 /* Call `done` on `reply_to` once every outbox entry that existed before this call has been
  * committed in MySQL (done(0, arg) if that cannot happen soon: MySQL or Redis down). For
- * read-your-writes in /jobs/{id}. */
+ * read-your-writes in /jobs/{id}, and for /reStore (MySQL must know every job that ended
+ * before its tombstones were switched on). `reply_to` NULL: `done` runs on the outbox thread
+ * itself, and must only hand the outcome over (signal a waiter). */
 int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg) __attribute__((warn_unused_result));
 
 #endif

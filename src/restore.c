@@ -22,9 +22,11 @@
 #include "journal.h"
 #include "log.h"
 #include "metrics.h"
+#include "outbox.h"
 #include "rcodec.h"
 #include "rsync.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +165,74 @@ static int renew_flags(redisContext *c, const struct config *cfg, int64_t *set_a
     return 0;
 }
 
+/* ---- waiting for the outbox ----
+ * A job that ended just before the restoring flags went up left no tombstone; if its end is
+ * still in the outbox, the MySQL snapshot says it is live and the restore would bring it
+ * back. So the restore waits until every outbox entry older than the flags is committed. The
+ * wait is shared with the outbox thread's callback: whichever lets go last frees it. */
+struct outbox_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, ok, refs;
+};
+
+static void outbox_wait_put(struct outbox_wait *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->lock);
+    if (last) {
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        free(w);
+    }
+}
+
+static void outbox_caught_up(int ok, void *arg)
+{
+    struct outbox_wait *w = arg;
+    pthread_mutex_lock(&w->lock);
+    w->done = 1;
+    w->ok = ok;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    outbox_wait_put(w);
+}
+
+static int renew_flags(redisContext *c, const struct config *cfg, int64_t *set_at);
+
+/* 0 once the outbox has caught up; -1 when it cannot (MySQL or Redis down, or stopping). */
+static int wait_for_outbox(redisContext *c, const struct config *cfg, int64_t *flags_set)
+{
+    struct outbox_wait *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return -1;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    w->refs = 2;
+    if (outbox_barrier(NULL, outbox_caught_up, w) < 0) {
+        w->refs = 1;
+        outbox_wait_put(w);
+        return -1;
+    }
+    int ok = 0, stop = 0, slices = 0;
+    pthread_mutex_lock(&w->lock);
+    while (!w->done && !stop) {
+        clock_cond_wait_us(&w->cond, &w->lock, 1000000);
+        pthread_mutex_unlock(&w->lock);
+        if (++slices == 2) /* once, and not for the usual few milliseconds */
+            log_info("restore: waiting for the journal to commit the outbox entries older than this restore "
+                     "(%ld waiting); the restoring flags are renewed meanwhile",
+                     journal_backlog());
+        stop = dbtask_stopping() || renew_flags(c, cfg, flags_set) < 0;
+        pthread_mutex_lock(&w->lock);
+    }
+    ok = w->done && w->ok;
+    pthread_mutex_unlock(&w->lock);
+    outbox_wait_put(w);
+    return ok ? 0 : -1;
+}
+
 /* ---- /reStore ---- */
 
 struct restore_all {
@@ -172,8 +242,190 @@ struct restore_all {
     int64_t started_ms;
     char who[STORE_WHO_MAX];
     long scanned, restored, present, expired_skipped, gone, biz_held, misplaced;
+    long checked, aligned, removed; /* the other way: jobs Redis held, compared with MySQL */
     const char *unavailable; /* "MySQL" / "Redis" when it could not finish */
 };
+
+/* ---- the other way: jobs Redis holds at an older version than MySQL ----
+ *
+ * Redis that came back from a snapshot, or a replica promoted after losing the master's last
+ * writes, holds jobs as they were: a job deleted or finished since is live again, a
+ * reschedule or release is undone. MySQL has every change the client was told about, each
+ * with the job's version, so for every job Redis holds the newer version wins: jobscan.lua
+ * reads a page of (id, version) from a shard, one primary-key lookup by IN (...) reads their
+ * rows, and align.lua rewrites or removes those MySQL has newer, each only if Redis still
+ * holds the version that was compared (a job that moved on meanwhile is left alone). */
+
+struct held {
+    uint64_t id;
+    unsigned ver;
+};
+
+static int cmp_held(const void *a, const void *b)
+{
+    const struct held *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* A job to align: what Redis held and what MySQL says. */
+struct newer {
+    uint64_t id;
+    unsigned seen_ver, mysql_ver;
+    int mysql_state;
+    int64_t run_at;
+    unsigned attempts;
+};
+
+/* align.lua over todo[0..n) of `shard`; counts its outcomes. 0 / -1 (Redis failed). */
+static int align_jobs(struct restore_all *ra, redisContext *c, int shard, const struct newer *todo, int n)
+{
+    const struct config *cfg = &ra->app->cfg;
+    struct rargv b;
+    int rc = -1;
+    if (rargv_init(&b, 7 + 6 * n, 2 + 5 * n, n) == 0) {
+        rargv_key(&b, cfg->redis_prefix, shard, "jobs");
+        rargv_int(&b, clock_unix_ms());
+        rargv_str(&b, ra->who, strlen(ra->who));
+        rargv_int(&b, n);
+        for (int i = 0; i < n; i++) {
+            rargv_id(&b, todo[i].id);
+            rargv_int(&b, todo[i].seen_ver);
+            rargv_int(&b, todo[i].mysql_state);
+            rargv_int(&b, todo[i].mysql_ver);
+            rargv_int(&b, todo[i].run_at);
+            rargv_int(&b, todo[i].attempts);
+        }
+        rc = rsync_append_eval(c, SCRIPT_ALIGN, b.argc, b.argv, b.lens);
+    }
+    rargv_free(&b);
+    redisReply *reply = rc == 0 ? rsync_reply(c) : NULL;
+    if (!rreply_is_array(reply, 0)) {
+        log_warn("restore: align.lua failed: %s", reply && reply->str ? reply->str : c->errstr);
+        if (reply)
+            freeReplyObject(reply);
+        return -1;
+    }
+    for (size_t i = 0; i < reply->elements && i < (size_t)n; i++) {
+        const redisReply *e = reply->element[i];
+        if (rreply_is(e, 0, "removed")) {
+            ra->removed++;
+        } else if (rreply_is(e, 0, "aligned") && e->elements >= 2) {
+            ra->aligned++;
+            if (todo[i].mysql_state != JS_DEAD)
+                metrics_transition(todo[i].mysql_state, (int)rreply_int(e, 1), 1);
+        }
+    }
+    freeReplyObject(reply);
+    return 0;
+}
+
+/* Compare one page of a shard's jobs (held[0..n)) with their MySQL rows; align those MySQL
+ * has newer. 0 / -1 (ra->unavailable says which side failed). */
+static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int shard, struct held *held, int n)
+{
+    qsort(held, (size_t)n, sizeof *held, cmp_held);
+    struct sbuf sql = SBUF_INIT;
+    sb_puts(&sql, "SELECT id, state, version, run_at, attempts FROM message WHERE id IN (");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            sb_putc(&sql, ',');
+        sb_json_uint(&sql, held[i].id);
+    }
+    sb_putc(&sql, ')');
+    if (sql.oom || mysql_real_query(db, sql.data, (unsigned long)sql.len) != 0) {
+        log_warn("restore: %s", sql.oom ? "out of memory" : mysql_error(db));
+        sb_free(&sql);
+        ra->unavailable = "MySQL";
+        return -1;
+    }
+    sb_free(&sql);
+    MYSQL_RES *res = mysql_store_result(db);
+    if (res == NULL) {
+        ra->unavailable = "MySQL";
+        return -1;
+    }
+    struct newer *todo = calloc((size_t)n, sizeof *todo);
+    int k = 0, rc = 0;
+    if (todo == NULL) {
+        ra->unavailable = "memory";
+        rc = -1;
+    }
+    MYSQL_ROW m;
+    while (rc == 0 && (m = mysql_fetch_row(res)) != NULL) {
+        struct held key = {.id = strtoull(m[0], NULL, 10)};
+        const struct held *h = bsearch(&key, held, (size_t)n, sizeof *held, cmp_held);
+        unsigned ver = (unsigned)strtoul(m[2], NULL, 10);
+        if (h == NULL || ver <= h->ver)
+            continue; /* Redis is as new as MySQL or newer (the journal lags behind it) */
+        todo[k++] = (struct newer){h->id, h->ver, ver, job_state_parse(m[1]), strtoll(m[3], NULL, 10),
+                                   (unsigned)strtoul(m[4], NULL, 10)};
+    }
+    mysql_free_result(res);
+    if (rc == 0 && k > 0 && align_jobs(ra, c, shard, todo, k) < 0) {
+        ra->unavailable = "Redis";
+        rc = -1;
+    }
+    free(todo);
+    return rc;
+}
+
+#define ALIGN_PAGE 1000
+
+/* Every shard's jobs, a page at a time. */
+static void align_all(struct restore_all *ra, MYSQL *db, redisContext *c, int64_t *flags_set)
+{
+    const struct config *cfg = &ra->app->cfg;
+    struct held *held = malloc(ALIGN_PAGE * 4 * sizeof *held); /* HSCAN's COUNT is a hint */
+    if (held == NULL) {
+        ra->unavailable = "memory";
+        return;
+    }
+    for (int shard = 0; shard < cfg->redis_shards && !ra->unavailable; shard++) {
+        char cursor[32] = "0";
+        do {
+            if (renew_flags(c, cfg, flags_set) < 0) {
+                ra->unavailable = "Redis";
+                break;
+            }
+            struct rargv b;
+            redisReply *reply = NULL;
+            if (rargv_init(&b, 6, 1, 0) == 0) {
+                rargv_key(&b, cfg->redis_prefix, shard, "jobs");
+                rargv_str(&b, cursor, strlen(cursor));
+                rargv_int(&b, ALIGN_PAGE);
+                if (rsync_append_eval(c, SCRIPT_JOBSCAN, b.argc, b.argv, b.lens) == 0)
+                    reply = rsync_reply(c);
+            }
+            rargv_free(&b);
+            size_t clen = 0;
+            const char *next = rreply_is_array(reply, 2) ? rreply_str(reply, 0, &clen) : NULL;
+            const redisReply *list = next ? reply->element[1] : NULL;
+            if (next == NULL || clen >= sizeof cursor || list->type != REDIS_REPLY_ARRAY) {
+                log_warn("restore: jobscan.lua failed: %s", reply && reply->str ? reply->str : c->errstr);
+                if (reply)
+                    freeReplyObject(reply);
+                ra->unavailable = "Redis";
+                break;
+            }
+            memcpy(cursor, next, clen);
+            cursor[clen] = '\0';
+            int n = 0;
+            for (size_t i = 0; i + 2 < list->elements && n < ALIGN_PAGE * 4; i += 3) {
+                uint64_t id;
+                size_t klen;
+                const char *key = rreply_str(list, i, &klen);
+                if (key == NULL || id_from_key(key, klen, &id) < 0)
+                    continue;
+                held[n++] = (struct held){id, (unsigned)rreply_int(list, i + 1)};
+            }
+            freeReplyObject(reply);
+            ra->checked += n;
+            if (n > 0 && align_page(ra, db, c, shard, held, n) < 0)
+                break;
+        } while (strcmp(cursor, "0") != 0);
+    }
+    free(held);
+}
 
 /* One page of one state. Returns rows read (0 = done), or -1 on failure. */
 static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, const char *state, uint64_t *after)
@@ -308,6 +560,12 @@ static void restore_all_run(MYSQL *db, void *arg)
         return;
     }
     int64_t flags_set = clock_mono_ms();
+    if (wait_for_outbox(c, cfg, &flags_set) < 0) {
+        ra->unavailable = "the journal (the outbox could not catch up: MySQL or Redis down)";
+        set_restoring(c, cfg, 0);
+        redisFree(c);
+        return;
+    }
     /* One snapshot for the whole scan, taken after the flags are up: every live row is seen
      * in exactly one state, even while the journal moves rows between states (a row moving
      * to a state whose pass is already past its id would otherwise be seen by no pass).
@@ -321,6 +579,8 @@ static void restore_all_run(MYSQL *db, void *arg)
         redisFree(c);
         return;
     }
+    /* The other way first, over what Redis held before this restore adds to it. */
+    align_all(ra, db, c, &flags_set);
     static const char *const live[] = {"delayed", "ready", "reserved"};
     int waited = 0;
     for (int st = 0; st < 3 && !ra->unavailable; st++) {
@@ -353,9 +613,10 @@ static void restore_all_run(MYSQL *db, void *arg)
     set_restoring(c, cfg, 0);
     redisFree(c);
     metrics_inc(MC_RESTORED, (uint64_t)ra->restored);
-    log_info("restore: scanned %ld, restored %ld, present %ld, expiredSkipped %ld, gone %ld, bizHeld %ld in %lld ms",
-             ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held,
-             (long long)(clock_unix_ms() - ra->started_ms));
+    log_info("restore: scanned %ld, restored %ld, present %ld, expiredSkipped %ld, gone %ld, bizHeld %ld; Redis held "
+             "%ld, aligned %ld, removed %ld (MySQL newer) in %lld ms",
+             ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held, ra->checked,
+             ra->aligned, ra->removed, (long long)(clock_unix_ms() - ra->started_ms));
 }
 
 static void restore_all_done(void *arg)
@@ -369,8 +630,10 @@ static void restore_all_done(void *arg)
     struct sbuf sb = SBUF_INIT;
     sb_printf(&sb,
               "{\"scanned\":%ld,\"restored\":%ld,\"present\":%ld,\"expiredSkipped\":%ld,\"gone\":%ld,"
-              "\"bizHeld\":%ld,\"misplaced\":%ld,\"expire\":%s,\"ms\":%lld}",
+              "\"bizHeld\":%ld,\"misplaced\":%ld,\"checked\":%ld,\"aligned\":%ld,\"removed\":%ld,\"expire\":%s,"
+              "\"ms\":%lld}",
               ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held, ra->misplaced,
+              ra->checked, ra->aligned, ra->removed,
               ra->expire ? "true" : "false", (long long)(clock_unix_ms() - ra->started_ms));
     respond_json(ra->r, 200, &sb);
     sb_free(&sb);

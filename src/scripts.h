@@ -22,6 +22,8 @@ enum script_id {
     SCRIPT_LEASE,
     SCRIPT_FLEET,
     SCRIPT_DEADEXPIRE,
+    SCRIPT_JOBSCAN,
+    SCRIPT_ALIGN,
     SCRIPT_COUNT
 };
 

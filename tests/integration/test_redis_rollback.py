@@ -1,0 +1,92 @@
+"""Redis that comes back with older data (restarted from an RDB snapshot; a replica promoted
+after losing the master's last writes): `/reStore` reconciles both ways.
+
+The reproduction (issue 17): push a job; SAVE; delete it (200, committed); kill -9 Redis and
+start it from the snapshot: the deleted job is back in Redis. Restore used to count it
+"present" and leave it, and the next GET delivered it — a deleted job delivered, which the
+contract forbids. Now every job Redis holds is compared with its MySQL row by version and the
+newer wins: the deleted and the finished job leave Redis, the rescheduled one takes its new
+due time, and the jobs Redis lost entirely come back as before.
+
+    make integration T=test_redis_rollback
+"""
+
+from __future__ import annotations
+
+import time
+
+from core_common import CoreTestCase
+from harness import id_key, journal_idle, now_ms, wait_until
+
+
+class RolledBackRedisTest(CoreTestCase):
+
+    def test_restore_after_a_rollback_lets_mysql_win_for_every_job_redis_holds(self):
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0}})
+        self.wait_healthy(d)
+        ns = d.namespace
+        prefix = d.config["redis"]["prefix"]
+        shards = int(d.config["redis"]["shards"])
+
+        def held(jid: str) -> bool:
+            key = f"{prefix}:{{{(int(jid) & 0xFFF) % shards}}}:jobs"
+            return redis.cli("HEXISTS", key, id_key(jid)) == "1"
+
+        due = now_ms() + 12000  # none of these is due before the restore has run
+        deleted = self.assertJsonOk(d.push({"topic": "rb", "body": "deleted", "runAt": due}))["id"]
+        moved = self.assertJsonOk(d.push({"topic": "rb", "body": "rescheduled", "runAt": due}))["id"]
+        finished = self.assertJsonOk(d.push({"topic": "rbf", "body": "finished"}))["id"]
+        kept = self.assertJsonOk(d.push({"topic": "rb", "body": "kept", "runAt": due}))["id"]
+        got = self.assertJsonOk(d.get("rbf", timeout=5))
+        self.assertEqual(got["id"], finished)
+        wait_until(lambda: journal_idle(d), 10, 0.05, "MySQL to have everything before the snapshot")
+        redis.cli("SAVE")
+
+        # after the snapshot: a delete, a finish, a reschedule, and a new push
+        self.assertStatus(d.delete(deleted), 200, "delete")
+        self.assertStatus(d.finish(finished), 200, "finish")
+        self.assertStatus(d.reschedule(moved, delay=0), 200, "reschedule to now")
+        after = self.assertJsonOk(d.push({"topic": "rb", "body": "after-snapshot", "runAt": due}))["id"]
+        wait_until(lambda: journal_idle(d), 10, 0.05, "MySQL to have every change")
+        self.assertEqual(ns.query(f"SELECT state FROM message WHERE id = {moved}"), [("ready",)])
+
+        # Redis dies and comes back from the snapshot
+        redis.kill()
+        redis.start()
+        self.assertTrue(held(deleted) and held(finished) and held(moved), "the snapshot has the old jobs")
+        self.assertFalse(held(after), "the snapshot lacks the job pushed after it")
+        self.wait_healthy(d)
+        wait_until(lambda: d.push({"topic": "warm", "body": 1}).status == 200, 15, 0.1,
+                   "every worker to reconnect to the restarted Redis")
+
+        res = self.assertJsonOk(d.restore(expire=True, timeout=60))
+        self.assertEqual(res["removed"], 2, f"the deleted and the finished job leave Redis: {res}")
+        self.assertEqual(res["aligned"], 1, f"the rescheduled job takes MySQL's newer state: {res}")
+        self.assertEqual(res["restored"], 1, f"the job Redis lost comes back: {res}")
+        self.assertGreaterEqual(res["checked"], 4, res)
+        self.assertFalse(held(deleted), "the deleted job is gone from Redis")
+        self.assertFalse(held(finished), "the finished job is gone from Redis")
+        self.assertEqual(d.job(deleted).json()["state"], "deleted")
+        self.assertEqual(d.job(finished).json()["state"], "finished")
+
+        # what is delivered now: the rescheduled job at once (its old due time is 12 s away)
+        j = self.assertJsonOk(d.get("rb", timeout=5))
+        self.assertEqual(j["id"], moved, "the rescheduled job is due now, as MySQL says")
+        self.assertLess(now_ms(), due, "delivered before its old due time")
+        self.assertStatus(d.finish(moved), 200)
+
+        # a second restore finds nothing left to do
+        again = self.assertJsonOk(d.restore(expire=True, timeout=60))
+        self.assertEqual((again["removed"], again["aligned"], again["restored"]), (0, 0, 0), again)
+
+        # and once the rest is due, the deleted job is never delivered; the others are, once
+        seen = []
+        deadline = time.monotonic() + (due - now_ms()) / 1000 + 8
+        while time.monotonic() < deadline and len(seen) < 2:
+            r = d.get("rb", timeout=2)
+            if r.status == 200:
+                seen.append(r.json()["id"])
+                self.assertStatus(d.finish(r.json()["id"]), 200)
+        self.assertEqual(sorted(seen), sorted([kept, after]), "each remaining job once, the deleted one never")
+        self.assertEqual(d.get("rb", timeout=1).status, 204, "nothing else is delivered")
