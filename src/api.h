@@ -18,6 +18,11 @@ void api_jobs(struct request *r);
 void api_dead(struct request *r);
 void api_restore(struct request *r);     /* restore.c */
 void api_restore_one(struct request *r);
+struct app;
+/* The two-way restore without a request ([redis] auto_restore, after a loss lossmark.h saw),
+ * expire=true, on the MySQL pool; one instance of the fleet at a time (a Redis lock), and a
+ * no-op while a restore runs on this instance. Its outcome is logged. */
+void restore_auto(struct app *app);
 void api_health(struct request *r);      /* api_info.c */
 void api_stats(struct request *r);
 void api_metrics(struct request *r);

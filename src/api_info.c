@@ -25,10 +25,22 @@ void api_health(struct request *r)
     struct rconn_error rerr;
     int refused = rconn_cause_refuses(rconn_process_error(&rerr));
     int ok = redis && !refused && mysql && ids && layout && !draining;
+    /* Serving, but Redis came back with older data and no restore has repaired it yet
+     * (lossmark.h): a deleted job may be delivered. 200 still: a load balancer need not drop
+     * the instance, the operator must act (or auto_restore does). */
+    int64_t loss_at = atomic_load(&app->redis_loss_at);
     struct sbuf sb = SBUF_INIT;
     sb_printf(&sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
-              ok ? "ok" : "unavailable", redis ? "up" : "down", mysql ? "up" : "down", draining ? "true" : "false");
+              !ok ? "unavailable" : loss_at ? "degraded" : "ok", redis ? "up" : "down", mysql ? "up" : "down",
+              draining ? "true" : "false");
     sb_json_cstr(&sb, app->instance);
+    if (loss_at)
+        sb_printf(&sb,
+                  ",\"redisLoss\":{\"shard\":%d,\"kind\":\"%s\",\"detectedAt\":%lld,\"message\":\"Redis came "
+                  "back with %s data; %s\"}",
+                  atomic_load(&app->redis_loss_shard), atomic_load(&app->redis_loss_kind) == 1 ? "rolled back" : "lost",
+                  (long long)loss_at, atomic_load(&app->redis_loss_kind) == 1 ? "older" : "none of its",
+                  app->cfg.redis_auto_restore ? "an automatic restore is repairing it" : "run GET /reStore");
     if (rerr.cause != RCAUSE_NONE) {
         sb_printf(&sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rconn_cause_name(rerr.cause));
         sb_json_cstr(&sb, rerr.text);

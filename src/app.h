@@ -37,6 +37,11 @@ struct app {
     atomic_int layout;        /* [redis] shards checked against the data: 1 ok, 0 not yet, -1 differs */
     atomic_int_fast64_t parked; /* parked long-polls across workers (for max_parked) */
     atomic_int redis_workers_up; /* HTTP workers whose own Redis connection is up (for /health) */
+    /* Redis found holding older data than this instance wrote (lossmark.h): when (unix ms; 0 =
+     * not, or repaired by a restore since), on which shard, and how (1 rolled back, 2 lost). */
+    atomic_int_fast64_t redis_loss_at;
+    atomic_int redis_loss_shard;
+    atomic_int redis_loss_kind;
 };
 
 #endif

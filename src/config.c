@@ -68,6 +68,9 @@ static const struct cfg_key keys[] = {
      "hash-tagged key groups; fixed for the life of the data"},
     {"redis", "timeout", CT_INT, "2000", 50, 60000, F(redis_timeout_ms), 0,
      "milliseconds for a connect or a command before Redis counts as down"},
+    {"redis", "auto_restore", CT_BOOL, "false", 0, 1, F(redis_auto_restore), 0,
+     "when Redis is found holding older data than this instance wrote (a snapshot, a failover that lost writes, a "
+     "flush), run the two-way /reStore?expire=true by itself, once across the fleet"},
 
     {"mysql", "host", CT_STR, "127.0.0.1", 0, CONFIG_STR_MAX - 1, F(mysql_host), 0, "server host"},
     {"mysql", "port", CT_INT, "3306", 1, 65535, F(mysql_port), 0, "server port"},

@@ -36,6 +36,7 @@ struct config {
     char redis_prefix[64];
     int redis_shards;
     int redis_timeout_ms;      /* connect and per-command timeout */
+    int redis_auto_restore;    /* run the two-way restore when a loss is noticed (lossmark.h) */
 
     /* [mysql] */
     char mysql_host[CONFIG_STR_MAX];

@@ -1,8 +1,10 @@
 /* keeper.c — see keeper.h. */
 #include "keeper.h"
+#include "api.h"
 #include "app.h"
 #include "doubt.h"
 #include "expiry.h"
+#include "lossmark.h"
 #include "fleet.h"
 #include "idlease.h"
 #include "journal.h"
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 
 #define LAYOUT_RECHECK_TICKS 10
+#define AUTO_RESTORE_RETRY_TICKS 10 /* seconds between auto-restore attempts while a loss is unrepaired */
 
 struct keeper {
     struct app *app;
@@ -33,6 +36,7 @@ struct keeper {
     struct idlease *lease;
     struct fleet *fleet;
     struct expiry *expiry;
+    struct lossmark *marks; /* Redis loss detection (lossmark.h) */
     keeper_ready_fn on_ready;
     void *ready_arg;
     struct event *tick;
@@ -65,10 +69,21 @@ static void on_outbox_len(long total, int failed, void *arg)
         journal_note_outbox(total);
 }
 
+/* A loss lossmark saw: with [redis] auto_restore, repair it (both ways). */
+static void on_loss(void *arg)
+{
+    struct keeper *k = arg;
+    if (k->app->cfg.redis_auto_restore)
+        restore_auto(k->app);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct keeper *k = arg;
     mover_tick(k->mover);
+    lossmark_tick(k->marks);
+    if (atomic_load(&k->app->redis_loss_at) != 0 && k->ticks % AUTO_RESTORE_RETRY_TICKS == 0)
+        on_loss(k); /* not repaired yet: a failed or refused auto-restore is tried again */
     idlease_tick(k->lease);
     doubt_schedule(&k->app->cfg);
     if (store_outbox_len(&k->store, on_outbox_len, k) < 0)
@@ -117,6 +132,7 @@ static void on_redis_state(struct rconn *rc, int up, void *arg)
     if (!up)
         return;
     layout_check(k->redis, k->app);
+    lossmark_tick(k->marks); /* first, so a loss is seen before the mover acts on old data */
     idlease_tick(k->lease);
     mover_rescan(k->mover);
 }
@@ -146,6 +162,7 @@ static void keeper_free(struct keeper *k)
     pubsub_free(k->pubsub);
     rconn_free(k->redis);
     expiry_free(k->expiry);
+    lossmark_free(k->marks);
     mover_free(k->mover);
     idlease_free(k->lease);
     fleet_free(k->fleet);
@@ -192,9 +209,10 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->lease = idlease_new(app, k->redis);
     k->fleet = fleet_new(app, k->redis, on_owned, k);
     k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;
+    k->marks = lossmark_new(app, &k->store, on_loss, k);
     k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
     k->stop_ev = evtimer_new(k->base, on_stop, k);
-    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->expiry || !k->tick || !k->stop_ev)
+    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->expiry || !k->marks || !k->tick || !k->stop_ev)
         goto fail;
     struct timeval second = {1, 0};
     event_add(k->tick, &second);

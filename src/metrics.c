@@ -35,6 +35,8 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_OUTBOX_UNREADABLE] = {"hourglass_outbox_unreadable_total", "outbox entries that could not be read, kept in <prefix>:{n}:logbad"},
     [MC_JOURNAL_REFUSED] = {"hourglass_journal_refused_total", "journal records MySQL refused, kept in refused_record"},
     [MC_DEAD_EXPIRED] = {"hourglass_dead_expired_total", "dead jobs removed from Redis at the retention age"},
+    [MC_REDIS_LOSSES] = {"hourglass_redis_losses_total",
+                         "times a shard was found holding older data than this instance wrote, or none"},
     [MC_BAD_RECORDS] = {"hourglass_bad_records_total",
                         "job records scripts found missing or corrupt, set aside instead of delivered or moved"},
 };

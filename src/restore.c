@@ -233,6 +233,22 @@ static int wait_for_outbox(redisContext *c, const struct config *cfg, int64_t *f
     return ok ? 0 : -1;
 }
 
+/* Tell every instance's loss detection (lossmark.h) that the shards are repaired now. */
+static void note_restored(redisContext *c, const struct config *cfg)
+{
+    char key[160];
+    long long now = (long long)clock_unix_ms();
+    for (int s = 0; s < cfg->redis_shards; s++) {
+        rkey(key, sizeof key, cfg->redis_prefix, s, "marks");
+        redisAppendCommand(c, "HSET %s restored %lld", key, now);
+    }
+    for (int s = 0; s < cfg->redis_shards; s++) {
+        redisReply *r = rsync_reply(c);
+        if (r)
+            freeReplyObject(r);
+    }
+}
+
 /* ---- /reStore ---- */
 
 struct restore_all {
@@ -610,6 +626,8 @@ static void restore_all_run(MYSQL *db, void *arg)
         }
     }
     mysql_commit(db); /* end the snapshot */
+    if (!ra->unavailable)
+        note_restored(c, cfg);
     set_restoring(c, cfg, 0);
     redisFree(c);
     metrics_inc(MC_RESTORED, (uint64_t)ra->restored);
@@ -677,6 +695,58 @@ void api_restore(struct request *r)
     if (dbtask_submit(restore_all_run, restore_all_done, r->ctx->inbox, ra) < 0) {
         atomic_store(&restore_running, 0);
         respond_unavailable(r, "the MySQL task queue");
+    }
+}
+
+/* ---- the same without a request ([redis] auto_restore) ---- */
+
+#define AUTO_LOCK_MS 600000 /* held while it runs; a crashed holder's lock lapses */
+
+static void restore_auto_run(MYSQL *db, void *arg)
+{
+    struct restore_all *ra = arg;
+    const struct config *cfg = &ra->app->cfg;
+    char err[256], key[160];
+    rkey(key, sizeof key, cfg->redis_prefix, 0, "autorestore");
+    redisContext *c = rsync_connect(cfg, 1, NULL, err, sizeof err);
+    redisReply *lock = c ? redisCommand(c, "SET %s %s NX PX %d", key, ra->app->instance, AUTO_LOCK_MS) : NULL;
+    int mine = lock && lock->type == REDIS_REPLY_STATUS;
+    if (lock)
+        freeReplyObject(lock);
+    if (c == NULL || !mine) {
+        log_info("auto-restore: %s", c ? "another instance is restoring" : "Redis unreachable; retried later");
+    } else {
+        log_info("auto-restore: Redis lost data; restoring both ways (expire=true)");
+        restore_all_run(db, ra);
+        redisReply *r = redisCommand(c, "DEL %s", key);
+        if (r)
+            freeReplyObject(r);
+        if (ra->unavailable)
+            log_warn("auto-restore: could not finish (%s unavailable); retried later", ra->unavailable);
+    }
+    if (c)
+        redisFree(c);
+    atomic_store(&restore_running, 0);
+    free(ra);
+}
+
+void restore_auto(struct app *app)
+{
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&restore_running, &idle, 1))
+        return; /* the restore running here repairs it */
+    struct restore_all *ra = calloc(1, sizeof *ra);
+    if (ra == NULL) {
+        atomic_store(&restore_running, 0);
+        return;
+    }
+    ra->app = app;
+    ra->expire = 1;
+    ra->started_ms = clock_unix_ms();
+    store_who(ra->who, sizeof ra->who, app->instance, "auto-restore", app->hostname);
+    if (dbtask_submit(restore_auto_run, NULL, NULL, ra) < 0) {
+        atomic_store(&restore_running, 0);
+        free(ra);
     }
 }
 

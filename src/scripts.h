@@ -24,6 +24,7 @@ enum script_id {
     SCRIPT_DEADEXPIRE,
     SCRIPT_JOBSCAN,
     SCRIPT_ALIGN,
+    SCRIPT_MARK,
     SCRIPT_COUNT
 };
 

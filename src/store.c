@@ -647,6 +647,42 @@ int store_dead_expire(struct store *s, int shard, const char *cursor, int64_t cu
     return rc;
 }
 
+/* ---- loss detection ---- */
+
+static void on_mark(redisReply *r, void *arg)
+{
+    struct call *c = arg;
+    store_mark_fn fn = (store_mark_fn)c->fn;
+    enum store_mark_verdict v = MARK_FAILED;
+    if (rreply_is_array(r, 2))
+        v = rreply_is(r, 0, "ok") ? MARK_OK : rreply_is(r, 0, "behind") ? MARK_BEHIND
+                                          : rreply_is(r, 0, "missing") ? MARK_MISSING
+                                                                       : MARK_FAILED;
+    else if (r)
+        shape_error("mark");
+    fn(v, v == MARK_FAILED ? 0 : rreply_int(r, 1), c->arg);
+    free(c);
+}
+
+int store_mark(struct store *s, int shard, const char *instance, int64_t expected, int64_t next, store_mark_fn fn,
+               void *arg)
+{
+    struct rargv b;
+    int rc = -1;
+    if (rargv_init(&b, 7, 2, 0) == 0) {
+        rargv_key(&b, s->prefix, shard, "jobs");
+        rargv_str(&b, instance, strlen(instance));
+        if (expected > 0)
+            rargv_int(&b, expected);
+        else
+            rargv_str(&b, "", 0);
+        rargv_int(&b, next);
+        rc = send(s, SCRIPT_MARK, &b, on_mark, (void *)fn, arg);
+    }
+    rargv_free(&b);
+    return rc;
+}
+
 /* ---- ready counts ---- */
 
 struct ready_call {

@@ -153,6 +153,14 @@ typedef void (*store_expire_fn)(const char *cursor, long long removed, void *arg
 int store_dead_expire(struct store *s, int shard, const char *cursor, int64_t cutoff, int limit, store_expire_fn fn,
                       void *arg) __attribute__((warn_unused_result));
 
+/* ---- loss detection (mark.lua): this instance's mark in one shard ---- */
+enum store_mark_verdict { MARK_FAILED = -1, MARK_OK = 0, MARK_BEHIND = 1, MARK_MISSING = 2 };
+/* `restored`: when a restore last completed on the shard (unix ms, 0 = never). */
+typedef void (*store_mark_fn)(enum store_mark_verdict v, int64_t restored, void *arg);
+/* expected 0: this process has written no mark there yet (nothing to compare). */
+int store_mark(struct store *s, int shard, const char *instance, int64_t expected, int64_t next, store_mark_fn fn,
+               void *arg) __attribute__((warn_unused_result));
+
 /* ---- ready counts of some topics of one shard (one HMGET on the shard's counters) ---- */
 /* ready[i] = jobs ready on topics[i]; NULL when the command failed. */
 typedef void (*store_ready_fn)(const int64_t *ready, int n, void *arg);

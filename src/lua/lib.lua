@@ -14,6 +14,8 @@
 --   base.."gone"          zset   tombstones: id keys finished/deleted during a restore
 --   base.."log"           stream the journal outbox: one entry per transition (below)
 --   base.."bad"           hash   id key -> a job record that did not decode, set aside by move/reserve
+--   base.."marks"         hash   instance -> its loss-detection mark (mark.lua); "restored" -> when a
+--                                restore last completed
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
 --
 -- The outbox: every script that changes a job appends the change to its shard's stream in

@@ -1,6 +1,11 @@
 """Redis that comes back with older data (restarted from an RDB snapshot; a replica promoted
 after losing the master's last writes): `/reStore` reconciles both ways.
 
+The loss is also noticed without an admin: each instance keeps a growing mark in every shard
+(src/lossmark.h); Redis holding an older mark, or none, is a loss — logged, counted, shown in
+/health as "degraded" until a restore repairs it, and with [redis] auto_restore repaired by
+the daemon itself.
+
 The reproduction (issue 17): push a job; SAVE; delete it (200, committed); kill -9 Redis and
 start it from the snapshot: the deleted job is back in Redis. Restore used to count it
 "present" and leave it, and the next GET delivered it — a deleted job delivered, which the
@@ -90,3 +95,62 @@ class RolledBackRedisTest(CoreTestCase):
                 self.assertStatus(d.finish(r.json()["id"]), 200)
         self.assertEqual(sorted(seen), sorted([kept, after]), "each remaining job once, the deleted one never")
         self.assertEqual(d.get("rb", timeout=1).status, 204, "nothing else is delivered")
+
+
+def metric(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+class LossDetectionTest(CoreTestCase):
+    """Redis restarted from a snapshot is noticed within seconds, without an admin."""
+
+    def rolled_back(self, auto_restore: bool):
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0, "auto_restore": auto_restore}})
+        self.wait_healthy(d)
+        gone = self.assertJsonOk(d.push({"topic": "ld", "body": "deleted", "delay": 60000}))["id"]
+        self.assertEqual(d.health().json()["status"], "ok")
+        wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
+        time.sleep(1.2)  # a mark written after the push: the snapshot holds this instance's marks
+        redis.cli("SAVE")
+        time.sleep(1.2)  # the marks move on past the snapshot's
+        self.assertStatus(d.delete(gone), 200, "delete after the snapshot")
+        redis.kill()
+        redis.start()
+        return redis, d, gone
+
+    def test_a_rollback_is_shown_in_health_until_a_restore_repairs_it(self):
+        redis, d, gone = self.rolled_back(auto_restore=False)
+
+        def degraded():
+            r = d.health()
+            return r.json() if r.status == 200 and r.json().get("status") == "degraded" else None
+        h = wait_until(degraded, 15, 0.1, "/health to say degraded")
+        self.assertEqual(h["redisLoss"]["kind"], "rolled back", h)
+        self.assertIn("run GET /reStore", h["redisLoss"]["message"])
+        self.assertIn("came back with older data (rolled back)", d.log())
+        self.assertGreaterEqual(metric(d.metrics().text, "hourglass_redis_losses_total"), 1)
+        time.sleep(2)
+        self.assertEqual(d.health().json()["status"], "degraded", "nothing repaired it yet")
+
+        res = self.assertJsonOk(d.restore(expire=True, timeout=60))
+        self.assertEqual(res["removed"], 1, res)
+        wait_until(lambda: d.health().json()["status"] == "ok", 10, 0.1, "/health to be ok after the restore")
+        self.assertIn("was repaired by a restore", d.log())
+        self.assertEqual(d.job(gone).json()["state"], "deleted")
+
+    def test_auto_restore_repairs_a_rollback_without_an_admin(self):
+        redis, d, gone = self.rolled_back(auto_restore=True)
+        prefix = d.config["redis"]["prefix"]
+        shards = int(d.config["redis"]["shards"])
+        key = f"{prefix}:{{{(int(gone) & 0xFFF) % shards}}}:jobs"
+        wait_until(lambda: "auto-restore: Redis lost data" in d.log(), 15, 0.1, "the automatic restore to start")
+        wait_until(lambda: redis.cli("HEXISTS", key, id_key(gone)) == "0", 30, 0.1,
+                   "the deleted job to leave Redis again")
+        wait_until(lambda: d.health().json()["status"] == "ok", 15, 0.1, "/health to be ok again")
+        self.assertRegex(d.log(), r"restore: scanned \d+, .* removed 1 ")
+        self.assertEqual(d.get("ld", timeout=1).status, 204, "the deleted job is not delivered")
+        self.assertEqual(d.log().count("auto-restore: Redis lost data"), 1, "one automatic restore")

@@ -1,0 +1,28 @@
+/* lossmark.h — noticing that Redis came back with older data than this instance wrote.
+ *
+ * Once a second, on the keeper's loop, each shard gets this instance's mark (mark.lua): a
+ * number that only grows, compared with the one written last in the same atomic step. Redis
+ * restarted from a snapshot, or a replica promoted after asynchronous replication dropped the
+ * master's last writes, holds an older mark ("rolled back"); Redis that lost everything holds
+ * none ("lost"). Either is a loss: jobs deleted or finished since may be live again, jobs
+ * pushed since may be missing. It is logged, counted (hourglass_redis_losses_total), shown in
+ * /health (status "degraded", member redisLoss) until a restore completes after it (restore
+ * writes its end time into each shard), and reported to `on_loss` (the keeper runs the
+ * two-way restore there when [redis] auto_restore is on).
+ *
+ * It sees what happened while this process ran: a Redis loss during a restart of the daemon
+ * itself is not noticed (the runbook says to run /reStore after such an event). */
+#ifndef HG_LOSSMARK_H
+#define HG_LOSSMARK_H
+
+struct app;
+struct store;
+struct lossmark;
+
+struct lossmark *lossmark_new(struct app *app, struct store *store, void (*on_loss)(void *arg), void *arg);
+void lossmark_free(struct lossmark *lm);
+
+/* Check and advance every shard's mark (calls still in flight are not repeated). */
+void lossmark_tick(struct lossmark *lm);
+
+#endif
