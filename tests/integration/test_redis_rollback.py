@@ -154,3 +154,105 @@ class LossDetectionTest(CoreTestCase):
         self.assertRegex(d.log(), r"restore: scanned \d+, .* removed 1 ")
         self.assertEqual(d.get("ld", timeout=1).status, 204, "the deleted job is not delivered")
         self.assertEqual(d.log().count("auto-restore: Redis lost data"), 1, "one automatic restore")
+
+
+class RollbackUnderTrafficTest(CoreTestCase):
+    """A few hundred jobs in every state, changed in every way after the snapshot, Redis rolled
+    back, restored while other producers and consumers keep going: afterwards every job's
+    state in Redis is the one MySQL has, no deleted or finished job is left in Redis, and a
+    second restore changes nothing."""
+
+    def test_every_job_ends_as_mysql_says(self):
+        from test_journal_common import consume, pmap, states_by_id
+        import threading
+
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0}})
+        self.wait_healthy(d)
+        ns = d.namespace
+        prefix = d.config["redis"]["prefix"]
+        shards = int(d.config["redis"]["shards"])
+        far = now_ms() + 3_600_000
+
+        def push_many(topic, n, **fields):
+            ids = []
+            for start in range(0, n, 200):
+                jobs = [{"topic": topic, "body": i, "ttr": 600_000, **fields} for i in range(start, min(n, start + 200))]
+                ids += self.assertJsonOk(d.push(jobs))["ids"]
+            return ids
+
+        delayed = push_many("rt.d", 400, runAt=far)
+        ready = push_many("rt.r", 300)
+        reserved = [j["id"] for j in consume(d, "rt.r", 200)]
+        wait_until(lambda: journal_idle(d), 15, 0.05, "the journal")
+        redis.cli("SAVE")
+
+        # after the snapshot: every kind of change
+        deleted = delayed[:100]
+        rescheduled = delayed[100:150]
+        finished = reserved[:80]
+        released = reserved[80:120]
+        pmap(lambda i: self.assertStatus(d.delete(i), 200), deleted)
+        pmap(lambda i: self.assertStatus(d.reschedule(i, run_at=far + 60_000), 200), rescheduled)
+        pmap(lambda i: self.assertStatus(d.finish(i), 200), finished)
+        pmap(lambda i: self.assertStatus(d.release(i, delay=3_000_000), 200), released)
+        pushed_after = push_many("rt.n", 150, runAt=far)
+        wait_until(lambda: journal_idle(d), 15, 0.05, "the journal")
+
+        # traffic on another topic the whole time from here on
+        stop = threading.Event()
+        errors: list = []
+
+        def traffic():
+            while not stop.is_set():
+                try:
+                    r = d.push({"topic": "rt.bg", "body": 1}, timeout=10)
+                    if r.status == 200:
+                        g = d.get("rt.bg", timeout=0)
+                        if g.status == 200:
+                            d.finish(g.json()["id"], timeout=10)
+                except OSError as e:
+                    errors.append(e)
+                    time.sleep(0.05)
+
+        t = threading.Thread(target=traffic, daemon=True)
+        t.start()
+        try:
+            redis.kill()
+            redis.start()
+            self.wait_healthy(d)
+            wait_until(lambda: d.push({"topic": "warm", "body": 1}).status == 200, 15, 0.1, "the workers")
+            res = self.assertJsonOk(d.restore(expire=True, timeout=120))
+            self.assertEqual(res["removed"], len(deleted) + len(finished), res)
+            self.assertEqual(res["aligned"], len(rescheduled) + len(released), res)
+            self.assertGreaterEqual(res["restored"], len(pushed_after), res)
+        finally:
+            stop.set()
+            t.join(15)
+
+        wait_until(lambda: journal_idle(d), 20, 0.1, "the journal after the restore")
+        everyone = delayed + ready + pushed_after
+        mysql = states_by_id(ns.query, everyone)
+
+        def in_redis(jid):
+            return redis.cli("HEXISTS", f"{prefix}:{{{(int(jid) & 0xFFF) % shards}}}:jobs", id_key(jid)) == "1"
+
+        wrong = []
+        for jid in everyone:
+            seen = d.job(jid).json()["state"]
+            if mysql[jid] in ("finished", "deleted"):
+                if in_redis(jid):
+                    wrong.append((jid, mysql[jid], "still in Redis"))
+            elif seen != mysql[jid] or not in_redis(jid):
+                wrong.append((jid, mysql[jid], seen))
+        self.assertEqual(wrong, [], f"{len(wrong)} jobs differ from MySQL, e.g. {wrong[:5]}")
+        self.assertEqual({mysql[i] for i in deleted}, {"deleted"})
+        self.assertEqual({mysql[i] for i in finished}, {"finished"})
+        self.assertEqual({mysql[i] for i in released}, {"delayed"})
+        # the reserved jobs nobody touched after the snapshot are still reserved (their leases
+        # were in the snapshot too), and the ready ones still ready
+        self.assertEqual({mysql[i] for i in reserved[120:]}, {"reserved"})
+        self.assertEqual({mysql[i] for i in ready if i not in set(reserved)}, {"ready"})
+
+        again = self.assertJsonOk(d.restore(expire=True, timeout=120))
+        self.assertEqual((again["removed"], again["aligned"], again["restored"]), (0, 0, 0), again)
