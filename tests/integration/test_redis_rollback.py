@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 
 from core_common import CoreTestCase
-from harness import id_key, journal_idle, now_ms, wait_until
+from harness import free_port, id_key, journal_idle, now_ms, wait_until
 
 
 class RolledBackRedisTest(CoreTestCase):
@@ -256,3 +256,133 @@ class RollbackUnderTrafficTest(CoreTestCase):
 
         again = self.assertJsonOk(d.restore(expire=True, timeout=120))
         self.assertEqual((again["removed"], again["aligned"], again["restored"]), (0, 0, 0), again)
+
+
+class _Vip:
+    """A TCP forwarder standing for a failover's virtual address: clients connect to it, it
+    forwards to the current master; switch() points it at another server and cuts the
+    connections it carried (as a VIP move or a Sentinel-aware proxy does)."""
+
+    def __init__(self, target_port: int) -> None:
+        import socket
+        import threading
+        self.target = target_port
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.conns: list = []
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+        while not self.closed:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                server.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            if self.closed:
+                client.close()
+                server.close()
+                return
+            with self.lock:
+                self.conns += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b) -> None:
+        import socket
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def switch(self, target_port: int) -> None:
+        import socket
+        self.target = target_port
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self) -> None:
+        self.closed = True
+        self.sock.close()
+        self.switch(self.target)  # cuts and closes what it carried
+
+
+class PromotedReplicaTest(CoreTestCase):
+    """A replica promoted after asynchronous replication dropped the master's last writes:
+    replication is cut (the replica follows an absent master), a delete and a push go to the master, the
+    master is killed, the replica resumes and is promoted behind the same address. The
+    daemon notices the loss by itself and, with auto_restore, repairs it: the deleted job is
+    never delivered, the job pushed after the pause is delivered."""
+
+    def test_a_failover_that_lost_writes_is_repaired(self):
+        master = self.private_redis()
+        replica = self.private_redis(args=["--replicaof", "127.0.0.1", str(master.port)])
+        vip = _Vip(master.port)
+        self.addCleanup(vip.close)
+        d = self.start_daemon({"redis": {"address": f"127.0.0.1:{vip.port}", "db": 0, "auto_restore": True}})
+        self.wait_healthy(d)
+        prefix = d.config["redis"]["prefix"]
+        shards = int(d.config["redis"]["shards"])
+        due = now_ms() + 15_000
+        gone = self.assertJsonOk(d.push({"topic": "fo", "body": "deleted-after-pause", "runAt": due}))["id"]
+        kept = self.assertJsonOk(d.push({"topic": "fo", "body": "kept", "runAt": due}))["id"]
+        wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
+        key = f"{prefix}:{{{(int(gone) & 0xFFF) % shards}}}:jobs"
+        wait_until(lambda: replica.cli("HEXISTS", key, id_key(gone)) == "1", 10, 0.05, "replication")
+        time.sleep(1.5)  # the replica has this instance's marks as of now
+
+        # replication stops (the replica follows a master that is not there): what follows
+        # reaches the master only, as writes an asynchronous replica had not received yet
+        replica.cli("REPLICAOF", "127.0.0.1", str(free_port()))
+        time.sleep(1.5)  # the marks move on past the replica's
+        self.assertStatus(d.delete(gone), 200, "delete while the replica lags")
+        late = self.assertJsonOk(d.push({"topic": "fo", "body": "pushed-after-pause", "runAt": due}))["id"]
+        wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
+        master.kill()
+        replica.cli("REPLICAOF", "NO", "ONE")
+        self.assertEqual(replica.cli("HEXISTS", key, id_key(gone)), "1", "the promoted replica has the deleted job")
+        vip.switch(replica.port)
+
+        wait_until(lambda: "came back with older data" in d.log(), 20, 0.1, "the loss to be noticed")
+        wait_until(lambda: replica.cli("HEXISTS", key, id_key(gone)) == "0", 30, 0.1,
+                   "the automatic restore to remove the deleted job")
+        wait_until(lambda: d.health().json().get("status") == "ok", 15, 0.1, "/health ok again")
+        self.assertEqual(d.job(gone).json()["state"], "deleted")
+        self.assertEqual(d.job(late).json()["state"], "delayed", "the job pushed after the pause is back")
+
+        seen = []
+        deadline = time.monotonic() + (due - now_ms()) / 1000 + 8
+        while time.monotonic() < deadline and len(seen) < 2:
+            r = d.get("fo", timeout=2)
+            if r.status == 200:
+                seen.append(r.json()["id"])
+                self.assertStatus(d.finish(r.json()["id"]), 200)
+        self.assertEqual(sorted(seen), sorted([kept, late]), "the deleted job is never delivered")
