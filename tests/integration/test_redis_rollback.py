@@ -157,7 +157,7 @@ class LossDetectionTest(CoreTestCase):
 
 
 class RollbackUnderTrafficTest(CoreTestCase):
-    """A few hundred jobs in every state, changed in every way after the snapshot, Redis rolled
+    """A few thousand jobs in every state, changed in every way after the snapshot, Redis rolled
     back, restored while other producers and consumers keep going: afterwards every job's
     state in Redis is the one MySQL has, no deleted or finished job is left in Redis, and a
     second restore changes nothing."""
@@ -181,18 +181,25 @@ class RollbackUnderTrafficTest(CoreTestCase):
                 ids += self.assertJsonOk(d.push(jobs))["ids"]
             return ids
 
-        delayed = push_many("rt.d", 400, runAt=far)
-        ready = push_many("rt.r", 300)
-        reserved = [j["id"] for j in consume(d, "rt.r", 200)]
+        delayed = push_many("rt.d", 1500, runAt=far)
+        ready = push_many("rt.r", 1200)
+        reserved = [j["id"] for j in consume(d, "rt.r", 600)]
+        # dead: one try, a 1 s lease that runs out
+        doomed = push_many("rt.x", 200, tries=1, ttr=1000)
+        self.assertEqual(len(consume(d, "rt.x", 200)), 200)
+        wait_until(lambda: d.stats().json()["topics"].get("rt.x", {}).get("dead") == 200, 15, 0.1,
+                   "the leases to run out (dead)")
         wait_until(lambda: journal_idle(d), 15, 0.05, "the journal")
         redis.cli("SAVE")
 
         # after the snapshot: every kind of change
-        deleted = delayed[:100]
-        rescheduled = delayed[100:150]
-        finished = reserved[:80]
-        released = reserved[80:120]
+        deleted = delayed[:300] + doomed[:50]
+        rescheduled = delayed[300:450]
+        finished = reserved[:200]
+        released = reserved[200:300]
+        requeued = doomed[50:100]
         pmap(lambda i: self.assertStatus(d.delete(i), 200), deleted)
+        pmap(lambda i: self.assertStatus(d.restore_one(i), 200), requeued)
         pmap(lambda i: self.assertStatus(d.reschedule(i, run_at=far + 60_000), 200), rescheduled)
         pmap(lambda i: self.assertStatus(d.finish(i), 200), finished)
         pmap(lambda i: self.assertStatus(d.release(i, delay=3_000_000), 200), released)
@@ -224,14 +231,14 @@ class RollbackUnderTrafficTest(CoreTestCase):
             wait_until(lambda: d.push({"topic": "warm", "body": 1}).status == 200, 15, 0.1, "the workers")
             res = self.assertJsonOk(d.restore(expire=True, timeout=120))
             self.assertEqual(res["removed"], len(deleted) + len(finished), res)
-            self.assertEqual(res["aligned"], len(rescheduled) + len(released), res)
+            self.assertEqual(res["aligned"], len(rescheduled) + len(released) + len(requeued), res)
             self.assertGreaterEqual(res["restored"], len(pushed_after), res)
         finally:
             stop.set()
             t.join(15)
 
         wait_until(lambda: journal_idle(d), 20, 0.1, "the journal after the restore")
-        everyone = delayed + ready + pushed_after
+        everyone = delayed + ready + pushed_after + doomed
         mysql = states_by_id(ns.query, everyone)
 
         def in_redis(jid):
@@ -249,9 +256,11 @@ class RollbackUnderTrafficTest(CoreTestCase):
         self.assertEqual({mysql[i] for i in deleted}, {"deleted"})
         self.assertEqual({mysql[i] for i in finished}, {"finished"})
         self.assertEqual({mysql[i] for i in released}, {"delayed"})
+        self.assertEqual({mysql[i] for i in requeued}, {"ready"})
+        self.assertEqual({mysql[i] for i in doomed[100:]}, {"dead"})
         # the reserved jobs nobody touched after the snapshot are still reserved (their leases
         # were in the snapshot too), and the ready ones still ready
-        self.assertEqual({mysql[i] for i in reserved[120:]}, {"reserved"})
+        self.assertEqual({mysql[i] for i in reserved[300:]}, {"reserved"})
         self.assertEqual({mysql[i] for i in ready if i not in set(reserved)}, {"ready"})
 
         again = self.assertJsonOk(d.restore(expire=True, timeout=120))
