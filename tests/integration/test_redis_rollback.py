@@ -24,6 +24,19 @@ from core_common import CoreTestCase
 from harness import free_port, id_key, journal_idle, now_ms, wait_until
 
 
+def deliver_until_due(tc, d, topic: str, due: int, want: int) -> list[str]:
+    """Get and finish jobs of `topic` until `want` came or a while after `due` (unix ms) passed;
+    the ids delivered, in order."""
+    seen: list[str] = []
+    deadline = time.monotonic() + (due - now_ms()) / 1000 + 8
+    while time.monotonic() < deadline and len(seen) < want:
+        r = d.get(topic, timeout=2)
+        if r.status == 200:
+            seen.append(r.json()["id"])
+            tc.assertStatus(d.finish(r.json()["id"]), 200)
+    return seen
+
+
 class RolledBackRedisTest(CoreTestCase):
 
     def test_restore_after_a_rollback_lets_mysql_win_for_every_job_redis_holds(self):
@@ -86,13 +99,7 @@ class RolledBackRedisTest(CoreTestCase):
         self.assertEqual((again["removed"], again["aligned"], again["restored"]), (0, 0, 0), again)
 
         # and once the rest is due, the deleted job is never delivered; the others are, once
-        seen = []
-        deadline = time.monotonic() + (due - now_ms()) / 1000 + 8
-        while time.monotonic() < deadline and len(seen) < 2:
-            r = d.get("rb", timeout=2)
-            if r.status == 200:
-                seen.append(r.json()["id"])
-                self.assertStatus(d.finish(r.json()["id"]), 200)
+        seen = deliver_until_due(self, d, "rb", due, 2)
         self.assertEqual(sorted(seen), sorted([kept, after]), "each remaining job once, the deleted one never")
         self.assertEqual(d.get("rb", timeout=1).status, 204, "nothing else is delivered")
 
@@ -387,11 +394,5 @@ class PromotedReplicaTest(CoreTestCase):
         self.assertEqual(d.job(gone).json()["state"], "deleted")
         self.assertEqual(d.job(late).json()["state"], "delayed", "the job pushed after the pause is back")
 
-        seen = []
-        deadline = time.monotonic() + (due - now_ms()) / 1000 + 8
-        while time.monotonic() < deadline and len(seen) < 2:
-            r = d.get("fo", timeout=2)
-            if r.status == 200:
-                seen.append(r.json()["id"])
-                self.assertStatus(d.finish(r.json()["id"]), 200)
+        seen = deliver_until_due(self, d, "fo", due, 2)
         self.assertEqual(sorted(seen), sorted([kept, late]), "the deleted job is never delivered")
