@@ -391,11 +391,8 @@ static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int sh
 static void align_all(struct restore_all *ra, MYSQL *db, redisContext *c, int64_t *flags_set)
 {
     const struct config *cfg = &ra->app->cfg;
-    struct held *held = malloc(ALIGN_PAGE * 4 * sizeof *held); /* HSCAN's COUNT is a hint */
-    if (held == NULL) {
-        ra->unavailable = "memory";
-        return;
-    }
+    struct held *held = NULL;
+    size_t cap = 0;
     for (int shard = 0; shard < cfg->redis_shards && !ra->unavailable; shard++) {
         char cursor[32] = "0";
         do {
@@ -425,8 +422,18 @@ static void align_all(struct restore_all *ra, MYSQL *db, redisContext *c, int64_
             }
             memcpy(cursor, next, clen);
             cursor[clen] = '\0';
+            if (list->elements / 3 > cap) { /* HSCAN's COUNT is a hint: a page can be longer */
+                struct held *grown = realloc(held, list->elements / 3 * sizeof *held);
+                if (grown == NULL) {
+                    freeReplyObject(reply);
+                    ra->unavailable = "memory";
+                    break;
+                }
+                held = grown;
+                cap = list->elements / 3;
+            }
             int n = 0;
-            for (size_t i = 0; i + 2 < list->elements && n < ALIGN_PAGE * 4; i += 3) {
+            for (size_t i = 0; i + 2 < list->elements; i += 3) {
                 uint64_t id;
                 size_t klen;
                 const char *key = rreply_str(list, i, &klen);
