@@ -2,6 +2,7 @@
 #include "lossmark.h"
 #include "app.h"
 #include "clock.h"
+#include "layout.h"
 #include "log.h"
 #include "metrics.h"
 #include "store.h"
@@ -62,6 +63,9 @@ static void on_mark(enum store_mark_verdict v, int64_t restored, void *arg)
 
 void lossmark_tick(struct lossmark *lm)
 {
+    /* Nothing is written into data laid out for another shard count (layout.h). */
+    if (atomic_load(&lm->app->layout) != LAYOUT_OK)
+        return;
     int64_t now = clock_unix_ms();
     lm->last_mark = now > lm->last_mark ? now : lm->last_mark + 1;
     for (int s = 0; s < lm->store->shards; s++) {

@@ -61,12 +61,13 @@ def redis_jobs(cli, prefix: str, timeout: float = 10.0) -> dict[str, tuple[str, 
 
 
 # A fingerprint of every key of a namespace but the id-generator lease ({w}: renewed every
-# second by design): type and content (stream: length only; its consumer group's bookkeeping
-# moves with every blocking read).
+# second by design) and the loss-detection marks (<shard>:marks: advanced every second by
+# design, src/lossmark.h): type and content (stream: length only; its consumer group's
+# bookkeeping moves with every blocking read).
 _DUMP_KEYS = """
 local out = {}
 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
-  if not string.find(k, ':{w}:', 1, true) then
+  if not string.find(k, ':{w}:', 1, true) and string.sub(k, -6) ~= ':marks' then
     local t = redis.call('TYPE', k)['ok']
     local v
     if t == 'hash' then v = redis.call('HGETALL', k)
