@@ -25,13 +25,15 @@ void api_health(struct request *r)
     struct rconn_error rerr;
     int refused = rconn_cause_refuses(rconn_process_error(&rerr));
     int ok = redis && !refused && mysql && ids && layout && !draining;
-    /* Serving, but Redis came back with older data and no restore has repaired it yet
-     * (lossmark.h): a deleted job may be delivered. 200 still: a load balancer need not drop
-     * the instance, the operator must act (or auto_restore does). */
+    /* A Redis loss no restore has repaired yet (lossmark.h) is named in redisLoss. Rolled back
+     * (older data) is "degraded": jobs deleted or finished since may be delivered again until
+     * the restore. Lost (no data) keeps "ok", as it always did: nothing wrong is delivered, jobs
+     * are missing until /reStore. 200 either way: a load balancer need not drop the instance. */
     int64_t loss_at = atomic_load(&app->redis_loss_at);
+    int rolled_back = loss_at && atomic_load(&app->redis_loss_kind) == 1;
     struct sbuf sb = SBUF_INIT;
     sb_printf(&sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
-              !ok ? "unavailable" : loss_at ? "degraded" : "ok", redis ? "up" : "down", mysql ? "up" : "down",
+              !ok ? "unavailable" : rolled_back ? "degraded" : "ok", redis ? "up" : "down", mysql ? "up" : "down",
               draining ? "true" : "false");
     sb_json_cstr(&sb, app->instance);
     if (loss_at)

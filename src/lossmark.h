@@ -5,10 +5,10 @@
  * restarted from a snapshot, or a replica promoted after asynchronous replication dropped the
  * master's last writes, holds an older mark ("rolled back"); Redis that lost everything holds
  * none ("lost"). Either is a loss: jobs deleted or finished since may be live again, jobs
- * pushed since may be missing. It is logged, counted (hourglass_redis_losses_total), shown in
- * /health (status "degraded", member redisLoss) until a restore completes after it (restore
- * writes its end time into each shard), and reported to `on_loss` (the keeper runs the
- * two-way restore there when [redis] auto_restore is on).
+ * pushed since may be missing. It is logged, counted (hourglass_redis_losses_total), named in
+ * /health (member redisLoss; status "degraded" after a rollback) until a restore completes
+ * after it (restore writes its end time into each shard), and reported to `on_loss` (the
+ * keeper runs the two-way restore there when [redis] auto_restore is on).
  *
  * It sees what happened while this process ran: a Redis loss during a restart of the daemon
  * itself is not noticed (the runbook says to run /reStore after such an event). */
