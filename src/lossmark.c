@@ -86,7 +86,10 @@ struct lossmark *lossmark_new(struct app *app, struct store *store, void (*on_lo
         free(lm);
         return NULL;
     }
-    *lm = (struct lossmark){app, store, on_loss, arg, 0, lm->calls};
+    lm->app = app;
+    lm->store = store;
+    lm->on_loss = on_loss;
+    lm->arg = arg;
     for (int s = 0; s < store->shards; s++)
         lm->calls[s] = (struct mark_call){.lm = lm, .shard = s};
     return lm;

@@ -140,15 +140,7 @@ static int set_restoring(redisContext *c, const struct config *cfg, int on)
         else
             redisAppendCommand(c, "DEL %s %s", flag, gone);
     }
-    int ok = 0;
-    for (int s = 0; s < cfg->redis_shards; s++) {
-        redisReply *r = rsync_reply(c);
-        if (r == NULL || r->type == REDIS_REPLY_ERROR)
-            ok = -1;
-        if (r)
-            freeReplyObject(r);
-    }
-    return ok;
+    return rsync_drain(c, cfg->redis_shards);
 }
 
 /* The flags expire FLAG_TTL_MS after they were set, so a crashed restore cannot leave them
@@ -242,11 +234,9 @@ static void note_restored(redisContext *c, const struct config *cfg)
         rkey(key, sizeof key, cfg->redis_prefix, s, "marks");
         redisAppendCommand(c, "HSET %s restored %lld", key, now);
     }
-    for (int s = 0; s < cfg->redis_shards; s++) {
-        redisReply *r = rsync_reply(c);
-        if (r)
-            freeReplyObject(r);
-    }
+    if (rsync_drain(c, cfg->redis_shards) < 0)
+        log_warn("restore: could not note the repair in every shard (instances keep reporting the loss until the "
+                 "next restore)");
 }
 
 /* ---- /reStore ---- */

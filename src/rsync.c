@@ -70,3 +70,16 @@ redisReply *rsync_reply(redisContext *c)
         return NULL;
     return reply;
 }
+
+int rsync_drain(redisContext *c, int n)
+{
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        redisReply *r = rsync_reply(c);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR)
+            ok = -1;
+        if (r)
+            freeReplyObject(r);
+    }
+    return ok;
+}

@@ -28,4 +28,8 @@ int rsync_append_eval(redisContext *c, enum script_id script, int argc, const ch
  * an error reply is returned as such. */
 redisReply *rsync_reply(redisContext *c);
 
+/* Read and drop the next n replies (commands queued with redisAppendCommand for their effect
+ * only). 0, or -1 when one was an error or the connection failed. */
+int rsync_drain(redisContext *c, int n);
+
 #endif

@@ -24,6 +24,12 @@ from core_common import CoreTestCase
 from harness import free_port, id_key, journal_idle, now_ms, wait_until
 
 
+def held(redis, d, jid: str) -> bool:
+    """Does `redis` hold job `jid` (its record in its shard's jobs hash, as d lays them out)?"""
+    shard = (int(jid) & 0xFFF) % int(d.config["redis"]["shards"])
+    return redis.cli("HEXISTS", f"{d.config['redis']['prefix']}:{{{shard}}}:jobs", id_key(jid)) == "1"
+
+
 def deliver_until_due(tc, d, topic: str, due: int, want: int) -> list[str]:
     """Get and finish jobs of `topic` until `want` came or a while after `due` (unix ms) passed;
     the ids delivered, in order."""
@@ -44,12 +50,6 @@ class RolledBackRedisTest(CoreTestCase):
         d = self.start_daemon({"redis": {"address": redis.address, "db": 0}})
         self.wait_healthy(d)
         ns = d.namespace
-        prefix = d.config["redis"]["prefix"]
-        shards = int(d.config["redis"]["shards"])
-
-        def held(jid: str) -> bool:
-            key = f"{prefix}:{{{(int(jid) & 0xFFF) % shards}}}:jobs"
-            return redis.cli("HEXISTS", key, id_key(jid)) == "1"
 
         due = now_ms() + 12000  # none of these is due before the restore has run
         deleted = self.assertJsonOk(d.push({"topic": "rb", "body": "deleted", "runAt": due}))["id"]
@@ -72,8 +72,8 @@ class RolledBackRedisTest(CoreTestCase):
         # Redis dies and comes back from the snapshot
         redis.kill()
         redis.start()
-        self.assertTrue(held(deleted) and held(finished) and held(moved), "the snapshot has the old jobs")
-        self.assertFalse(held(after), "the snapshot lacks the job pushed after it")
+        self.assertTrue(all(held(redis, d, j) for j in (deleted, finished, moved)), "the snapshot has the old jobs")
+        self.assertFalse(held(redis, d, after), "the snapshot lacks the job pushed after it")
         self.wait_healthy(d)
         wait_until(lambda: d.push({"topic": "warm", "body": 1}).status == 200, 15, 0.1,
                    "every worker to reconnect to the restarted Redis")
@@ -83,8 +83,8 @@ class RolledBackRedisTest(CoreTestCase):
         self.assertEqual(res["aligned"], 1, f"the rescheduled job takes MySQL's newer state: {res}")
         self.assertEqual(res["restored"], 1, f"the job Redis lost comes back: {res}")
         self.assertGreaterEqual(res["checked"], 4, res)
-        self.assertFalse(held(deleted), "the deleted job is gone from Redis")
-        self.assertFalse(held(finished), "the finished job is gone from Redis")
+        self.assertFalse(held(redis, d, deleted), "the deleted job is gone from Redis")
+        self.assertFalse(held(redis, d, finished), "the finished job is gone from Redis")
         self.assertEqual(d.job(deleted).json()["state"], "deleted")
         self.assertEqual(d.job(finished).json()["state"], "finished")
 
@@ -170,12 +170,8 @@ class LossDetectionTest(CoreTestCase):
 
     def test_auto_restore_repairs_a_rollback_without_an_admin(self):
         redis, d, gone = self.rolled_back(auto_restore=True)
-        prefix = d.config["redis"]["prefix"]
-        shards = int(d.config["redis"]["shards"])
-        key = f"{prefix}:{{{(int(gone) & 0xFFF) % shards}}}:jobs"
         wait_until(lambda: "auto-restore: Redis lost data" in d.log(), 15, 0.1, "the automatic restore to start")
-        wait_until(lambda: redis.cli("HEXISTS", key, id_key(gone)) == "0", 30, 0.1,
-                   "the deleted job to leave Redis again")
+        wait_until(lambda: not held(redis, d, gone), 30, 0.1, "the deleted job to leave Redis again")
         wait_until(lambda: d.health().json()["status"] == "ok", 15, 0.1, "/health to be ok again")
         self.assertRegex(d.log(), r"restore: scanned \d+, .* removed 1 ")
         self.assertEqual(d.get("ld", timeout=1).status, 204, "the deleted job is not delivered")
@@ -196,8 +192,6 @@ class RollbackUnderTrafficTest(CoreTestCase):
         d = self.start_daemon({"redis": {"address": redis.address, "db": 0}})
         self.wait_healthy(d)
         ns = d.namespace
-        prefix = d.config["redis"]["prefix"]
-        shards = int(d.config["redis"]["shards"])
         far = now_ms() + 3_600_000
 
         def push_many(topic, n, **fields):
@@ -267,16 +261,13 @@ class RollbackUnderTrafficTest(CoreTestCase):
         everyone = delayed + ready + pushed_after + doomed
         mysql = states_by_id(ns.query, everyone)
 
-        def in_redis(jid):
-            return redis.cli("HEXISTS", f"{prefix}:{{{(int(jid) & 0xFFF) % shards}}}:jobs", id_key(jid)) == "1"
-
         wrong = []
         for jid in everyone:
             seen = d.job(jid).json()["state"]
             if mysql[jid] in ("finished", "deleted"):
-                if in_redis(jid):
+                if held(redis, d, jid):
                     wrong.append((jid, mysql[jid], "still in Redis"))
-            elif seen != mysql[jid] or not in_redis(jid):
+            elif seen != mysql[jid] or not held(redis, d, jid):
                 wrong.append((jid, mysql[jid], seen))
         self.assertEqual(wrong, [], f"{len(wrong)} jobs differ from MySQL, e.g. {wrong[:5]}")
         self.assertEqual({mysql[i] for i in deleted}, {"deleted"})
@@ -384,14 +375,11 @@ class PromotedReplicaTest(CoreTestCase):
         self.addCleanup(vip.close)
         d = self.start_daemon({"redis": {"address": f"127.0.0.1:{vip.port}", "db": 0, "auto_restore": True}})
         self.wait_healthy(d)
-        prefix = d.config["redis"]["prefix"]
-        shards = int(d.config["redis"]["shards"])
         due = now_ms() + 15_000
         gone = self.assertJsonOk(d.push({"topic": "fo", "body": "deleted-after-pause", "runAt": due}))["id"]
         kept = self.assertJsonOk(d.push({"topic": "fo", "body": "kept", "runAt": due}))["id"]
         wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
-        key = f"{prefix}:{{{(int(gone) & 0xFFF) % shards}}}:jobs"
-        wait_until(lambda: replica.cli("HEXISTS", key, id_key(gone)) == "1", 10, 0.05, "replication")
+        wait_until(lambda: held(replica, d, gone), 10, 0.05, "replication")
         time.sleep(1.5)  # the replica has this instance's marks as of now
 
         # replication stops (the replica follows a master that is not there): what follows
@@ -403,12 +391,11 @@ class PromotedReplicaTest(CoreTestCase):
         wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
         master.kill()
         replica.cli("REPLICAOF", "NO", "ONE")
-        self.assertEqual(replica.cli("HEXISTS", key, id_key(gone)), "1", "the promoted replica has the deleted job")
+        self.assertTrue(held(replica, d, gone), "the promoted replica has the deleted job")
         vip.switch(replica.port)
 
         wait_until(lambda: "came back with older data" in d.log(), 20, 0.1, "the loss to be noticed")
-        wait_until(lambda: replica.cli("HEXISTS", key, id_key(gone)) == "0", 30, 0.1,
-                   "the automatic restore to remove the deleted job")
+        wait_until(lambda: not held(replica, d, gone), 30, 0.1, "the automatic restore to remove the deleted job")
         wait_until(lambda: d.health().json().get("status") == "ok", 15, 0.1, "/health ok again")
         self.assertEqual(d.job(gone).json()["state"], "deleted")
         self.assertEqual(d.job(late).json()["state"], "delayed", "the job pushed after the pause is back")
