@@ -63,10 +63,37 @@ CREATE TABLE IF NOT EXISTS refused_record (
     KEY idx_message (message_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
+-- Topic settings (docs/api.md "Topics"): one row per topic that was ever configured; a topic
+-- without one has the defaults. `settings` is the canonical JSON (src/topicconf.h), '{}'-like
+-- defaults after a DELETE. `seq` is the change's number in topic_change: every instance reads
+-- `seq > the last it saw` (idx_seq) twice a second, so a change reaches the fleet within 1 s.
+CREATE TABLE IF NOT EXISTS topic_setting (
+    topic       VARCHAR(128)    NOT NULL,
+    settings    TEXT            CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+    seq         BIGINT UNSIGNED NOT NULL,
+    updated_at  BIGINT          NOT NULL,               -- unix ms
+    PRIMARY KEY (topic),
+    KEY idx_seq (seq)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- Every change of a topic's settings, journaled like a job's transitions: who, when, and the
+-- settings after it (a webhook secret is not copied here: "signed" stands for it).
+CREATE TABLE IF NOT EXISTS topic_change (
+    seq         BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    topic       VARCHAR(128)    NOT NULL,
+    at          BIGINT          NOT NULL,               -- unix ms
+    actor       VARCHAR(200)    NOT NULL,
+    host        VARCHAR(64)     NOT NULL,
+    instance    VARCHAR(64)     NOT NULL,
+    settings    TEXT            CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+    PRIMARY KEY (seq),
+    KEY idx_topic (topic, seq)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2);  -- 2: refused_record
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3);  -- 2: refused_record, 3: topic settings

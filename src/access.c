@@ -43,7 +43,7 @@ static int authorize(struct request *r)
     const char *token = bearer(r, &len);
     int is_admin_token = token && cfg->admin_token[0] && secret_equal(token, len, cfg->admin_token);
 
-    if (router_is_admin(r->endpoint)) {
+    if (router_is_admin(r->endpoint, r->method)) {
         if (cfg->admin_token[0]) {
             if (is_admin_token)
                 return 0;

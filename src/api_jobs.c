@@ -163,7 +163,8 @@ void api_release(struct request *r)
     char err[128];
     if (st == NULL || param_attempt(r, &attempt) < 0)
         return;
-    if (param_int(&r->params, "delay", 0, r->ctx->app->cfg.max_delay, 0, &delay, err, sizeof err) < 0) {
+    /* no delay: after the topic's backoff (0 unless configured: at once, as before) */
+    if (param_int(&r->params, "delay", 0, r->ctx->app->cfg.max_delay, -1, &delay, err, sizeof err) < 0) {
         respond_error(r, 400, "bad_request", "%s", err);
         return;
     }

@@ -18,6 +18,8 @@ static enum method method_of(struct evhttp_request *req)
     case EVHTTP_REQ_GET: return METHOD_GET;
     case EVHTTP_REQ_POST: return METHOD_POST;
     case EVHTTP_REQ_HEAD: return METHOD_HEAD;
+    case EVHTTP_REQ_PUT: return METHOD_PUT;
+    case EVHTTP_REQ_DELETE: return METHOD_DELETE;
     default: return METHOD_OTHER;
     }
 }
@@ -51,7 +53,8 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_RELEASE] = api_release, [EP_TOUCH] = api_touch,       [EP_DELETE] = api_delete,
     [EP_RESCHEDULE] = api_reschedule, [EP_JOBS] = api_jobs,   [EP_DEAD] = api_dead,
     [EP_RESTORE] = api_restore, [EP_RESTORE_ONE] = api_restore_one, [EP_HEALTH] = api_health,
-    [EP_STATS] = api_stats,     [EP_METRICS] = api_metrics,
+    [EP_STATS] = api_stats,     [EP_METRICS] = api_metrics,  [EP_TOPICS] = api_topics,
+    [EP_TOPIC] = api_topic,
 };
 
 /* 0 when the path names an endpoint (r->endpoint set); otherwise answered. */

@@ -16,6 +16,7 @@
 #include "rconn.h"
 #include "retention.h"
 #include "store.h"
+#include "topics.h"
 
 #include <event2/event.h>
 #include <pthread.h>
@@ -40,6 +41,7 @@ struct keeper {
     keeper_ready_fn on_ready;
     void *ready_arg;
     struct event *tick;
+    struct event *topics_tick; /* topic settings refreshed twice a second (topics.h) */
     struct event *stop_ev;
     int ticks;
 };
@@ -100,6 +102,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void on_topics_tick(evutil_socket_t fd, short what, void *arg)
+{
+    topics_schedule();
+}
+
 static void on_owned(const char *owned, int shards, void *arg)
 {
     struct keeper *k = arg;
@@ -151,6 +158,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     idlease_release(k->lease);
     fleet_leave(k->fleet);
     event_del(k->tick);
+    event_del(k->topics_tick);
     mover_stop(k->mover);
     /* give the release a moment to reach Redis, then leave the loop */
     struct timeval tv = {0, 200000};
@@ -168,6 +176,8 @@ static void keeper_free(struct keeper *k)
     fleet_free(k->fleet);
     if (k->tick)
         event_free(k->tick);
+    if (k->topics_tick)
+        event_free(k->topics_tick);
     if (k->stop_ev)
         event_free(k->stop_ev);
     if (k->base)
@@ -211,11 +221,15 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;
     k->marks = lossmark_new(app, &k->store, on_loss, k);
     k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
+    k->topics_tick = event_new(k->base, -1, EV_PERSIST, on_topics_tick, k);
     k->stop_ev = evtimer_new(k->base, on_stop, k);
-    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->expiry || !k->marks || !k->tick || !k->stop_ev)
+    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->expiry || !k->marks || !k->tick ||
+        !k->topics_tick || !k->stop_ev)
         goto fail;
-    struct timeval second = {1, 0};
+    struct timeval second = {1, 0}, half = {0, 500000};
     event_add(k->tick, &second);
+    event_add(k->topics_tick, &half);
+    topics_schedule(); /* the first read now: a start-up does not wait for its settings */
     if (pthread_create(&k->thread, NULL, keeper_main, k) != 0)
         goto fail;
     return k;

@@ -37,6 +37,8 @@ struct parked {
     } taken[100];
     struct event *timer;
     struct event *hup;
+    struct event *retry;   /* a topic's rate held its jobs back: try again when a token comes */
+    int64_t wait_ms;       /* the shortest such wait this round, 0 = none */
     struct parkbook_entry e; /* reserving, finished and rewake live there */
 };
 
@@ -70,6 +72,8 @@ static void parked_free(void *arg)
         event_free(p->timer);
     if (p->hup)
         event_free(p->hup);
+    if (p->retry)
+        event_free(p->retry);
     sb_free(&p->acc);
     free(p);
 }
@@ -141,10 +145,31 @@ static void deliver(struct parked *p)
     parkbook_pass_on(&lp->book, &saved, wake, NULL);
 }
 
-static void on_reserved(const struct delivered *jobs, int n, int failed, void *arg)
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct parked *p = arg;
+    if (p->e.reserving)
+        p->e.rewake = 1;
+    else
+        try_reserve(p);
+}
+
+/* Nothing came because a rate held the jobs back: come back when the next token does (the
+ * timer is armed only while parked; a notification meanwhile tries sooner, harmlessly). */
+static void arm_retry(struct parked *p)
+{
+    if (p->retry == NULL && (p->retry = evtimer_new(p->lp->ctx->base, on_retry, p)) == NULL)
+        return; /* the 1 s tick retries */
+    struct timeval tv = {(time_t)(p->wait_ms / 1000), (suseconds_t)((p->wait_ms % 1000) * 1000)};
+    event_add(p->retry, &tv);
+}
+
+static void on_reserved(const struct delivered *jobs, int n, int failed, int64_t wait_ms, void *arg)
 {
     struct parked *p = arg;
     p->e.reserving = 0;
+    if (wait_ms > 0 && (p->wait_ms == 0 || wait_ms < p->wait_ms))
+        p->wait_ms = wait_ms;
     if (n > 0)
         take(p, jobs, n);
     if (!failed && p->got < p->count && !p->hung_up && !p->e.finished) {
@@ -180,7 +205,12 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, void *a
         if (p->hup)
             event_add(p->hup, NULL);
     }
-    if (parkbook_take_rewake(&p->e)) try_reserve(p);
+    int64_t wait = p->wait_ms;
+    p->wait_ms = 0;
+    if (parkbook_take_rewake(&p->e))
+        try_reserve(p);
+    else if (wait > 0)
+        arm_retry(p);
 }
 
 static void try_reserve(struct parked *p)

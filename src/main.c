@@ -26,6 +26,7 @@
 #include "rsync.h"
 #include "scripts.h"
 #include "sdnotify.h"
+#include "topics.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -357,7 +358,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "hourglassd: %s\n", err);
         return 1;
     }
-    if (journal_start(cfg, app.instance) < 0 || outbox_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0) {
+    if (journal_start(cfg, app.instance) < 0 || outbox_start(cfg, app.instance) < 0 || dbtask_start(cfg, 2) < 0 ||
+        topics_init(cfg) < 0) {
         log_error("cannot start the MySQL threads");
         return 1;
     }
@@ -401,6 +403,7 @@ int main(int argc, char **argv)
     outbox_stop(JOURNAL_FLUSH_MS);
     journal_stop(JOURNAL_FLUSH_MS);
     dbtask_stop();
+    topics_free(); /* after the pool: a refresh may have been running on it */
     doubt_close();
     for (int i = 0; i < ws.n; i++) {
         worker_free(ws.w[i]);

@@ -14,7 +14,8 @@ static const struct rule rules[] = {
     {"/touch", EP_TOUCH},         {"/delete", EP_DELETE},   {"/reschedule", EP_RESCHEDULE},
     {"/reStore", EP_RESTORE},     {"/health", EP_HEALTH},   {"/stats", EP_STATS},
     {"/metrics", EP_METRICS},     {"/get/", EP_GET},        {"/jobs/", EP_JOBS},
-    {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE},
+    {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE}, {"/topics", EP_TOPICS},
+    {"/topics/", EP_TOPIC},
 };
 
 static const char *const names[EP_COUNT] = {
@@ -23,6 +24,7 @@ static const char *const names[EP_COUNT] = {
     [EP_DELETE] = "delete",       [EP_RESCHEDULE] = "reschedule", [EP_JOBS] = "jobs",
     [EP_DEAD] = "dead",           [EP_RESTORE] = "restore",   [EP_RESTORE_ONE] = "restore_one",
     [EP_HEALTH] = "health",       [EP_STATS] = "stats",       [EP_METRICS] = "metrics",
+    [EP_TOPICS] = "topics",       [EP_TOPIC] = "topic",
 };
 
 static int hexval(char c)
@@ -113,14 +115,19 @@ int router_method_allowed(enum endpoint ep, enum method m, const char **allow)
     case EP_RESTORE_ONE:
         *allow = "GET, POST";
         return m == METHOD_GET || m == METHOD_POST;
+    case EP_TOPIC:
+        *allow = "GET, HEAD, PUT, DELETE";
+        return m == METHOD_GET || m == METHOD_HEAD || m == METHOD_PUT || m == METHOD_DELETE;
     default:
         *allow = "GET, HEAD";
         return m == METHOD_GET || m == METHOD_HEAD;
     }
 }
 
-int router_is_admin(enum endpoint ep)
+int router_is_admin(enum endpoint ep, enum method m)
 {
+    if (ep == EP_TOPIC)
+        return m == METHOD_PUT || m == METHOD_DELETE;
     return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD;
 }
 

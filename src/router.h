@@ -21,10 +21,12 @@ enum endpoint {
     EP_HEALTH,
     EP_STATS,
     EP_METRICS,
+    EP_TOPICS,
+    EP_TOPIC,
     EP_COUNT
 };
 
-enum method { METHOD_GET, METHOD_POST, METHOD_HEAD, METHOD_OTHER };
+enum method { METHOD_GET, METHOD_POST, METHOD_HEAD, METHOD_PUT, METHOD_DELETE, METHOD_OTHER };
 
 #define ROUTE_ARG_MAX 4096
 
@@ -42,8 +44,9 @@ enum route_status router_match(const char *path, size_t len, struct route *out);
 /* Whether `m` may be used on `ep`; the Allow header value for a 405 goes in *allow. */
 int router_method_allowed(enum endpoint ep, enum method m, const char **allow);
 
-/* Admin endpoints need the admin token (or a loopback client when none is set). */
-int router_is_admin(enum endpoint ep);
+/* Admin endpoints need the admin token (or a loopback client when none is set); for some
+ * endpoints only the methods that change something are admin (PUT/DELETE /topics/{topic}). */
+int router_is_admin(enum endpoint ep, enum method m);
 
 /* Stable lowercase name, used in metrics labels and logs ("push", "get", ...). */
 const char *endpoint_name(enum endpoint ep);

@@ -41,19 +41,24 @@ static void shape_error(const char *script)
     log_error("redis: unexpected reply shape from %s.lua (daemon and scripts out of step?)", script);
 }
 
-/* move.lua and reserve.lua end their reply with one more element, an integer, when they set
- * records aside (lib.lua set_aside): count and log it. Returns the elements before it. */
+/* Records a script set aside (lib.lua set_aside): count and log them. */
+static void count_bad_records(long long bad, const char *script)
+{
+    if (bad <= 0)
+        return;
+    metrics_inc(MC_BAD_RECORDS, (uint64_t)bad);
+    log_error("%s.lua: %lld job record(s) missing or corrupt; corrupt ones were moved to <prefix>:{shard}:bad "
+              "(docs/operations.md, \"Bad job records\")", script, bad);
+}
+
+/* move.lua ends its reply with one more element, an integer, when it set records aside:
+ * count and log it. Returns the elements before it. */
 static size_t bad_records_tail(const redisReply *r, const char *script, size_t expect)
 {
     size_t n = r->elements;
     if (n != expect + 1 || r->element[n - 1]->type != REDIS_REPLY_INTEGER)
         return n;
-    long long bad = r->element[n - 1]->integer;
-    if (bad > 0) {
-        metrics_inc(MC_BAD_RECORDS, (uint64_t)bad);
-        log_error("%s.lua: %lld job record(s) missing or corrupt; corrupt ones were moved to <prefix>:{shard}:bad "
-                  "(docs/operations.md, \"Bad job records\")", script, bad);
-    }
+    count_bad_records(r->element[n - 1]->integer, script);
     return n - 1;
 }
 
@@ -219,34 +224,36 @@ static void on_reserve(redisReply *r, void *arg)
     store_reserve_fn fn = (store_reserve_fn)c->fn;
     void *user = c->arg;
     free(c);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+    /* {wait, bad, job...} */
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER) {
         if (r)
             shape_error("reserve");
-        fn(NULL, 0, 1, user);
+        fn(NULL, 0, 1, 0, user);
         return;
     }
-    int n = (int)r->elements;
-    if (n > 0 && r->element[n - 1]->type == REDIS_REPLY_INTEGER) /* jobs are arrays */
-        n = (int)bad_records_tail(r, "reserve", (size_t)n - 1);
+    int64_t wait = r->element[0]->integer;
+    count_bad_records(r->element[1]->integer, "reserve");
+    int n = (int)r->elements - 2;
     if (n == 0) {
-        fn(NULL, 0, 0, user);
+        fn(NULL, 0, 0, wait, user);
         return;
     }
     struct delivered *out = calloc((size_t)n, sizeof *out);
     if (out == NULL) {
         /* The jobs are reserved in Redis: their leases will expire and redeliver them. */
         log_error("reserve: out of memory; %d reserved jobs will be redelivered after their lease", n);
-        fn(NULL, 0, 1, user);
+        fn(NULL, 0, 1, 0, user);
         return;
     }
     for (int i = 0; i < n; i++) {
-        const redisReply *e = r->element[i];
+        const redisReply *e = r->element[i + 2];
         struct delivered *d = &out[i];
         if (!rreply_is_array(e, 12) || rreply_id(e, 0, &d->id) < 0 || !rreply_str(e, 1, &d->topic_len) ||
             !rreply_str(e, 2, &d->body_len)) {
             shape_error("reserve");
             free(out);
-            fn(NULL, 0, 1, user);
+            fn(NULL, 0, 1, 0, user);
             return;
         }
         d->topic = rreply_str(e, 1, &d->topic_len);
@@ -261,7 +268,7 @@ static void on_reserve(redisReply *r, void *arg)
         d->ver = (uint32_t)rreply_int(e, 10);
         d->state = (int)rreply_int(e, 11);
     }
-    fn(out, n, 0, user);
+    fn(out, n, 0, wait, user);
     free(out);
 }
 
@@ -379,8 +386,10 @@ static void on_id_reply(redisReply *r, void *arg)
     fn(&o, user);
 }
 
-static int id_call(struct store *s, enum script_id script, enum store_id_shape shape, uint64_t id, int64_t now,
-                   const int64_t *extra, int nextra, const char *who, store_id_fn fn, void *arg)
+/* Each id script's ARGV: idkey, now, the numbers in `extra`, who, then the strings in `tail`. */
+static int id_call_tail(struct store *s, enum script_id script, enum store_id_shape shape, uint64_t id, int64_t now,
+                        const int64_t *extra, int nextra, const char *who, const char *const *tail, int ntail,
+                        store_id_fn fn, void *arg)
 {
     struct rargv b;
     int rc = -1;
@@ -390,7 +399,7 @@ static int id_call(struct store *s, enum script_id script, enum store_id_shape s
     c->fn = fn;
     c->arg = arg;
     c->shape = shape;
-    if (rargv_init(&b, 9, 1 + nextra, 1) == 0) {
+    if (rargv_init(&b, 7 + nextra + ntail, 1 + nextra, 1) == 0) {
         rargv_key(&b, s->prefix, id_shard(id, s->shards), "jobs");
         rargv_id(&b, id);
         rargv_int(&b, now);
@@ -398,12 +407,20 @@ static int id_call(struct store *s, enum script_id script, enum store_id_shape s
             rargv_int(&b, extra[i]);
         if (who)
             rargv_str(&b, who, strlen(who));
+        for (int i = 0; i < ntail; i++)
+            rargv_str(&b, tail[i], strlen(tail[i]));
         rc = rconn_eval(s->rc, script, b.argc, b.argv, b.lens, on_id_reply, c);
     }
     rargv_free(&b);
     if (rc < 0)
         free(c);
     return rc;
+}
+
+static int id_call(struct store *s, enum script_id script, enum store_id_shape shape, uint64_t id, int64_t now,
+                   const int64_t *extra, int nextra, const char *who, store_id_fn fn, void *arg)
+{
+    return id_call_tail(s, script, shape, id, now, extra, nextra, who, NULL, 0, fn, arg);
 }
 
 int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, store_id_fn fn, void *arg)
@@ -417,6 +434,14 @@ int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int 
 {
     int64_t extra[] = {delay, attempt};
     return id_call(s, SCRIPT_RELEASE, SHAPE_RELEASE, id, now, extra, 2, who, fn, arg);
+}
+
+int store_fail(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, const char *outcome,
+               store_id_fn fn, void *arg)
+{
+    int64_t extra[] = {-1, attempt};
+    const char *tail[] = {"1", outcome};
+    return id_call_tail(s, SCRIPT_RELEASE, SHAPE_RELEASE, id, now, extra, 2, who, tail, 2, fn, arg);
 }
 
 int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
@@ -739,6 +764,60 @@ int store_ready_counts(struct store *s, int shard, const char *const *topics, co
     free(alens);
     if (rc < 0)
         free(c);
+    return rc;
+}
+
+/* ---- one topic's counts, and its settings ---- */
+
+int store_topic_counts(struct store *s, const char *topic, size_t len, store_ready_fn fn, void *arg)
+{
+    /* HMGET <prefix>:{shard}:count delayed:<topic> ready:<topic> reserved:<topic> dead:<topic> */
+    static const char *const states[4] = {"delayed:", "ready:", "reserved:", "dead:"};
+    char key[160];
+    int klen = rkey(key, sizeof key, s->prefix, topic_shard(topic, len, s->shards), "count");
+    char fields[4][16 + TOPIC_MAX];
+    const char *argv[6] = {"HMGET", key};
+    size_t alens[6] = {5, (size_t)klen};
+    if (klen <= 0 || len > TOPIC_MAX)
+        return -1;
+    for (int i = 0; i < 4; i++) {
+        size_t sl = strlen(states[i]);
+        memcpy(fields[i], states[i], sl);
+        memcpy(fields[i] + sl, topic, len);
+        argv[i + 2] = fields[i];
+        alens[i + 2] = sl + len;
+    }
+    struct ready_call *c = malloc(sizeof *c);
+    if (c == NULL)
+        return -1;
+    c->fn = fn;
+    c->arg = arg;
+    if (rconn_command(s->rc, on_ready_counts, c, 6, argv, alens) < 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_topicset(redisReply *r, void *arg)
+{
+    struct call *c = arg;
+    ((store_done_fn)c->fn)(r != NULL && r->type == REDIS_REPLY_INTEGER, c->arg);
+    free(c);
+}
+
+int store_topicset(struct store *s, const char *topic, size_t len, const char *value, store_done_fn fn, void *arg)
+{
+    struct rargv b;
+    int rc = -1;
+    if (rargv_init(&b, 7, 1, 0) == 0) {
+        rargv_key(&b, s->prefix, topic_shard(topic, len, s->shards), "jobs");
+        rargv_int(&b, 0);
+        rargv_str(&b, topic, len);
+        rargv_str(&b, value, strlen(value));
+        rc = send(s, SCRIPT_TOPICSET, &b, on_topicset, (void *)fn, arg);
+    }
+    rargv_free(&b);
     return rc;
 }
 

@@ -66,7 +66,9 @@ struct delivered {
     int64_t ttr, run_at, lease_until;
     uint32_t ver;
 };
-typedef void (*store_reserve_fn)(const struct delivered *jobs, int n, int failed, void *arg);
+/* `wait_ms` > 0: nothing was delivered because a topic's rate held its ready jobs back; its
+ * next token comes in that many ms (a caller that waits should try again then). */
+typedef void (*store_reserve_fn)(const struct delivered *jobs, int n, int failed, int64_t wait_ms, void *arg);
 int store_reserve(struct store *s, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
                   int64_t now, const char *who, store_reserve_fn fn, void *arg) __attribute__((warn_unused_result));
 
@@ -82,9 +84,15 @@ struct id_outcome {
 typedef void (*store_id_fn)(const struct id_outcome *out, void *arg);
 int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* delay -1: after the job's backoff (topic settings). */
 int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, const char *who,
                   store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* A delivery route's failed attempt (release.lua with fail = 1): due again after its backoff,
+ * or dead after its tries; `outcome` (no spaces, e.g. "webhook:500") is the transition's key
+ * in the job's history. */
+int store_fail(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, const char *outcome,
+               store_id_fn fn, void *arg) __attribute__((warn_unused_result));
 int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
 int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
@@ -166,6 +174,16 @@ int store_mark(struct store *s, int shard, const char *instance, int64_t expecte
 typedef void (*store_ready_fn)(const int64_t *ready, int n, void *arg);
 int store_ready_counts(struct store *s, int shard, const char *const *topics, const size_t *lens, int n,
                        store_ready_fn fn, void *arg) __attribute__((warn_unused_result));
+
+/* ---- one topic: its counts and its settings ---- */
+/* counts[0..3] = delayed, ready, reserved, dead (n = 4); NULL when the command failed. */
+int store_topic_counts(struct store *s, const char *topic, size_t len, store_ready_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+typedef void (*store_done_fn)(int ok, void *arg);
+/* Write a topic's settings as the scripts read them (topicconf_script_value; topicset.lua keeps
+ * the newest seq). */
+int store_topicset(struct store *s, const char *topic, size_t len, const char *value, store_done_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* ---- the outbox's length (XLEN of every shard's stream) ---- */
 /* `failed`: some shard did not answer (total counts the others). */

@@ -16,6 +16,10 @@
 --   base.."bad"           hash   id key -> a job record that did not decode, set aside by move/reserve
 --   base.."marks"         hash   instance -> its loss-detection mark (mark.lua); "restored" -> when a
 --                                restore last completed
+--   base.."topic"         hash   topic -> its settings as the scripts need them (topic_conf below),
+--                                written from MySQL (topicset.lua); "~synced" -> the settings
+--                                sequence this shard holds every change up to
+--   base.."bucket:"..topic hash  the topic's rate token bucket (take_tokens below)
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
 --
 -- The outbox: every script that changes a job appends the change to its shard's stream in
@@ -27,8 +31,9 @@
 -- daemon that ran it dies a moment later.
 --
 -- A job record is cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic,
--- bizKey, body). `ver` grows by one on every transition; MySQL applies a batched update only
--- when its version is newer, so journal batches that arrive late never roll a job back.
+-- bizKey, body[, backoff]) — backoff only when the job was pushed with its own. `ver` grows by
+-- one on every transition; MySQL applies a batched update only when its version is newer, so
+-- journal batches that arrive late never roll a job back.
 
 local DELAYED, READY, RESERVED, FINISHED, DELETED, DEAD = 1, 2, 3, 4, 5, 6
 local PRIO_SCALE = 10000000000000 -- 1e13 ms: later than year 2286, so priority always dominates
@@ -47,9 +52,9 @@ local STATE_NAME = { "delayed", "ready", "reserved", "finished", "deleted", "dea
 local function load_job(idkey)
     local rec = redis.call("HGET", K_JOBS, idkey)
     if not rec then return nil end
-    local ver, st, att, prio, ttr, tries, runat, topic, biz, body = cmsgpack.unpack(rec)
+    local ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo = cmsgpack.unpack(rec)
     return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
-             runat = runat, topic = topic, biz = biz, body = body }
+             runat = runat, topic = topic, biz = biz, body = body, bo = bo }
 end
 
 -- The checked twin of load_job, for scripts that walk many entries (move, reserve): one
@@ -59,15 +64,15 @@ end
 local function check_job(idkey)
     local rec = redis.call("HGET", K_JOBS, idkey)
     if not rec then return nil, "missing" end
-    local ok, ver, st, att, prio, ttr, tries, runat, topic, biz, body = pcall(cmsgpack.unpack, rec)
+    local ok, ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo = pcall(cmsgpack.unpack, rec)
     if not ok or type(ver) ~= "number" or type(st) ~= "number" or type(att) ~= "number"
         or type(prio) ~= "number" or type(ttr) ~= "number" or type(tries) ~= "number"
         or type(runat) ~= "number" or type(topic) ~= "string" or type(biz) ~= "string"
-        or type(body) ~= "string" then
+        or type(body) ~= "string" or (bo ~= nil and type(bo) ~= "number") then
         return nil, "corrupt", rec
     end
     return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
-             runat = runat, topic = topic, biz = biz, body = body }
+             runat = runat, topic = topic, biz = biz, body = body, bo = bo }
 end
 
 -- A record check_job refused, taken out of the way: the index entry that led to it is removed
@@ -82,8 +87,13 @@ local function set_aside(idkey, why, rec)
 end
 
 local function save_job(idkey, j)
-    redis.call("HSET", K_JOBS, idkey,
-        cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body))
+    local rec
+    if j.bo then
+        rec = cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo)
+    else
+        rec = cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body)
+    end
+    redis.call("HSET", K_JOBS, idkey, rec)
 end
 
 local function count(st, topic, delta)
@@ -164,6 +174,51 @@ local function tombstone(idkey, now)
     if redis.call("EXISTS", base .. "restoring") == 1 then
         redis.call("ZADD", base .. "gone", now, idkey)
     end
+end
+
+-- A topic's settings (src/topicconf.h): "<paused> <rate> <backoff> <maxBackoff> <seq>"; a topic
+-- without a field has the defaults (TOPICCONF_DEFAULT_*).
+local DEFAULT_MAX_BACKOFF = 3600000
+local function topic_conf(topic)
+    local v = redis.call("HGET", base .. "topic", topic)
+    if v then
+        local p, rate, bo, maxb = string.match(v, "^(%d) (%d+) (%d+) (%d+) ")
+        if p then
+            return { paused = p == "1", rate = tonumber(rate), backoff = tonumber(bo), maxb = tonumber(maxb) }
+        end
+    end
+    return { paused = false, rate = 0, backoff = 0, maxb = DEFAULT_MAX_BACKOFF }
+end
+
+-- How long after a failed or expired attempt number j.att the job is due again:
+-- min(maxBackoff, backoff * 2^(attempt-1)), the job's own backoff (set at push) before its topic's.
+local function backoff_delay(j, conf)
+    local b = j.bo or conf.backoff
+    if b <= 0 then return 0 end
+    local d = b * 2 ^ math.max(j.att - 1, 0)
+    if d > conf.maxb then d = conf.maxb end
+    return math.floor(d)
+end
+
+-- A topic's token bucket for its rate (deliveries per second across the fleet): it holds at
+-- most a tenth of a second's tokens (at least one), so a backlog is released at the rate, not
+-- in a burst. `now` comes from the callers' clocks: a call from an instance whose clock is
+-- behind adds nothing rather than moving the bucket back.
+local function take_tokens(topic, rate, now)
+    local key = base .. "bucket:" .. topic
+    local cap = math.max(1, rate / 10)
+    local v = redis.call("HMGET", key, "tok", "at")
+    local tok, at = tonumber(v[1]), tonumber(v[2])
+    if not tok or not at then tok, at = cap, now end
+    if now > at then
+        tok = math.min(cap, tok + (now - at) * rate / 1000)
+        at = now
+    end
+    return { key = key, tok = tok, at = at }
+end
+local function spend_tokens(b, n)
+    redis.call("HSET", b.key, "tok", tostring(b.tok - n), "at", b.at)
+    redis.call("PEXPIRE", b.key, 60000) -- an idle topic's bucket is full again long before
 end
 
 local function is_live(st) return st == DELAYED or st == READY or st == RESERVED end

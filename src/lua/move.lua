@@ -2,7 +2,8 @@
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = now, limit, who
 -- A due entry of the delay zset is either a delayed job (-> ready) or a reserved job whose
--- lease ran out (-> ready for another delivery, or dead when it had its `tries` deliveries).
+-- lease ran out (-> ready for another delivery, or delayed by its backoff (lib.lua
+-- backoff_delay), or dead when it had its `tries` deliveries).
 -- Each record is checked before its entry leaves the zset: a missing or corrupt one is set
 -- aside (lib.lua set_aside) and counted, and the rest of the batch is still moved.
 -- Returns {next_due or -1, more (0/1), n, then n transitions of 6:
@@ -28,12 +29,21 @@ for _, idkey in ipairs(due) do
             biz_release(idkey, j)
             count(DEAD, j.topic, 1)
         else
-            -- a redelivery is due now; a delayed job keeps its own due time for ordering
-            local at = (from == RESERVED) and now or j.runat
-            j.st = READY
-            redis.call("ZADD", ready_key(j.topic), ready_score(j.prio, at), idkey)
-            count(READY, j.topic, 1)
-            notify_ready(j.topic)
+            -- a redelivery waits out its topic's backoff (or the job's own), or is due now; a
+            -- delayed job keeps its own due time for ordering
+            local pause = (from == RESERVED) and backoff_delay(j, topic_conf(j.topic)) or 0
+            if pause > 0 then
+                j.st = DELAYED
+                j.runat = now + pause
+                redis.call("ZADD", K_DELAY, j.runat, idkey)
+                count(DELAYED, j.topic, 1)
+            else
+                local at = (from == RESERVED) and now or j.runat
+                j.st = READY
+                redis.call("ZADD", ready_key(j.topic), ready_score(j.prio, at), idkey)
+                count(READY, j.topic, 1)
+                notify_ready(j.topic)
+            end
         end
         j.ver = j.ver + 1
         save_job(idkey, j)

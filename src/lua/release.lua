@@ -1,19 +1,30 @@
--- release.lua — give a reserved job back (nack): due again after `delay` ms (0 = ready now).
--- The delivery still counts toward `tries`.
+-- release.lua — give a reserved job back (nack): due again after `delay` ms (0 = ready now;
+-- -1 = after its backoff, lib.lua backoff_delay). The delivery counts toward `tries`; with
+-- `fail` = 1 (a delivery route's failed attempt: webhook, amqp) a job that had its `tries`
+-- deliveries is dead, as when a lease runs out.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = idkey, now, delay, attempt (0 = any), who
+-- ARGV    = idkey, now, delay, attempt (0 = any), who, fail (0|1), key (the transition's actor key)
 -- Returns {"ok", state, runAt, ver, attempts} | {"missing"} | {"state", state} | {"stale", attempts}
 local idkey, now, delay, attempt, who = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local fail, key = ARGV[6] == "1", ARGV[7] or "jobs"
 local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= RESERVED then return { "state", j.st } end
 if attempt ~= 0 and attempt ~= j.att then return { "stale", j.att } end
 unplace(idkey, j)
-j.runat = now + delay
 j.ver = j.ver + 1
-place(idkey, j, now)
+if fail and j.att >= j.tries then
+    j.st = DEAD
+    redis.call("ZADD", dead_key(j.topic), now, idkey)
+    biz_release(idkey, j)
+    count(DEAD, j.topic, 1)
+else
+    if delay < 0 then delay = backoff_delay(j, topic_conf(j.topic)) end
+    j.runat = now + delay
+    place(idkey, j, now)
+end
 save_job(idkey, j)
-log_transition(idkey, RESERVED, j.st, j, now, "jobs", who)
+log_transition(idkey, RESERVED, j.st, j, now, key, who)
 if j.st == DELAYED then wake_if_head(idkey) end
 publish_ready()
 return { "ok", j.st, j.runat, j.ver, j.att }

@@ -4,22 +4,42 @@
 -- Each entry is looked at before it is taken off its ready zset, so a record that is missing
 -- or does not decode costs only its own entry (set aside, see lib.lua set_aside) and the
 -- good jobs behind it are still delivered.
+-- A paused topic delivers nothing (its jobs stay ready, in order). A topic with a rate takes
+-- tokens from its bucket (lib.lua take_tokens) — one bucket per topic in Redis, so the rate
+-- holds for the whole fleet — and delivers no more than it got.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = now, count, who, topic1, topic2, ...
--- Returns a list of jobs, each {idkey, topic, body, priority, ttr, tries, attempt, runAt,
---          bizKey, leaseUntil (0 when ttr = 0), ver, to_state}; when records were set aside,
---          one more element after the jobs: their number (an integer).
+-- Returns {wait, bad, job...}: wait = 0, or when a rate held back ready jobs and nothing was
+--          delivered, the ms until that topic's next token; bad = records set aside; each job
+--          {idkey, topic, body, priority, ttr, tries, attempt, runAt, bizKey, leaseUntil
+--          (0 when ttr = 0), ver, to_state}.
 local now = tonumber(ARGV[1])
 local want, who = tonumber(ARGV[2]), ARGV[3]
-local out = {}
-local bad = 0
+local out = { 0, 0 }
+local HEAD = 2 -- wait, bad
+local bad, wait = 0, 0
 local lease_added = nil
 local budget = want + 1000 -- entries looked at per call, bad ones included: bounded work
+local function got() return #out - HEAD end
 for t = 4, #ARGV do
     local topic = ARGV[t]
     local rkey = ready_key(topic)
-    while #out < want and budget > 0 do
-        local ids = redis.call("ZRANGE", rkey, 0, math.min(want - #out, budget, 1000) - 1)
+    local conf = topic_conf(topic)
+    local limit = want -- jobs this call may still deliver, over all its topics
+    local bucket = nil
+    if conf.paused then
+        limit = got()
+    elseif conf.rate > 0 then
+        bucket = take_tokens(topic, conf.rate, now)
+        limit = math.min(want, got() + math.floor(bucket.tok))
+        if limit == got() and redis.call("EXISTS", rkey) == 1 then
+            local w = math.ceil((1 - bucket.tok) * 1000 / conf.rate)
+            if wait == 0 or w < wait then wait = math.max(w, 1) end
+        end
+    end
+    local before = got()
+    while got() < limit and budget > 0 do
+        local ids = redis.call("ZRANGE", rkey, 0, math.min(limit - got(), budget, 1000) - 1)
         if #ids == 0 then break end
         for _, idkey in ipairs(ids) do
             budget = budget - 1
@@ -55,8 +75,10 @@ for t = 4, #ARGV do
         -- loop always progresses
         redis.call("ZREM", rkey, unpack(ids))
     end
-    if #out >= want or budget <= 0 then break end
+    if bucket then spend_tokens(bucket, got() - before) end
+    if got() >= want or budget <= 0 then break end
 end
 if lease_added then wake_if_head(lease_added[1]) end
-if bad > 0 then out[#out + 1] = bad end
+if got() > 0 then wait = 0 end
+out[1], out[2] = wait, bad
 return out

@@ -250,7 +250,8 @@ START_TEST(test_allow_header_matches_rules)
     static const struct {
         enum method m;
         const char *name;
-    } methods[] = {{METHOD_GET, "GET"}, {METHOD_POST, "POST"}, {METHOD_HEAD, "HEAD"}};
+    } methods[] = {{METHOD_GET, "GET"},  {METHOD_POST, "POST"},     {METHOD_HEAD, "HEAD"},
+                   {METHOD_PUT, "PUT"},  {METHOD_DELETE, "DELETE"}};
     for (int ep = EP_PUSH; ep < EP_COUNT; ep++) {
         const char *allow = NULL;
         router_method_allowed((enum endpoint)ep, METHOD_OTHER, &allow);
@@ -271,17 +272,22 @@ START_TEST(test_admin_endpoints)
 {
     for (int ep = 0; ep < EP_COUNT; ep++) {
         int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD;
-        ck_assert_msg(router_is_admin((enum endpoint)ep) == want, "%s", endpoint_name((enum endpoint)ep));
+        ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s", endpoint_name((enum endpoint)ep));
     }
+    /* a topic's settings: anyone reads them, only an admin changes them */
+    ck_assert(router_is_admin(EP_TOPIC, METHOD_PUT));
+    ck_assert(router_is_admin(EP_TOPIC, METHOD_DELETE));
+    ck_assert(!router_is_admin(EP_TOPIC, METHOD_GET));
+    ck_assert(!router_is_admin(EP_TOPICS, METHOD_GET));
     struct route r;
     ck_assert_int_eq(match("/reStore", &r), ROUTE_OK);
-    ck_assert(router_is_admin(r.endpoint));
+    ck_assert(router_is_admin(r.endpoint, METHOD_GET));
     ck_assert_int_eq(match("/reStore/5", &r), ROUTE_OK);
-    ck_assert(router_is_admin(r.endpoint));
+    ck_assert(router_is_admin(r.endpoint, METHOD_GET));
     ck_assert_int_eq(match("/dead/t", &r), ROUTE_OK);
-    ck_assert(router_is_admin(r.endpoint));
+    ck_assert(router_is_admin(r.endpoint, METHOD_GET));
     ck_assert_int_eq(match("/jobs/5", &r), ROUTE_OK);
-    ck_assert(!router_is_admin(r.endpoint));
+    ck_assert(!router_is_admin(r.endpoint, METHOD_GET));
 }
 END_TEST
 
