@@ -168,6 +168,17 @@ void api_topic(struct request *r)
             respond_error(r, 400, "bad_request", "PUT needs a JSON object of settings as its body");
             return;
         }
+        /* The webhook and AMQP dispatchers are not in this build yet: a route that nothing
+         * would serve is refused rather than stored (consumers keep long-polling). */
+        struct topic_conf probe;
+        char err[256];
+        topicconf_defaults(&probe);
+        if (topicconf_merge_json(&probe, r->body, r->body_len, err, sizeof err) == 0 &&
+            probe.route != TOPIC_ROUTE_POLL) {
+            respond_error(r, 400, "bad_request",
+                          "deliver: webhook and amqp delivery are not available in this version; use null");
+            return;
+        }
         /* the request body lives until the answer, but the pool thread reads it: copy */
         if ((st->body = malloc(r->body_len + 1)) == NULL) {
             respond_unavailable(r, "memory");
