@@ -1,5 +1,6 @@
--- hourglass schema. Idempotent: safe to apply again (CREATE ... IF NOT EXISTS only).
--- Works on MariaDB 10.6+ and MySQL 8. Apply with:
+-- hourglass schema. Idempotent: safe to apply again (CREATE TABLE / ADD COLUMN ... IF NOT EXISTS).
+-- Works on MariaDB 10.6+. MySQL 8 lacks ADD COLUMN IF NOT EXISTS: there, drop that one statement
+-- (below) on a new database, and run it without IF NOT EXISTS once when upgrading. Apply with:
 --   mariadb hourglass < sql/schema.sql        (or: mysql hourglass < sql/schema.sql)
 --
 -- The daemon refuses to start when these tables are missing or older than it needs
@@ -19,6 +20,7 @@ CREATE TABLE IF NOT EXISTS message (
     ttr         BIGINT UNSIGNED NOT NULL,               -- ms
     tries       INT UNSIGNED    NOT NULL,
     attempts    INT UNSIGNED    NOT NULL DEFAULT 0,
+    backoff     BIGINT          NULL,                   -- ms, the job's own (push `backoff`); NULL = its topic's
     state       ENUM('delayed','ready','reserved','finished','deleted','dead','aborted') NOT NULL,
     version     INT UNSIGNED    NOT NULL DEFAULT 1,
     created_at  BIGINT          NOT NULL,               -- unix ms
@@ -63,6 +65,10 @@ CREATE TABLE IF NOT EXISTS refused_record (
     KEY idx_message (message_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
+-- Schema 3: message.backoff for a table made by schema 2 (MariaDB's IF NOT EXISTS: applying
+-- this file again changes nothing).
+ALTER TABLE message ADD COLUMN IF NOT EXISTS backoff BIGINT NULL AFTER attempts;
+
 -- Topic settings (docs/api.md "Topics"): one row per topic that was ever configured; a topic
 -- without one has the defaults. `settings` is the canonical JSON (src/topicconf.h), '{}'-like
 -- defaults after a DELETE. `seq` is the change's number in topic_change: every instance reads
@@ -96,4 +102,4 @@ CREATE TABLE IF NOT EXISTS schema_version (
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3);  -- 2: refused_record, 3: topic settings
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3);  -- 2: refused_record, 3: topic settings, message.backoff

@@ -328,7 +328,7 @@ static void inspect_run(MYSQL *db, void *arg)
         return;
     if (!st->in_redis) {
         snprintf(sql, sizeof sql,
-                 "SELECT topic, state, body, priority, ttr, tries, attempts, run_at, created_at, biz_key "
+                 "SELECT topic, state, body, priority, ttr, tries, attempts, run_at, created_at, biz_key, backoff "
                  "FROM message WHERE id = %llu",
                  (unsigned long long)st->id);
         if (mysql_query(db, sql) != 0)
@@ -342,7 +342,8 @@ static void inspect_run(MYSQL *db, void *arg)
                                  .ttr = strtoll(row[4], NULL, 10), .tries = strtoll(row[5], NULL, 10),
                                  .attempt = strtoll(row[6], NULL, 10), .run_at = strtoll(row[7], NULL, 10),
                                  .created_at = strtoll(row[8], NULL, 10), .biz = row[9],
-                                 .biz_len = row[9] ? len[9] : 0};
+                                 .biz_len = row[9] ? len[9] : 0, .has_backoff = row[10] != NULL,
+                                 .backoff = row[10] ? strtoll(row[10], NULL, 10) : 0};
             api_json_job_open(&st->job, &j);
         }
         if (res)

@@ -108,6 +108,10 @@ void api_json_job_open(struct sbuf *sb, const struct job_json *j)
         sb_puts(sb, ",\"bizKey\":");
         sb_json_str(sb, j->biz, j->biz_len);
     }
+    if (j->has_backoff) {
+        sb_puts(sb, ",\"backoff\":");
+        sb_json_int(sb, j->backoff);
+    }
 }
 
 void api_json_delivered(struct sbuf *sb, const struct delivered *d)
@@ -125,7 +129,8 @@ void api_json_view(struct sbuf *sb, uint64_t id, const struct job_view *v)
     struct job_json j = {.id = id, .topic = v->topic, .topic_len = v->topic_len, .state = job_state_name(v->state),
                          .body = v->body, .body_len = v->body_len, .biz = v->biz, .biz_len = v->biz_len,
                          .priority = v->priority, .ttr = v->ttr, .tries = v->tries, .attempt = v->attempts,
-                         .run_at = v->run_at, .created_at = id_unix_ms(id), .lease_until = v->lease_until};
+                         .run_at = v->run_at, .created_at = id_unix_ms(id), .lease_until = v->lease_until,
+                         .has_backoff = v->backoff >= 0, .backoff = v->backoff};
     api_json_job_open(sb, &j);
 }
 

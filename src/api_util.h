@@ -31,10 +31,12 @@ struct job_json {
     size_t topic_len, body_len, biz_len;     /* biz_len 0: no bizKey */
     int64_t priority, ttr, tries, attempt, run_at;
     int64_t created_at, lease_until, died_at; /* 0: left out */
+    int has_backoff;                          /* the job's own backoff, else left out */
+    int64_t backoff;
 };
 
 /* {"id","topic","state","body","priority","ttr","tries","attempt","runAt",["createdAt",]
- * ["leaseUntil",]["diedAt",]["bizKey"] — without the closing brace, so callers may add more. */
+ * ["leaseUntil",]["diedAt",]["bizKey",]["backoff"] — without the closing brace, so callers may add more. */
 void api_json_job_open(struct sbuf *sb, const struct job_json *j);
 
 /* A delivered job (GET /get), closed. */

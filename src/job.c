@@ -129,10 +129,10 @@ void job_specs_free(struct job_spec *jobs, int count)
  * their text. Strictness matches the contract: unknown or repeated fields, wrong types and
  * values out of range are errors naming the job's index and the field. */
 
-enum field { F_TOPIC, F_BODY, F_DELAY, F_RUNAT, F_PRIORITY, F_TTR, F_TRIES, F_BIZKEY, F_REPLACE, F_COUNT };
+enum field { F_TOPIC, F_BODY, F_DELAY, F_RUNAT, F_PRIORITY, F_TTR, F_TRIES, F_BIZKEY, F_REPLACE, F_BACKOFF, F_COUNT };
 
-static const char *const field_names[F_COUNT] = {"topic", "body", "delay", "runAt", "priority",
-                                                  "ttr",   "tries", "bizKey", "replace"};
+static const char *const field_names[F_COUNT] = {"topic", "body",   "delay",   "runAt",  "priority",
+                                                  "ttr",   "tries",  "bizKey",  "replace", "backoff"};
 
 /* The text of one field's value. */
 struct span {
@@ -224,7 +224,7 @@ static int scan_job(struct jscan *j, struct span *fields, const char *where, cha
         if (f == F_COUNT) {
             snprintf(err, errlen,
                      "%sunknown field \"%.40s\" (known: topic, body, delay, runAt, priority, ttr, tries, bizKey, "
-                     "replace)",
+                     "replace, backoff)",
                      where, key);
             return -1;
         }
@@ -296,6 +296,11 @@ static enum push_parse_result build_job(struct span *f, const struct job_limits 
         if (span_int(f[F_TRIES], "tries", 1, lim->max_tries, &v, where, err, errlen) < 0)
             return PUSH_BAD;
         job->tries = (int)v;
+    }
+    if (f[F_BACKOFF].p) {
+        if (span_int(f[F_BACKOFF], "backoff", 0, JOB_BACKOFF_MAX, &job->backoff, where, err, errlen) < 0)
+            return PUSH_BAD;
+        job->has_backoff = 1;
     }
 
     if (f[F_BIZKEY].p && !span_is(f[F_BIZKEY], "null")) {

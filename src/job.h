@@ -12,6 +12,7 @@
 #define TOPIC_MAX 128
 #define BIZKEY_MAX 128 /* characters (code points), not bytes */
 #define TOPICS_PER_GET 32
+#define JOB_BACKOFF_MAX (365LL * 24 * 3600 * 1000) /* ms; as a topic's (topicconf.h) */
 
 /* Numbers match the Lua scripts (src/lua/lib.lua); ABORTED exists only in MySQL. */
 enum job_state {
@@ -45,6 +46,8 @@ struct job_spec {
     int priority;
     int64_t ttr;
     int tries;
+    int has_backoff;     /* the job's own backoff, else (0) the topic's */
+    int64_t backoff;     /* ms after a failed attempt (doubling, capped by the topic's maxBackoff) */
     char *biz_key;       /* NULL when absent; malloc'd */
     size_t biz_len;
     int replace;

@@ -62,7 +62,7 @@ static size_t put_str(unsigned char *p, const char *s, size_t len)
 
 size_t jobrec_max_size(const struct job_spec *j)
 {
-    return 7 * 9 + 3 * 5 + j->topic_len + (j->biz_key ? j->biz_len : 0) + j->body_len;
+    return 8 * 9 + 3 * 5 + j->topic_len + (j->biz_key ? j->biz_len : 0) + j->body_len;
 }
 
 size_t jobrec_encode(char *out, const struct job_spec *j, uint32_t ver, int state, uint32_t attempts)
@@ -79,5 +79,7 @@ size_t jobrec_encode(char *out, const struct job_spec *j, uint32_t ver, int stat
     n += put_str(p + n, j->topic, j->topic_len);
     n += put_str(p + n, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
     n += put_str(p + n, j->body, j->body_len);
+    if (j->has_backoff)
+        n += put_int(p + n, j->backoff);
     return n;
 }

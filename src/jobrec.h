@@ -1,9 +1,10 @@
 /* jobrec.h — a job's Redis record, encoded on the daemon's side.
  *
  * The record is what src/lua/lib.lua's save_job() stores in the shard's jobs hash:
- * cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic, bizKey, body), ten
- * MessagePack values back to back, each integer in its shortest form and each string as a
- * MessagePack str, byte for byte what Redis's cmsgpack writes. push.lua stores a record built
+ * cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic, bizKey, body[,
+ * backoff]), ten MessagePack values back to back (eleven for a job pushed with its own
+ * backoff), each integer in its shortest form and each string as a MessagePack str, byte for
+ * byte what Redis's cmsgpack writes. push.lua stores a record built
  * here as it is, so a new job costs Redis no Lua packing (that was the largest share of a
  * push's script time); every script reads it back with cmsgpack.unpack like any other.
  * Checked against cmsgpack's own bytes: tests/unit/test_jobrec.c (vectors made by Redis) and

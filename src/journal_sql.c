@@ -112,6 +112,11 @@ int jsql_message_row(struct jsql *b, const struct jrec *r)
         sb_json_int(&b->sql, fields[f]);
     }
     sb_putc(&b->sql, ',');
+    if (j->has_backoff)
+        sb_json_int(&b->sql, j->backoff);
+    else
+        sb_puts(&b->sql, "NULL");
+    sb_putc(&b->sql, ',');
     put_state(&b->sql, r->to);
     sb_putc(&b->sql, ',');
     sb_json_uint(&b->sql, r->ver);
@@ -203,8 +208,13 @@ int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
         sb_puts(&b->sql, "UPDATE message SET body = ");
         db_quote(b->db, &b->sql, j->body, j->body_len);
         /* only if this replacement is the job's newest version (a later one may have landed) */
-        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d WHERE id = %llu AND version = %u;",
-                  j->priority, (long long)j->ttr, j->tries, (unsigned long long)r->id, r->ver);
+        sb_printf(&b->sql, ", priority = %d, ttr = %lld, tries = %d, backoff = ", j->priority, (long long)j->ttr,
+                  j->tries);
+        if (j->has_backoff)
+            sb_json_int(&b->sql, j->backoff);
+        else
+            sb_puts(&b->sql, "NULL");
+        sb_printf(&b->sql, " WHERE id = %llu AND version = %u;", (unsigned long long)r->id, r->ver);
     }
     return statement_boundary(b);
 }

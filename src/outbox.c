@@ -271,13 +271,15 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
     const redisReply *settings = field(fields, "r"), *body = field(fields, "b");
     if (settings && body && settings->type == REDIS_REPLY_STRING && body->type == REDIS_REPLY_STRING) {
         struct job_spec *j = calloc(1, sizeof *j);
-        long long ttr;
-        if (j == NULL || sscanf(settings->str, "%d %lld %d", &j->priority, &ttr, &j->tries) != 3 ||
-            (j->body = malloc(body->len + 1)) == NULL) {
+        long long ttr, backoff = -1; /* "<priority> <ttr> <tries>[ <backoff>]": -1 = the topic's */
+        int got = j ? sscanf(settings->str, "%d %lld %d %lld", &j->priority, &ttr, &j->tries, &backoff) : 0;
+        if (j == NULL || got < 3 || (j->body = malloc(body->len + 1)) == NULL) {
             free(j);
             return 0; /* the transition stands; only the body update is lost */
         }
         j->ttr = ttr;
+        j->has_backoff = backoff >= 0;
+        j->backoff = backoff >= 0 ? backoff : 0;
         memcpy(j->body, body->str, body->len);
         j->body[body->len] = '\0';
         j->body_len = body->len;

@@ -48,9 +48,11 @@ struct row {
     int priority, tries, attempts;
     unsigned ver;
     int state;
+    int64_t backoff; /* -1: the topic's */
 };
 
-static const char SELECT_COLUMNS[] = "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state";
+static const char SELECT_COLUMNS[] =
+    "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state, backoff";
 
 static void read_row(MYSQL_ROW m, unsigned long *len, struct row *r)
 {
@@ -68,6 +70,7 @@ static void read_row(MYSQL_ROW m, unsigned long *len, struct row *r)
     r->attempts = atoi(m[8]);
     r->ver = (unsigned)strtoul(m[9], NULL, 10);
     r->state = job_state_parse(m[10]);
+    r->backoff = m[11] ? strtoll(m[11], NULL, 10) : -1;
 }
 
 /* Queue one restore.lua call for rows[0..n) (all on `shard`). */
@@ -76,7 +79,7 @@ static int append_restore(redisContext *c, const struct config *cfg, int shard, 
 {
     struct rargv b;
     int rc = -1;
-    if (rargv_init(&b, 8 + 11 * n, 3 + 8 * n, n) == 0) {
+    if (rargv_init(&b, 8 + 12 * n, 3 + 9 * n, n) == 0) {
         rargv_key(&b, cfg->redis_prefix, shard, "jobs");
         rargv_int(&b, now);
         rargv_int(&b, expire);
@@ -95,6 +98,10 @@ static int append_restore(redisContext *c, const struct config *cfg, int shard, 
             rargv_int(&b, r->attempts);
             rargv_int(&b, r->ver);
             rargv_int(&b, r->state);
+            if (r->backoff >= 0)
+                rargv_int(&b, r->backoff);
+            else
+                rargv_str(&b, "", 0);
         }
         rc = rsync_append_eval(c, SCRIPT_RESTORE, b.argc, b.argv, b.lens);
     }

@@ -171,7 +171,7 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
     int rc = -1;
     if (c == NULL || records == NULL)
         goto out;
-    if (rargv_init(&b, 5 + 12 * n, 2 + 5 * n, n) < 0)
+    if (rargv_init(&b, 5 + 13 * n, 2 + 6 * n, n) < 0)
         goto out_argv;
     c->fn = fn;
     c->arg = arg;
@@ -202,6 +202,10 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         rargv_str(&b, items[i].who, strlen(items[i].who));
         rargv_str(&b, rec, rec_len);
         rec += rec_len;
+        if (j->has_backoff)
+            rargv_int(&b, j->backoff);
+        else
+            rargv_str(&b, "", 0);
     }
     /* rconn_eval copies the arguments into the command it queues */
     if (rconn_eval(s->rc, SCRIPT_PUSH, b.argc, b.argv, b.lens, on_push, c) == 0) {
@@ -485,6 +489,7 @@ int store_decode_view(const redisReply *r, struct job_view *v)
     v->biz = rreply_str(r, 8, &v->biz_len);
     v->body = rreply_str(r, 9, &v->body_len);
     v->lease_until = rreply_int(r, 10);
+    v->backoff = r->elements > 11 ? rreply_int(r, 11) : -1;
     return 0;
 }
 

@@ -110,6 +110,7 @@ struct job_view {
     int state, priority, tries;
     uint32_t ver, attempts;
     int64_t ttr, run_at, lease_until;
+    int64_t backoff; /* the job's own, -1 = its topic's */
     const char *topic, *biz, *body;
     size_t topic_len, biz_len, body_len;
 };

@@ -11,13 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "job.h"
+
 struct sbuf;
 
 #define TOPICCONF_URL_MAX 2048
 #define TOPICCONF_SECRET_MAX 256
 #define TOPICCONF_AMQP_NAME_MAX 255 /* an AMQP shortstr */
 #define TOPICCONF_RATE_MAX 1000000
-#define TOPICCONF_BACKOFF_MAX (365LL * 24 * 3600 * 1000)
+#define TOPICCONF_BACKOFF_MAX JOB_BACKOFF_MAX
 #define TOPICCONF_TIMEOUT_MAX 600000
 #define TOPICCONF_CONCURRENCY_MAX 1000
 

@@ -1,17 +1,19 @@
 -- push.lua — add jobs to one shard, honouring bizKey dedupe and replace atomically.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = n, then n groups of 12 (the jobs of one or several requests, in commit order):
+-- ARGV    = n, then n groups of 13 (the jobs of one or several requests, in commit order):
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), replace (0/1),
 --           now (the request's clock: due at or before it, the job starts ready, as its
 --           committed row says), who (the request's actor, for the outbox), record: for a job
 --           without a bizKey, its whole record as new (src/jobrec.c; state delayed when
---           runAt > now, else ready), and then body is ''; '' for a job with a bizKey
+--           runAt > now, else ready), and then body is ''; '' for a job with a bizKey;
+--           backoff: the job's own ('' = its topic's)
 -- Returns one entry per job, in order:
 --   state                                        a new job without a bizKey, added in `state`
 --   {"ok", idkey, runAt, ver, state}             a new job with a bizKey, added
 --   {"dup", idkey_existing, runAt}               a live job holds (topic, bizKey); nothing changed
 --   {"replaced", idkey_existing, runAt, ver, from_state, state}  that delayed/ready job now has
---                                                this push's body, runAt, priority, ttr and tries
+--                                                this push's body, runAt, priority, ttr, tries
+--                                                and backoff
 --   {"conflict", idkey_existing}                 replace asked, but the holder is reserved
 -- A new job is not logged: its creation is the message row the caller committed first.
 --
@@ -32,7 +34,7 @@ local counted = {}       -- "<state>:<topic>" -> jobs added
 local added_delayed = {} -- idkey -> true: every job this call put on the delay zset
 
 for i = 0, n - 1 do
-    local a = 2 + i * 12
+    local a = 2 + i * 13
     local idkey, topic, runat, now = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 9])
     local record = ARGV[a + 11]
     local result = nil
@@ -63,6 +65,7 @@ for i = 0, n - 1 do
     else
         local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
         local biz, replace, who = ARGV[a + 7], ARGV[a + 8] == "1", ARGV[a + 10]
+        local bo = tonumber(ARGV[a + 12]) -- nil: the topic's
         local holder = redis.call("HGET", biz_key(topic), biz)
         local j = holder and load_job(holder)
         if j and is_live(j.st) then
@@ -73,20 +76,20 @@ for i = 0, n - 1 do
             else
                 local from = j.st
                 unplace(holder, j)
-                j.body, j.runat, j.prio, j.ttr, j.tries = body, runat, prio, ttr, tries
+                j.body, j.runat, j.prio, j.ttr, j.tries, j.bo = body, runat, prio, ttr, tries, bo
                 j.ver = j.ver + 1
                 place(holder, j, now)
                 save_job(holder, j)
                 redis.call("XADD", K_LOG, "*", "t",
                     holder .. " " .. from .. " " .. j.st .. " " .. j.ver .. " " .. j.att .. " " .. j.runat .. " " .. now .. " jobs",
-                    "w", who, "r", prio .. " " .. ttr .. " " .. tries, "b", body)
+                    "w", who, "r", prio .. " " .. ttr .. " " .. tries .. " " .. (bo or -1), "b", body)
                 if j.st == DELAYED then added_delayed[holder] = true end
                 result = { "replaced", holder, runat, j.ver, from, j.st }
             end
         end
         if not result then
             local j = { ver = 1, att = 0, prio = prio, ttr = ttr, tries = tries, runat = runat,
-                        topic = topic, biz = biz, body = body }
+                        topic = topic, biz = biz, body = body, bo = bo }
             place(idkey, j, now)
             save_job(idkey, j)
             redis.call("HSET", biz_key(topic), biz, idkey)

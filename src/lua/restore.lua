@@ -6,9 +6,10 @@
 -- becomes ready again, or dead when that delivery was its last try.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = now, expire (1 = put overdue jobs back as ready, 0 = leave them), who, n,
---           then n groups of 11:
---           idkey, topic, body, runAt, priority, ttr, tries, bizKey, attempts, ver, mysql_state
---           (ver is the MySQL row's version; mysql_state its state number)
+--           then n groups of 12:
+--           idkey, topic, body, runAt, priority, ttr, tries, bizKey, attempts, ver, mysql_state,
+--           backoff (ver is the MySQL row's version; mysql_state its state number; backoff the
+--           job's own, '' = its topic's)
 -- Returns one entry per job: {"restored", state, ver} | {"present", state} | {"gone"}
 --                            | {"bizheld", idkey} | {"expired"}
 local now, expire, who = tonumber(ARGV[1]), ARGV[2] == "1", ARGV[3]
@@ -16,7 +17,7 @@ local n = tonumber(ARGV[4])
 local out = {}
 local earliest = nil -- the soonest delayed job put back: one wake-up for the whole batch
 for i = 0, n - 1 do
-    local a = 5 + i * 11
+    local a = 5 + i * 12
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
     local runat = tonumber(ARGV[a + 3])
     local existing = load_job(idkey)
@@ -35,7 +36,7 @@ for i = 0, n - 1 do
         else
             local j = { ver = tonumber(ARGV[a + 9]) + 1, att = tonumber(ARGV[a + 8]),
                         prio = tonumber(ARGV[a + 4]), ttr = tonumber(ARGV[a + 5]), tries = tonumber(ARGV[a + 6]),
-                        runat = runat, topic = topic, biz = biz, body = body }
+                        runat = runat, topic = topic, biz = biz, body = body, bo = tonumber(ARGV[a + 11]) }
             if tonumber(ARGV[a + 10]) == RESERVED and j.att >= j.tries then
                 j.st = DEAD
                 redis.call("ZADD", dead_key(topic), now, idkey)

@@ -234,3 +234,48 @@ class SettingsSurviveRedisLossTest(CoreTestCase):
         self.assertStatus(d.get("keep", timeout=0), 204)
         self.assertJsonOk(put(d, "keep", {"paused": False}))
         self.assertStatus(d.get("keep", timeout=1), 200)
+
+
+class JobBackoffTest(CoreTestCase):
+    """A job pushed with its own `backoff` uses it instead of its topic's (the topic's
+    maxBackoff still caps it), in every tier of its life: Redis, MySQL, a restore."""
+
+    def redelivery_gap(self, d: Daemon, topic: str, jid: str) -> int:
+        first = d.get(topic, timeout=2)
+        self.assertEqual(first.json()["id"], jid)
+        t0 = now_ms()
+        self.assertEqual(self.assertJsonOk(d.release(jid))["state"], "delayed")
+        again = d.get(topic, timeout=5)
+        self.assertEqual((again.json()["id"], again.json()["attempt"]), (jid, 2))
+        return now_ms() - t0
+
+    def test_own_backoff_beats_the_topics_and_is_kept(self):
+        d = self.daemon(default_ttr=30000)
+        self.assertJsonOk(put(d, "jb", {"backoff": 60000, "maxBackoff": 120000}))
+        jid = d.push({"topic": "jb", "backoff": 300}).json()["id"]
+        self.assertEqual(self.assertJsonOk(d.job(jid))["backoff"], 300)
+        gap = self.redelivery_gap(d, "jb", jid)
+        self.assertGreaterEqual(gap, 300 - 20)
+        self.assertLess(gap, 1500)
+        # MySQL holds it too: after Redis lost everything, the restored job keeps it
+        wait_until(lambda: d.namespace.query(f"SELECT backoff FROM message WHERE id = {jid}") == [("300",)], 5)
+        d.finish(jid)
+        jid2 = d.push({"topic": "jb", "backoff": 400, "bizKey": "k1"}).json()["id"]
+        wait_until(lambda: d.namespace.query(f"SELECT backoff FROM message WHERE id = {jid2}") == [("400",)], 5)
+        d.namespace.redis.flushall()
+        self.assertEqual(self.assertJsonOk(d.restore(expire=True))["restored"], 1)
+        self.assertEqual(self.assertJsonOk(d.job(jid2))["backoff"], 400)
+        gap = self.redelivery_gap(d, "jb", jid2)
+        self.assertGreaterEqual(gap, 400 - 20)
+        self.assertLess(gap, 1500)
+
+    def test_replace_takes_the_new_backoff_and_none_means_the_topics(self):
+        d = self.daemon(default_ttr=30000)
+        jid = d.push({"topic": "jr", "bizKey": "b", "delay": 60000, "backoff": 100}).json()["id"]
+        r = self.assertJsonOk(d.push({"topic": "jr", "bizKey": "b", "replace": True, "backoff": 700}))
+        self.assertEqual(r["id"], jid)
+        self.assertEqual(self.assertJsonOk(d.job(jid))["backoff"], 700)
+        wait_until(lambda: d.namespace.query(f"SELECT backoff FROM message WHERE id = {jid}") == [("700",)], 5)
+        self.assertJsonOk(d.push({"topic": "jr", "bizKey": "b", "replace": True}))
+        self.assertNotIn("backoff", self.assertJsonOk(d.job(jid)))
+        wait_until(lambda: d.namespace.query(f"SELECT backoff FROM message WHERE id = {jid}") == [(None,)], 5)

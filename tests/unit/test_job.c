@@ -93,7 +93,24 @@ START_TEST(test_all_fields)
     ck_assert_uint_eq(jobs[0].biz_len, 8);
     ck_assert_int_eq(jobs[0].replace, 1);
     ck_assert_str_eq(jobs[0].body, "{\"x\":1}");
+    ck_assert_int_eq(jobs[0].has_backoff, 0); /* the topic's */
     done();
+}
+END_TEST
+
+START_TEST(test_backoff)
+{
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"backoff\":2500}"), PUSH_OK);
+    ck_assert_int_eq(jobs[0].has_backoff, 1);
+    ck_assert_int_eq(jobs[0].backoff, 2500);
+    done();
+    ck_assert_int_eq(push("{\"topic\":\"t\",\"backoff\":0}"), PUSH_OK);
+    ck_assert_int_eq(jobs[0].has_backoff, 1);
+    ck_assert_int_eq(jobs[0].backoff, 0);
+    done();
+    char body[96];
+    snprintf(body, sizeof body, "{\"topic\":\"t\",\"backoff\":%lld}", JOB_BACKOFF_MAX + 1);
+    push_bad(body, "backoff");
 }
 END_TEST
 
@@ -135,7 +152,7 @@ END_TEST
 
 START_TEST(test_integer_field_errors)
 {
-    static const char *const fields[] = {"delay", "runAt", "priority", "ttr", "tries"};
+    static const char *const fields[] = {"delay", "runAt", "priority", "ttr", "tries", "backoff"};
     static const char *const bad_values[] = {"\"5\"", "1.5", "5.0", "true", "null", "[1]", "{}", "-1", "1e3"};
     char body[160];
     for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
@@ -665,6 +682,7 @@ static Suite *job_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_minimal_defaults);
     tcase_add_test(tc, test_all_fields);
+    tcase_add_test(tc, test_backoff);
     tcase_add_test(tc, test_delay_and_run_at);
     tcase_add_test(tc, test_integer_field_errors);
     tcase_add_test(tc, test_ranges);

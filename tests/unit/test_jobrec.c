@@ -87,6 +87,20 @@ START_TEST(test_push_of_the_benchmark)
 }
 END_TEST
 
+START_TEST(test_with_its_own_backoff)
+{
+    /* cmsgpack.pack(1, 1, 0, 0, 30000, 3, 1795244586520, 'bench.1', '', '"hello"', 1500): an
+     * eleventh value only for a job pushed with its own backoff */
+    struct job_spec j = spec("bench.1", NULL, "\"hello\"", 7, 0, 30000, 3, 1795244586520LL);
+    j.has_backoff = 1;
+    j.backoff = 1500;
+    check_record(&j, 1, 1, 0, "01010000cd753003cf000001a1fcea7618 a762656e63682e31 a0 a72268656c6c6f22 cd05dc");
+    /* 0 is a backoff too (redeliver at once, whatever the topic says): written, as fixint 0 */
+    j.backoff = 0;
+    check_record(&j, 1, 1, 0, "01010000cd753003cf000001a1fcea7618 a762656e63682e31 a0 a72268656c6c6f22 00");
+}
+END_TEST
+
 START_TEST(test_with_biz_key)
 {
     /* cmsgpack.pack(1, 2, 0, 9, 86400000, 255, 1763700000000, 'orders.cancel', 'order-42', '{"id":42}') */
@@ -152,6 +166,7 @@ static Suite *jobrec_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_push_of_the_benchmark);
     tcase_add_test(tc, test_with_biz_key);
+    tcase_add_test(tc, test_with_its_own_backoff);
     tcase_add_test(tc, test_upper_bounds_of_the_short_forms);
     tcase_add_test(tc, test_just_past_the_short_forms);
     tcase_add_test(tc, test_negative_forms);

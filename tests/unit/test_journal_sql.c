@@ -110,10 +110,17 @@ START_TEST(message_row_exact_text)
     ck_assert_int_eq(jsql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0], "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
-                                   "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,'delayed',1,"
+                                   "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,NULL,'delayed',1,"
                                    "1700000000000,1700000000000);");
     ck_assert_int_eq(jsql_send(&b), 0); /* nothing built: nothing sent */
     ck_assert_uint_eq(c.n, 1);
+    /* a job pushed with its own backoff keeps it in its row (restore reads it back) */
+    j.has_backoff = 1;
+    j.backoff = 1500;
+    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 2);
+    ck_assert_ptr_nonnull(strstr(c.scripts[1], ",3,0,1500,'delayed',1,"));
 }
 END_TEST
 
@@ -230,7 +237,7 @@ START_TEST(replacements_are_guarded_by_version)
     ck_assert_ptr_nonnull(strstr(s, "(11,'ready',2,1700000005000,4,1700000000004,0);"));
     /* the replacement is not the newest version: its statement still runs, guarded by version 3 */
     ck_assert_ptr_nonnull(
-        strstr(s, ";UPDATE message SET body = 'new\\'body', priority = 9, ttr = 500, tries = 4 "
+        strstr(s, ";UPDATE message SET body = 'new\\'body', priority = 9, ttr = 500, tries = 4, backoff = NULL "
                   "WHERE id = 11 AND version = 3;"));
 }
 END_TEST
