@@ -71,8 +71,8 @@ static int host_char(int c, int bracketed)
 {
     if (bracketed)
         return hexval(c) >= 0 || c == ':' || c == '.';
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-           c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-' || c == '_';
 }
 
 /* Parse "[v6]:port", "host:port" or "host" (s[0..n)) into out->host and out->port. */
@@ -172,7 +172,8 @@ int amqpurl_parse(const char *url, struct amqpurl *out, char *err, size_t errlen
     for (const char *c = p; c < auth_end; c++) {
         if (*c == '@') {
             if (at)
-                return fail(out, err, errlen, "more than one '@': write an '@' in the user or password as %%40");
+                return fail(out, err, errlen,
+                            "more than one '@': write an '@' in the user or password as %%40");
             at = c;
         }
     }
