@@ -11,6 +11,7 @@ run the driver under valgrind (slow; the timing bounds are widened).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -40,7 +41,7 @@ class Publisher:
         self.stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                      preexec_fn=harness._child_setup)
-        tc.addCleanup(self.close)
+        tc.addCleanup(self._check_exit)
 
     def log(self) -> str:
         with open(self.stderr_path, encoding="utf-8", errors="replace") as f:
@@ -68,18 +69,23 @@ class Publisher:
     def connect(self, timeout_ms: int = 5000) -> dict:
         return self.command({"op": "connect", "timeout": timeout_ms}, timeout_ms / 1000 + 5)
 
+    def _check_exit(self) -> None:
+        rc = self.close()
+        if rc != 0:  # a crash, or valgrind's 9 for a memory error or leak
+            raise AssertionError(f"amqp_publish exited with {rc}:\n{self.log()[-3000:]}")
+
     def close(self) -> int:
         """End of input: the publisher closes politely and the driver exits (0, or valgrind's 9)."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(OSError):
                 self.proc.stdin.close()
-            except OSError:
-                pass
             try:
                 self.proc.wait(30 * SLACK)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
         self.proc.stdout.close()
         self.stderr.close()
         return self.proc.returncode
