@@ -10,7 +10,7 @@
 
 CC       ?= cc
 BUILD    ?= build
-PKGS     := libevent libevent_pthreads hiredis jansson mysqlclient
+PKGS     := libevent libevent_pthreads hiredis jansson mysqlclient librabbitmq
 SANITIZE ?=
 WERROR   ?=
 OPT      ?= -O2
@@ -42,6 +42,9 @@ LIB_SRC  := $(filter-out src/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# Programs the integration tests drive (tests/tools/x.c -> $(BUILD)/tests/x), e.g. amqp_publish
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test unit unit-valgrind integration bench bench-quick fuzz format clean stack-stop
 all: $(BUILD)/hourglassd
@@ -67,6 +70,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
 	@mkdir -p $(BUILD)/tests
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) -o $@ $< \
 	    $(BUILD)/libhourglass.a $(CHECK_LIBS) $(PKG_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/tools/%.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libhourglass.a $(PKG_LIBS) $(LDLIBS)
 
 $(BUILD)/.dir:
 	@mkdir -p $(BUILD)
@@ -95,8 +102,9 @@ test: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
 
-integration: $(BUILD)/hourglassd
-	@HOURGLASSD=$(abspath $(BUILD)/hourglassd) sh scripts/run-integration.sh $(T)
+integration: $(BUILD)/hourglassd $(TOOL_BIN)
+	@HOURGLASSD=$(abspath $(BUILD)/hourglassd) HG_TOOLS=$(abspath $(BUILD)/tests) \
+	    sh scripts/run-integration.sh $(T)
 
 bench: deps all
 	@sh scripts/deps.sh bench
@@ -111,7 +119,7 @@ fuzz:
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c
+	clang-format -i src/*.c src/*.h tests/unit/*.c tests/tools/*.c
 
 stack-stop:
 	@sh scripts/stack.sh stop .run

@@ -3,20 +3,22 @@
 #
 #   scripts/deps.sh [core|bench|fuzz]      (default: core; `make deps` runs this)
 #
-#   core   build the daemon, run it and its tests (private Redis + MariaDB, Check, curl)
+#   core   build the daemon, run it and its tests (private Redis + MariaDB + RabbitMQ, Check, curl)
 #   bench  core + load generator and profilers
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
 # When everything is installed this prints one line and exits 0 without touching apt.
 # Otherwise, as root: apt-get update + apt-get install --no-install-recommends.
 # Not root: prints the command to run and exits 1 (sudo is never assumed to exist).
-# Installing redis-server / mariadb-server may start the system services on 6379 / 3306;
-# that is fine, hourglass's private servers (scripts/stack.sh) use other ports.
+# Installing redis-server / mariadb-server / rabbitmq-server may start the system services on
+# 6379 / 3306 / 5672; that is fine, hourglass's private servers (scripts/stack.sh, the test
+# harness) use other ports and never touch them.
 set -eu
 
 core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev
       libmariadb-dev libmariadb-dev-compat check redis-server mariadb-server mariadb-client
-      curl python3 procps iproute2 nginx-light tzdata"
+      curl python3 procps iproute2 nginx-light tzdata
+      librabbitmq-dev rabbitmq-server python3-pika"
 
 set_name=${1:-core}
 case "$set_name" in

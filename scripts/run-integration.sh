@@ -1,12 +1,14 @@
 #!/bin/sh
 # Run the Python integration tests (tests/integration/test_*.py); `make integration [T=PATTERN]`.
 #
-#   HOURGLASSD=/abs/path/to/hourglassd scripts/run-integration.sh [PATTERN]
+#   HOURGLASSD=/abs/path/to/hourglassd HG_TOOLS=/abs/path/to/build/tests scripts/run-integration.sh [PATTERN]
 #
+# HG_TOOLS is the directory of the programs built from tests/tools/*.c (amqp_publish, which
+# drives the AMQP publisher); `make integration` sets both.
 # PATTERN filters tests by substring of their full name, e.g. `test_push` (a module),
 # `PushTest` (a class) or `test_push_array` (a method); a path like tests/integration/test_push.py
 # works too. The tests start their own Redis/MariaDB servers on free loopback ports in temporary
-# directories (tests/integration/harness.py) and need no running stack.
+# directories (tests/integration/harness.py) and need no running stack; RabbitMQ likewise.
 # Uses Debian's /usr/bin/python3 when present (standard library only). Exits non-zero on failure.
 # INTEGRATION_TIMEOUT (seconds, default 3600) bounds the whole run.
 set -eu
@@ -25,6 +27,11 @@ fi
 
 if [ -n "${HOURGLASSD:-}" ] && [ ! -x "$HOURGLASSD" ]; then
     echo "run-integration.sh: HOURGLASSD=$HOURGLASSD is not an executable file (build it with make)" >&2
+    exit 1
+fi
+
+if [ -n "${HG_TOOLS:-}" ] && [ ! -d "$HG_TOOLS" ]; then
+    echo "run-integration.sh: HG_TOOLS=$HG_TOOLS is not a directory (build the tools with make integration)" >&2
     exit 1
 fi
 

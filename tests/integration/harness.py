@@ -24,7 +24,8 @@ Shared vs private servers: shared_stack() is one Redis + one MariaDB for the who
 each test gets isolation from Stack.fresh_namespace() (its own Redis key prefix and Redis db
 number, and its own MySQL database with the schema applied). Tests that stop, pause, kill or
 restart a server must use their own: self.private_stack(), self.private_redis(),
-self.private_mariadb() (all cleaned up after the test).
+self.private_mariadb() (all cleaned up after the test). RabbitMQ likewise: shared_rabbitmq()
+(tests keep apart by queue and exchange names, unique_name()) or self.private_rabbitmq().
 """
 
 from __future__ import annotations
@@ -1283,6 +1284,13 @@ class HourglassTestCase(unittest.TestCase):
         self.addCleanup(m.close)
         return m.start()
 
+    def private_rabbitmq(self, **kw: Any) -> "RabbitMQServer":
+        """A RabbitMQ of its own (for tests that stop, pause, kill or restart it; several
+        seconds to start), closed after the test."""
+        r = RabbitMQServer(**kw)
+        self.addCleanup(r.close)
+        return r.start()
+
     def assertStatus(self, response: Response, status: int, msg: str = "") -> Response:
         """Assert the HTTP status; the failure message shows the body."""
         if response.status != status:
@@ -1546,3 +1554,283 @@ class NginxServer(_Process):
 
 
 __all__ += ["NGINX_CONF", "nginx_local_config", "nginx_binary", "NginxServer"]
+
+
+# --------------------------------------------------------------------------- RabbitMQ
+
+RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"  # Debian's; /usr/sbin's wrapper su's to rabbitmq
+_rabbit_counter = 0
+_rabbit_counter_lock = threading.Lock()
+
+
+def amqp_handshake(host: str, port: int, timeout: float = 2.0) -> bool:
+    """True when host:port answers the AMQP 0-9-1 protocol header with connection.start (a
+    broker that is up and serving, not just a port that accepts). Standard library only."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(b"AMQP\x00\x00\x09\x01")
+            s.settimeout(timeout)
+            head = b""
+            while len(head) < 11:
+                b = s.recv(11 - len(head))
+                if not b:
+                    return False
+                head += b
+            # method frame (1) on channel 0, class 10 (connection) method 10 (start)
+            return head[0] == 1 and head[7:11] == b"\x00\x0a\x00\x0a"
+    except OSError:
+        return False
+
+
+class _Epmd(_Process):
+    """The Erlang port mapper of one RabbitMQServer, on its own loopback port, in the
+    broker's dir; started and stopped by the broker (never the system's epmd on 4369)."""
+
+    kind = "epmd"
+
+    def __init__(self, dir: str) -> None:
+        super().__init__(dir)
+        _unregister(self)  # the broker closes it, after itself
+        self.port = free_port()
+
+    def start(self, timeout: float = 10.0) -> "_Epmd":
+        if self.running:
+            return self
+        self._spawn([_which("epmd"), "-port", str(self.port), "-address", HOST])
+        try:
+            wait_until(self._ready, timeout, 0.02, f"epmd on {HOST}:{self.port}")
+        except TimeoutError:
+            self.kill()
+            raise self._fail(f"epmd did not listen on {HOST}:{self.port} within {timeout:g} s") from None
+        return self
+
+    def _ready(self) -> bool:
+        if not self.running:
+            raise self._fail(f"epmd exited with status {self.returncode} during startup")
+        try:
+            with socket.create_connection((HOST, self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+
+class RabbitMQServer(_Process):
+    """A private RabbitMQ (Debian's rabbitmq-server) on 127.0.0.1:<free port>.
+
+    Everything is in its temp dir: config (RABBITMQ_CONFIG_FILE, an empty
+    RABBITMQ_CONF_ENV_FILE so /etc/rabbitmq is never read), mnesia (RABBITMQ_MNESIA_BASE),
+    HOME (the Erlang cookie); the log goes to the harness log (stdout). A unique node name,
+    free loopback ports for AMQP (RABBITMQ_NODE_PORT), Erlang distribution
+    (RABBITMQ_DIST_PORT) and its own epmd (ERL_EPMD_PORT, started first and stopped last), no
+    plugins. Never the system's rabbitmq service or epmd. The Erlang VM is our direct child
+    (RABBITMQ_ALLOW_INPUT makes the start script exec it, -noinput keeps its shell off), so
+    signals, kill() and the parent-death signal reach it.
+
+    Start takes several seconds (about 6 on an idle 2-core machine): use shared_rabbitmq()
+    unless the test stops, pauses, kills or restarts the broker. restart() keeps the node name,
+    port and mnesia dir, so durable queues and their persistent messages survive it.
+    `url` is amqp://guest:guest@127.0.0.1:<port>/ (guest may log in from loopback).
+
+    pika (Debian's python3-pika) is imported only by the consumer helpers (channel(), ...).
+    """
+
+    kind = "rabbitmq"
+
+    def __init__(self, port: int | None = None, dir: str | None = None) -> None:
+        global _rabbit_counter
+        super().__init__(dir)
+        self._auto_port = port is None
+        self.port = port or free_port()
+        self.dist_port = free_port()
+        with _rabbit_counter_lock:
+            _rabbit_counter += 1
+            n = _rabbit_counter
+        self.node = f"hg{os.getpid()}n{n}@localhost"
+        self.epmd = _Epmd(self.dir)
+        self.config_path = os.path.join(self.dir, "rabbitmq.conf")
+        self.mnesia_dir = os.path.join(self.dir, "mnesia")
+        self.started_once = False
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@{HOST}:{self.port}/"
+
+    def _write_config(self) -> None:
+        os.makedirs(self.mnesia_dir, exist_ok=True)
+        with open(self.config_path, "w") as f:
+            f.write(f"listeners.tcp.default = {HOST}:{self.port}\n"
+                    "disk_free_limit.absolute = 1MB\n"   # a full /tmp must not block publishers
+                    "log.console = true\n"
+                    "log.console.level = info\n"
+                    "log.file = false\n")
+        with open(os.path.join(self.dir, "enabled_plugins"), "w") as f:
+            f.write("[].\n")
+        open(os.path.join(self.dir, "rabbitmq-env.conf"), "w").close()
+
+    def _env(self) -> dict[str, str]:
+        return {
+            "HOME": self.dir,
+            "RABBITMQ_NODENAME": self.node,
+            "RABBITMQ_NODE_IP_ADDRESS": HOST,
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "ERL_EPMD_PORT": str(self.epmd.port),
+            "ERL_EPMD_ADDRESS": HOST,
+            "RABBITMQ_CONFIG_FILE": self.config_path,
+            "RABBITMQ_ADVANCED_CONFIG_FILE": os.path.join(self.dir, "advanced.config"),  # absent
+            "RABBITMQ_CONF_ENV_FILE": os.path.join(self.dir, "rabbitmq-env.conf"),
+            "RABBITMQ_ENABLED_PLUGINS_FILE": os.path.join(self.dir, "enabled_plugins"),
+            "RABBITMQ_MNESIA_BASE": self.mnesia_dir,
+            "RABBITMQ_LOG_BASE": os.path.join(self.dir, "log"),
+            "RABBITMQ_PID_FILE": os.path.join(self.dir, "rabbitmq.pid"),
+            "RABBITMQ_ALLOW_INPUT": "true",
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": f"-noinput -kernel inet_dist_use_interface {{127,0,0,1}}",
+        }
+
+    def start(self, timeout: float = 90.0) -> "RabbitMQServer":
+        """Start epmd (if needed) and the broker; wait until it answers the AMQP handshake."""
+        if self.running:
+            return self
+        if not os.path.exists(RABBITMQ_SERVER):
+            raise HarnessError(f"{RABBITMQ_SERVER} not found: run scripts/deps.sh (as root) to install rabbitmq-server")
+        self.epmd.start()
+        for attempt in range(3):
+            self._write_config()
+            self._spawn([RABBITMQ_SERVER], env=self._env())
+            try:
+                wait_until(self._ready, timeout, 0.1, f"rabbitmq on {self.address}")
+                self.started_once = True
+                return self
+            except TimeoutError:
+                self.kill()
+                raise self._fail(f"rabbitmq did not answer AMQP on {self.address} within {timeout:g} s") from None
+            except HarnessError:
+                tail = self.log_tail(30)
+                if (not self.started_once and attempt < 2
+                        and ("eaddrinuse" in tail or "address already in use" in tail.lower())):
+                    if self._auto_port:
+                        self.port = free_port()
+                    self.dist_port = free_port()
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _ready(self) -> bool:
+        if not self.running:
+            raise self._fail(f"rabbitmq exited with status {self.returncode} during startup")
+        return amqp_handshake(HOST, self.port, timeout=2)
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """Clean shutdown (SIGTERM: clients get connection.close 320) and wait; epmd stays."""
+        return self._terminate(signal.SIGTERM, timeout)
+
+    def restart(self, timeout: float = 90.0) -> "RabbitMQServer":
+        """stop() + start(): same node, port and mnesia dir."""
+        self.stop()
+        return self.start(timeout)
+
+    def close(self, check: bool = True) -> None:
+        if self._closed:
+            return
+        try:
+            if self.running:
+                with contextlib.suppress(HarnessError):
+                    self._terminate(signal.SIGTERM, 30)
+        finally:
+            try:
+                self.epmd.close(check)
+            finally:
+                super().close(check)
+
+    # -- consumers (pika, imported here only)
+    def connection(self, timeout: float = 10.0) -> Any:
+        """A pika.BlockingConnection to this broker as guest; the caller closes it."""
+        import pika  # Debian's python3-pika (scripts/deps.sh)
+        params = pika.ConnectionParameters(host=HOST, port=self.port, virtual_host="/",
+                                           credentials=pika.PlainCredentials("guest", "guest"),
+                                           connection_attempts=1, socket_timeout=timeout,
+                                           blocked_connection_timeout=timeout)
+        return pika.BlockingConnection(params)
+
+    @contextlib.contextmanager
+    def channel(self) -> Any:
+        """`with broker.channel() as ch:` a pika channel on a fresh connection, closed after."""
+        conn = self.connection()
+        try:
+            yield conn.channel()
+        finally:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def declare(self, queue: str, exchange: str | None = None, routing_key: str | None = None,
+                exchange_type: str = "direct") -> None:
+        """A durable queue, and (when exchange is given) a durable exchange with the queue bound
+        to it by routing_key (default: the queue's name)."""
+        with self.channel() as ch:
+            ch.queue_declare(queue=queue, durable=True)
+            if exchange:
+                ch.exchange_declare(exchange=exchange, exchange_type=exchange_type, durable=True)
+                ch.queue_bind(queue=queue, exchange=exchange, routing_key=routing_key or queue)
+
+    def get_all(self, queue: str, limit: int = 100000) -> list[tuple[Any, Any, bytes]]:
+        """Take every message now in `queue` (basic.get with ack): [(method, properties, body)]."""
+        out = []
+        with self.channel() as ch:
+            while len(out) < limit:
+                method, props, body = ch.basic_get(queue=queue, auto_ack=True)
+                if method is None:
+                    break
+                out.append((method, props, body))
+        return out
+
+    def count(self, queue: str) -> int:
+        """Messages ready in a queue (passive declare)."""
+        with self.channel() as ch:
+            return ch.queue_declare(queue=queue, passive=True).method.message_count
+
+
+_shared_rabbit: RabbitMQServer | None = None
+_shared_rabbit_error: BaseException | None = None
+
+
+def shared_rabbitmq() -> RabbitMQServer:
+    """The process-wide RabbitMQ, started on first use and stopped at exit. Never stop,
+    pause or restart it: use HourglassTestCase.private_rabbitmq() for that. Tests share it by
+    using queue and exchange names of their own (unique_name())."""
+    global _shared_rabbit, _shared_rabbit_error
+    with _shared_lock:
+        if _shared_rabbit is None:
+            if _shared_rabbit_error is not None:
+                raise HarnessError(f"the shared RabbitMQ failed to start earlier: {_shared_rabbit_error}")
+            r = RabbitMQServer()
+            try:
+                _shared_rabbit = r.start()
+            except BaseException as e:
+                _shared_rabbit_error = e
+                r.close(check=False)
+                raise
+        return _shared_rabbit
+
+
+def unique_name(prefix: str = "q") -> str:
+    """A queue/exchange name no other test in this process uses."""
+    return f"{prefix}-{secrets.token_hex(5)}"
+
+
+def tool_binary(name: str) -> str:
+    """A program the Makefile builds from tests/tools/NAME.c: $HG_TOOLS/NAME (set by `make
+    integration`), else build/tests/NAME."""
+    base = os.environ.get("HG_TOOLS") or str(REPO_ROOT / "build" / "tests")
+    path = os.path.join(base, name)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise HarnessError(f"{path} is not an executable file: build it with `make integration` "
+                           f"(or set HG_TOOLS to the directory holding it)")
+    return os.path.abspath(path)
+
+
+__all__ += ["RABBITMQ_SERVER", "amqp_handshake", "RabbitMQServer", "shared_rabbitmq", "unique_name",
+            "tool_binary"]
