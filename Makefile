@@ -10,7 +10,7 @@
 
 CC       ?= cc
 BUILD    ?= build
-PKGS     := libevent libevent_pthreads hiredis jansson mysqlclient
+PKGS     := libevent libevent_pthreads libevent_openssl hiredis jansson mysqlclient libssl libcrypto
 SANITIZE ?=
 WERROR   ?=
 OPT      ?= -O2
