@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-#define SIGN_HEX_LEN 64                         /* 32 bytes of HMAC-SHA256 as hex */
-#define SIGN_HEADER_LEN (7 + SIGN_HEX_LEN)      /* "sha256=" and the hex */
+#define SIGN_HEX_LEN    64                 /* 32 bytes of HMAC-SHA256 as hex */
+#define SIGN_HEADER_LEN (7 + SIGN_HEX_LEN) /* "sha256=" and the hex */
 
 /* HMAC-SHA256 of body[0..len) with key[0..keylen) into out as 64 lowercase hex digits and a NUL.
  * Either length may be 0. 0, or -1 when libcrypto fails (out is then the empty string). */
