@@ -630,11 +630,6 @@ fail:
     return NULL;
 }
 
-static int add_header(struct evkeyvalq *h, const char *name, const char *value)
-{
-    return evhttp_add_header(h, name, value);
-}
-
 /* Send rq on conn (idle, or new and not yet connected). */
 static void start(struct conn *conn, struct whreq *rq)
 {
@@ -650,13 +645,14 @@ static void start(struct conn *conn, struct whreq *rq)
         char clen[24];
         snprintf(clen, sizeof clen, "%zu", rq->len);
         int ua = 0;
-        ok = add_header(h, "Host", o->host_header) == 0 && add_header(h, "Content-Length", clen) == 0;
+        ok = evhttp_add_header(h, "Host", o->host_header) == 0 &&
+             evhttp_add_header(h, "Content-Length", clen) == 0;
         for (size_t i = 0; ok && i < rq->nhdr; i++) {
             ua |= strcasecmp(rq->hdr[2 * i], "User-Agent") == 0;
-            ok = add_header(h, rq->hdr[2 * i], rq->hdr[2 * i + 1]) == 0;
+            ok = evhttp_add_header(h, rq->hdr[2 * i], rq->hdr[2 * i + 1]) == 0;
         }
         if (ok && !ua)
-            ok = add_header(h, "User-Agent", USER_AGENT) == 0;
+            ok = evhttp_add_header(h, "User-Agent", USER_AGENT) == 0;
         if (ok && rq->len > 0)
             ok = evbuffer_add(evhttp_request_get_output_buffer(req), rq->body, rq->len) == 0;
         if (!ok)
@@ -767,6 +763,14 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     struct whreq *rq = arg;
+    /* libevent's timers run on its cached, possibly coarse clock and may fire a few ms early by
+     * ours: the deadline is the full timeout from whclient_post, never less */
+    int64_t left_us = (int64_t)rq->timeout_ms * 1000 - (clock_mono_us() - rq->start_us);
+    if (left_us > 0) {
+        struct timeval tv = {(time_t)(left_us / 1000000), (suseconds_t)(left_us % 1000000)};
+        evtimer_add(rq->timer, &tv);
+        return;
+    }
     if (rq->state == RQ_QUEUED) {
         TAILQ_REMOVE(&rq->o->waiting, rq, link);
         finish(rq, WH_TIMEOUT, 0, "timeout after %d ms waiting for a connection", rq->timeout_ms);
