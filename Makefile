@@ -10,7 +10,8 @@
 
 CC       ?= cc
 BUILD    ?= build
-PKGS     := libevent libevent_pthreads hiredis jansson mysqlclient librabbitmq
+PKGS     := libevent libevent_pthreads libevent_openssl hiredis jansson mysqlclient libssl libcrypto \
+            librabbitmq
 SANITIZE ?=
 WERROR   ?=
 OPT      ?= -O2

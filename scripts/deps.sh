@@ -3,7 +3,8 @@
 #
 #   scripts/deps.sh [core|bench|fuzz]      (default: core; `make deps` runs this)
 #
-#   core   build the daemon, run it and its tests (private Redis + MariaDB + RabbitMQ, Check, curl)
+#   core   build the daemon, run it and its tests (private Redis + MariaDB + RabbitMQ, Check, curl;
+#          libssl-dev for the webhook client's https and signatures)
 #   bench  core + load generator and profilers
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
@@ -15,7 +16,7 @@
 # harness) use other ports and never touch them.
 set -eu
 
-core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev
+core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libssl-dev
       libmariadb-dev libmariadb-dev-compat check redis-server mariadb-server mariadb-client
       curl python3 procps iproute2 nginx-light tzdata
       librabbitmq-dev rabbitmq-server python3-pika"
