@@ -2,6 +2,7 @@
 #include "api.h"
 #include "api_util.h"
 #include "clock.h"
+#include "delivstats.h"
 #include "doubt.h"
 #include "journal.h"
 #include "metrics.h"
@@ -172,6 +173,7 @@ void api_metrics(struct request *r)
     struct sbuf sb = SBUF_INIT;
     metrics_gauge_set(MG_JOURNAL_BACKLOG, journal_backlog());
     metrics_render(&sb, r->ctx->app->instance);
+    delivstats_render(&sb);
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);
 }

@@ -14,6 +14,7 @@
 #include "dbtask.h"
 #include "log.h"
 #include "topics.h"
+#include "whclient.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -168,16 +169,22 @@ void api_topic(struct request *r)
             respond_error(r, 400, "bad_request", "PUT needs a JSON object of settings as its body");
             return;
         }
-        /* The webhook and AMQP dispatchers are not in this build yet: a route that nothing
-         * would serve is refused rather than stored (consumers keep long-polling). */
+        /* What the body says of the route is checked here, before any MySQL work: the URL by
+         * the webhook client that will use it, an amqp route against this instance's broker. */
         struct topic_conf probe;
         char err[256];
         topicconf_defaults(&probe);
-        if (topicconf_merge_json(&probe, r->body, r->body_len, err, sizeof err) == 0 &&
-            probe.route != TOPIC_ROUTE_POLL) {
-            respond_error(r, 400, "bad_request",
-                          "deliver: webhook and amqp delivery are not available in this version; use null");
-            return;
+        if (topicconf_merge_json(&probe, r->body, r->body_len, err, sizeof err) == 0) {
+            struct wh_url url;
+            if (probe.route == TOPIC_ROUTE_WEBHOOK && whclient_parse_url(probe.url, &url, err, sizeof err) < 0) {
+                respond_error(r, 400, "bad_request", "deliver.webhook: %s", err);
+                return;
+            }
+            if (probe.route == TOPIC_ROUTE_AMQP && r->ctx->app->cfg.amqp_url[0] == '\0') {
+                respond_error(r, 400, "bad_request",
+                              "deliver.amqp: this instance has no [amqp] url configured to publish to");
+                return;
+            }
         }
         /* the request body lives until the answer, but the pool thread reads it: copy */
         if ((st->body = malloc(r->body_len + 1)) == NULL) {

@@ -5,6 +5,7 @@
  * and tokens may contain '#' or ';'. A value may be wrapped in double quotes to
  * keep leading or trailing spaces. */
 #include "config.h"
+#include "amqpurl.h"
 #include "log.h"
 
 #include <ctype.h>
@@ -100,6 +101,16 @@ static const struct cfg_key keys[] = {
     {"queue", "max_ttr", CT_INT64, "86400000", 1, 7 * DAY_MS, F(max_ttr), 0, "largest ttr in ms"},
     {"queue", "max_tries", CT_INT, "1000", 1, 100000, F(max_tries), 0, "largest tries"},
     {"queue", "mover_batch", CT_INT, "500", 1, 10000, F(mover_batch), 0, "jobs moved per Redis script call"},
+
+    {"webhook", "ca_file", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(webhook_ca_file), 0,
+     "PEM file of CA certificates trusted for https webhooks besides the system's (a private CA); empty = none"},
+    {"webhook", "max_connections", CT_INT, "64", 1, 10000, F(webhook_max_per_origin), 0,
+     "kept-alive connections per receiver (scheme, host, port), over all its topics"},
+
+    {"amqp", "url", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(amqp_url), 1,
+     "amqp://user:pass@host:port/vhost of the RabbitMQ that topics with an amqp route publish to; empty = none"},
+    {"amqp", "timeout", CT_INT, "10000", 100, 600000, F(amqp_timeout_ms), 0,
+     "milliseconds for a batch's publish and confirms (a delivery's lease is this plus a second)"},
 
     {"instance", "id", CT_STR, "", 0, 63, F(instance_id), 0,
      "name in logs, metrics and the transition table; empty = hostname:port"},
@@ -388,6 +399,18 @@ int config_validate(struct config *cfg, char *err, size_t errlen)
     }
     if (cfg->default_tries > cfg->max_tries) {
         snprintf(err, errlen, "[queue] default_tries is larger than max_tries");
+        return -1;
+    }
+    if (cfg->amqp_url[0]) {
+        struct amqpurl u;
+        char why[200];
+        if (amqpurl_parse(cfg->amqp_url, &u, why, sizeof why) < 0) {
+            snprintf(err, errlen, "[amqp] url: %s", why);
+            return -1;
+        }
+    }
+    if (cfg->webhook_ca_file[0] && access(cfg->webhook_ca_file, R_OK) != 0) {
+        snprintf(err, errlen, "[webhook] ca_file %s cannot be read: %s", cfg->webhook_ca_file, strerror(errno));
         return -1;
     }
     return 0;

@@ -60,6 +60,14 @@ struct config {
     int max_tries;
     int mover_batch;           /* jobs moved per script call */
 
+    /* [webhook] */
+    char webhook_ca_file[CONFIG_STR_MAX]; /* PEM CAs trusted besides the system's; "" = none */
+    int webhook_max_per_origin;           /* connections per receiver (scheme, host, port) */
+
+    /* [amqp] */
+    char amqp_url[CONFIG_STR_MAX]; /* "" = no AMQP delivery */
+    int amqp_timeout_ms;           /* a batch's publish and confirms; a delivery's lease (+1 s) */
+
     /* [instance] */
     char instance_id[64];      /* empty = hostname:port */
     char state_dir[CONFIG_STR_MAX]; /* empty = no local state (doubt.h) */

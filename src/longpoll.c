@@ -228,7 +228,7 @@ static void try_reserve(struct parked *p)
     p->e.reserving = 1;
     char who[STORE_WHO_MAX];
     api_who(p->r, who, sizeof who);
-    if (store_reserve(&ctx->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(), who,
+    if (store_reserve(&ctx->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(), who, 0,
                       on_reserved, p) < 0) {
         p->e.reserving = 0;
         p->segment = 0;

@@ -14,6 +14,8 @@
 #include "config.h"
 #include "db.h"
 #include "dbtask.h"
+#include "deliver.h"
+#include "delivstats.h"
 #include "doubt.h"
 #include "fault.h"
 #include "journal.h"
@@ -44,6 +46,7 @@
 
 #define HOURGLASS_VERSION "1.0.0"
 #define DRAIN_DEADLINE_MS 6000
+#define DELIVER_STOP_WAIT_MS 2000
 #define JOURNAL_FLUSH_MS 1500
 
 static void usage(FILE *out)
@@ -211,6 +214,7 @@ static void on_hup(evutil_socket_t sig, short what, void *arg)
 struct workers {
     struct worker **w;
     int n;
+    struct deliver *deliver; /* told too: topics with a delivery route */
 };
 
 static void notify_workers(const char *topic, size_t len, void *arg)
@@ -218,6 +222,7 @@ static void notify_workers(const char *topic, size_t len, void *arg)
     const struct workers *ws = arg;
     for (int i = 0; i < ws->n; i++)
         worker_notify_ready(ws->w[i], topic, len);
+    deliver_notify_ready(ws->deliver, topic, len);
 }
 
 static void shutdown_workers(struct app *app, const struct workers *ws, struct signals *sigs)
@@ -364,7 +369,7 @@ int main(int argc, char **argv)
         return 1;
     }
     app.nworkers = cfg->http_threads;
-    struct workers ws = {calloc((size_t)app.nworkers, sizeof *ws.w), app.nworkers};
+    struct workers ws = {calloc((size_t)app.nworkers, sizeof *ws.w), app.nworkers, NULL};
     for (int i = 0; ws.w && i < ws.n; i++) {
         ws.w[i] = calloc(1, sizeof **ws.w);
         if (ws.w[i] == NULL || worker_start(ws.w[i], &app, i, listen_fds[i]) < 0) {
@@ -373,6 +378,8 @@ int main(int argc, char **argv)
         }
     }
     free(listen_fds); /* each worker owns its own now */
+    if ((ws.deliver = deliver_start(&app)) == NULL)
+        return 1;
     struct keeper *keeper = keeper_start(&app, notify_workers, &ws);
     if (keeper == NULL)
         return 1;
@@ -399,11 +406,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < ws.n; i++)
         worker_close_redis(ws.w[i]);
     app.keeper_stats_json = NULL; /* every worker has stopped: nothing asks for it any more */
-    keeper_stop(keeper);
+    keeper_stop(keeper); /* no more ready notifications reach the delivery thread */
+    /* deliveries in flight get a moment to finish and write their outcomes (the journal and
+     * the outbox still run); what is left is delivered again after its lease */
+    deliver_stop(ws.deliver, DELIVER_STOP_WAIT_MS);
     outbox_stop(JOURNAL_FLUSH_MS);
     journal_stop(JOURNAL_FLUSH_MS);
     dbtask_stop();
     topics_free(); /* after the pool: a refresh may have been running on it */
+    delivstats_free();
     doubt_close();
     for (int i = 0; i < ws.n; i++) {
         worker_free(ws.w[i]);

@@ -277,15 +277,16 @@ static void on_reserve(redisReply *r, void *arg)
 }
 
 int store_reserve(struct store *s, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
-                  int64_t now, const char *who, store_reserve_fn fn, void *arg)
+                  int64_t now, const char *who, int64_t lease_ms, store_reserve_fn fn, void *arg)
 {
     struct rargv b;
     int rc = -1;
-    if (rargv_init(&b, 7 + ntopics, 2, 0) == 0) {
+    if (rargv_init(&b, 8 + ntopics, 3, 0) == 0) {
         rargv_key(&b, s->prefix, shard, "jobs");
         rargv_int(&b, now);
         rargv_int(&b, count);
         rargv_str(&b, who, strlen(who));
+        rargv_int(&b, lease_ms);
         for (int i = 0; i < ntopics; i++)
             rargv_str(&b, topics[i], lens[i]);
         rc = send(s, SCRIPT_RESERVE, &b, on_reserve, (void *)fn, arg);
@@ -440,11 +441,17 @@ int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int 
     return id_call(s, SCRIPT_RELEASE, SHAPE_RELEASE, id, now, extra, 2, who, fn, arg);
 }
 
-int store_fail(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, const char *outcome,
-               store_id_fn fn, void *arg)
+int store_route_outcome(struct store *s, uint64_t id, int64_t now, int attempt, const char *who,
+                        enum store_route_result result, const char *outcome, store_id_fn fn, void *arg)
 {
-    int64_t extra[] = {-1, attempt};
-    const char *tail[] = {"1", outcome};
+    if (result == ROUTE_DELIVERED) {
+        int64_t extra[] = {attempt};
+        const char *tail[] = {outcome};
+        return id_call_tail(s, SCRIPT_FINISH, SHAPE_FINISH, id, now, extra, 1, who, tail, 1, fn, arg);
+    }
+    /* failed: after its backoff (-1); undelivered: ready again at once, not counted */
+    int64_t extra[] = {result == ROUTE_FAILED ? -1 : 0, attempt};
+    const char *tail[] = {result == ROUTE_FAILED ? "1" : "2", outcome};
     return id_call_tail(s, SCRIPT_RELEASE, SHAPE_RELEASE, id, now, extra, 2, who, tail, 2, fn, arg);
 }
 

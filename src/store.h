@@ -69,8 +69,10 @@ struct delivered {
 /* `wait_ms` > 0: nothing was delivered because a topic's rate held its ready jobs back; its
  * next token comes in that many ms (a caller that waits should try again then). */
 typedef void (*store_reserve_fn)(const struct delivered *jobs, int n, int failed, int64_t wait_ms, void *arg);
+/* lease_ms: how long each job is leased; 0 = its own ttr. */
 int store_reserve(struct store *s, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
-                  int64_t now, const char *who, store_reserve_fn fn, void *arg) __attribute__((warn_unused_result));
+                  int64_t now, const char *who, int64_t lease_ms, store_reserve_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* ---- operations on one job id ---- */
 enum id_status { ID_OK, ID_MISSING, ID_WRONG_STATE, ID_STALE, ID_BIZ_HELD };
@@ -88,11 +90,15 @@ int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const c
 int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, const char *who,
                   store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
-/* A delivery route's failed attempt (release.lua with fail = 1): due again after its backoff,
- * or dead after its tries; `outcome` (no spaces, e.g. "webhook:500") is the transition's key
- * in the job's history. */
-int store_fail(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, const char *outcome,
-               store_id_fn fn, void *arg) __attribute__((warn_unused_result));
+/* What a delivery route (deliver.h) made of a reserved job, written with `outcome` (no spaces,
+ * e.g. "webhook:200", "amqp:nacked") as the transition's key in the job's history:
+ *   DELIVERED    finished (finish.lua);
+ *   FAILED       a failed attempt: due again after its backoff, or dead after its tries;
+ *   UNDELIVERED  it never reached anyone (the broker was down): ready again, not counted. */
+enum store_route_result { ROUTE_DELIVERED, ROUTE_FAILED, ROUTE_UNDELIVERED };
+int store_route_outcome(struct store *s, uint64_t id, int64_t now, int attempt, const char *who,
+                        enum store_route_result result, const char *outcome, store_id_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
 int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)

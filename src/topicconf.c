@@ -58,65 +58,6 @@ static int get_str(json_t *v, const char *name, size_t max, int allow_empty, cha
     return 0;
 }
 
-int topicconf_check_url(const char *url, char *err, size_t errlen)
-{
-    const char *rest;
-    if (strncmp(url, "http://", 7) == 0)
-        rest = url + 7;
-    else if (strncmp(url, "https://", 8) == 0)
-        rest = url + 8;
-    else {
-        snprintf(err, errlen, "deliver.webhook must be an http:// or https:// URL");
-        return -1;
-    }
-    size_t host_len = strcspn(rest, "/?#");
-    if (host_len == 0 || rest[0] == ':') {
-        snprintf(err, errlen, "deliver.webhook has no host");
-        return -1;
-    }
-    if (memchr(rest, '@', host_len) != NULL) {
-        snprintf(err, errlen, "deliver.webhook must not carry user information (use the secret to authenticate)");
-        return -1;
-    }
-    for (const char *p = url; *p; p++) {
-        if ((unsigned char)*p <= 0x20 || *p == 0x7f) {
-            snprintf(err, errlen, "deliver.webhook must not contain spaces or control characters");
-            return -1;
-        }
-        if (*p == '#') {
-            snprintf(err, errlen, "deliver.webhook must not have a fragment (#...)");
-            return -1;
-        }
-    }
-    /* a port, when given, is 1-65535 (an IPv6 literal's colons are inside its brackets) */
-    const char *end = rest + host_len, *colon = NULL;
-    const char *bracket = rest[0] == '[' ? memchr(rest, ']', host_len) : NULL;
-    if (rest[0] == '[' && bracket == NULL) {
-        snprintf(err, errlen, "deliver.webhook has an unterminated IPv6 address");
-        return -1;
-    }
-    for (const char *p = bracket ? bracket + 1 : rest; p < end; p++)
-        if (*p == ':')
-            colon = p;
-    if (colon) {
-        long port = 0;
-        const char *p = colon + 1;
-        if (p == end) {
-            snprintf(err, errlen, "deliver.webhook has an empty port");
-            return -1;
-        }
-        for (; p < end; p++) {
-            if (*p < '0' || *p > '9' || (port = port * 10 + (*p - '0')) > 65535)
-                break;
-        }
-        if (p != end || port == 0) {
-            snprintf(err, errlen, "deliver.webhook port must be 1-65535");
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int merge_deliver(struct topic_conf *c, json_t *d, char *err, size_t errlen)
 {
     if (json_is_null(d)) {
@@ -147,8 +88,8 @@ static int merge_deliver(struct topic_conf *c, json_t *d, char *err, size_t errl
         n.route = TOPIC_ROUTE_WEBHOOK;
         json_object_foreach(d, key, v) {
             if (strcmp(key, "webhook") == 0) {
-                if (get_str(v, "deliver.webhook", TOPICCONF_URL_MAX, 0, n.url, err, errlen) < 0 ||
-                    topicconf_check_url(n.url, err, errlen) < 0)
+                /* the URL's form is checked by the caller (whclient_parse_url) */
+                if (get_str(v, "deliver.webhook", TOPICCONF_URL_MAX, 0, n.url, err, errlen) < 0)
                     return -1;
             } else if (strcmp(key, "timeout") == 0) {
                 if (get_int(v, "deliver.timeout", 1, TOPICCONF_TIMEOUT_MAX, &n.timeout, err, errlen) < 0)

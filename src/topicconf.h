@@ -2,7 +2,8 @@
  * compact form the Lua scripts read. Pure functions (jansson only), unit-tested.
  *
  * A PUT merges: every field is optional and a missing one keeps its current value; `deliver`
- * replaces the whole route (null = consumers long-poll, the default). The JSON stored in MySQL
+ * replaces the whole route (null = consumers long-poll, the default). A webhook URL is taken
+ * as a string here; its form is the webhook client's to judge (whclient_parse_url). The JSON stored in MySQL
  * is the canonical form written by topicconf_json(..., with_secret = 1); answers to clients
  * never show a webhook secret (only "signed": true). */
 #ifndef HG_TOPICCONF_H
@@ -65,9 +66,5 @@ void topicconf_json(const struct topic_conf *c, int with_secret, struct sbuf *sb
  * "<paused 0|1> <rate> <backoff> <maxBackoff> <seq>" — seq orders writes, so an older one
  * arriving late never overwrites a newer. Returns the length written (out: at least 96). */
 size_t topicconf_script_value(const struct topic_conf *c, uint64_t seq, char *out, size_t cap);
-
-/* Check a webhook URL: http:// or https://, a host, no spaces or control characters, no
- * user info or fragment. 0, or -1 with why in err. */
-int topicconf_check_url(const char *url, char *err, size_t errlen);
 
 #endif

@@ -1,8 +1,11 @@
 -- finish.lua — acknowledge a reserved job: it is done and leaves Redis.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = idkey, now, attempt (0 = any; otherwise must match the delivery being acked), who
+-- ARGV    = idkey, now, attempt (0 = any; otherwise must match the delivery being acked), who,
+--           [key: the transition's actor key, default "jobs"; a delivery route names its
+--           outcome, e.g. "webhook:200"]
 -- Returns {"ok", ver, attempts, runAt} | {"missing"} | {"state", state} | {"stale", attempts}
 local idkey, now, attempt, who = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local key = ARGV[5] or "jobs"
 local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= RESERVED then return { "state", j.st } end
@@ -12,5 +15,5 @@ redis.call("HDEL", K_JOBS, idkey)
 biz_release(idkey, j)
 tombstone(idkey, now)
 j.ver = j.ver + 1
-log_transition(idkey, RESERVED, FINISHED, j, now, "jobs", who)
+log_transition(idkey, RESERVED, FINISHED, j, now, key, who)
 return { "ok", j.ver, j.att, j.runat }

@@ -1,19 +1,22 @@
 -- release.lua — give a reserved job back (nack): due again after `delay` ms (0 = ready now;
--- -1 = after its backoff, lib.lua backoff_delay). The delivery counts toward `tries`; with
--- `fail` = 1 (a delivery route's failed attempt: webhook, amqp) a job that had its `tries`
--- deliveries is dead, as when a lease runs out.
+-- -1 = after its backoff, lib.lua backoff_delay). The delivery counts toward `tries`. `mode`:
+--   0  a consumer's release (the default);
+--   1  a delivery route's failed attempt (webhook, amqp): a job that had its `tries`
+--      deliveries is dead, as when a lease runs out;
+--   2  a delivery that never reached anyone (the broker was down): it does not count.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = idkey, now, delay, attempt (0 = any), who, fail (0|1), key (the transition's actor key)
+-- ARGV    = idkey, now, delay, attempt (0 = any), who, mode, key (the transition's actor key)
 -- Returns {"ok", state, runAt, ver, attempts} | {"missing"} | {"state", state} | {"stale", attempts}
 local idkey, now, delay, attempt, who = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local fail, key = ARGV[6] == "1", ARGV[7] or "jobs"
+local mode, key = ARGV[6] or "0", ARGV[7] or "jobs"
 local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= RESERVED then return { "state", j.st } end
 if attempt ~= 0 and attempt ~= j.att then return { "stale", j.att } end
 unplace(idkey, j)
 j.ver = j.ver + 1
-if fail and j.att >= j.tries then
+if mode == "2" and j.att > 0 then j.att = j.att - 1 end
+if mode == "1" and j.att >= j.tries then
     j.st = DEAD
     redis.call("ZADD", dead_key(j.topic), now, idkey)
     biz_release(idkey, j)

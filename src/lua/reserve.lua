@@ -8,20 +8,21 @@
 -- tokens from its bucket (lib.lua take_tokens) — one bucket per topic in Redis, so the rate
 -- holds for the whole fleet — and delivers no more than it got.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, count, who, topic1, topic2, ...
+-- ARGV    = now, count, who, lease (0 = each job's ttr; a delivery route leases for its own
+--           timeout), topic1, topic2, ...
 -- Returns {wait, bad, job...}: wait = 0, or when a rate held back ready jobs and nothing was
 --          delivered, the ms until that topic's next token; bad = records set aside; each job
 --          {idkey, topic, body, priority, ttr, tries, attempt, runAt, bizKey, leaseUntil
 --          (0 when ttr = 0), ver, to_state}.
 local now = tonumber(ARGV[1])
-local want, who = tonumber(ARGV[2]), ARGV[3]
+local want, who, lease_ms = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out = { 0, 0 }
 local HEAD = 2 -- wait, bad
 local bad, wait = 0, 0
 local lease_added = nil
 local budget = want + 1000 -- entries looked at per call, bad ones included: bounded work
 local function got() return #out - HEAD end
-for t = 4, #ARGV do
+for t = 5, #ARGV do
     local topic = ARGV[t]
     local rkey = ready_key(topic)
     local conf = topic_conf(topic)
@@ -59,7 +60,7 @@ for t = 4, #ARGV do
                     tombstone(idkey, now)
                 else
                     j.st = RESERVED
-                    lease = now + j.ttr
+                    lease = now + (lease_ms > 0 and lease_ms or j.ttr)
                     redis.call("ZADD", K_DELAY, lease, idkey)
                     count(RESERVED, topic, 1)
                     save_job(idkey, j)

@@ -30,27 +30,31 @@ class TopicSettingsApiTest(CoreTestCase):
         r = self.assertJsonOk(d.request("GET", "/topics/t1"))
         self.assertEqual(r["counts"]["delayed"], 1)
         self.assertTrue(r["paused"])
-        # delivery routes are parsed (tests/unit/test_topicconf.c) but refused until the
-        # dispatchers that serve them exist: nothing is stored
-        for route in ({"webhook": "https://example.test:8443/hook", "secret": "k"},
-                      {"amqp": {"exchange": "ex", "routingKey": "rk"}}):
-            r = put(d, "t1", {"deliver": route})
-            self.assertStatus(r, 400)
-            self.assertIn("not available", r.json()["message"])
-        self.assertIsNone(self.assertJsonOk(d.request("GET", "/topics/t1"))["deliver"])
-        # what GET answered, sent back as it is, is accepted and changes nothing
+        # a webhook route: the secret is never shown, "signed" stands for it
+        hook = {"webhook": "https://example.test:8443/hook?x=1", "timeout": 2000, "concurrency": 4, "secret": "k"}
+        got = self.assertJsonOk(put(d, "t1", {"deliver": hook}))
+        self.assertEqual(got["deliver"], {"webhook": hook["webhook"], "timeout": 2000, "concurrency": 4,
+                                          "signed": True})
+        # what GET answered, sent back as it is, keeps the secret and changes nothing
         before = self.assertJsonOk(d.request("GET", "/topics/t1"))
         self.assertJsonOk(put(d, "t1", before))
-        after = self.assertJsonOk(d.request("GET", "/topics/t1"))
-        self.assertEqual(before, after)
+        self.assertEqual(self.assertJsonOk(d.request("GET", "/topics/t1")), before)
+        stored = d.namespace.query("SELECT settings FROM topic_setting WHERE topic = 't1'")[0][0]
+        self.assertIn('"secret":"k"', stored)
+        # an amqp route needs a broker: this instance has no [amqp] url
+        r = put(d, "t1", {"deliver": {"amqp": {"exchange": "ex", "routingKey": "rk"}}})
+        self.assertStatus(r, 400)
+        self.assertIn("[amqp] url", r.json()["message"])
         got = self.assertJsonOk(d.request("DELETE", "/topics/t1"))
         self.assertEqual((got["paused"], got["rate"], got["backoff"], got["deliver"]), (False, 0, 0, None))
-        # every change journaled, with who made it and the settings after it
+        # every change journaled, with who made it and the settings after it; never the secret
         rows = d.namespace.query("SELECT topic, instance, actor, settings FROM topic_change ORDER BY seq")
-        self.assertEqual(len(rows), 4)
+        self.assertEqual(len(rows), 5)  # the refused amqp route wrote nothing
         self.assertTrue(all(r[0] == "t1" and r[1] and "topics" in r[2] for r in rows), rows)
         self.assertIn('"paused":true', rows[0][3])
-        self.assertIn('"paused":false', rows[3][3])
+        self.assertIn('"signed":true', rows[3][3])
+        self.assertFalse(any('"k"' in r[3] for r in rows), rows)
+        self.assertIn('"paused":false', rows[4][3])
 
     def test_bad_input_is_a_clear_400_and_changes_nothing(self):
         d = self.daemon()
@@ -60,7 +64,7 @@ class TopicSettingsApiTest(CoreTestCase):
             ({"paused": "yes"}, "paused"), ({"backoff": -5}, "backoff"), ({"maxBackoff": 10 ** 15}, "maxBackoff"),
             ({"colour": "red"}, "colour"), ({"deliver": 5}, "deliver"),
             ({"deliver": {"webhook": "ftp://x/"}}, "http"), ({"deliver": {"webhook": "http://"}}, "host"),
-            ({"deliver": {"webhook": "http://a b/"}}, "spaces"), ({"deliver": {"webhook": "http://u:p@h/"}}, "user"),
+            ({"deliver": {"webhook": "http://a b/"}}, "space"), ({"deliver": {"webhook": "http://u:p@h/"}}, "user"),
             ({"deliver": {"webhook": "http://h:99999/"}}, "port"),
             ({"deliver": {"webhook": "http://h/", "timeout": 0}}, "timeout"),
             ({"deliver": {"webhook": "http://h/", "concurrency": 0}}, "concurrency"),
