@@ -26,6 +26,9 @@ void restore_auto(struct app *app);
 void api_health(struct request *r);      /* api_info.c */
 void api_stats(struct request *r);
 void api_metrics(struct request *r);
+void api_fleet(struct request *r);
+void api_throughput(struct request *r);
+void api_topic_jobs(struct request *r);  /* api_topicjobs.c */
 
 /* The push path's per-worker state (hctx.pushes), called from the worker's subsystem table:
  * after each inbox drain the committed pushes go to Redis, a call per shard; at the end it

@@ -21,6 +21,9 @@ enum endpoint {
     EP_HEALTH,
     EP_STATS,
     EP_METRICS,
+    EP_TOPIC_JOBS,  /* /topics/{topic}/jobs */
+    EP_FLEET,
+    EP_THROUGHPUT,
     EP_COUNT
 };
 
@@ -32,7 +35,7 @@ enum route_status { ROUTE_OK, ROUTE_NOT_FOUND, ROUTE_BAD_ENCODING, ROUTE_TOO_LON
 
 struct route {
     enum endpoint endpoint;
-    char arg[ROUTE_ARG_MAX + 1]; /* percent-decoded path argument ({topic}, {id}); "" when none */
+    char arg[ROUTE_ARG_MAX + 1]; /* percent-decoded path argument ({topic}, {id}, a console file); "" when none */
     size_t arg_len;
 };
 

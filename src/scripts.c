@@ -11,6 +11,7 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_RESTORE] = "restore", [SCRIPT_REQUEUE] = "requeue",   [SCRIPT_DEADLIST] = "deadlist", [SCRIPT_LEASE] = "lease",
     [SCRIPT_FLEET] = "fleet",    [SCRIPT_DEADEXPIRE] = "deadexpire",
     [SCRIPT_JOBSCAN] = "jobscan",    [SCRIPT_ALIGN] = "align",  [SCRIPT_MARK] = "mark",
+    [SCRIPT_TOPICJOBS] = "topicjobs",
 };
 
 static const struct script_source *bound[SCRIPT_COUNT];

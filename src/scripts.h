@@ -25,6 +25,7 @@ enum script_id {
     SCRIPT_JOBSCAN,
     SCRIPT_ALIGN,
     SCRIPT_MARK,
+    SCRIPT_TOPICJOBS,
     SCRIPT_COUNT
 };
 

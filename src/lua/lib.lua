@@ -16,6 +16,7 @@
 --   base.."bad"           hash   id key -> a job record that did not decode, set aside by move/reserve
 --   base.."marks"         hash   instance -> its loss-detection mark (mark.lua); "restored" -> when a
 --                                restore last completed
+--   base.."tally"         hash   "<what>:<topic>" -> a running total for the console's rates (below)
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
 --
 -- The outbox: every script that changes a job appends the change to its shard's stream in
@@ -91,6 +92,14 @@ local function count(st, topic, delta)
     if redis.call("HINCRBY", K_COUNT, field, delta) <= 0 then
         redis.call("HDEL", K_COUNT, field)
     end
+end
+
+-- Running totals per topic, never decremented, read by GET /throughput: the console's rates
+-- are their differences over time. what = "pushed" (new jobs), "delivered" (deliveries,
+-- redeliveries included), "first" (first deliveries) and "late" (their ms past due, summed).
+local K_TALLY = base .. "tally"
+local function tally(topic, what, n)
+    redis.call("HINCRBY", K_TALLY, what .. ":" .. topic, n)
 end
 
 local function ready_score(prio, due) return prio * PRIO_SCALE + due end

@@ -18,6 +18,7 @@ local budget = want + 1000 -- entries looked at per call, bad ones included: bou
 for t = 4, #ARGV do
     local topic = ARGV[t]
     local rkey = ready_key(topic)
+    local delivered, firsts, late = 0, 0, 0 -- for lib.lua's tally
     while #out < want and budget > 0 do
         local ids = redis.call("ZRANGE", rkey, 0, math.min(want - #out, budget, 1000) - 1)
         if #ids == 0 then break end
@@ -46,6 +47,11 @@ for t = 4, #ARGV do
                     if not lease_added or lease < lease_added[2] then lease_added = { idkey, lease } end
                 end
                 log_transition(idkey, READY, j.st, j, now, "ready", who)
+                delivered = delivered + 1
+                if j.att == 1 then
+                    firsts = firsts + 1
+                    if now > j.runat then late = late + (now - j.runat) end
+                end
                 out[#out + 1] = { idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat, j.biz,
                                   lease, j.ver, j.st }
             end
@@ -54,6 +60,13 @@ for t = 4, #ARGV do
         -- every entry looked at leaves (at most 1000 a round: within unpack's limit), so the
         -- loop always progresses
         redis.call("ZREM", rkey, unpack(ids))
+    end
+    if delivered > 0 then
+        tally(topic, "delivered", delivered)
+        if firsts > 0 then
+            tally(topic, "first", firsts)
+            tally(topic, "late", late)
+        end
     end
     if #out >= want or budget <= 0 then break end
 end

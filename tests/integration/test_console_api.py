@@ -1,0 +1,316 @@
+"""The server side of the operator's console (docs/api.md): a topic's jobs page by page
+(/topics/{topic}/jobs), per-topic running totals (/throughput) and the fleet (/fleet).
+Black-box, against real Redis and MariaDB.
+
+    make integration T=test_console_api
+"""
+
+from __future__ import annotations
+
+import time
+import unittest
+import urllib.parse
+
+from core_common import CoreTestCase, now_ms
+from harness import Daemon, wait_until
+
+SHARDS = 8
+
+
+def topic_shard(topic: str, shards: int = SHARDS) -> int:
+    """ids.c topic_shard: FNV-1a 32 of the topic, mod shards."""
+    h = 2166136261
+    for b in topic.encode():
+        h ^= b
+        h = (h * 16777619) & 0xFFFFFFFF
+    return h % shards
+
+
+def same_shard(topic: str, n: int) -> list[str]:
+    """n other topics on `topic`'s shard: their delayed and reserved jobs share its delay zset."""
+    out, i = [], 0
+    while len(out) < n:
+        other = f"{topic}.neighbour{i}"
+        if topic_shard(other) == topic_shard(topic):
+            out.append(other)
+        i += 1
+    return out
+
+
+class AdminRulesTest(CoreTestCase):
+    """Listing a topic's jobs (their bodies) is an admin endpoint, as /dead is; /fleet and
+    /throughput are read like /stats."""
+
+    ADMIN = "adm#in;=/+token"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(overrides={"http": {"admin_token": cls.ADMIN}})
+        cls.addClassCleanup(cls.d.close)
+        cls.d.start()
+        cls.d.wait_ready(15)
+
+    def test_listing_jobs_is_an_admin_endpoint(self):
+        self.assertError(self.d.request("GET", "/topics/t/jobs", params={"state": "ready"}), 401, "unauthorized")
+        self.assertError(self.d.request("GET", "/topics/t/jobs", params={"state": "ready"},
+                                        headers={"Authorization": "Bearer nope"}), 403, "forbidden")
+        r = self.d.request("GET", "/topics/t/jobs", params={"state": "ready"},
+                           headers={"Authorization": f"Bearer {self.ADMIN}"})
+        self.assertEqual(self.assertJsonOk(r), {"topic": "t", "state": "ready", "jobs": [], "scanned": 0})
+        # /fleet and /throughput are read like /stats: no admin token needed
+        self.assertStatus(self.d.request("GET", "/fleet"), 200)
+        self.assertStatus(self.d.request("GET", "/throughput", params={"topics": "t"}), 200)
+
+
+class TopicJobsTest(CoreTestCase):
+    """GET /topics/{topic}/jobs?state=: every job of the state exactly once over the pages, in
+    the order the state keeps them, whatever else shares the shard."""
+
+    def page_all(self, d: Daemon, topic: str, state: str, limit: int, scan: int | None = None,
+                 between=None) -> tuple[list[dict], int]:
+        """Follow `next` to the end; (jobs in order, calls made)."""
+        jobs, after, calls = [], None, 0
+        while True:
+            r = d.request("GET", f"/topics/{urllib.parse.quote(topic)}/jobs",
+                          params={"state": state, "limit": limit, "scan": scan, "after": after})
+            page = self.assertJsonOk(r)
+            calls += 1
+            self.assertEqual((page["topic"], page["state"]), (topic, state))
+            self.assertLessEqual(len(page["jobs"]), limit)
+            if scan:
+                self.assertLessEqual(page["scanned"], scan)
+            jobs += page["jobs"]
+            after = page.get("next")
+            if after is None:
+                return jobs, calls
+            self.assertRegex(after, r"^\d+:\d+$")
+            if between:
+                between(page)
+            self.assertLess(calls, 1000, "the pages never end")
+
+    def test_delayed_pages_cover_every_job_once_next_due_first(self):
+        d = self.daemon()
+        topic = "pages.delayed"
+        base = now_ms() + 3_600_000
+        # 60 jobs of ours, due times out of push order and some equal (ties are ordered by id)
+        ours = self.assertJsonOk(d.push([{"topic": topic, "body": i, "runAt": base + (i * 37) % 20 * 1000}
+                                         for i in range(60)]))["ids"]
+        # 300 jobs of other topics in the same delay zset, due before, among and after ours
+        for t in same_shard(topic, 3):
+            self.assertJsonOk(d.push([{"topic": t, "runAt": base - 5000 + k * 100} for k in range(100)]))
+        # and reserved jobs of our own topic there too (the delay zset holds leases)
+        self.assertJsonOk(d.push([{"topic": topic, "body": "r", "ttr": 3_600_000} for _ in range(5)]))
+        self.assertEqual(len(self.assertJsonOk(d.get(topic, count=5))), 5)
+
+        jobs, calls = self.page_all(d, topic, "delayed", limit=7, scan=25)
+        self.assertEqual(sorted(j["id"] for j in jobs), sorted(ours), "each delayed job once, nothing else")
+        self.assertEqual(len(jobs), len(set(j["id"] for j in jobs)))
+        order = [(j["runAt"], int(j["id"])) for j in jobs]
+        self.assertEqual(order, sorted(order), "next due first")
+        self.assertGreater(calls, 60 // 7, "the scan bound made the pages short")
+        for j in jobs:
+            self.assertEqual((j["topic"], j["state"]), (topic, "delayed"))
+            self.assertEqual(j["body"], ours.index(j["id"]))
+        # one call without a small scan bound sees them all
+        page = self.assertJsonOk(d.request("GET", f"/topics/{topic}/jobs", params={"state": "delayed", "limit": 1000}))
+        self.assertEqual([j["id"] for j in page["jobs"]], [j["id"] for j in jobs])
+        self.assertNotIn("next", page)
+
+    def test_a_page_may_be_empty_with_a_next(self):
+        d = self.daemon()
+        topic = "pages.sparse"
+        due = now_ms() + 3_600_000
+        (other,) = same_shard(topic, 1)
+        self.assertJsonOk(d.push([{"topic": other, "runAt": due} for _ in range(50)]))
+        mine = self.push(d, topic, "late one", runAt=due + 60_000)
+        page = self.assertJsonOk(d.request("GET", f"/topics/{topic}/jobs",
+                                           params={"state": "delayed", "scan": 20}))
+        self.assertEqual((page["jobs"], page["scanned"]), ([], 20))
+        self.assertIn("next", page)
+        jobs, _ = self.page_all(d, topic, "delayed", limit=10, scan=20)
+        self.assertEqual([j["id"] for j in jobs], [mine])
+
+    def test_ready_pages_in_delivery_order(self):
+        d = self.daemon()
+        topic = "pages.ready"
+        ids = self.assertJsonOk(d.push([{"topic": topic, "body": i, "priority": (i * 7) % 10} for i in range(45)]))["ids"]
+        jobs, _ = self.page_all(d, topic, "ready", limit=10)
+        self.assertEqual(sorted(j["id"] for j in jobs), sorted(ids))
+        order = [(j["priority"], j["runAt"], int(j["id"])) for j in jobs]
+        self.assertEqual(order, sorted(order), "most urgent first, then earliest due")
+        # what GET /get hands out next is the head of the list
+        first = self.get_one(d, topic)
+        self.assertEqual(first["id"], jobs[0]["id"])
+
+    def test_reserved_pages_show_the_lease(self):
+        d = self.daemon()
+        topic = "pages.reserved"
+        self.assertJsonOk(d.push([{"topic": topic, "body": i, "ttr": 600_000 + i * 1000} for i in range(12)]))
+        taken = self.assertJsonOk(d.get(topic, count=12))
+        jobs, _ = self.page_all(d, topic, "reserved", limit=5)
+        self.assertEqual(sorted(j["id"] for j in jobs), sorted(j["id"] for j in taken))
+        lease = {j["id"]: j["leaseUntil"] for j in taken}
+        for j in jobs:
+            self.assertEqual(j["leaseUntil"], lease[j["id"]])
+            self.assertEqual(j["attempt"], 1)
+        self.assertEqual([j["leaseUntil"] for j in jobs], sorted(lease.values()), "the lease ending first, first")
+
+    def test_dead_pages_oldest_death_first(self):
+        d = self.daemon()
+        topic = "pages.dead"
+        ids = self.assertJsonOk(d.push([{"topic": topic, "body": i, "tries": 1, "ttr": 100, "bizKey": f"k{i}"}
+                                        for i in range(6)]))["ids"]
+        got = 0
+        while got < 6:
+            got += len(self.assertJsonOk(d.get(topic, count=6, timeout=2)))
+        self.wait_counts(d, topic, dead=6)
+        jobs, _ = self.page_all(d, topic, "dead", limit=4)
+        self.assertEqual(sorted(j["id"] for j in jobs), sorted(ids))
+        self.assertEqual([j["diedAt"] for j in jobs], sorted(j["diedAt"] for j in jobs))
+        self.assertEqual({j["bizKey"] for j in jobs}, {f"k{i}" for i in range(6)})
+        self.assertEqual([j["id"] for j in jobs], [j["id"] for j in self.assertJsonOk(d.dead(topic))["jobs"]],
+                         "the same order as /dead")
+
+    def test_jobs_that_leave_between_pages_are_not_listed_twice_or_skipped(self):
+        """A position is an entry, not an offset: removing listed jobs (even the one `next`
+        names) or unlisted ones between two calls neither repeats nor skips the others."""
+        d = self.daemon()
+        topic = "pages.moving"
+        base = now_ms() + 3_600_000
+        ids = self.assertJsonOk(d.push([{"topic": topic, "body": i, "runAt": base + i} for i in range(40)]))["ids"]
+        seen: list[str] = []
+        deleted: set[str] = set()
+
+        def between(page: dict) -> None:
+            seen.extend(j["id"] for j in page["jobs"])
+            cursor_id = page["next"].split(":")[1]
+            unlisted = [i for i in ids if i not in seen and i not in deleted]
+            for victim in ([cursor_id] if cursor_id not in deleted else []) + unlisted[-1:]:
+                self.assertJsonOk(d.delete(victim))
+                deleted.add(victim)
+
+        jobs, _ = self.page_all(d, topic, "delayed", limit=6, between=between)
+        listed = [j["id"] for j in jobs]
+        self.assertEqual(len(listed), len(set(listed)), "no job twice")
+        stayed = [i for i in ids if i not in deleted]
+        self.assertEqual(set(stayed) - set(listed), set(), "every job that stayed was listed")
+        self.assertEqual(set(listed) - set(ids), set())
+        self.assertGreater(len(deleted), 5)
+
+    def test_bad_input_is_400(self):
+        d = self.daemon()
+        path = "/topics/t/jobs"
+        cases = [
+            ({}, "no state"),
+            ({"state": "finished"}, "a state that is not listed"),
+            ({"state": "READY"}, "state names are lower case"),
+            ({"state": "ready", "after": "x"}, "after without a colon"),
+            ({"state": "ready", "after": "12:"}, "after without an id"),
+            ({"state": "ready", "after": ":12"}, "after without a score"),
+            ({"state": "ready", "after": "1a:12"}, "a score that is not a number"),
+            ({"state": "ready", "after": "12345678901234567:12"}, "a score too long"),
+            ({"state": "ready", "after": "12:abc"}, "an id that is not a number"),
+            ({"state": "ready", "after": "12:0"}, "id 0"),
+            ({"state": "ready", "after": "12:99999999999999999999"}, "an id past 2^64"),
+            ({"state": "ready", "limit": 0}, "limit 0"),
+            ({"state": "ready", "limit": 1001}, "limit over 1000"),
+            ({"state": "ready", "limit": "ten"}, "limit not a number"),
+            ({"state": "ready", "scan": 0}, "scan 0"),
+            ({"state": "ready", "scan": 10001}, "scan over 10000"),
+            ({"state": "ready", "page": 2}, "an unknown parameter"),
+        ]
+        for params, what in cases:
+            self.assertError(d.request("GET", path, params=params), 400, "bad_request", what)
+        for topic, what in [("a%20b", "a space"), ("x" * 129, "129 characters"), ("%C3%A9", "not ASCII")]:
+            self.assertError(d.request("GET", f"/topics/{topic}/jobs", params={"state": "ready"}), 400,
+                             "bad_request", what)
+        self.assertError(d.request("GET", "/topics/a%zz/jobs"), 400, "bad_request", "a bad escape")
+        self.assertError(d.request("POST", path, params={"state": "ready"}), 405, "method_not_allowed")
+        self.assertError(d.request("GET", "/topics/a/b/jobs"), 404, "not_found")
+
+
+class ThroughputTest(CoreTestCase):
+    """GET /throughput?topics=: running totals per topic, kept by the scripts in Redis."""
+
+    def tallies(self, d: Daemon, *topics: str) -> dict:
+        r = d.request("GET", "/throughput", params={"topics": ",".join(topics)})
+        obj = self.assertJsonOk(r)
+        self.assertLessEqual(abs(obj["at"] - now_ms()), 5000)
+        self.assertEqual(list(obj["topics"]), list(topics))
+        return obj["topics"]
+
+    def test_pushes_and_deliveries_are_counted(self):
+        d = self.daemon()
+        self.push(d, "tp.a", 1)
+        self.assertJsonOk(d.push([{"topic": "tp.a", "body": i} for i in range(4)] + [{"topic": "tp.b", "delay": 60000}]))
+        self.push(d, "tp.a", "keyed", bizKey="k")
+        dup = self.assertJsonOk(d.push({"topic": "tp.a", "bizKey": "k"}))
+        self.assertTrue(dup.get("duplicate"))
+        zero = {"pushed": 0, "delivered": 0, "firstDelivered": 0, "latenessMsSum": 0}
+        t = self.tallies(d, "tp.a", "tp.b", "tp.none")
+        self.assertEqual(t["tp.a"], {**zero, "pushed": 6}, "a duplicate is no new job")
+        self.assertEqual(t["tp.b"], {**zero, "pushed": 1})
+        self.assertEqual(t["tp.none"], zero)
+
+        first = self.assertJsonOk(d.get("tp.a", count=3))
+        self.assertJsonOk(d.release(first[0]["id"]))
+        rest = self.assertJsonOk(d.get("tp.a", count=10))
+        self.assertEqual(sorted(j["attempt"] for j in rest), [1, 1, 1, 2], "three first deliveries and a redelivery")
+        t = self.tallies(d, "tp.a")["tp.a"]
+        self.assertEqual((t["pushed"], t["delivered"], t["firstDelivered"]), (6, 7, 6))
+        self.assertGreaterEqual(t["latenessMsSum"], 0)
+
+    def test_lateness_is_summed_over_first_deliveries(self):
+        d = self.daemon()
+        self.push(d, "tp.late", "x")
+        time.sleep(0.5)  # due, not taken: half a second late at least
+        self.get_one(d, "tp.late")
+        t = self.tallies(d, "tp.late")["tp.late"]
+        self.assertEqual(t["firstDelivered"], 1)
+        self.assertGreaterEqual(t["latenessMsSum"], 500)
+
+    def test_bad_input_is_400(self):
+        d = self.daemon()
+        for params, what in [({}, "no topics"), ({"topics": ""}, "empty"), ({"topics": "a,,b"}, "an empty name"),
+                             ({"topics": "a b"}, "a space"), ({"topics": "a,"}, "a trailing comma"),
+                             ({"topics": ",".join(f"t{i}" for i in range(1001))}, "1001 topics"),
+                             ({"topics": "a", "x": "1"}, "an unknown parameter")]:
+            self.assertError(d.request("GET", "/throughput", params=params), 400, "bad_request", what)
+        self.assertEqual(len(self.tallies(d, *[f"t{i}" for i in range(1000)])), 1000)
+
+
+class FleetTest(CoreTestCase):
+    """GET /fleet: this instance's health and journal, and every instance's heartbeat."""
+
+    def test_instances_with_their_totals_and_lateness(self):
+        ns = self.namespace()
+        a = self.start_daemon(namespace=ns)
+        b = self.start_daemon(namespace=ns)
+        self.wait_healthy(a)
+        self.wait_healthy(b)
+        ids = self.assertJsonOk(a.push([{"topic": "fleet.t", "body": i} for i in range(5)]))["ids"]
+        self.assertEqual(len(self.assertJsonOk(b.get("fleet.t", count=5))), 5)
+
+        def both() -> dict | None:
+            f = self.assertJsonOk(a.request("GET", "/fleet"))
+            inst = {i["instance"]: i for i in f["fleet"]["instances"]}
+            settled = sum(i["ownedShards"] for i in inst.values()) == SHARDS  # each starts owning all
+            return f if len(inst) == 2 and settled and sum(i["delivered"] for i in inst.values()) == 5 else None
+        f = wait_until(both, 10, 0.2, "both heartbeats, with the five deliveries and the shards shared")
+        self.assertEqual(f["health"]["status"], "ok")
+        self.assertEqual((f["health"]["redis"], f["health"]["mysql"]), ("up", "up"))
+        self.assertEqual(f["shards"], SHARDS)
+        self.assertIn("backlog", f["journal"])
+        bounds = f["latenessBounds"]
+        self.assertEqual(bounds, sorted(bounds))
+        by = {i["instance"]: i for i in f["fleet"]["instances"]}
+        for i in by.values():
+            self.assertEqual(len(i["lateness"]), len(bounds) + 1)
+            self.assertLessEqual(abs(i["at"] - now_ms()), 5000)
+        self.assertEqual(sum(sum(i["lateness"]) for i in by.values()), 5, "each first delivery in the histogram")
+        self.assertEqual(sum(i["pushed"] for i in by.values()), len(ids))
+        self.assertError(a.request("GET", "/fleet", params={"x": 1}), 400, "bad_request")
+
+
+if __name__ == "__main__":
+    unittest.main()
