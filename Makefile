@@ -37,9 +37,10 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 LUA      := $(sort $(wildcard src/lua/*.lua))
+CONSOLE  := $(sort $(wildcard console/*))
 SRC      := $(sort $(wildcard src/*.c))
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
-LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o $(BUILD)/console_files.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -61,6 +62,13 @@ $(BUILD)/lua_scripts.c: $(LUA) scripts/embed-lua.sh | $(BUILD)/.dir
 	sh scripts/embed-lua.sh $(LUA) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The operator's console (console/*) is embedded the same way, each file with its ETag.
+$(BUILD)/console_files.c: $(CONSOLE) scripts/embed-console.sh | $(BUILD)/.dir
+	sh scripts/embed-console.sh $(CONSOLE) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/console_files.o: $(BUILD)/console_files.c src/api_console.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhourglass.a | $(BUILD)/.dir

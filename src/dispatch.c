@@ -52,7 +52,7 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_RESCHEDULE] = api_reschedule, [EP_JOBS] = api_jobs,   [EP_DEAD] = api_dead,
     [EP_RESTORE] = api_restore, [EP_RESTORE_ONE] = api_restore_one, [EP_HEALTH] = api_health,
     [EP_STATS] = api_stats,     [EP_METRICS] = api_metrics,
-    [EP_TOPIC_JOBS] = api_topic_jobs, [EP_FLEET] = api_fleet,
+    [EP_CONSOLE] = api_console, [EP_TOPIC_JOBS] = api_topic_jobs, [EP_FLEET] = api_fleet,
     [EP_THROUGHPUT] = api_throughput,
 };
 

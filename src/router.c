@@ -15,7 +15,8 @@ static const struct rule rules[] = {
     {"/reStore", EP_RESTORE},     {"/health", EP_HEALTH},   {"/stats", EP_STATS},
     {"/metrics", EP_METRICS},     {"/get/", EP_GET},        {"/jobs/", EP_JOBS},
     {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE},
-    {"/fleet", EP_FLEET},         {"/throughput", EP_THROUGHPUT},
+    {"/console", EP_CONSOLE},     {"/console/", EP_CONSOLE},  {"/fleet", EP_FLEET},
+    {"/throughput", EP_THROUGHPUT},
 };
 
 /* Paths with their argument in the middle ("/topics/{topic}/jobs"): tried before the rules
@@ -33,7 +34,7 @@ static const char *const names[EP_COUNT] = {
     [EP_DELETE] = "delete",       [EP_RESCHEDULE] = "reschedule", [EP_JOBS] = "jobs",
     [EP_DEAD] = "dead",           [EP_RESTORE] = "restore",   [EP_RESTORE_ONE] = "restore_one",
     [EP_HEALTH] = "health",       [EP_STATS] = "stats",       [EP_METRICS] = "metrics",
-    [EP_TOPIC_JOBS] = "topic_jobs", [EP_FLEET] = "fleet",
+    [EP_CONSOLE] = "console",     [EP_TOPIC_JOBS] = "topic_jobs", [EP_FLEET] = "fleet",
     [EP_THROUGHPUT] = "throughput",
 };
 
@@ -149,7 +150,7 @@ int router_method_allowed(enum endpoint ep, enum method m, const char **allow)
 
 int router_is_admin(enum endpoint ep)
 {
-    return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_TOPIC_JOBS;
+    return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS;
 }
 
 const char *endpoint_name(enum endpoint ep)

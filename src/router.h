@@ -21,6 +21,7 @@ enum endpoint {
     EP_HEALTH,
     EP_STATS,
     EP_METRICS,
+    EP_CONSOLE,     /* /console, /console/<file> */
     EP_TOPIC_JOBS,  /* /topics/{topic}/jobs */
     EP_FLEET,
     EP_THROUGHPUT,

@@ -1,19 +1,24 @@
-"""The server side of the operator's console (docs/api.md): a topic's jobs page by page
-(/topics/{topic}/jobs), per-topic running totals (/throughput) and the fleet (/fleet).
-Black-box, against real Redis and MariaDB.
+"""The server side of the operator's console (docs/api.md): the embedded files under
+/console/, a topic's jobs page by page (/topics/{topic}/jobs), per-topic running totals
+(/throughput) and the fleet (/fleet). Black-box, against real Redis and MariaDB.
 
     make integration T=test_console_api
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 import time
 import unittest
 import urllib.parse
+from pathlib import Path
 
 from core_common import CoreTestCase, now_ms
-from harness import Daemon, wait_until
+from harness import REPO_ROOT, Daemon, wait_until
 
+CONSOLE = REPO_ROOT / "console"
 SHARDS = 8
 
 
@@ -36,6 +41,122 @@ def same_shard(topic: str, n: int) -> list[str]:
         i += 1
     return out
 
+
+class ConsoleFilesTest(CoreTestCase):
+    """GET /console/: the files of console/, as built, with headers that keep the page to its
+    own origin and let a browser revalidate cheaply."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        cls.addClassCleanup(cls.d.close)
+        cls.d.start()
+        cls.d.wait_ready(15)
+
+    def test_every_file_is_served_as_it_is_in_the_tree(self):
+        files = sorted(p for p in CONSOLE.iterdir() if p.is_file())
+        self.assertTrue(any(p.name == "index.html" for p in files))
+        types = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+        for p in files:
+            r = self.d.request("GET", f"/console/{p.name}")
+            self.assertStatus(r, 200, p.name)
+            self.assertEqual(r.body, p.read_bytes(), f"{p.name} differs from the tree (rebuild?)")
+            self.assertTrue((r.header("Content-Type") or "").startswith(types[p.suffix]), r.header("Content-Type"))
+            self.assertEqual(r.header("ETag"), '"' + hashlib.sha1(p.read_bytes()).hexdigest()[:20] + '"')
+        index = self.d.request("GET", "/console/")
+        self.assertStatus(index, 200)
+        self.assertEqual(index.body, (CONSOLE / "index.html").read_bytes())
+
+    def test_headers_keep_the_page_to_its_origin(self):
+        r = self.d.request("GET", "/console/")
+        csp = r.header("Content-Security-Policy") or ""
+        directives = dict((d.strip().split(" ", 1) + [""])[:2] for d in csp.split(";") if d.strip())
+        self.assertEqual(directives.get("default-src"), "'none'", csp)
+        for name in ("script-src", "style-src", "connect-src"):
+            self.assertEqual(directives.get(name), "'self'", csp)
+        self.assertNotIn("unsafe-inline", csp)
+        self.assertNotRegex(csp, r"https?:|\*", "no other origin is allowed")
+        self.assertEqual(r.header("X-Content-Type-Options"), "nosniff")
+        self.assertEqual(r.header("Cache-Control"), "no-cache")
+        self.assertEqual(r.header("X-Frame-Options"), "DENY")
+
+    def test_nothing_is_loaded_from_elsewhere(self):
+        """Works offline: no script, style, font or image from another origin."""
+        html = (CONSOLE / "index.html").read_text()
+        for m in re.finditer(r'(?:src|href)="([^"]*)"', html):
+            url = m.group(1)
+            self.assertFalse(re.match(r"(?i)(https?:)?//", url), f"index.html loads {url}")
+        css = (CONSOLE / "console.css").read_text()
+        self.assertNotIn("@import", css)
+        self.assertNotRegex(css, r"url\(", "console.css loads nothing")
+        js = (CONSOLE / "console.js").read_text()
+        # the one absolute URL is SVG's namespace name, which is never fetched
+        self.assertEqual(set(re.findall(r"https?://[^'\"\s]*", js)), {"http://www.w3.org/2000/svg"})
+        self.assertNotRegex(js, r"\b(eval|innerHTML|document\.write)\b", "the page builds its DOM node by node")
+
+    def test_revalidation_answers_304(self):
+        r = self.d.request("GET", "/console/console.js")
+        etag = r.header("ETag")
+        again = self.d.request("GET", "/console/console.js", headers={"If-None-Match": etag})
+        self.assertEqual(again.status, 304)
+        self.assertEqual(again.body, b"")
+        self.assertEqual(again.header("ETag"), etag)
+        listed = self.d.request("GET", "/console/console.js", headers={"If-None-Match": f'"x", W/{etag}'})
+        self.assertEqual(listed.status, 304, "a list, and a weak tag, match too")
+        other = self.d.request("GET", "/console/console.js", headers={"If-None-Match": '"not-it"'})
+        self.assertStatus(other, 200)
+
+    def test_bare_path_redirects_and_unknown_files_are_404(self):
+        r = self.d.request("GET", "/console")
+        self.assertEqual(r.status, 301)
+        self.assertEqual(r.header("Location"), "/console/")
+        self.assertError(self.d.request("GET", "/console/nope.js"), 404, "not_found")
+        self.assertError(self.d.request("GET", "/console/%2e%2e%2fsql%2fschema.sql"), 404, "not_found")
+        self.assertError(self.d.request("GET", "/console/a/b"), 404, "not_found")
+        self.assertError(self.d.request("POST", "/console/"), 405, "method_not_allowed")
+        head = self.d.request("HEAD", "/console/")
+        self.assertEqual((head.status, head.body), (200, b""))
+
+
+class ConsoleAccessTest(CoreTestCase):
+    """The console follows the admin rules; a browser may give the token as HTTP Basic's
+    password, since a page load cannot carry a Bearer header."""
+
+    ADMIN = "adm#in;=/+token"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon(overrides={"http": {"admin_token": cls.ADMIN}})
+        cls.addClassCleanup(cls.d.close)
+        cls.d.start()
+        cls.d.wait_ready(15)
+
+    @staticmethod
+    def basic(user: str, password: str) -> dict:
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+    def test_without_the_token_the_browser_is_asked_for_it(self):
+        r = self.d.request("GET", "/console/")
+        self.assertError(r, 401, "unauthorized")
+        self.assertRegex(r.header("WWW-Authenticate") or "", r'^Basic realm="hourglass console"')
+        wrong = self.d.request("GET", "/console/", headers=self.basic("op", "nope"))
+        self.assertError(wrong, 401, "unauthorized")  # asked again, not 403
+        self.assertIsNotNone(wrong.header("WWW-Authenticate"))
+        self.assertError(self.d.request("GET", "/console/", headers={"Authorization": "Basic !!!"}), 401,
+                         "unauthorized")
+
+    def test_the_admin_token_opens_it_either_way(self):
+        for headers in (self.basic("operator", self.ADMIN), self.basic("", self.ADMIN),
+                        {"Authorization": f"Bearer {self.ADMIN}"}):
+            self.assertStatus(self.d.request("GET", "/console/", headers=headers), 200, str(headers))
+
+    def test_basic_is_for_the_console_only(self):
+        """Elsewhere the token is a Bearer token, as the contract says."""
+        r = self.d.request("GET", "/dead/t", headers=self.basic("operator", self.ADMIN))
+        self.assertError(r, 401, "unauthorized")
+        self.assertIsNone(r.header("WWW-Authenticate"))
+        self.assertError(self.d.request("GET", "/topics/t/jobs", params={"state": "ready"},
+                                        headers=self.basic("operator", self.ADMIN)), 401, "unauthorized")
 
 class AdminRulesTest(CoreTestCase):
     """Listing a topic's jobs (their bodies) is an admin endpoint, as /dead is; /fleet and

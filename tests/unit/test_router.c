@@ -19,6 +19,7 @@ static const struct {
     {"/push", EP_PUSH},       {"/finish", EP_FINISH},       {"/release", EP_RELEASE}, {"/touch", EP_TOUCH},
     {"/delete", EP_DELETE},   {"/reschedule", EP_RESCHEDULE}, {"/reStore", EP_RESTORE}, {"/health", EP_HEALTH},
     {"/stats", EP_STATS},     {"/metrics", EP_METRICS},     {"/fleet", EP_FLEET},     {"/throughput", EP_THROUGHPUT},
+    {"/console", EP_CONSOLE},
 };
 
 static const struct {
@@ -29,6 +30,7 @@ static const struct {
     {"/jobs/", EP_JOBS},
     {"/dead/", EP_DEAD},
     {"/reStore/", EP_RESTORE_ONE},
+    {"/console/", EP_CONSOLE},
 };
 
 #define N_EXACT (sizeof exact / sizeof exact[0])
@@ -87,6 +89,13 @@ START_TEST(test_topic_jobs_path)
         ck_assert_msg(match(not_found[i], &r) != ROUTE_OK || r.endpoint != EP_TOPIC_JOBS, "\"%s\" matched",
                       not_found[i]);
     ck_assert_int_eq(match("/topics/a%zz/jobs", &r), ROUTE_BAD_ENCODING);
+    /* the console: the page, its files, and the bare path (redirected by the handler) */
+    ck_assert_int_eq(match("/console/", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_CONSOLE);
+    ck_assert_str_eq(r.arg, "");
+    ck_assert_int_eq(match("/console/console.js", &r), ROUTE_OK);
+    ck_assert_str_eq(r.arg, "console.js");
+    ck_assert_int_eq(match("/console/../stats", &r), ROUTE_NOT_FOUND);
 }
 END_TEST
 
@@ -255,7 +264,7 @@ START_TEST(test_methods_follow_contract)
     ck_assert(!router_method_allowed(EP_PUSH, METHOD_OTHER, &allow));
     /* read-only endpoints: GET (and HEAD), never POST */
     static const enum endpoint readers[] = {EP_JOBS,    EP_DEAD,       EP_HEALTH, EP_STATS,
-                                            EP_METRICS, EP_TOPIC_JOBS, EP_FLEET,  EP_THROUGHPUT};
+                                            EP_METRICS, EP_TOPIC_JOBS, EP_FLEET,  EP_THROUGHPUT, EP_CONSOLE};
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
         ck_assert(router_method_allowed(readers[i], METHOD_GET, &allow));
         ck_assert(router_method_allowed(readers[i], METHOD_HEAD, &allow));
@@ -291,7 +300,7 @@ END_TEST
 START_TEST(test_admin_endpoints)
 {
     for (int ep = 0; ep < EP_COUNT; ep++) {
-        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_TOPIC_JOBS;
+        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS;
         ck_assert_msg(router_is_admin((enum endpoint)ep) == want, "%s", endpoint_name((enum endpoint)ep));
     }
     struct route r;
