@@ -63,6 +63,7 @@
     if (x == null || !isFinite(x)) return '—';
     return x < 10 ? x.toFixed(1) : Math.round(x).toLocaleString('en-US');
   }
+  const fmtAxis = (v) => (Number.isInteger(v) ? fmtInt(v) : fmtRate(v));
   // A point in time: its relative form, the exact time on hover; kept fresh by the ticker.
   const when = (ms) => (ms ? h('time', {'data-at': ms, title: fmtTime(ms)}, fmtRel(ms)) : '—');
 
@@ -171,6 +172,20 @@
 
   function replaceView(main, ...children) {
     main.replaceChildren(...children);
+  }
+
+  // Put `rows` (elements) into `parent` in this order, touching the DOM only where the order
+  // changed: a refresh must not swap a button from under a click.
+  function placeRows(parent, rows) {
+    if (rows.length === parent.children.length && rows.every((r, i) => parent.children[i] === r)) return;
+    parent.replaceChildren(...rows);
+  }
+
+  // Replace `el`'s children when `sig` differs from what they were built from.
+  function refill(el, sig, build) {
+    if (el.dataset.sig === sig) return;
+    el.dataset.sig = sig;
+    el.replaceChildren(...[build()].flat());
   }
 
   // ---- topics: /topics when the daemon has it, else /stats (counts only) -------------------
@@ -305,27 +320,44 @@
     replaceView(main, plotsPanel(), h('section', {class: 'card'},
       h('div', {class: 'bar'}, h('h2', {}, 'Topics'), summary, filter), table, pager));
 
+    const rows = new Map(); // topic -> its row, kept across refreshes
+    function row(t) {
+      let tr = rows.get(t.topic);
+      if (!tr) {
+        tr = h('tr', {'data-topic': t.topic},
+          h('td', {}, h('a', {href: `#/topic/${enc(t.topic)}`}, t.topic), h('span', {class: 'badges'})),
+          STATES.map((k) => h('td', {class: `num count-${k}`, 'data-count': k})),
+          h('td', {class: 'num', 'data-rate': 'push'}), h('td', {class: 'num', 'data-rate': 'deliver'}),
+          h('td', {class: 'num', 'data-rate': 'late'}), h('td', {class: 'actions'}));
+        rows.set(t.topic, tr);
+      }
+      return tr;
+    }
+    function fill(tr, t, rt) {
+      for (const k of STATES) {
+        const td = $(`[data-count="${k}"]`, tr);
+        td.dataset.value = t.counts[k];
+        td.textContent = fmtInt(t.counts[k]);
+      }
+      $('[data-rate="push"]', tr).textContent = fmtRate(rt.push);
+      $('[data-rate="deliver"]', tr).textContent = fmtRate(rt.deliver);
+      $('[data-rate="late"]', tr).textContent = rt.late == null ? '—' : fmtDur(rt.late);
+      refill($('.badges', tr), JSON.stringify(t.settings), () => badges(t));
+      refill($('.actions', tr), `${topicsApi} ${t.settings && t.settings.paused}`, () => pauseButton(t, refresh));
+    }
+
     async function refresh() {
       const page = await listTopics({prefix, after, limit});
       const rate = await rates(page.topics.map((t) => t.topic));
       if (!live()) return;
-      tbody.replaceChildren(...page.topics.map((t) => {
-        const rt = rate.get(t.topic) || {};
-        return h('tr', {'data-topic': t.topic},
-          h('td', {}, h('a', {href: `#/topic/${enc(t.topic)}`}, t.topic), ' ', badges(t)),
-          STATES.map((k) => h('td', {class: `num count-${k}`, 'data-count': k, 'data-value': t.counts[k]}, fmtInt(t.counts[k]))),
-          h('td', {class: 'num'}, fmtRate(rt.push)),
-          h('td', {class: 'num'}, fmtRate(rt.deliver)),
-          h('td', {class: 'num'}, rt.late == null ? '—' : fmtDur(rt.late)),
-          h('td', {class: 'actions'}, pauseButton(t, refresh)));
-      }));
-      if (!page.topics.length) {
-        tbody.append(h('tr', {}, h('td', {colspan: 9, class: 'muted'}, prefix ? `No topic starts with “${prefix}”.` : 'No topics yet.')));
-      }
+      for (const t of page.topics) fill(row(t), t, rate.get(t.topic) || {});
+      const shown = page.topics.map((t) => rows.get(t.topic));
+      placeRows(tbody, shown.length ? shown
+        : [h('tr', {}, h('td', {colspan: 9, class: 'muted'}, prefix ? `No topic starts with “${prefix}”.` : 'No topics yet.'))]);
       summary.textContent = page.total != null ? `${fmtInt(page.total)} topics in all` : '';
-      pager.replaceChildren(
+      refill(pager, `${after} ${page.next}`, () => [
         after ? h('a', {href: link({after: ''}), class: 'button'}, '⇤ First page') : '',
-        page.next ? h('a', {href: link({after: page.next}), class: 'button', 'data-page': 'next'}, 'Next page →') : '');
+        page.next ? h('a', {href: link({after: page.next}), class: 'button', 'data-page': 'next'}, 'Next page →') : '']);
     }
     await every(4000, live, refresh);
   }
@@ -393,14 +425,17 @@
 
     const reload = () => route();
 
+    tabs.append(...TABS.map(([k, label]) => h('a', {
+      href: `#/topic/${enc(topic)}` + qs({state: k}), class: k === state ? 'active' : null, 'data-tab': k,
+    }, label, ' ', h('span', {class: `pill count-${k}`}, '…'))));
+
     async function refreshHead() {
       const t = await oneTopic(topic);
       if (!live()) return;
-      head.replaceChildren(h('h2', {}, h('a', {href: '#/topics'}, 'Topics'), ' / ', topic), ' ', badges(t),
-        h('span', {class: 'spacer'}), pauseButton(t, refreshHead));
-      tabs.replaceChildren(...TABS.map(([k, label]) => h('a', {
-        href: `#/topic/${enc(topic)}` + qs({state: k}), class: k === state ? 'active' : null, 'data-tab': k,
-      }, label, ' ', h('span', {class: `pill count-${k}`}, fmtInt(t.counts[k])))));
+      refill(head, `${topicsApi} ${JSON.stringify(t.settings)}`, () => [
+        h('h2', {}, h('a', {href: '#/topics'}, 'Topics'), ' / ', topic), ...badges(t),
+        h('span', {class: 'spacer'}), pauseButton(t, refreshHead)]);
+      for (const [k] of TABS) $(`[data-tab="${k}"] .pill`, tabs).textContent = fmtInt(t.counts[k]);
       if (!settings.firstChild) settings.append(settingsForm(t));
     }
 
@@ -409,19 +444,27 @@
         return h('p', {class: 'muted'}, 'Topic settings (pause, rate, backoff, delivery) need GET /topics, which this daemon does not have.');
       }
       const st = t.settings;
+      const deliverText = st.deliver ? JSON.stringify(st.deliver) : '';
       const field = (name, label, value, hint) => h('label', {}, label,
         h('input', {name, type: 'number', min: 0, step: 1, value: value ?? '', placeholder: hint}));
       const form = h('form', {class: 'settings', onsubmit: async (ev) => {
         ev.preventDefault();
         const f = ev.target;
+        // only what was changed: a setting the form shows but did not touch (a webhook's
+        // secret the daemon does not echo, say) is left as it is
         const body = {};
-        for (const k of ['rate', 'backoff', 'maxBackoff']) if (f[k].value !== '') body[k] = Number(f[k].value);
-        try {
-          body.deliver = f.deliver.value.trim() ? JSON.parse(f.deliver.value) : null;
-        } catch (e) {
-          showError(new Error(`deliver is not JSON: ${e.message}`));
-          return;
+        for (const k of ['rate', 'backoff', 'maxBackoff']) {
+          if (f[k].value !== '' && Number(f[k].value) !== st[k]) body[k] = Number(f[k].value);
         }
+        if (f.deliver.value.trim() !== deliverText) {
+          try {
+            body.deliver = f.deliver.value.trim() ? JSON.parse(f.deliver.value) : null;
+          } catch (e) {
+            showError(new Error(`deliver is not JSON: ${e.message}`));
+            return;
+          }
+        }
+        if (!Object.keys(body).length) return;
         try {
           await api(`/topics/${enc(topic)}`, {method: 'PUT', body});
           clearError();
@@ -434,7 +477,7 @@
       field('backoff', 'backoff (ms)', st.backoff),
       field('maxBackoff', 'max backoff (ms)', st.maxBackoff),
       h('label', {class: 'wide'}, 'deliver (JSON: null, {"webhook": URL, …} or {"amqp": {…}})',
-        h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, st.deliver ? JSON.stringify(st.deliver) : '')),
+        h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, deliverText)),
       h('div', {class: 'buttons'},
         h('button', {type: 'submit', 'data-action': 'save-settings'}, 'Save settings'),
         confirmButton('Reset to defaults', {'data-action': 'reset-settings'}, async () => {
@@ -682,7 +725,7 @@
   // this tab), so the plots are fleet-wide whichever instance answers.
 
   const WINDOW_MS = 10 * 60e3;
-  const BIN_MS = 10e3;
+  const BIN_MS = 5e3;
   const SAMPLES_KEY = 'hourglass.samples';
 
   const sampler = {
@@ -795,7 +838,7 @@
     };
     const grid = [0, 0.5, 1].map((f) => [
       s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: 'gridline'}),
-      s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtRate(max * f))]);
+      s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtAxis(max * f))]);
     const ticks = [0, n / 2, n].map((b) => s('text', {
       x: PAD.l + b * (W - PAD.l - PAD.r) / n, y: H - 6, class: 'axis',
       'text-anchor': b === 0 ? 'start' : b === n ? 'end' : 'middle',
@@ -820,7 +863,7 @@
     }, s('title', {}, `${b ? label(b - 1) + ' – ' : '≤ '}${label(b)}: ${fmtInt(v || 0)} deliveries`)));
     const grid = [0, 0.5, 1].map((f) => [
       s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: 'gridline'}),
-      s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtInt(Math.round(max * f)))]);
+      s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtAxis(max * f))]);
     const ticks = counts.map((_, b) => (b % 3 === 0 || b === n - 1
       ? s('text', {x: PAD.l + (b + 0.5) * bw, y: H - 6, class: 'axis', 'text-anchor': 'middle'}, b === n - 1 ? label(b) : `≤${label(b)}`)
       : null));
