@@ -2,7 +2,8 @@
 #
 #   make            build build/hourglassd
 #   make run        install what is missing, start private Redis + MariaDB under .run/, run the daemon
-#   make test       the same set-up, then unit (Check) and integration tests
+#   make test       the same set-up, then unit (Check) and integration tests (the console's
+#                   browser tests among them: chromium + playwright-core, see tests/browser)
 #   make bench      benchmark suite (see docs/performance.md)
 #   make SANITIZE=address,undefined test
 #   make unit-valgrind   unit tests under valgrind
@@ -98,7 +99,8 @@ unit-valgrind: $(UNIT_BIN)
 	    echo "valgrind: $$t clean"; \
 	done
 
-test: deps
+test:
+	@sh scripts/deps.sh test
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
