@@ -760,31 +760,44 @@
       this.listeners.forEach((fn) => fn());
       return f;
     },
-    // Jobs per second in BIN_MS bins over the window, from each instance's own heartbeats.
+    // Jobs per second in BIN_MS bins over the window. Each instance's change between two of
+    // its heartbeats is spread over the bins that interval covers, in proportion; a bin's rate
+    // is what it got over the time it was covered (per instance, then summed), so sampling
+    // that does not line up with the bins neither zigzags nor dips.
     throughput() {
-      const now = Date.now();
       const nb = WINDOW_MS / BIN_MS;
-      const start = Math.floor(now / BIN_MS) * BIN_MS - nb * BIN_MS; // the current bin is unfinished
-      const pushed = new Array(nb).fill(0);
-      const delivered = new Array(nb).fill(0);
-      const seen = new Array(nb).fill(false);
+      const start = Math.floor(Date.now() / BIN_MS) * BIN_MS - nb * BIN_MS; // the current bin is unfinished
+      const pushed = new Array(nb).fill(null);
+      const delivered = new Array(nb).fill(null);
+      const per = new Map(); // instance -> {p, d, ms}: per bin, counts and time covered
       const lastBy = new Map();
       for (const smp of this.samples) {
         for (const i of smp.inst) {
           const prev = lastBy.get(i.k);
           if (prev && i.at > prev.at) {
-            const b = Math.floor((i.at - start) / BIN_MS);
-            if (b >= 0 && b < nb) {
-              pushed[b] += i.p - prev.p;
-              delivered[b] += i.d - prev.d;
-              seen[b] = true;
+            let acc = per.get(i.k);
+            if (!acc) per.set(i.k, acc = {p: new Array(nb).fill(0), d: new Array(nb).fill(0), ms: new Array(nb).fill(0)});
+            const span = i.at - prev.at;
+            for (let b = Math.max(0, Math.floor((prev.at - start) / BIN_MS)); b < nb && start + b * BIN_MS < i.at; b++) {
+              const lo = Math.max(prev.at, start + b * BIN_MS);
+              const hi = Math.min(i.at, start + (b + 1) * BIN_MS);
+              if (hi <= lo) continue;
+              acc.p[b] += (i.p - prev.p) * (hi - lo) / span;
+              acc.d[b] += (i.d - prev.d) * (hi - lo) / span;
+              acc.ms[b] += hi - lo;
             }
           }
           if (!prev || i.at > prev.at) lastBy.set(i.k, i);
         }
       }
-      const per = (a) => a.map((v, b) => (seen[b] ? v / (BIN_MS / 1000) : null));
-      return {start, pushed: per(pushed), delivered: per(delivered)};
+      for (const acc of per.values()) {
+        for (let b = 0; b < nb; b++) {
+          if (acc.ms[b] < BIN_MS / 5) continue; // too little of the bin seen to say
+          pushed[b] = (pushed[b] || 0) + acc.p[b] * 1000 / acc.ms[b];
+          delivered[b] = (delivered[b] || 0) + acc.d[b] * 1000 / acc.ms[b];
+        }
+      }
+      return {start, pushed, delivered};
     },
     // The lateness histogram over the window (or since each instance started, when the window
     // saw no delivery yet).
