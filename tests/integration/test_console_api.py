@@ -15,7 +15,7 @@ import unittest
 import urllib.parse
 from pathlib import Path
 
-from core_common import CoreTestCase, now_ms
+from core_common import CoreTestCase, RedisMonitor, now_ms
 from harness import REPO_ROOT, Daemon, wait_until
 
 CONSOLE = REPO_ROOT / "console"
@@ -431,6 +431,21 @@ class FleetTest(CoreTestCase):
         self.assertEqual(sum(sum(i["lateness"]) for i in by.values()), 5, "each first delivery in the histogram")
         self.assertEqual(sum(i["pushed"] for i in by.values()), len(ids))
         self.assertError(a.request("GET", "/fleet", params={"x": 1}), 400, "bad_request")
+
+    def test_cost_does_not_grow_with_topics(self):
+        """/fleet reads the heartbeats and the outbox lengths, never the per-topic counters that
+        /stats walks; /throughput reads the topics it is asked for, one HMGET each."""
+        ns = self.namespace()
+        d = self.start_daemon(namespace=ns)
+        self.wait_healthy(d)
+        self.assertJsonOk(d.push([{"topic": f"many.{i}", "delay": 600000} for i in range(300)]))
+        with RedisMonitor(ns.redis.port) as mon:
+            self.assertJsonOk(d.request("GET", "/fleet"))
+            self.assertJsonOk(d.request("GET", "/throughput", params={"topics": "many.1,many.2,many.3"}))
+        mine = [line for line in mon.lines if ns.prefix in line]
+        self.assertEqual([line for line in mine if '"HGETALL"' in line.upper() or ":count" in line], [],
+                         "nothing read the per-topic counters")
+        self.assertEqual(len([line for line in mine if '"hmget"' in line.lower()]), 3, mine)
 
 
 if __name__ == "__main__":
