@@ -850,7 +850,7 @@ static void on_tally(redisReply *r, void *arg)
         struct topic_tally *t = &tc->out[slot->index];
         t->pushed = rreply_int(r, 0); /* a nil (never counted) reads as 0 */
         t->delivered = rreply_int(r, 1);
-        t->first = rreply_int(r, 2);
+        t->first = t->delivered - rreply_int(r, 2); /* the script counts redeliveries */
         t->late_ms = rreply_int(r, 3);
     }
     tally_release(tc);
@@ -859,7 +859,7 @@ static void on_tally(redisReply *r, void *arg)
 int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn,
                   void *arg)
 {
-    static const char *const what[4] = {"pushed:", "delivered:", "first:", "late:"};
+    static const char *const what[4] = {"pushed:", "delivered:", "redelivered:", "late:"};
     struct tally_call *tc = calloc(1, sizeof *tc + (size_t)n * sizeof tc->slots[0]);
     if (tc == NULL || (tc->out = calloc((size_t)(n ? n : 1), sizeof *tc->out)) == NULL) {
         free(tc);

@@ -96,7 +96,8 @@ end
 
 -- Running totals per topic, never decremented, read by GET /throughput: the console's rates
 -- are their differences over time. what = "pushed" (new jobs), "delivered" (deliveries,
--- redeliveries included), "first" (first deliveries) and "late" (their ms past due, summed).
+-- redeliveries included), "redelivered" and "late" (the ms past due of the first deliveries,
+-- summed). Counted so that a first delivery on time, the common case, costs one HINCRBY.
 local K_TALLY = base .. "tally"
 local function tally(topic, what, n)
     redis.call("HINCRBY", K_TALLY, what .. ":" .. topic, n)

@@ -18,7 +18,7 @@ local budget = want + 1000 -- entries looked at per call, bad ones included: bou
 for t = 4, #ARGV do
     local topic = ARGV[t]
     local rkey = ready_key(topic)
-    local delivered, firsts, late = 0, 0, 0 -- for lib.lua's tally
+    local delivered, again, late = 0, 0, 0 -- for lib.lua's tally
     while #out < want and budget > 0 do
         local ids = redis.call("ZRANGE", rkey, 0, math.min(want - #out, budget, 1000) - 1)
         if #ids == 0 then break end
@@ -48,9 +48,10 @@ for t = 4, #ARGV do
                 end
                 log_transition(idkey, READY, j.st, j, now, "ready", who)
                 delivered = delivered + 1
-                if j.att == 1 then
-                    firsts = firsts + 1
-                    if now > j.runat then late = late + (now - j.runat) end
+                if j.att > 1 then
+                    again = again + 1
+                elseif now > j.runat then
+                    late = late + (now - j.runat)
                 end
                 out[#out + 1] = { idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat, j.biz,
                                   lease, j.ver, j.st }
@@ -61,13 +62,9 @@ for t = 4, #ARGV do
         -- loop always progresses
         redis.call("ZREM", rkey, unpack(ids))
     end
-    if delivered > 0 then
-        tally(topic, "delivered", delivered)
-        if firsts > 0 then
-            tally(topic, "first", firsts)
-            tally(topic, "late", late)
-        end
-    end
+    if delivered > 0 then tally(topic, "delivered", delivered) end
+    if again > 0 then tally(topic, "redelivered", again) end
+    if late > 0 then tally(topic, "late", late) end
     if #out >= want or budget <= 0 then break end
 end
 if lease_added then wake_if_head(lease_added[1]) end
