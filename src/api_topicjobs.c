@@ -15,9 +15,9 @@
 #include <string.h>
 
 #define PAGE_LIMIT_DEFAULT 100
-#define PAGE_LIMIT_MAX 1000
-#define PAGE_SCAN_DEFAULT 2000
-#define PAGE_SCAN_MAX 10000
+#define PAGE_LIMIT_MAX     1000
+#define PAGE_SCAN_DEFAULT  2000
+#define PAGE_SCAN_MAX      10000
 
 static const struct {
     const char *name;
@@ -60,10 +60,19 @@ static void on_page(const struct job_page *page, void *arg)
     sb_printf(&sb, ",\"state\":\"%s\",\"jobs\":[", job_state_name(q->state));
     for (int i = 0; i < page->n; i++) {
         const struct listed_job *l = &page->jobs[i];
-        struct job_json j = {.id = l->id, .topic = r->route.arg, .topic_len = r->route.arg_len,
-                             .state = job_state_name(q->state), .body = l->body, .body_len = l->body_len,
-                             .biz = l->biz, .biz_len = l->biz_len, .priority = l->priority, .ttr = l->ttr,
-                             .tries = l->tries, .attempt = l->attempts, .run_at = l->run_at,
+        struct job_json j = {.id = l->id,
+                             .topic = r->route.arg,
+                             .topic_len = r->route.arg_len,
+                             .state = job_state_name(q->state),
+                             .body = l->body,
+                             .body_len = l->body_len,
+                             .biz = l->biz,
+                             .biz_len = l->biz_len,
+                             .priority = l->priority,
+                             .ttr = l->ttr,
+                             .tries = l->tries,
+                             .attempt = l->attempts,
+                             .run_at = l->run_at,
                              .lease_until = q->state == JS_RESERVED ? l->score : 0,
                              .died_at = q->state == JS_DEAD ? l->score : 0};
         if (i)
@@ -90,7 +99,8 @@ void api_topic_jobs(struct request *r)
     if (api_params_only(r, allowed) < 0)
         return;
     if (!topic_valid(r->route.arg, r->route.arg_len)) {
-        respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
+        respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -",
+                      TOPIC_MAX);
         return;
     }
     const char *state_name = params_get(&r->params, "state");
@@ -126,7 +136,7 @@ void api_topic_jobs(struct request *r)
     q->state = state;
     r->state = q;
     r->state_free = free;
-    if (store_topic_jobs(&r->ctx->store, r->route.arg, r->route.arg_len, state, after_score, after_id, (int)limit,
-                         (int)scan, on_page, q) < 0)
+    if (store_topic_jobs(&r->ctx->store, r->route.arg, r->route.arg_len, state, after_score, after_id,
+                         (int)limit, (int)scan, on_page, q) < 0)
         respond_unavailable(r, "Redis");
 }
