@@ -2,7 +2,8 @@
 #
 #   make            build build/hourglassd
 #   make run        install what is missing, start private Redis + MariaDB under .run/, run the daemon
-#   make test       the same set-up, then unit (Check) and integration tests
+#   make test       the same set-up, then unit (Check) and integration tests (the console's
+#                   browser tests among them: chromium + playwright-core, see tests/browser)
 #   make bench      benchmark suite (see docs/performance.md)
 #   make SANITIZE=address,undefined test
 #   make unit-valgrind   unit tests under valgrind
@@ -38,9 +39,10 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 LUA      := $(sort $(wildcard src/lua/*.lua))
+CONSOLE  := $(sort $(wildcard console/*))
 SRC      := $(sort $(wildcard src/*.c))
 LIB_SRC  := $(filter-out src/main.c,$(SRC))
-LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o $(BUILD)/console_files.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # Programs the integration tests drive (tests/tools/x.c -> $(BUILD)/tests/x), e.g. amqp_publish
@@ -65,6 +67,13 @@ $(BUILD)/lua_scripts.c: $(LUA) scripts/embed-lua.sh | $(BUILD)/.dir
 	sh scripts/embed-lua.sh $(LUA) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The operator's console (console/*) is embedded the same way, each file with its ETag.
+$(BUILD)/console_files.c: $(CONSOLE) scripts/embed-console.sh | $(BUILD)/.dir
+	sh scripts/embed-console.sh $(CONSOLE) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/console_files.o: $(BUILD)/console_files.c src/api_console.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
@@ -98,7 +107,8 @@ unit-valgrind: $(UNIT_BIN)
 	    echo "valgrind: $$t clean"; \
 	done
 
-test: deps
+test:
+	@sh scripts/deps.sh test
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Install the Debian 12 packages hourglass needs, only when some are missing.
 #
-#   scripts/deps.sh [core|bench|fuzz]      (default: core; `make deps` runs this)
+#   scripts/deps.sh [core|test|bench|fuzz]      (default: core; `make deps` runs this)
 #
 #   core   build the daemon, run it and its tests (private Redis + MariaDB + RabbitMQ, Check, curl;
 #          libssl-dev for the webhook client's https and signatures)
+#   test   core + what `make test` also needs: the console's browser tests (chromium, and node
+#          and npm for playwright-core, which tests/browser installs from its lockfile)
 #   bench  core + load generator and profilers
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
@@ -24,10 +26,11 @@ core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libs
 set_name=${1:-core}
 case "$set_name" in
     core)  pkgs="$core" ;;
+    test)  pkgs="$core chromium nodejs npm" ;;
     bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind" ;;
     fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
     *)
-        echo "usage: scripts/deps.sh [core|bench|fuzz]  (got '$set_name')" >&2
+        echo "usage: scripts/deps.sh [core|test|bench|fuzz]  (got '$set_name')" >&2
         exit 2
         ;;
 esac
@@ -42,11 +45,20 @@ fi
 # shellcheck disable=SC2086 # word splitting of the package list is intended
 installed=" $(dpkg-query -W -f='${Package} ${Status}\n' $pkgs 2>/dev/null |
               awk '$2 == "install" && $3 == "ok" && $4 == "installed" { printf "%s ", $1 }' || true) "
+# Node's packages count as there when their commands are: NodeSource's nodejs package bundles
+# npm (and conflicts with Debian's npm package), so asking apt for npm there would fail.
+provided() {
+    case "$1" in
+        nodejs) command -v node >/dev/null 2>&1 ;;
+        npm) command -v npm >/dev/null 2>&1 ;;
+        *) return 1 ;;
+    esac
+}
 missing=""
 for p in $pkgs; do
     case "$installed" in
         *" $p "*) ;;
-        *) missing="$missing $p" ;;
+        *) provided "$p" || missing="$missing $p" ;;
     esac
 done
 missing=${missing# }

@@ -35,12 +35,66 @@ static const char *bearer(struct request *r, size_t *len)
     return auth;
 }
 
+static int b64val(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* The console's pages are loaded by the browser itself, which cannot add a Bearer header to a
+ * page load: there the token may come as the password of HTTP Basic (any user name), which the
+ * browser asks for after a 401 with WWW-Authenticate. Decoded into buf; NULL when absent. */
+static const char *basic_password(struct request *r, char *buf, size_t cap, size_t *len)
+{
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Authorization");
+    if (r->endpoint != EP_CONSOLE || auth == NULL || strncasecmp(auth, "Basic ", 6) != 0)
+        return NULL;
+    size_t n = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (const char *p = auth + 6; *p && *p != '='; p++) {
+        int v = b64val(*p);
+        if (v < 0)
+            return NULL;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n + 1 >= cap)
+                return NULL;
+            buf[n++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    buf[n] = '\0';
+    const char *colon = memchr(buf, ':', n);
+    if (colon == NULL)
+        return NULL;
+    *len = n - (size_t)(colon + 1 - buf);
+    return colon + 1;
+}
+
+/* 401; on the console, with the challenge that makes a browser ask for the token. */
+static void unauthorized(struct request *r, const char *message)
+{
+    if (r->endpoint == EP_CONSOLE)
+        respond_header(r, "WWW-Authenticate", "Basic realm=\"hourglass console\", charset=\"UTF-8\"");
+    respond_error(r, 401, "unauthorized", "%s", message);
+}
+
 /* 0 when allowed; otherwise the request has been answered (401/403). */
 static int authorize(struct request *r)
 {
     const struct config *cfg = &r->ctx->app->cfg;
     size_t len = 0;
+    char basic[512];
     const char *token = bearer(r, &len);
+    if (token == NULL)
+        token = basic_password(r, basic, sizeof basic, &len);
     int is_admin_token = token && cfg->admin_token[0] && secret_equal(token, len, cfg->admin_token);
 
     if (router_is_admin(r->endpoint, r->method)) {
@@ -48,7 +102,9 @@ static int authorize(struct request *r)
             if (is_admin_token)
                 return 0;
             if (token == NULL)
-                respond_error(r, 401, "unauthorized", "this admin endpoint needs Authorization: Bearer <admin_token>");
+                unauthorized(r, "this admin endpoint needs Authorization: Bearer <admin_token>");
+            else if (r->endpoint == EP_CONSOLE) /* 401 again, so the browser asks again */
+                unauthorized(r, "the token given is not the admin token");
             else
                 respond_error(r, 403, "forbidden", "the token given is not the admin token");
             return -1;
@@ -61,11 +117,11 @@ static int authorize(struct request *r)
     }
     if (cfg->token[0] && r->endpoint != EP_HEALTH) {
         if (token == NULL) {
-            respond_error(r, 401, "unauthorized", "missing Authorization: Bearer <token>");
+            unauthorized(r, "missing Authorization: Bearer <token>");
             return -1;
         }
         if (!is_admin_token && !secret_equal(token, len, cfg->token)) {
-            respond_error(r, 401, "unauthorized", "invalid token");
+            unauthorized(r, "invalid token");
             return -1;
         }
     }

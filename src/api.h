@@ -28,6 +28,10 @@ void api_stats(struct request *r);
 void api_metrics(struct request *r);
 void api_topics(struct request *r);      /* api_topics.c: GET /topics */
 void api_topic(struct request *r);       /* GET|PUT|DELETE /topics/{topic} */
+void api_fleet(struct request *r);
+void api_throughput(struct request *r);
+void api_topic_jobs(struct request *r);  /* api_topicjobs.c */
+void api_console(struct request *r);     /* api_console.c */
 
 /* The push path's per-worker state (hctx.pushes), called from the worker's subsystem table:
  * after each inbox drain the committed pushes go to Redis, a call per shard; at the end it

@@ -1,4 +1,4 @@
-/* api_info.c — /health, /stats and /metrics. */
+/* api_info.c — /health, /stats, /metrics, /fleet and /throughput. */
 #include "api.h"
 #include "api_util.h"
 #include "clock.h"
@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void api_health(struct request *r)
+/* This instance's health as a JSON object; whether it can serve. */
+static int health_json(struct request *r, struct sbuf *sb)
 {
     struct app *app = r->ctx->app;
     /* Redis counts as up when every HTTP worker can use it, not only the one answering: a
@@ -32,28 +33,45 @@ void api_health(struct request *r)
      * are missing until /reStore. 200 either way: a load balancer need not drop the instance. */
     int64_t loss_at = atomic_load(&app->redis_loss_at);
     int rolled_back = loss_at && atomic_load(&app->redis_loss_kind) == 1;
-    struct sbuf sb = SBUF_INIT;
-    sb_printf(&sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
+    sb_printf(sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
               !ok ? "unavailable" : rolled_back ? "degraded" : "ok", redis ? "up" : "down", mysql ? "up" : "down",
               draining ? "true" : "false");
-    sb_json_cstr(&sb, app->instance);
+    sb_json_cstr(sb, app->instance);
     if (loss_at)
-        sb_printf(&sb,
+        sb_printf(sb,
                   ",\"redisLoss\":{\"shard\":%d,\"kind\":\"%s\",\"detectedAt\":%lld,\"message\":\"Redis came "
                   "back with %s data; %s\"}",
                   atomic_load(&app->redis_loss_shard), atomic_load(&app->redis_loss_kind) == 1 ? "rolled back" : "lost",
                   (long long)loss_at, atomic_load(&app->redis_loss_kind) == 1 ? "older" : "none of its",
                   app->cfg.redis_auto_restore ? "an automatic restore is repairing it" : "run GET /reStore");
     if (rerr.cause != RCAUSE_NONE) {
-        sb_printf(&sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rconn_cause_name(rerr.cause));
-        sb_json_cstr(&sb, rerr.text);
-        sb_printf(&sb, ",\"ageMs\":%lld}", (long long)rerr.age_ms);
+        sb_printf(sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rconn_cause_name(rerr.cause));
+        sb_json_cstr(sb, rerr.text);
+        sb_printf(sb, ",\"ageMs\":%lld}", (long long)rerr.age_ms);
     }
-    sb_printf(&sb, ",\"workerId\":%d}", atomic_load(&app->worker_id));
+    sb_printf(sb, ",\"workerId\":%d}", atomic_load(&app->worker_id));
+    return ok;
+}
+
+void api_health(struct request *r)
+{
+    struct sbuf sb = SBUF_INIT;
+    int ok = health_json(r, &sb);
     if (!ok)
         respond_header(r, "Retry-After", "1");
     respond_json(r, ok ? 200 : 503, &sb);
     sb_free(&sb);
+}
+
+/* ",\"journal\":{...},\"http\":{...}" — this instance's journal and connections (/stats, /fleet). */
+static void journal_json(struct sbuf *sb, struct app *app, long outbox)
+{
+    sb_printf(sb,
+              ",\"journal\":{\"mysql\":\"%s\",\"backlog\":%ld,\"durableWaiting\":%ld,\"accepting\":%s,\"inDoubt\":%ld}"
+              ",\"http\":{\"parked\":%lld,\"connections\":%lld}",
+              journal_up() ? "up" : "down", journal_local_backlog() + outbox, journal_durable_waiting(),
+              journal_accepting() ? "true" : "false", doubt_count(), (long long)atomic_load(&app->parked),
+              (long long)metrics_gauge_get(MG_CONNECTIONS));
 }
 
 /* /stats?prefix=&after=&limit=: which topics to list (the totals always cover them all). */
@@ -113,12 +131,7 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
     }
     sb_printf(&sb, ",\"topicCount\":%d,\"totals\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}",
               n, (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3]);
-    sb_printf(&sb,
-              ",\"journal\":{\"mysql\":\"%s\",\"backlog\":%ld,\"durableWaiting\":%ld,\"accepting\":%s,\"inDoubt\":%ld}"
-              ",\"http\":{\"parked\":%lld,\"connections\":%lld}",
-              journal_up() ? "up" : "down", journal_local_backlog() + outbox, journal_durable_waiting(),
-              journal_accepting() ? "true" : "false", doubt_count(), (long long)atomic_load(&app->parked),
-              (long long)metrics_gauge_get(MG_CONNECTIONS));
+    journal_json(&sb, app, outbox);
     if (app->keeper_stats_json)
         app->keeper_stats_json(app->keeper_stats_arg, &sb);
     sb_putc(&sb, '}');
@@ -176,4 +189,110 @@ void api_metrics(struct request *r)
     delivstats_render(&sb);
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);
+}
+
+/* ---- /fleet: the instances sharing this Redis, and this one's health, without the topics ---- */
+
+static void on_fleet_outbox(long outbox, int failed, void *arg)
+{
+    struct request *r = arg;
+    struct app *app = r->ctx->app;
+    struct sbuf sb = SBUF_INIT;
+    sb_printf(&sb, "{\"at\":%lld,\"startedAt\":%lld,\"shards\":%d,\"health\":", (long long)clock_unix_ms(),
+              (long long)app->started_unix_ms, app->cfg.redis_shards);
+    health_json(r, &sb);
+    journal_json(&sb, app, outbox);
+    if (failed)
+        sb_puts(&sb, ",\"outboxUnknown\":true");
+    if (app->keeper_stats_json)
+        app->keeper_stats_json(app->keeper_stats_arg, &sb);
+    sb_puts(&sb, ",\"latenessBounds\":");
+    metrics_hist_bounds_json(MH_LATENESS, &sb);
+    sb_putc(&sb, '}');
+    respond_json(r, 200, &sb);
+    sb_free(&sb);
+}
+
+void api_fleet(struct request *r)
+{
+    static const char *const none[] = {NULL};
+    if (api_params_only(r, none) < 0)
+        return;
+    /* answered even with Redis down: the health inside says so (outbox length unknown then) */
+    if (store_outbox_len(&r->ctx->store, on_fleet_outbox, r) < 0)
+        on_fleet_outbox(0, 1, r);
+}
+
+/* ---- /throughput?topics=a,b,c: per-topic running totals (store_tallies) ---- */
+
+#define THROUGHPUT_TOPICS_MAX 1000
+
+struct tally_query {
+    struct request *r;
+    int n;
+    const char *topics[THROUGHPUT_TOPICS_MAX];
+    size_t lens[THROUGHPUT_TOPICS_MAX];
+};
+
+static void on_tallies(const struct topic_tally *t, int n, void *arg)
+{
+    struct tally_query *q = arg;
+    if (t == NULL) {
+        respond_unavailable(q->r, "Redis");
+        return;
+    }
+    struct sbuf sb = SBUF_INIT;
+    sb_printf(&sb, "{\"at\":%lld,\"topics\":{", (long long)clock_unix_ms());
+    for (int i = 0; i < n; i++) {
+        if (i)
+            sb_putc(&sb, ',');
+        sb_json_str(&sb, q->topics[i], q->lens[i]);
+        sb_printf(&sb, ":{\"pushed\":%lld,\"delivered\":%lld,\"firstDelivered\":%lld,\"latenessMsSum\":%lld}",
+                  (long long)t[i].pushed, (long long)t[i].delivered, (long long)t[i].first, (long long)t[i].late_ms);
+    }
+    sb_puts(&sb, "}}");
+    respond_json(q->r, 200, &sb);
+    sb_free(&sb);
+}
+
+void api_throughput(struct request *r)
+{
+    static const char *const allowed[] = {"topics", NULL};
+    if (api_params_only(r, allowed) < 0)
+        return;
+    const char *list = params_get(&r->params, "topics");
+    if (list == NULL || list[0] == '\0') {
+        respond_error(r, 400, "bad_request", "topics is required: a comma-separated list of topics");
+        return;
+    }
+    struct tally_query *q = calloc(1, sizeof *q);
+    if (q == NULL) {
+        respond_unavailable(r, "memory");
+        return;
+    }
+    q->r = r;
+    r->state = q;
+    r->state_free = free;
+    for (const char *p = list;; p++) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (!topic_valid(p, len)) {
+            respond_error(r, 400, "bad_request", "topics: each must be 1-%d characters of A-Z a-z 0-9 _ . : -",
+                          TOPIC_MAX);
+            return;
+        }
+        if (q->n == THROUGHPUT_TOPICS_MAX) {
+            respond_error(r, 400, "bad_request", "topics: at most %d at a time", THROUGHPUT_TOPICS_MAX);
+            return;
+        }
+        q->topics[q->n] = p; /* points into the parameters, which live as long as r */
+        q->lens[q->n++] = len;
+        if (e == NULL)
+            break;
+        p = e;
+    }
+    if (api_require_redis(r) < 0)
+        return;
+    if (store_tallies(&r->ctx->store, q->topics, q->lens, q->n, on_tallies, q) < 0)
+        respond_unavailable(r, "Redis");
 }

@@ -55,6 +55,8 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_RESTORE] = api_restore, [EP_RESTORE_ONE] = api_restore_one, [EP_HEALTH] = api_health,
     [EP_STATS] = api_stats,     [EP_METRICS] = api_metrics,  [EP_TOPICS] = api_topics,
     [EP_TOPIC] = api_topic,
+    [EP_CONSOLE] = api_console, [EP_TOPIC_JOBS] = api_topic_jobs, [EP_FLEET] = api_fleet,
+    [EP_THROUGHPUT] = api_throughput,
 };
 
 /* 0 when the path names an endpoint (r->endpoint set); otherwise answered. */

@@ -30,6 +30,8 @@ const char *reason_phrase(int status)
     switch (status) {
     case 200: return "OK";
     case 204: return "No Content";
+    case 301: return "Moved Permanently";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";

@@ -2,6 +2,7 @@
 #include "keeper.h"
 #include "api.h"
 #include "app.h"
+#include "clock.h"
 #include "doubt.h"
 #include "expiry.h"
 #include "lossmark.h"
@@ -55,13 +56,18 @@ static void local_stats(struct keeper *k, struct sbuf *sb)
     sb_printf(sb,
               ",\"workerId\":%d,\"startedAt\":%lld,\"ownedShards\":%lld,\"parked\":%lld,\"connections\":%lld,"
               "\"journalBacklog\":%ld,\"mysql\":\"%s\",\"draining\":%s,\"pushed\":%llu,\"delivered\":%llu,"
-              "\"moved\":%lld}",
+              "\"moved\":%lld,\"at\":%lld,\"lateness\":",
               atomic_load(&app->worker_id), (long long)app->started_unix_ms,
               (long long)metrics_gauge_get(MG_OWNED_SHARDS), (long long)atomic_load(&app->parked),
               (long long)metrics_gauge_get(MG_CONNECTIONS), journal_backlog(), journal_up() ? "up" : "down",
               atomic_load(&app->draining) ? "true" : "false",
               (unsigned long long)metrics_counter_get(MC_JOBS_PUSHED),
-              (unsigned long long)metrics_counter_get(MC_JOBS_DELIVERED), mover_moved_total(k->mover));
+              (unsigned long long)metrics_counter_get(MC_JOBS_DELIVERED), mover_moved_total(k->mover),
+              (long long)clock_unix_ms());
+    /* for the console's plots (GET /fleet): the totals above were read at "at"; the lateness
+     * histogram is summed over the fleet there */
+    metrics_hist_counts_json(MH_LATENESS, sb);
+    sb_putc(sb, '}');
 }
 
 /* How many transitions wait in the outbox streams for the journal (back-pressure, /stats). */

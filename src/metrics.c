@@ -198,6 +198,21 @@ static void render_hist(struct sbuf *out, const char *name, const char *labels, 
               (unsigned long long)atomic_load_explicit(&h->count, memory_order_relaxed));
 }
 
+void metrics_hist_counts_json(enum metric_hist h, struct sbuf *out)
+{
+    for (int b = 0; b <= NBUCKETS; b++)
+        sb_printf(out, "%c%llu", b ? ',' : '[',
+                  (unsigned long long)atomic_load_explicit(&hists[h].buckets[b], memory_order_relaxed));
+    sb_putc(out, ']');
+}
+
+void metrics_hist_bounds_json(enum metric_hist h, struct sbuf *out)
+{
+    for (int b = 0; b < NBUCKETS; b++)
+        sb_printf(out, "%c%g", b ? ',' : '[', hists[h].bounds[b]);
+    sb_putc(out, ']');
+}
+
 void metrics_render(struct sbuf *out, const char *instance)
 {
     /* The instance name is free text ([instance] id): escape it as a label value must be. */

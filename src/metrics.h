@@ -77,6 +77,13 @@ void metrics_http(enum endpoint ep, int status, int64_t duration_us);
 /* One job state change (states from job.h). */
 void metrics_transition(int from_state, int to_state, uint64_t n);
 
+/* A histogram's counts per bucket as a JSON array, not cumulative: one number per bound, then
+ * one for the values above every bound. */
+void metrics_hist_counts_json(enum metric_hist h, struct sbuf *out);
+
+/* Its bucket bounds as a JSON array (seconds for times). */
+void metrics_hist_bounds_json(enum metric_hist h, struct sbuf *out);
+
 /* Append everything in Prometheus text exposition format. */
 void metrics_render(struct sbuf *out, const char *instance);
 

@@ -109,6 +109,27 @@ void respond_text(struct request *r, int status, const char *content_type, struc
     send_reply(r, status, reason_phrase(status));
 }
 
+void respond_static(struct request *r, int status, const char *content_type, const void *data, size_t len)
+{
+    if (status != 304 && len)
+        evbuffer_add_reference(evhttp_request_get_output_buffer(r->req), data, len, NULL, NULL);
+    if (content_type)
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", content_type);
+    send_reply(r, status, reason_phrase(status));
+}
+
+const char *request_header(const struct request *r, const char *name)
+{
+    return evhttp_find_header(evhttp_request_get_input_headers(r->req), name);
+}
+
+const char *request_path(const struct request *r)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    return path && path[0] ? path : "/";
+}
+
 void respond_no_content(struct request *r)
 {
     send_reply(r, 204, "No Content");

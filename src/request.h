@@ -95,6 +95,16 @@ void respond_no_content(struct request *r);
 /* Answer with arbitrary text (metrics). Frees r. */
 void respond_text(struct request *r, int status, const char *content_type, struct sbuf *text);
 
+/* Answer with `len` bytes of static data (not copied: they must outlive the answer, as
+ * constants do); no body for a 304. Frees r. */
+void respond_static(struct request *r, int status, const char *content_type, const void *data, size_t len);
+
+/* A request header's value, or NULL. */
+const char *request_header(const struct request *r, const char *name);
+
+/* The request's path, without the query ("/" when empty). */
+const char *request_path(const struct request *r);
+
 /* Add a response header before answering. */
 void respond_header(struct request *r, const char *name, const char *value);
 

@@ -16,6 +16,17 @@ static const struct rule rules[] = {
     {"/metrics", EP_METRICS},     {"/get/", EP_GET},        {"/jobs/", EP_JOBS},
     {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE}, {"/topics", EP_TOPICS},
     {"/topics/", EP_TOPIC},
+    {"/console", EP_CONSOLE},     {"/console/", EP_CONSOLE},  {"/fleet", EP_FLEET},
+    {"/throughput", EP_THROUGHPUT},
+};
+
+/* Paths with their argument in the middle ("/topics/{topic}/jobs"): tried before the rules
+ * above, whose "/x/" prefixes take a single segment only. */
+static const struct {
+    const char *prefix, *suffix;
+    enum endpoint endpoint;
+} mid_rules[] = {
+    {"/topics/", "/jobs", EP_TOPIC_JOBS},
 };
 
 static const char *const names[EP_COUNT] = {
@@ -25,6 +36,8 @@ static const char *const names[EP_COUNT] = {
     [EP_DEAD] = "dead",           [EP_RESTORE] = "restore",   [EP_RESTORE_ONE] = "restore_one",
     [EP_HEALTH] = "health",       [EP_STATS] = "stats",       [EP_METRICS] = "metrics",
     [EP_TOPICS] = "topics",       [EP_TOPIC] = "topic",
+    [EP_CONSOLE] = "console",     [EP_TOPIC_JOBS] = "topic_jobs", [EP_FLEET] = "fleet",
+    [EP_THROUGHPUT] = "throughput",
 };
 
 static int hexval(char c)
@@ -63,12 +76,38 @@ long percent_decode(const char *src, size_t len, char *dst, size_t dstcap, int p
     return (long)o;
 }
 
+/* Decode one path segment into out->arg. */
+static enum route_status take_arg(const char *arg, size_t arg_len, struct route *out)
+{
+    if (memchr(arg, '/', arg_len) != NULL)
+        return ROUTE_NOT_FOUND; /* one segment only: no nesting, no traversal */
+    if (arg_len > 3 * ROUTE_ARG_MAX)
+        return ROUTE_TOO_LONG;
+    long n = percent_decode(arg, arg_len, out->arg, sizeof out->arg, 0);
+    if (n < 0)
+        return arg_len > ROUTE_ARG_MAX ? ROUTE_TOO_LONG : ROUTE_BAD_ENCODING;
+    if (memchr(out->arg, '\0', (size_t)n) != NULL)
+        return ROUTE_BAD_ENCODING;
+    out->arg_len = (size_t)n;
+    return ROUTE_OK;
+}
+
 enum route_status router_match(const char *path, size_t len, struct route *out)
 {
     out->endpoint = EP_NOT_FOUND;
     out->arg[0] = '\0';
     out->arg_len = 0;
 
+    for (size_t r = 0; r < sizeof mid_rules / sizeof mid_rules[0]; r++) {
+        size_t plen = strlen(mid_rules[r].prefix), slen = strlen(mid_rules[r].suffix);
+        if (len <= plen + slen || memcmp(path, mid_rules[r].prefix, plen) != 0 ||
+            memcmp(path + len - slen, mid_rules[r].suffix, slen) != 0)
+            continue;
+        enum route_status st = take_arg(path + plen, len - plen - slen, out);
+        if (st == ROUTE_OK)
+            out->endpoint = mid_rules[r].endpoint;
+        return st;
+    }
     for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
         const char *prefix = rules[r].prefix;
         size_t plen = strlen(prefix);
@@ -81,20 +120,10 @@ enum route_status router_match(const char *path, size_t len, struct route *out)
         }
         if (len < plen || memcmp(path, prefix, plen) != 0)
             continue;
-        const char *arg = path + plen;
-        size_t arg_len = len - plen;
-        if (memchr(arg, '/', arg_len) != NULL)
-            return ROUTE_NOT_FOUND; /* one segment only: no nesting, no traversal */
-        if (arg_len > 3 * ROUTE_ARG_MAX)
-            return ROUTE_TOO_LONG;
-        long n = percent_decode(arg, arg_len, out->arg, sizeof out->arg, 0);
-        if (n < 0)
-            return arg_len > ROUTE_ARG_MAX ? ROUTE_TOO_LONG : ROUTE_BAD_ENCODING;
-        if (memchr(out->arg, '\0', (size_t)n) != NULL)
-            return ROUTE_BAD_ENCODING;
-        out->arg_len = (size_t)n;
-        out->endpoint = rules[r].endpoint;
-        return ROUTE_OK;
+        enum route_status st = take_arg(path + plen, len - plen, out);
+        if (st == ROUTE_OK)
+            out->endpoint = rules[r].endpoint;
+        return st;
     }
     return ROUTE_NOT_FOUND;
 }
@@ -128,7 +157,7 @@ int router_is_admin(enum endpoint ep, enum method m)
 {
     if (ep == EP_TOPIC)
         return m == METHOD_PUT || m == METHOD_DELETE;
-    return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD;
+    return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS;
 }
 
 const char *endpoint_name(enum endpoint ep)

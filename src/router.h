@@ -23,6 +23,10 @@ enum endpoint {
     EP_METRICS,
     EP_TOPICS,
     EP_TOPIC,
+    EP_CONSOLE,     /* /console, /console/<file> */
+    EP_TOPIC_JOBS,  /* /topics/{topic}/jobs */
+    EP_FLEET,
+    EP_THROUGHPUT,
     EP_COUNT
 };
 
@@ -34,7 +38,7 @@ enum route_status { ROUTE_OK, ROUTE_NOT_FOUND, ROUTE_BAD_ENCODING, ROUTE_TOO_LON
 
 struct route {
     enum endpoint endpoint;
-    char arg[ROUTE_ARG_MAX + 1]; /* percent-decoded path argument ({topic}, {id}); "" when none */
+    char arg[ROUTE_ARG_MAX + 1]; /* percent-decoded path argument ({topic}, {id}, a console file); "" when none */
     size_t arg_len;
 };
 

@@ -26,6 +26,7 @@ enum script_id {
     SCRIPT_ALIGN,
     SCRIPT_MARK,
     SCRIPT_TOPICSET,
+    SCRIPT_TOPICJOBS,
     SCRIPT_COUNT
 };
 

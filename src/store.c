@@ -585,6 +585,82 @@ int store_dead_list(struct store *s, const char *topic, size_t topic_len, int li
     return rc;
 }
 
+/* ---- a page of a topic's jobs ---- */
+
+static void on_topic_jobs(redisReply *r, void *arg)
+{
+    struct call *c = arg;
+    store_page_fn fn = (store_page_fn)c->fn;
+    void *user = c->arg;
+    free(c);
+    const redisReply *list = rreply_is_array(r, 4) ? r->element[3] : NULL;
+    if (list == NULL || list->type != REDIS_REPLY_ARRAY) {
+        if (r)
+            shape_error("topicjobs");
+        fn(NULL, user);
+        return;
+    }
+    struct job_page page = {.n = (int)list->elements, .scanned = (long)rreply_int(r, 2)};
+    size_t next_len = 0;
+    const char *next = rreply_str(r, 0, &next_len);
+    if (next && next_len > 0) {
+        page.more = 1;
+        page.next_score = rreply_int(r, 0);
+        if (rreply_id(r, 1, &page.next_id) < 0)
+            page.more = 0; /* cannot happen with our keys; then the listing just ends */
+    }
+    struct listed_job *jobs = calloc((size_t)(page.n ? page.n : 1), sizeof *jobs);
+    if (jobs == NULL) {
+        fn(NULL, user);
+        return;
+    }
+    for (int i = 0; i < page.n; i++) {
+        const redisReply *e = list->element[i];
+        struct listed_job *j = &jobs[i];
+        if (!rreply_is_array(e, 9) || rreply_id(e, 0, &j->id) < 0 || !rreply_str(e, 8, NULL)) {
+            shape_error("topicjobs");
+            free(jobs);
+            fn(NULL, user);
+            return;
+        }
+        j->score = rreply_int(e, 1);
+        j->attempts = (int)rreply_int(e, 2);
+        j->priority = (int)rreply_int(e, 3);
+        j->ttr = rreply_int(e, 4);
+        j->tries = (int)rreply_int(e, 5);
+        j->run_at = rreply_int(e, 6);
+        j->biz = rreply_str(e, 7, &j->biz_len);
+        j->body = rreply_str(e, 8, &j->body_len);
+    }
+    page.jobs = jobs;
+    fn(&page, user);
+    free(jobs);
+}
+
+int store_topic_jobs(struct store *s, const char *topic, size_t topic_len, int state, int64_t after_score,
+                     uint64_t after_id, int limit, int scan, store_page_fn fn, void *arg)
+{
+    struct rargv b;
+    int rc = -1;
+    if (rargv_init(&b, 10, 4, 1) == 0) {
+        rargv_key(&b, s->prefix, topic_shard(topic, topic_len, s->shards), "jobs");
+        rargv_str(&b, topic, topic_len);
+        rargv_int(&b, state);
+        if (after_id) {
+            rargv_int(&b, after_score);
+            rargv_id(&b, after_id);
+        } else {
+            rargv_str(&b, "", 0);
+            rargv_str(&b, "", 0);
+        }
+        rargv_int(&b, limit);
+        rargv_int(&b, scan);
+        rc = send(s, SCRIPT_TOPICJOBS, &b, on_topic_jobs, (void *)fn, arg);
+    }
+    rargv_free(&b);
+    return rc;
+}
+
 /* ---- move ---- */
 
 static void on_move(redisReply *r, void *arg)
@@ -831,6 +907,87 @@ int store_topicset(struct store *s, const char *topic, size_t len, const char *v
     }
     rargv_free(&b);
     return rc;
+}
+
+/* ---- tallies ---- */
+
+struct tally_call {
+    store_tally_fn fn;
+    void *arg;
+    int waiting, failed, n;
+    struct topic_tally *out;
+    struct tally_slot {
+        struct tally_call *call;
+        int index;
+    } slots[];
+};
+
+static void tally_release(struct tally_call *tc)
+{
+    if (--tc->waiting > 0)
+        return;
+    tc->fn(tc->failed ? NULL : tc->out, tc->n, tc->arg);
+    free(tc->out);
+    free(tc);
+}
+
+static void on_tally(redisReply *r, void *arg)
+{
+    struct tally_slot *slot = arg;
+    struct tally_call *tc = slot->call;
+    if (!rreply_is_array(r, 4)) {
+        tc->failed = 1;
+    } else {
+        struct topic_tally *t = &tc->out[slot->index];
+        t->pushed = rreply_int(r, 0); /* a nil (never counted) reads as 0 */
+        t->delivered = rreply_int(r, 1);
+        t->first = t->delivered - rreply_int(r, 2); /* the script counts redeliveries */
+        t->late_ms = rreply_int(r, 3);
+    }
+    tally_release(tc);
+}
+
+int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn,
+                  void *arg)
+{
+    static const char *const what[4] = {"pushed:", "delivered:", "redelivered:", "late:"};
+    struct tally_call *tc = calloc(1, sizeof *tc + (size_t)n * sizeof tc->slots[0]);
+    if (tc == NULL || (tc->out = calloc((size_t)(n ? n : 1), sizeof *tc->out)) == NULL) {
+        free(tc);
+        return -1;
+    }
+    tc->fn = fn;
+    tc->arg = arg;
+    tc->n = n;
+    tc->waiting = 1; /* our own hold, so an early reply cannot finish the call */
+    for (int i = 0; i < n; i++) {
+        char key[160], fields[4][16 + TOPIC_MAX];
+        const char *argv[6] = {"HMGET", key};
+        size_t alens[6] = {5, (size_t)rkey(key, sizeof key, s->prefix, topic_shard(topics[i], lens[i], s->shards),
+                                          "tally")};
+        for (int f = 0; f < 4; f++) {
+            size_t wlen = strlen(what[f]);
+            memcpy(fields[f], what[f], wlen);
+            memcpy(fields[f] + wlen, topics[i], lens[i]);
+            argv[2 + f] = fields[f];
+            alens[2 + f] = wlen + lens[i];
+        }
+        tc->slots[i].call = tc;
+        tc->slots[i].index = i;
+        tc->waiting++;
+        if (rconn_command(s->rc, on_tally, &tc->slots[i], 6, argv, alens) < 0) {
+            tc->waiting--;
+            tc->failed = 1;
+            break;
+        }
+    }
+    if (tc->waiting == 1 && tc->failed) { /* nothing was sent */
+        free(tc->out);
+        free(tc);
+        return -1;
+    }
+    tally_release(tc);
+    return 0;
 }
 
 /* ---- outbox length ---- */

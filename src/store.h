@@ -135,6 +135,32 @@ typedef void (*store_dead_fn)(const struct dead_job *jobs, int n, int failed, vo
 int store_dead_list(struct store *s, const char *topic, size_t topic_len, int limit, store_dead_fn fn, void *arg)
     __attribute__((warn_unused_result));
 
+/* ---- a page of a topic's jobs in one state (topicjobs.lua) ---- */
+struct listed_job {
+    uint64_t id;
+    int64_t score; /* due (delayed), lease deadline (reserved), died at (dead), ready order (ready) */
+    int64_t ttr, run_at;
+    int attempts, priority, tries;
+    const char *biz, *body;
+    size_t biz_len, body_len;
+};
+struct job_page {
+    const struct listed_job *jobs;
+    int n;
+    long scanned;           /* index entries looked at */
+    int more;               /* the listing goes on after (next_score, next_id) */
+    int64_t next_score;
+    uint64_t next_id;
+};
+/* page NULL when the command failed. */
+typedef void (*store_page_fn)(const struct job_page *page, void *arg);
+/* Jobs of `topic` in `state` (JS_DELAYED, JS_READY, JS_RESERVED or JS_DEAD) after the entry
+ * (after_score, after_id) — after_id 0: from the first — at most `limit` of them, looking at
+ * no more than `scan` index entries. */
+int store_topic_jobs(struct store *s, const char *topic, size_t topic_len, int state, int64_t after_score,
+                     uint64_t after_id, int limit, int scan, store_page_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+
 /* ---- the mover's step on one shard ---- */
 struct moved {
     uint64_t id;
@@ -191,6 +217,15 @@ typedef void (*store_done_fn)(int ok, void *arg);
  * the newest seq). */
 int store_topicset(struct store *s, const char *topic, size_t len, const char *value, store_done_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* ---- running totals of some topics (lib.lua tally; GET /throughput) ---- */
+struct topic_tally {
+    int64_t pushed, delivered, first, late_ms; /* late_ms: summed over the first deliveries */
+};
+/* tallies[i] belongs to topics[i]; NULL when a command failed. */
+typedef void (*store_tally_fn)(const struct topic_tally *tallies, int n, void *arg);
+/* One HMGET per topic, on its shard. */
+int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn,
+                  void *arg) __attribute__((warn_unused_result));
 
 /* ---- the outbox's length (XLEN of every shard's stream) ---- */
 /* `failed`: some shard did not answer (total counts the others). */

@@ -20,6 +20,7 @@
 --                                written from MySQL (topicset.lua); "~synced" -> the settings
 --                                sequence this shard holds every change up to
 --   base.."bucket:"..topic hash  the topic's rate token bucket (take_tokens below)
+--   base.."tally"         hash   "<what>:<topic>" -> a running total for the console's rates (below)
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
 --
 -- The outbox: every script that changes a job appends the change to its shard's stream in
@@ -101,6 +102,15 @@ local function count(st, topic, delta)
     if redis.call("HINCRBY", K_COUNT, field, delta) <= 0 then
         redis.call("HDEL", K_COUNT, field)
     end
+end
+
+-- Running totals per topic, never decremented, read by GET /throughput: the console's rates
+-- are their differences over time. what = "pushed" (new jobs), "delivered" (deliveries,
+-- redeliveries included), "redelivered" and "late" (the ms past due of the first deliveries,
+-- summed). Counted so that a first delivery on time, the common case, costs one HINCRBY.
+local K_TALLY = base .. "tally"
+local function tally(topic, what, n)
+    redis.call("HINCRBY", K_TALLY, what .. ":" .. topic, n)
 end
 
 local function ready_score(prio, due) return prio * PRIO_SCALE + due end

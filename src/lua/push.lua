@@ -32,6 +32,7 @@ local delayed = {}       -- runAt, idkey, ... for ZADD on the delay zset
 local ready = {}         -- topic -> { score, idkey, ... } for ZADD on its ready zset
 local counted = {}       -- "<state>:<topic>" -> jobs added
 local added_delayed = {} -- idkey -> true: every job this call put on the delay zset
+local pushed = {}        -- topic -> new jobs (lib.lua tally)
 
 for i = 0, n - 1 do
     local a = 2 + i * 13
@@ -61,6 +62,7 @@ for i = 0, n - 1 do
         records[#records + 1] = record
         local field = STATE_NAME[st] .. ":" .. topic
         counted[field] = (counted[field] or 0) + 1
+        pushed[topic] = (pushed[topic] or 0) + 1
         result = st
     else
         local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
@@ -94,6 +96,7 @@ for i = 0, n - 1 do
             save_job(idkey, j)
             redis.call("HSET", biz_key(topic), biz, idkey)
             if j.st == DELAYED then added_delayed[idkey] = true end
+            pushed[topic] = (pushed[topic] or 0) + 1
             result = { "ok", idkey, runat, 1, j.st }
         end
     end
@@ -108,6 +111,7 @@ end
 for field, added in pairs(counted) do
     redis.call("HINCRBY", K_COUNT, field, added)
 end
+for topic, added in pairs(pushed) do tally(topic, "pushed", added) end
 if next(added_delayed) then wake_if_head_in(added_delayed) end
 publish_ready()
 return out

@@ -38,7 +38,7 @@ for t = 5, #ARGV do
             if wait == 0 or w < wait then wait = math.max(w, 1) end
         end
     end
-    local before = got()
+    local delivered, again, late = 0, 0, 0 -- for the token bucket, and lib.lua's tally
     while got() < limit and budget > 0 do
         local ids = redis.call("ZRANGE", rkey, 0, math.min(limit - got(), budget, 1000) - 1)
         if #ids == 0 then break end
@@ -67,6 +67,12 @@ for t = 5, #ARGV do
                     if not lease_added or lease < lease_added[2] then lease_added = { idkey, lease } end
                 end
                 log_transition(idkey, READY, j.st, j, now, "ready", who)
+                delivered = delivered + 1
+                if j.att > 1 then
+                    again = again + 1
+                elseif now > j.runat then
+                    late = late + (now - j.runat)
+                end
                 out[#out + 1] = { idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat, j.biz,
                                   lease, j.ver, j.st }
             end
@@ -76,7 +82,10 @@ for t = 5, #ARGV do
         -- loop always progresses
         redis.call("ZREM", rkey, unpack(ids))
     end
-    if bucket then spend_tokens(bucket, got() - before) end
+    if bucket then spend_tokens(bucket, delivered) end
+    if delivered > 0 then tally(topic, "delivered", delivered) end
+    if again > 0 then tally(topic, "redelivered", again) end
+    if late > 0 then tally(topic, "late", late) end
     if got() >= want or budget <= 0 then break end
 end
 if lease_added then wake_if_head(lease_added[1]) end

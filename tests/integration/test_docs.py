@@ -47,7 +47,8 @@ class DocsTest(unittest.TestCase):
     def test_api_doc_has_a_curl_example_for_every_endpoint(self):
         doc = read("docs/api.md")
         for path in ["/push", "/get/", "/finish", "/release", "/touch", "/delete", "/reschedule",
-                     "/jobs/", "/dead/", "/reStore?", "/reStore/", "/health", "/stats", "/metrics"]:
+                     "/jobs/", "/dead/", "/reStore?", "/reStore/", "/health", "/stats", "/metrics",
+                     "/jobs?state=", "/throughput", "/fleet", "/console/"]:
             self.assertRegex(doc, r"curl [^\n]*" + re.escape(path), f"no curl example for {path}")
 
     def test_readme_opens_with_the_two_commands(self):

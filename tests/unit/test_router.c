@@ -18,7 +18,8 @@ static const struct {
 } exact[] = {
     {"/push", EP_PUSH},       {"/finish", EP_FINISH},       {"/release", EP_RELEASE}, {"/touch", EP_TOUCH},
     {"/delete", EP_DELETE},   {"/reschedule", EP_RESCHEDULE}, {"/reStore", EP_RESTORE}, {"/health", EP_HEALTH},
-    {"/stats", EP_STATS},     {"/metrics", EP_METRICS},
+    {"/stats", EP_STATS},     {"/metrics", EP_METRICS},     {"/fleet", EP_FLEET},     {"/throughput", EP_THROUGHPUT},
+    {"/console", EP_CONSOLE},
 };
 
 static const struct {
@@ -29,6 +30,7 @@ static const struct {
     {"/jobs/", EP_JOBS},
     {"/dead/", EP_DEAD},
     {"/reStore/", EP_RESTORE_ONE},
+    {"/console/", EP_CONSOLE},
 };
 
 #define N_EXACT (sizeof exact / sizeof exact[0])
@@ -67,6 +69,33 @@ START_TEST(test_arg_paths)
     ck_assert_int_eq(match("/get/a,b,c", &r), ROUTE_OK);
     ck_assert_int_eq(r.endpoint, EP_GET);
     ck_assert_str_eq(r.arg, "a,b,c");
+}
+END_TEST
+
+START_TEST(test_topic_jobs_path)
+{
+    struct route r;
+    ck_assert_int_eq(match("/topics/orders.v2/jobs", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_TOPIC_JOBS);
+    ck_assert_str_eq(r.arg, "orders.v2");
+    ck_assert_int_eq(match("/topics/a%3Ab/jobs", &r), ROUTE_OK); /* the argument is decoded */
+    ck_assert_str_eq(r.arg, "a:b");
+    ck_assert_int_eq(match("/topics/jobs/jobs", &r), ROUTE_OK); /* a topic called "jobs" */
+    ck_assert_str_eq(r.arg, "jobs");
+    /* one segment in the middle, never none or two */
+    static const char *const not_found[] = {"/topics//jobs", "/topics/a/b/jobs", "/topics/jobs", "/topics/a/jobs/",
+                                            "/topics/a/jobsx", "/topics/a/job"};
+    for (size_t i = 0; i < sizeof not_found / sizeof not_found[0]; i++)
+        ck_assert_msg(match(not_found[i], &r) != ROUTE_OK || r.endpoint != EP_TOPIC_JOBS, "\"%s\" matched",
+                      not_found[i]);
+    ck_assert_int_eq(match("/topics/a%zz/jobs", &r), ROUTE_BAD_ENCODING);
+    /* the console: the page, its files, and the bare path (redirected by the handler) */
+    ck_assert_int_eq(match("/console/", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_CONSOLE);
+    ck_assert_str_eq(r.arg, "");
+    ck_assert_int_eq(match("/console/console.js", &r), ROUTE_OK);
+    ck_assert_str_eq(r.arg, "console.js");
+    ck_assert_int_eq(match("/console/../stats", &r), ROUTE_NOT_FOUND);
 }
 END_TEST
 
@@ -234,7 +263,8 @@ START_TEST(test_methods_follow_contract)
     ck_assert(!router_method_allowed(EP_PUSH, METHOD_HEAD, &allow));
     ck_assert(!router_method_allowed(EP_PUSH, METHOD_OTHER, &allow));
     /* read-only endpoints: GET (and HEAD), never POST */
-    static const enum endpoint readers[] = {EP_JOBS, EP_DEAD, EP_HEALTH, EP_STATS, EP_METRICS};
+    static const enum endpoint readers[] = {EP_JOBS,    EP_DEAD,       EP_HEALTH, EP_STATS,
+                                            EP_METRICS, EP_TOPIC_JOBS, EP_FLEET,  EP_THROUGHPUT, EP_CONSOLE};
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
         ck_assert(router_method_allowed(readers[i], METHOD_GET, &allow));
         ck_assert(router_method_allowed(readers[i], METHOD_HEAD, &allow));
@@ -271,7 +301,7 @@ END_TEST
 START_TEST(test_admin_endpoints)
 {
     for (int ep = 0; ep < EP_COUNT; ep++) {
-        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD;
+        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS;
         ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s", endpoint_name((enum endpoint)ep));
     }
     /* a topic's settings: anyone reads them, only an admin changes them */
@@ -348,6 +378,7 @@ static Suite *router_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_exact_paths);
     tcase_add_test(tc, test_arg_paths);
+    tcase_add_test(tc, test_topic_jobs_path);
     tcase_add_test(tc, test_only_len_bytes_count);
     tcase_add_test(tc, test_percent_decoded_args);
     tcase_add_test(tc, test_not_found);

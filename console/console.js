@@ -1,0 +1,973 @@
+// hourglass console — one page, plain DOM, no framework and nothing from other origins.
+//
+// Hash routes (#/topics, #/topic/NAME, #/job/ID, #/fleet, #/restore) each render into <main>
+// from the daemon's HTTP API (docs/api.md); every list is paged by the server. Errors the API
+// answers ({"error","message"}) are shown in the banner at the top, never only in the JS
+// console. The token field is kept in sessionStorage and sent as Authorization: Bearer.
+'use strict';
+
+(() => {
+  // ---- small helpers -------------------------------------------------------------------
+
+  const $ = (sel, root = document) => root.querySelector(sel);
+  const SVG = 'http://www.w3.org/2000/svg';
+  const STATES = ['delayed', 'ready', 'reserved', 'dead'];
+  const TOKEN_KEY = 'hourglass.token';
+
+  // An element: h('a', {href: '#/', class: 'x', onclick: fn}, 'text', child, ...).
+  function h(tag, attrs, ...children) {
+    return build(document.createElement(tag), attrs, children);
+  }
+  function s(tag, attrs, ...children) {
+    return build(document.createElementNS(SVG, tag), attrs, children);
+  }
+  function build(el, attrs, children) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v == null || v === false) continue;
+      if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else if (k === 'class') el.setAttribute('class', v);
+      else el.setAttribute(k, v === true ? '' : v);
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c != null && c !== false) el.append(c instanceof Node ? c : String(c));
+    }
+    return el;
+  }
+
+  const enc = encodeURIComponent;
+  function qs(params) {
+    const parts = Object.entries(params)
+      .filter(([, v]) => v !== undefined && v !== null && v !== '')
+      .map(([k, v]) => `${enc(k)}=${enc(v)}`);
+    return parts.length ? '?' + parts.join('&') : '';
+  }
+
+  const fmtInt = (n) => (n == null ? '—' : Number(n).toLocaleString('en-US'));
+  function fmtDur(ms) {
+    const a = Math.abs(ms);
+    if (a < 1000) return `${Math.round(a)} ms`;
+    if (a < 60e3) return `${(a / 1000).toFixed(a < 10e3 ? 1 : 0)} s`;
+    if (a < 3600e3) return `${Math.floor(a / 60e3)}m ${Math.floor((a % 60e3) / 1000)}s`;
+    if (a < 86400e3) return `${Math.floor(a / 3600e3)}h ${Math.floor((a % 3600e3) / 60e3)}m`;
+    return `${Math.floor(a / 86400e3)}d ${Math.floor((a % 86400e3) / 3600e3)}h`;
+  }
+  const fmtRel = (at) => (at > Date.now() ? `in ${fmtDur(at - Date.now())}` : `${fmtDur(Date.now() - at)} ago`);
+  function fmtTime(ms) {
+    if (!ms) return '—';
+    const d = new Date(ms);
+    const p = (n, w = 2) => String(n).padStart(w, '0');
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
+      `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+  }
+  function fmtRate(x) {
+    if (x == null || !isFinite(x)) return '—';
+    return x < 10 ? x.toFixed(1) : Math.round(x).toLocaleString('en-US');
+  }
+  const fmtAxis = (v) => (Number.isInteger(v) ? fmtInt(v) : fmtRate(v));
+  // A point in time: its relative form, the exact time on hover; kept fresh by the ticker.
+  const when = (ms) => (ms ? h('time', {'data-at': ms, title: fmtTime(ms)}, fmtRel(ms)) : '—');
+
+  // ---- the API -------------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, code, message, path) {
+      super(message);
+      Object.assign(this, {status, code, path});
+    }
+  }
+
+  async function api(path, {method = 'GET', body} = {}) {
+    const headers = {Accept: 'application/json'};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let res;
+    try {
+      res = await fetch(path, {method, headers, cache: 'no-store',
+        body: body === undefined ? undefined : JSON.stringify(body)});
+    } catch (e) {
+      throw new ApiError(0, 'unreachable', `the daemon did not answer (${e.message})`, path);
+    }
+    const text = await res.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      if (res.ok) throw new ApiError(res.status, 'bad_answer', 'the answer is not JSON', path);
+    }
+    if (!res.ok) {
+      throw new ApiError(res.status, (data && data.error) || `http_${res.status}`,
+        (data && data.message) || text.slice(0, 200) || res.statusText, path);
+    }
+    return data;
+  }
+
+  // ---- the error banner ------------------------------------------------------------------
+
+  function showError(err) {
+    const box = $('#error');
+    const text = err instanceof ApiError
+      ? `${err.status ? err.status + ' ' : ''}${err.code}: ${err.message} (${err.path.split('?')[0]})`
+      : `unexpected: ${err && err.message ? err.message : err}`;
+    $('.error-text', box).textContent = text;
+    box.hidden = false;
+  }
+  function clearError() {
+    $('#error').hidden = true;
+  }
+
+  // ---- routing ---------------------------------------------------------------------------
+
+  let generation = 0; // bumped on every navigation: answers for an older view are dropped
+  let timers = [];    // the current view's refresh timers
+
+  function parseHash() {
+    const raw = location.hash.replace(/^#\/?/, '');
+    const [path, query = ''] = raw.split('?');
+    const parts = path.split('/').map(decodeURIComponent);
+    return {name: parts[0] || 'topics', arg: parts.slice(1).join('/'), params: new URLSearchParams(query)};
+  }
+
+  function go(hash) {
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  }
+
+  const views = {topics: viewTopics, topic: viewTopic, job: viewJob, fleet: viewFleet, restore: viewRestore};
+
+  async function route() {
+    generation++;
+    timers.forEach(clearInterval);
+    timers = [];
+    sampler.listeners.clear(); // a view with plots adds its own
+    clearError();
+    const r = parseHash();
+    const view = views[r.name] || viewTopics;
+    for (const a of document.querySelectorAll('[data-nav]')) {
+      a.classList.toggle('active', a.dataset.nav === r.name || (r.name === 'topic' && a.dataset.nav === 'topics'));
+    }
+    $('[name="job"]').value = r.name === 'job' ? r.arg : '';
+    const main = $('#view');
+    const gen = generation;
+    try {
+      await view(main, r, () => gen === generation);
+    } catch (e) {
+      if (gen === generation) showError(e);
+    }
+  }
+
+  // Run `fn` now and every `ms` while the view stays; errors go to the banner.
+  function every(ms, live, fn) {
+    const tick = async () => {
+      if (!live()) return;
+      try {
+        await fn();
+      } catch (e) {
+        if (live()) showError(e);
+      }
+    };
+    timers.push(setInterval(tick, ms));
+    return tick();
+  }
+
+  function replaceView(main, ...children) {
+    main.replaceChildren(...children);
+  }
+
+  // Put `rows` (elements) into `parent` in this order, touching the DOM only where the order
+  // changed: a refresh must not swap a button from under a click.
+  function placeRows(parent, rows) {
+    if (rows.length === parent.children.length && rows.every((r, i) => parent.children[i] === r)) return;
+    parent.replaceChildren(...rows);
+  }
+
+  // Replace `el`'s children when `sig` differs from what they were built from.
+  function refill(el, sig, build) {
+    if (el.dataset.sig === sig) return;
+    el.dataset.sig = sig;
+    el.replaceChildren(...[build()].flat());
+  }
+
+  // ---- topics: /topics when the daemon has it, else /stats (counts only) -------------------
+
+  let topicsApi = null;            // does GET /topics exist? (null: not asked yet)
+  const prevTally = new Map();     // topic -> the last /throughput answer for it, for rates
+
+  function normTopic(t, name) {
+    const counts = t.counts || t;
+    return {
+      topic: t.topic || name,
+      counts: Object.fromEntries(STATES.map((k) => [k, Number(counts[k] || 0)])),
+      settings: 'paused' in t ? t : null,
+    };
+  }
+
+  // GET /topics came with topic settings; a daemon without it answers 404 "no such endpoint".
+  async function hasTopicsApi() {
+    if (topicsApi === null) {
+      try {
+        await api('/topics' + qs({limit: 1}));
+        topicsApi = true;
+      } catch (e) {
+        if (e.status !== 404) throw e;
+        topicsApi = false; // counts from /stats, no settings
+      }
+    }
+    return topicsApi;
+  }
+
+  async function listTopics(q) {
+    if (await hasTopicsApi()) {
+      const d = await api('/topics' + qs(q));
+      const list = Array.isArray(d.topics) ? d.topics.map((t) => normTopic(t))
+        : Object.entries(d.topics || {}).map(([n, t]) => normTopic(t, n));
+      return {topics: list, next: d.next, total: d.topicCount};
+    }
+    const d = await api('/stats' + qs(q));
+    return {topics: Object.entries(d.topics).map(([n, c]) => normTopic(c, n)), next: d.next, total: d.topicCount};
+  }
+
+  async function oneTopic(name) {
+    if (await hasTopicsApi()) return normTopic(await api(`/topics/${enc(name)}`), name);
+    const d = await api('/stats' + qs({prefix: name, limit: 1}));
+    return normTopic(d.topics[name] || {}, name);
+  }
+
+  // Rates from the running totals of /throughput: the difference since the last look.
+  async function rates(names) {
+    const out = new Map();
+    if (!names.length) return out;
+    const d = await api('/throughput' + qs({topics: names.join(',')}));
+    for (const [name, t] of Object.entries(d.topics)) {
+      const prev = prevTally.get(name);
+      const r = {push: null, deliver: null, late: null};
+      if (prev && d.at > prev.at) {
+        const secs = (d.at - prev.at) / 1000;
+        r.push = (t.pushed - prev.pushed) / secs;
+        r.deliver = (t.delivered - prev.delivered) / secs;
+        const firsts = t.firstDelivered - prev.firstDelivered;
+        r.late = firsts > 0 ? (t.latenessMsSum - prev.latenessMsSum) / firsts : null;
+        if (r.late == null && prev.rate) r.late = prev.rate.late; // keep the last known
+      }
+      prevTally.set(name, {...t, at: d.at, rate: r});
+      out.set(name, r);
+    }
+    return out;
+  }
+
+  async function setPaused(name, paused) {
+    await api(`/topics/${enc(name)}`, {method: 'PUT', body: {paused}});
+  }
+
+  function badges(t) {
+    const st = t.settings;
+    if (!st) return [];
+    const out = [];
+    if (st.paused) out.push(h('span', {class: 'badge paused', title: 'delivers nothing until resumed'}, 'paused'));
+    const d = st.deliver;
+    if (d && d.webhook) out.push(h('span', {class: 'badge route', title: d.webhook}, 'webhook'));
+    else if (d && d.amqp) out.push(h('span', {class: 'badge route', title: `${d.amqp.exchange} / ${d.amqp.routingKey}`}, 'amqp'));
+    if (st.rate) out.push(h('span', {class: 'badge', title: 'deliveries per second, fleet-wide'}, `${st.rate}/s`));
+    return out;
+  }
+
+  function pauseButton(t, after) {
+    const paused = t.settings && t.settings.paused;
+    const action = paused ? 'resume' : 'pause';
+    return h('button', {
+      type: 'button', 'data-action': action, class: 'small',
+      disabled: topicsApi === false,
+      title: topicsApi === false ? 'this daemon has no /topics endpoint (topic settings)' : `${action} deliveries`,
+      onclick: async (ev) => {
+        ev.target.disabled = true;
+        try {
+          await setPaused(t.topic, !paused);
+          await after();
+        } catch (e) {
+          showError(e);
+          ev.target.disabled = false;
+        }
+      },
+    }, paused ? 'Resume' : 'Pause');
+  }
+
+  async function viewTopics(main, r, live) {
+    const prefix = r.params.get('prefix') || '';
+    const after = r.params.get('after') || '';
+    const limit = Number(r.params.get('limit')) || 50;
+    const link = (p) => '#/topics' + qs({prefix, limit: limit === 50 ? '' : limit, ...p});
+
+    const filter = h('form', {class: 'filter', onsubmit: (ev) => {
+      ev.preventDefault();
+      go(link({prefix: ev.target.prefix.value.trim(), after: ''}));
+    }},
+    h('input', {name: 'prefix', type: 'search', placeholder: 'topic prefix', value: prefix, 'aria-label': 'Topic prefix'}),
+    h('button', {type: 'submit'}, 'Filter'),
+    h('select', {name: 'limit', 'aria-label': 'Topics per page', onchange: (ev) => go('#/topics' + qs({prefix, limit: ev.target.value}))},
+      [25, 50, 100, 200].map((n) => h('option', {value: n, selected: n === limit}, `${n} per page`))));
+
+    const tbody = h('tbody');
+    const summary = h('span', {class: 'muted'});
+    const pager = h('div', {class: 'pager'});
+    const table = h('table', {class: 'grid topics'},
+      h('thead', {}, h('tr', {},
+        h('th', {}, 'Topic'), STATES.map((k) => h('th', {class: 'num'}, k)),
+        h('th', {class: 'num', title: 'new jobs per second, fleet-wide'}, 'push/s'),
+        h('th', {class: 'num', title: 'deliveries per second (redeliveries included)'}, 'deliver/s'),
+        h('th', {class: 'num', title: 'mean time from due to first delivery, since the last refresh'}, 'lateness'),
+        h('th', {}, ''))),
+      tbody);
+    replaceView(main, plotsPanel(), h('section', {class: 'card'},
+      h('div', {class: 'bar'}, h('h2', {}, 'Topics'), summary, filter), table, pager));
+
+    const rows = new Map(); // topic -> its row, kept across refreshes
+    function row(t) {
+      let tr = rows.get(t.topic);
+      if (!tr) {
+        tr = h('tr', {'data-topic': t.topic},
+          h('td', {}, h('a', {href: `#/topic/${enc(t.topic)}`}, t.topic), h('span', {class: 'badges'})),
+          STATES.map((k) => h('td', {class: `num count-${k}`, 'data-count': k})),
+          h('td', {class: 'num', 'data-rate': 'push'}), h('td', {class: 'num', 'data-rate': 'deliver'}),
+          h('td', {class: 'num', 'data-rate': 'late'}), h('td', {class: 'actions'}));
+        rows.set(t.topic, tr);
+      }
+      return tr;
+    }
+    function fill(tr, t, rt) {
+      for (const k of STATES) {
+        const td = $(`[data-count="${k}"]`, tr);
+        td.dataset.value = t.counts[k];
+        td.textContent = fmtInt(t.counts[k]);
+      }
+      $('[data-rate="push"]', tr).textContent = fmtRate(rt.push);
+      $('[data-rate="deliver"]', tr).textContent = fmtRate(rt.deliver);
+      $('[data-rate="late"]', tr).textContent = rt.late == null ? '—' : fmtDur(rt.late);
+      refill($('.badges', tr), JSON.stringify(t.settings), () => badges(t));
+      refill($('.actions', tr), `${topicsApi} ${t.settings && t.settings.paused}`, () => pauseButton(t, refresh));
+    }
+
+    async function refresh() {
+      const page = await listTopics({prefix, after, limit});
+      const rate = await rates(page.topics.map((t) => t.topic));
+      if (!live()) return;
+      for (const t of page.topics) fill(row(t), t, rate.get(t.topic) || {});
+      const shown = page.topics.map((t) => rows.get(t.topic));
+      placeRows(tbody, shown.length ? shown
+        : [h('tr', {}, h('td', {colspan: 9, class: 'muted'}, prefix ? `No topic starts with “${prefix}”.` : 'No topics yet.'))]);
+      summary.textContent = page.total != null ? `${fmtInt(page.total)} topics in all` : '';
+      refill(pager, `${after} ${page.next}`, () => [
+        after ? h('a', {href: link({after: ''}), class: 'button'}, '⇤ First page') : '',
+        page.next ? h('a', {href: link({after: page.next}), class: 'button', 'data-page': 'next'}, 'Next page →') : '']);
+    }
+    await every(4000, live, refresh);
+  }
+
+  // ---- one topic: its counts, settings and jobs -------------------------------------------
+
+  const TABS = [['delayed', 'Scheduled'], ['ready', 'Ready'], ['reserved', 'Reserved'], ['dead', 'Dead']];
+
+  // A page of jobs, following `next` until the page is full: delayed and reserved jobs share
+  // their shard's index with other topics, so one call may look at entries and find none.
+  async function jobsPage(topic, state, after, limit) {
+    let jobs = [];
+    let next = after;
+    let scanned = 0;
+    for (let calls = 0; calls < 10; calls++) {
+      const d = await api(`/topics/${enc(topic)}/jobs` + qs({state, after: next, limit: limit - jobs.length}));
+      jobs = jobs.concat(d.jobs);
+      scanned += d.scanned;
+      next = d.next;
+      if (!next || jobs.length >= limit) break;
+    }
+    return {jobs, next, scanned};
+  }
+
+  function bodyPreview(body) {
+    const text = JSON.stringify(body);
+    return h('code', {class: 'preview', title: text.length > 80 ? text.slice(0, 2000) : null},
+      text.length > 80 ? text.slice(0, 80) + '…' : text);
+  }
+
+  // A button that asks once more before it acts (for what cannot be undone).
+  function confirmButton(label, attrs, act) {
+    let armed = null;
+    const b = h('button', {type: 'button', class: 'small danger', ...attrs, onclick: async () => {
+      if (!armed) {
+        b.textContent = `Really ${label.toLowerCase()}?`;
+        armed = setTimeout(() => { armed = null; b.textContent = label; }, 4000);
+        return;
+      }
+      clearTimeout(armed);
+      b.disabled = true;
+      await act();
+    }}, label);
+    return b;
+  }
+
+  async function requeue(id) {
+    return api(`/reStore/${enc(id)}`);
+  }
+  async function deleteJob(id) {
+    return api('/delete' + qs({id}));
+  }
+
+  async function viewTopic(main, r, live) {
+    const topic = r.arg;
+    const state = STATES.includes(r.params.get('state')) ? r.params.get('state') : 'delayed';
+    const after = r.params.get('after') || '';
+    const link = (p) => `#/topic/${enc(topic)}` + qs({state, after, ...p});
+
+    const head = h('div', {class: 'bar'});
+    const tabs = h('nav', {class: 'tabs'});
+    const list = h('div');
+    const settings = h('div');
+    replaceView(main, h('section', {class: 'card'}, head, settings), h('section', {class: 'card'}, tabs, list));
+
+    const reload = () => route();
+
+    tabs.append(...TABS.map(([k, label]) => h('a', {
+      href: `#/topic/${enc(topic)}` + qs({state: k}), class: k === state ? 'active' : null, 'data-tab': k,
+    }, label, ' ', h('span', {class: `pill count-${k}`}, '…'))));
+
+    async function refreshHead() {
+      const t = await oneTopic(topic);
+      if (!live()) return;
+      refill(head, `${topicsApi} ${JSON.stringify(t.settings)}`, () => [
+        h('h2', {}, h('a', {href: '#/topics'}, 'Topics'), ' / ', topic), ...badges(t),
+        h('span', {class: 'spacer'}), pauseButton(t, refreshHead)]);
+      for (const [k] of TABS) $(`[data-tab="${k}"] .pill`, tabs).textContent = fmtInt(t.counts[k]);
+      if (!settings.firstChild) settings.append(settingsForm(t));
+    }
+
+    function settingsForm(t) {
+      if (topicsApi === false || !t.settings) {
+        return h('p', {class: 'muted'}, 'Topic settings (pause, rate, backoff, delivery) need GET /topics, which this daemon does not have.');
+      }
+      const st = t.settings;
+      const deliverText = st.deliver ? JSON.stringify(st.deliver) : '';
+      const field = (name, label, value, hint) => h('label', {}, label,
+        h('input', {name, type: 'number', min: 0, step: 1, value: value ?? '', placeholder: hint}));
+      const form = h('form', {class: 'settings', onsubmit: async (ev) => {
+        ev.preventDefault();
+        const f = ev.target;
+        // only what was changed: a setting the form shows but did not touch (a webhook's
+        // secret the daemon does not echo, say) is left as it is
+        const body = {};
+        for (const k of ['rate', 'backoff', 'maxBackoff']) {
+          if (f[k].value !== '' && Number(f[k].value) !== st[k]) body[k] = Number(f[k].value);
+        }
+        if (f.deliver.value.trim() !== deliverText) {
+          try {
+            body.deliver = f.deliver.value.trim() ? JSON.parse(f.deliver.value) : null;
+          } catch (e) {
+            showError(new Error(`deliver is not JSON: ${e.message}`));
+            return;
+          }
+        }
+        if (!Object.keys(body).length) return;
+        try {
+          await api(`/topics/${enc(topic)}`, {method: 'PUT', body});
+          clearError();
+          reload();
+        } catch (e) {
+          showError(e);
+        }
+      }},
+      field('rate', 'rate (deliveries/s, 0 = no limit)', st.rate, '0'),
+      field('backoff', 'backoff (ms)', st.backoff),
+      field('maxBackoff', 'max backoff (ms)', st.maxBackoff),
+      h('label', {class: 'wide'}, 'deliver (JSON: null, {"webhook": URL, …} or {"amqp": {…}})',
+        h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, deliverText)),
+      h('div', {class: 'buttons'},
+        h('button', {type: 'submit', 'data-action': 'save-settings'}, 'Save settings'),
+        confirmButton('Reset to defaults', {'data-action': 'reset-settings'}, async () => {
+          try {
+            await api(`/topics/${enc(topic)}`, {method: 'DELETE'});
+            reload();
+          } catch (e) {
+            showError(e);
+          }
+        })));
+      return h('details', {}, h('summary', {}, 'Settings'), form);
+    }
+
+    async function refreshList() {
+      const page = await jobsPage(topic, state, after, 50);
+      if (!live()) return;
+      const selected = new Set();
+      const bulk = h('button', {type: 'button', 'data-action': 'requeue-selected', disabled: true, onclick: async () => {
+        bulk.disabled = true;
+        const ids = [...selected];
+        let done = 0;
+        const failed = [];
+        for (const id of ids) { // one at a time: each is its own restore on the daemon
+          try {
+            await requeue(id);
+            done++;
+          } catch (e) {
+            failed.push(e);
+          }
+          bulk.textContent = `Requeued ${done} of ${ids.length}…`;
+        }
+        if (failed.length) showError(failed[0]);
+        reload();
+      }}, 'Requeue selected');
+      const all = h('input', {type: 'checkbox', 'aria-label': 'Select all', onchange: (ev) => {
+        for (const c of list.querySelectorAll('input[data-id]')) {
+          c.checked = ev.target.checked;
+          c.dispatchEvent(new Event('change'));
+        }
+      }});
+      const cols = {
+        delayed: ['due', (j) => when(j.runAt)],
+        ready: ['due', (j) => when(j.runAt)],
+        reserved: ['lease left', (j) => h('span', {'data-until': j.leaseUntil}, fmtDur(j.leaseUntil - Date.now()))],
+        dead: ['died', (j) => when(j.diedAt)],
+      }[state];
+      const rows = page.jobs.map((j) => h('tr', {'data-job': j.id},
+        state === 'dead' ? h('td', {}, h('input', {type: 'checkbox', 'data-id': j.id, 'aria-label': `select ${j.id}`,
+          onchange: (ev) => {
+            if (ev.target.checked) selected.add(j.id); else selected.delete(j.id);
+            bulk.disabled = selected.size === 0;
+            bulk.textContent = selected.size ? `Requeue ${selected.size} selected` : 'Requeue selected';
+          }})) : null,
+        h('td', {}, h('a', {href: `#/job/${j.id}`, class: 'mono'}, j.id)),
+        h('td', {}, cols[1](j)),
+        h('td', {class: 'num'}, j.priority),
+        h('td', {class: 'num'}, `${j.attempt}/${j.tries}`),
+        h('td', {}, j.bizKey || ''),
+        h('td', {}, bodyPreview(j.body)),
+        h('td', {class: 'actions'},
+          state === 'dead' ? h('button', {type: 'button', class: 'small', 'data-action': 'requeue', onclick: async (ev) => {
+            ev.target.disabled = true;
+            try {
+              await requeue(j.id);
+              reload();
+            } catch (e) {
+              showError(e);
+              ev.target.disabled = false;
+            }
+          }}, 'Requeue') : null,
+          confirmButton('Delete', {'data-action': 'delete'}, async () => {
+            try {
+              await deleteJob(j.id);
+              reload();
+            } catch (e) {
+              showError(e);
+            }
+          }))));
+      list.replaceChildren(
+        h('table', {class: 'grid jobs'},
+          h('thead', {}, h('tr', {}, state === 'dead' ? h('th', {}, all) : null,
+            h('th', {}, 'id'), h('th', {}, cols[0]), h('th', {class: 'num'}, 'prio'),
+            h('th', {class: 'num'}, 'attempt'), h('th', {}, 'bizKey'), h('th', {}, 'body'), h('th', {}, ''))),
+          h('tbody', {}, rows.length ? rows
+            : h('tr', {}, h('td', {colspan: 8, class: 'muted'}, page.next ? `Nothing found among ${fmtInt(page.scanned)} entries looked at; go on with the next page.` : `No ${state} jobs${after ? ' after this point' : ''}.`)))),
+        h('div', {class: 'pager'},
+          state === 'dead' && rows.length ? bulk : null,
+          after ? h('a', {class: 'button', href: link({after: ''})}, '⇤ First page') : null,
+          page.next ? h('a', {class: 'button', href: link({after: page.next}), 'data-page': 'next'}, 'Next page →') : null,
+          h('span', {class: 'muted'}, `${rows.length} shown · ${fmtInt(page.scanned)} index entries looked at`)));
+    }
+
+    await Promise.all([every(5000, live, refreshHead), refreshList()]);
+  }
+
+  // ---- one job: fields, body, history --------------------------------------------------------
+
+  async function viewJob(main, r, live) {
+    const id = r.arg.trim();
+    if (!/^[0-9]{1,20}$/.test(id)) {
+      replaceView(main, h('section', {class: 'card'}, h('p', {}, 'A job id is a decimal number.')));
+      throw new ApiError(400, 'bad_request', 'a job id is a decimal number of up to 19 digits', `/jobs/${id}`);
+    }
+    replaceView(main, h('section', {class: 'card'}, h('p', {class: 'muted'}, `Looking up ${id}…`)));
+    let j;
+    try {
+      j = await api(`/jobs/${id}`);
+    } catch (e) {
+      replaceView(main, h('section', {class: 'card'}, h('h2', {}, `Job ${id}`), h('p', {class: 'muted'}, e.message)));
+      throw e;
+    }
+    if (!live()) return;
+    const fields = [
+      ['topic', h('a', {href: `#/topic/${enc(j.topic)}`}, j.topic)],
+      ['state', h('span', {class: `state ${j.state}`, 'data-state': j.state}, j.state)],
+      ['priority', j.priority], ['ttr', fmtDur(j.ttr)], ['attempt', `${j.attempt} of ${j.tries}`],
+      ['runAt', [fmtTime(j.runAt), ' (', when(j.runAt), ')']],
+      ['createdAt', j.createdAt ? fmtTime(j.createdAt) : null],
+      ['leaseUntil', j.leaseUntil ? [fmtTime(j.leaseUntil), ' (', when(j.leaseUntil), ')'] : null],
+      ['bizKey', j.bizKey],
+    ].filter(([, v]) => v != null && v !== '');
+    const live_ = ['delayed', 'ready', 'reserved', 'dead'].includes(j.state);
+    const actions = h('div', {class: 'buttons'},
+      j.state === 'dead' ? h('button', {type: 'button', 'data-action': 'requeue', onclick: async (ev) => {
+        ev.target.disabled = true;
+        try {
+          await requeue(j.id);
+          route();
+        } catch (e) {
+          showError(e);
+          ev.target.disabled = false;
+        }
+      }}, 'Requeue') : null,
+      live_ ? confirmButton('Delete', {'data-action': 'delete'}, async () => {
+        try {
+          await deleteJob(j.id);
+          route();
+        } catch (e) {
+          showError(e);
+        }
+      }) : null);
+    const history = j.history || [];
+    const timeline = h('ol', {class: 'timeline', 'data-history': history.length},
+      history.map((t, i) => h('li', {'data-state': t.state},
+        h('span', {class: `state ${t.state}`}, t.state),
+        h('span', {class: 'at', title: fmtTime(t.at)}, fmtTime(t.at)),
+        i ? h('span', {class: 'muted'}, `+${fmtDur(t.at - history[i - 1].at)}`) : null,
+        h('span', {class: 'muted'}, t.from ? `from ${t.from}` : 'created'),
+        t.attempt ? h('span', {class: 'muted'}, `attempt ${t.attempt}`) : null,
+        h('div', {class: 'by'}, [t.by, t.instance, t.host].filter(Boolean).join(' · ')))));
+    replaceView(main,
+      h('section', {class: 'card'},
+        h('div', {class: 'bar'}, h('h2', {}, 'Job ', h('span', {class: 'mono'}, j.id)), h('span', {class: 'spacer'}), actions),
+        h('dl', {class: 'fields'}, fields.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
+      h('div', {class: 'columns'},
+        h('section', {class: 'card'}, h('h3', {}, 'Body'), h('pre', {class: 'json'}, JSON.stringify(j.body, null, 2))),
+        h('section', {class: 'card'}, h('h3', {}, 'History'),
+          j.historyError ? h('p', {class: 'muted'}, j.historyError) : null,
+          history.length ? timeline : h('p', {class: 'muted'}, 'No transitions journaled yet.'))));
+  }
+
+  // ---- fleet: this instance's health, the instances, the plots -------------------------------
+
+  async function viewFleet(main, r, live) {
+    const health = h('div', {class: 'tiles'});
+    const tbody = h('tbody');
+    replaceView(main, h('section', {class: 'card'}, h('h2', {}, 'Health'), health),
+      plotsPanel(),
+      h('section', {class: 'card'}, h('h2', {}, 'Instances'),
+        h('table', {class: 'grid'}, h('thead', {}, h('tr', {},
+          ['instance', 'worker', 'owned shards', 'parked', 'connections', 'journal backlog', 'MySQL', 'up for',
+            'pushed', 'delivered', 'heartbeat'].map((c, i) => h('th', {class: i > 0 && i !== 6 ? 'num' : null}, c)))), tbody)));
+    const tile = (label, value, cls) => h('div', {class: `tile ${cls || ''}`}, h('div', {class: 'label'}, label), h('div', {class: 'value'}, value));
+    await every(2000, live, async () => {
+      const f = await sampler.now();
+      if (!live()) return;
+      const hl = f.health;
+      const tiles = [
+        tile('status', hl.status, hl.status === 'ok' ? 'good' : 'bad'),
+        tile('Redis', hl.redis, hl.redis === 'up' ? 'good' : 'bad'),
+        tile('MySQL', hl.mysql, hl.mysql === 'up' ? 'good' : 'bad'),
+        tile('journal backlog', fmtInt(f.journal.backlog), f.journal.backlog > 10000 ? 'warn' : ''),
+        tile('in doubt', fmtInt(f.journal.inDoubt), f.journal.inDoubt ? 'warn' : ''),
+        tile('shards owned here', `${f.mover ? f.mover.owned : '—'} of ${f.shards}`),
+        tile('this instance', hl.instance),
+      ];
+      if (hl.redisLoss) tiles.push(tile('Redis loss', hl.redisLoss.message, 'bad'));
+      if (hl.redisError) tiles.push(tile(`Redis refuses (${hl.redisError.cause})`, hl.redisError.message, 'bad'));
+      health.replaceChildren(...tiles);
+      const instances = (f.fleet && f.fleet.instances) || [];
+      tbody.replaceChildren(...instances.map((i) => h('tr', {'data-instance': i.instance},
+        h('td', {}, i.instance, i.draining ? h('span', {class: 'badge paused'}, 'draining') : null),
+        h('td', {class: 'num'}, i.workerId), h('td', {class: 'num'}, i.ownedShards), h('td', {class: 'num'}, fmtInt(i.parked)),
+        h('td', {class: 'num'}, fmtInt(i.connections)), h('td', {class: 'num'}, fmtInt(i.journalBacklog)),
+        h('td', {class: i.mysql === 'up' ? 'good' : 'bad'}, i.mysql),
+        h('td', {class: 'num'}, fmtDur(f.at - i.startedAt)), h('td', {class: 'num'}, fmtInt(i.pushed)),
+        h('td', {class: 'num'}, fmtInt(i.delivered)), h('td', {class: 'num'}, i.at ? fmtDur(f.at - i.at) + ' ago' : '—'))));
+      if (!instances.length) tbody.append(h('tr', {}, h('td', {colspan: 11, class: 'muted'}, 'No heartbeat seen yet (they come every second).')));
+    });
+  }
+
+  // ---- restore --------------------------------------------------------------------------------
+
+  const RESTORE_FIELDS = [
+    ['scanned', 'messages of MySQL looked at'], ['restored', 'put back into Redis'], ['present', 'already in Redis'],
+    ['expiredSkipped', 'left in MySQL: due in the past (expire=false)'], ['gone', 'finished or deleted meanwhile'],
+    ['bizHeld', 'bizKey held by another live job'], ['misplaced', 'written under another shard count'],
+    ['checked', 'jobs in Redis compared with MySQL'], ['aligned', 'took MySQL’s newer state'],
+    ['removed', 'left Redis: finished, deleted or aborted in MySQL'], ['ms', 'milliseconds taken'],
+  ];
+
+  async function viewRestore(main) {
+    const result = h('div', {class: 'result'});
+    const expire = h('input', {type: 'checkbox', name: 'expire'});
+    const run = h('button', {type: 'button', 'data-action': 'restore', onclick: async () => {
+      run.disabled = true;
+      result.replaceChildren(h('p', {class: 'muted'}, 'Restoring… (a large queue takes a while)'));
+      const t0 = Date.now();
+      try {
+        const d = await api('/reStore' + qs({expire: expire.checked ? 'true' : 'false'}));
+        result.replaceChildren(h('h3', {}, `Done in ${fmtDur(Date.now() - t0)}`),
+          h('table', {class: 'grid kv', 'data-result': 'restore'}, h('tbody', {},
+            RESTORE_FIELDS.filter(([k]) => k in d).map(([k, what]) => h('tr', {'data-field': k},
+              h('th', {}, k), h('td', {class: 'num'}, fmtInt(d[k])), h('td', {class: 'muted'}, what))))));
+      } catch (e) {
+        result.replaceChildren(h('p', {class: 'muted'}, 'The restore did not run to the end.'));
+        showError(e);
+      } finally {
+        run.disabled = false;
+      }
+    }}, 'Run restore');
+    replaceView(main, h('section', {class: 'card'},
+      h('h2', {}, 'Restore Redis from MySQL'),
+      h('p', {}, 'Puts back every job MySQL has that Redis lacks (after Redis lost data), and brings jobs Redis holds ',
+        'at an older version in line with MySQL. Idempotent and safe beside live traffic; one restore at a time per instance.'),
+      h('div', {class: 'buttons'}, h('label', {}, expire, ' expire: also put back jobs whose due time has passed, as ready'), run),
+      result));
+  }
+
+  // ---- samples of /fleet, for the plots -------------------------------------------------------
+  //
+  // Every instance's heartbeat carries its running totals (pushed, delivered, the lateness
+  // histogram) and when it read them; /fleet answers all of them from any instance. Samples
+  // are taken every 2 s while the page is open and kept 10 minutes (and across reloads of
+  // this tab), so the plots are fleet-wide whichever instance answers.
+
+  const WINDOW_MS = 10 * 60e3;
+  const BIN_MS = 5e3;
+  const SAMPLES_KEY = 'hourglass.samples';
+
+  const sampler = {
+    samples: [],
+    bounds: null,
+    listeners: new Set(),
+    last: null,
+    load() {
+      try {
+        const saved = JSON.parse(sessionStorage.getItem(SAMPLES_KEY) || 'null');
+        if (saved && Array.isArray(saved.samples)) Object.assign(this, {samples: saved.samples, bounds: saved.bounds});
+      } catch { /* a damaged copy is dropped */ }
+    },
+    async now() {
+      if (this.last && Date.now() - this.last.t < 1500) return this.last.f;
+      return this.take();
+    },
+    async take() {
+      const f = await api('/fleet');
+      const t = Date.now();
+      this.bounds = f.latenessBounds;
+      const inst = ((f.fleet && f.fleet.instances) || []).filter((i) => i.at).map((i) => ({
+        k: `${i.instance}@${i.startedAt}`, at: i.at, p: i.pushed, d: i.delivered, l: i.lateness || [],
+      }));
+      this.samples.push({t, inst});
+      while (this.samples.length && this.samples[0].t < t - WINDOW_MS) this.samples.shift();
+      try {
+        sessionStorage.setItem(SAMPLES_KEY, JSON.stringify({samples: this.samples, bounds: this.bounds}));
+      } catch { /* full: the plots still work for this page */ }
+      this.last = {t, f};
+      $('#instance').textContent = `answered by ${f.health.instance}`;
+      this.listeners.forEach((fn) => fn());
+      return f;
+    },
+    // Jobs per second in BIN_MS bins over the window. Each instance's change between two of
+    // its heartbeats is spread over the bins that interval covers, in proportion; a bin's rate
+    // is what it got over the time it was covered (per instance, then summed), so sampling
+    // that does not line up with the bins neither zigzags nor dips.
+    throughput() {
+      const nb = WINDOW_MS / BIN_MS;
+      const start = Math.floor(Date.now() / BIN_MS) * BIN_MS - nb * BIN_MS; // the current bin is unfinished
+      const pushed = new Array(nb).fill(null);
+      const delivered = new Array(nb).fill(null);
+      const per = new Map(); // instance -> {p, d, ms}: per bin, counts and time covered
+      const lastBy = new Map();
+      for (const smp of this.samples) {
+        for (const i of smp.inst) {
+          const prev = lastBy.get(i.k);
+          if (prev && i.at > prev.at) {
+            let acc = per.get(i.k);
+            if (!acc) per.set(i.k, acc = {p: new Array(nb).fill(0), d: new Array(nb).fill(0), ms: new Array(nb).fill(0)});
+            const span = i.at - prev.at;
+            for (let b = Math.max(0, Math.floor((prev.at - start) / BIN_MS)); b < nb && start + b * BIN_MS < i.at; b++) {
+              const lo = Math.max(prev.at, start + b * BIN_MS);
+              const hi = Math.min(i.at, start + (b + 1) * BIN_MS);
+              if (hi <= lo) continue;
+              acc.p[b] += (i.p - prev.p) * (hi - lo) / span;
+              acc.d[b] += (i.d - prev.d) * (hi - lo) / span;
+              acc.ms[b] += hi - lo;
+            }
+          }
+          if (!prev || i.at > prev.at) lastBy.set(i.k, i);
+        }
+      }
+      for (const acc of per.values()) {
+        for (let b = 0; b < nb; b++) {
+          if (acc.ms[b] < BIN_MS / 5) continue; // too little of the bin seen to say
+          pushed[b] = (pushed[b] || 0) + acc.p[b] * 1000 / acc.ms[b];
+          delivered[b] = (delivered[b] || 0) + acc.d[b] * 1000 / acc.ms[b];
+        }
+      }
+      return {start, pushed, delivered};
+    },
+    // The lateness histogram over the window (or since each instance started, when the window
+    // saw no delivery yet).
+    lateness() {
+      if (!this.samples.length) return null;
+      const last = this.samples[this.samples.length - 1];
+      const first = new Map();
+      for (const smp of this.samples) for (const i of smp.inst) if (!first.has(i.k)) first.set(i.k, i);
+      const total = [];
+      const windowed = [];
+      for (const i of last.inst) {
+        const f = first.get(i.k);
+        i.l.forEach((v, b) => {
+          total[b] = (total[b] || 0) + v;
+          windowed[b] = (windowed[b] || 0) + v - (f && f !== i ? f.l[b] || 0 : v);
+        });
+      }
+      const sum = (a) => a.reduce((x, y) => x + (y || 0), 0);
+      const span = Date.now() - this.samples[0].t;
+      return sum(windowed) > 0 ? {counts: windowed, label: `last ${fmtDur(span)}`}
+        : {counts: total, label: 'since each instance started'};
+    },
+  };
+
+  // ---- plots (SVG drawn here) -----------------------------------------------------------------
+
+  function niceMax(v) {
+    if (!(v > 0)) return 1;
+    const p = 10 ** Math.floor(Math.log10(v));
+    return [1, 2, 2.5, 5, 10].map((m) => m * p).find((m) => m >= v);
+  }
+
+  const W = 560;
+  const H = 170;
+  const PAD = {l: 44, r: 10, t: 10, b: 24};
+
+  function throughputSvg(tp) {
+    const n = tp.pushed.length;
+    const max = niceMax(Math.max(0, ...tp.pushed.filter((v) => v != null), ...tp.delivered.filter((v) => v != null)));
+    const x = (b) => PAD.l + (b + 0.5) * (W - PAD.l - PAD.r) / n;
+    const y = (v) => H - PAD.b - v / max * (H - PAD.t - PAD.b);
+    const line = (vals, cls) => {
+      let d = '';
+      let pen = false;
+      vals.forEach((v, b) => {
+        if (v == null) { pen = false; return; }
+        d += `${pen ? 'L' : 'M'}${x(b).toFixed(1)},${y(v).toFixed(1)}`;
+        pen = true;
+      });
+      return s('path', {d, class: `series ${cls}`});
+    };
+    const grid = [0, 0.5, 1].map((f) => [
+      s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: 'gridline'}),
+      s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtAxis(max * f))]);
+    const ticks = [0, n / 2, n].map((b) => s('text', {
+      x: PAD.l + b * (W - PAD.l - PAD.r) / n, y: H - 6, class: 'axis',
+      'text-anchor': b === 0 ? 'start' : b === n ? 'end' : 'middle',
+    }, b === n ? 'now' : `−${Math.round((n - b) * BIN_MS / 60e3)} min`));
+    return s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-label': 'jobs per second, pushed and delivered'},
+      grid, ticks, line(tp.pushed, 'pushed'), line(tp.delivered, 'delivered'));
+  }
+
+  function latenessSvg(hist, bounds) {
+    const counts = hist.counts;
+    const n = counts.length;
+    const max = niceMax(Math.max(...counts.map((v) => v || 0)));
+    const bw = (W - PAD.l - PAD.r) / n;
+    const y = (v) => H - PAD.b - v / max * (H - PAD.t - PAD.b);
+    const label = (b) => {
+      if (b >= bounds.length) return `>${fmtSecs(bounds[bounds.length - 1])}`;
+      return fmtSecs(bounds[b]);
+    };
+    const bars = counts.map((v, b) => s('rect', {
+      x: PAD.l + b * bw + 1, width: Math.max(1, bw - 2), y: y(v || 0), height: Math.max(0, H - PAD.b - y(v || 0)),
+      class: `bar ${bounds[b] <= 0.1 ? 'good' : bounds[b] <= 1 ? 'warn' : 'bad'}`, // ≤ 100 ms, ≤ 1 s, later
+    }, s('title', {}, `${b ? label(b - 1) + ' – ' : '≤ '}${label(b)}: ${fmtInt(v || 0)} deliveries`)));
+    const grid = [0, 0.5, 1].map((f) => [
+      s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: 'gridline'}),
+      s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtAxis(max * f))]);
+    const ticks = counts.map((_, b) => (b % 3 === 0 || b === n - 1
+      ? s('text', {x: PAD.l + (b + 0.5) * bw, y: H - 6, class: 'axis', 'text-anchor': 'middle'}, b === n - 1 ? label(b) : `≤${label(b)}`)
+      : null));
+    return s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-label': 'lateness histogram'}, grid, bars, ticks);
+  }
+
+  function fmtSecs(sec) {
+    return sec < 1 ? `${+(sec * 1000).toPrecision(3)}ms` : `${sec}s`;
+  }
+
+  // The p-th percentile's bucket bound (an upper estimate).
+  function percentile(counts, bounds, p) {
+    const total = counts.reduce((a, b) => a + (b || 0), 0);
+    if (!total) return null;
+    let acc = 0;
+    for (let b = 0; b < counts.length; b++) {
+      acc += counts[b] || 0;
+      if (acc >= p * total) return b < bounds.length ? `≤ ${fmtSecs(bounds[b])}` : `> ${fmtSecs(bounds[bounds.length - 1])}`;
+    }
+    return null;
+  }
+
+  function plotsPanel() {
+    const tp = h('div', {class: 'plotbox', 'data-plot': 'throughput'});
+    const lt = h('div', {class: 'plotbox', 'data-plot': 'lateness'});
+    const tpNote = h('span', {class: 'muted'});
+    const ltNote = h('span', {class: 'muted'});
+    const draw = () => {
+      const t = sampler.throughput();
+      tp.replaceChildren(throughputSvg(t));
+      const lastP = t.pushed.filter((v) => v != null).pop();
+      const lastD = t.delivered.filter((v) => v != null).pop();
+      tpNote.textContent = lastP == null ? 'collecting…' : `now ${fmtRate(lastP)} pushed/s, ${fmtRate(lastD)} delivered/s`;
+      const hist = sampler.lateness();
+      if (hist && sampler.bounds) {
+        lt.replaceChildren(latenessSvg(hist, sampler.bounds));
+        const p50 = percentile(hist.counts, sampler.bounds, 0.5);
+        const p99 = percentile(hist.counts, sampler.bounds, 0.99);
+        ltNote.textContent = p50 ? `${hist.label}: p50 ${p50}, p99 ${p99}` : `${hist.label}: no delivery yet`;
+      }
+    };
+    const panel = h('section', {class: 'columns plots'},
+      h('div', {class: 'card'}, h('h3', {}, 'Throughput ', h('span', {class: 'legend pushed'}, 'pushed'), ' ',
+        h('span', {class: 'legend delivered'}, 'delivered'), ' ', tpNote), tp),
+      h('div', {class: 'card'}, h('h3', {}, 'Lateness, due → first delivery ', ltNote), lt));
+    sampler.listeners.clear(); // one panel on the page at a time
+    sampler.listeners.add(draw);
+    draw();
+    return panel;
+  }
+
+  // ---- start ------------------------------------------------------------------------------
+
+  function start() {
+    const tokenInput = $('[name="token"]');
+    tokenInput.value = sessionStorage.getItem(TOKEN_KEY) || '';
+    tokenInput.addEventListener('change', () => {
+      if (tokenInput.value) sessionStorage.setItem(TOKEN_KEY, tokenInput.value);
+      else sessionStorage.removeItem(TOKEN_KEY);
+      route();
+    });
+    $('#lookup').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const id = ev.target.job.value.trim();
+      if (id) go(`#/job/${id}`);
+    });
+    $('.error-close').addEventListener('click', clearError);
+    // whatever slips through is shown too, not left for the JS console
+    window.addEventListener('unhandledrejection', (ev) => {
+      ev.preventDefault();
+      showError(ev.reason);
+    });
+    window.addEventListener('hashchange', route);
+    // relative times and lease countdowns stay current
+    setInterval(() => {
+      for (const t of document.querySelectorAll('time[data-at]')) t.textContent = fmtRel(Number(t.dataset.at));
+      for (const t of document.querySelectorAll('[data-until]')) t.textContent = fmtDur(Math.max(0, Number(t.dataset.until) - Date.now()));
+      $('#clock').textContent = fmtTime(Date.now());
+    }, 1000);
+    sampler.load();
+    const sample = () => {
+      if (document.visibilityState !== 'visible') return;
+      sampler.take().catch((e) => {
+        if ($('#error').hidden) showError(e);
+      });
+    };
+    setInterval(sample, 2000);
+    sample();
+    if (!location.hash) location.replace('#/topics');
+    else route();
+  }
+
+  start();
+})();
