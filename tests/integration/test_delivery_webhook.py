@@ -64,9 +64,10 @@ class WebhookDeliveryTest(WebhookCase):
         hist = self.assertJsonOk(a.job(ids[0]))["history"]
         self.assertEqual([s["state"] for s in hist], ["delayed", "ready", "reserved", "finished"])
         self.assertIn("webhook:200", hist[-1]["by"])
-        # on time: a job due at t was POSTed within a few ms of t (the receiver's clock is ours)
-        late = sorted(h.at_ms - h.body["runAt"] for h in hits)
-        self.assertLess(late[len(late) // 2], 100, late)
+        # never early: no job reached the receiver before it was due (one host, one clock; how
+        # punctual deliveries are is a benchmark figure, `make bench`'s webhook lateness)
+        early = [h.at_ms - h.body["runAt"] for h in hits if h.at_ms < h.body["runAt"]]
+        self.assertEqual(early, [])
         # both instances delivered (the fleet shares the work), and the connections were kept alive
         m = a.metrics().text + b.metrics().text
         self.assertIn('hourglass_route_deliveries_total{topic="wh",route="webhook",outcome="delivered"}', m)
