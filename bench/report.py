@@ -284,7 +284,9 @@ def main():
     def lat_row(fig, tag, rate, name, limit):
         p50, p99, mx = num(env, f"{tag}_lat_ms_p50"), num(env, f"{tag}_lat_ms_p99"), num(env, f"{tag}_lat_ms_max")
         if p99 is None:
-            row(fig, name, None, "n/a", f"p99 <= {limit} ms" if limit else "-", "skip")
+            failed = num(env, f"{tag}_tool_failed") == 1
+            row(fig, name, None, "n/a", f"p99 <= {limit} ms" if limit else "-", "FAIL" if failed else "skip",
+                notes="the load tool failed: see the run's log" if failed else "")
             return
         notes = []
         achieved = num(env, f"{tag}_push_rate") or 0
@@ -391,7 +393,9 @@ def main():
         row(7, name7, v, f"{fmt_int(v)}/s", "-", "info" if num(env, "whdrain_ok") == 1 else "FAIL", "jobs/s",
             "; ".join(notes))
     else:
-        row(7, name7, None, "n/a", "-", "skip")
+        failed = num(env, "whdrain_tool_failed") == 1
+        row(7, name7, None, "n/a", "-", "FAIL" if failed else "skip",
+            notes="the load tool failed: see the run's log" if failed else "")
 
     # ---- figure 8: amqp delivery (through a private RabbitMQ into the load tool's consumer)
     if env.get("amqp_skipped"):

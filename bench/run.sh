@@ -17,8 +17,8 @@
 #   8  amqp delivery: lateness p50/p99/max at a steady 1,000 jobs/s through a private RabbitMQ
 #      to the load tool's own consumer (skipped, saying so, when rabbitmq-server is not installed)
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
-# quick: every size and duration cut down (said in the output), under 2 minutes.
-# full:  the real sizes (1,000,000 backlog), ~7 minutes, plus perf profiles of the push path and
+# quick: every size and duration cut down (said in the output), 2-3 minutes.
+# full:  the real sizes (1,000,000 backlog), ~9 minutes, plus perf profiles of the push path and
 #        of the restore.
 #
 # Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
@@ -569,6 +569,7 @@ steady() {
         --max-seconds 600 >"$RAW/lat-$s_tag.txt" 2>"$RAW/lat-$s_tag.err" || {
         cat "$RAW/lat-$s_tag.err" >&2
         echo "bench: the $s_tag lateness run reported a failure (see above); its numbers are kept and marked" >&2
+        rec "${s_tag}_tool_failed" 1
     }
     set -- "$s_tag"
     cpu_end "$1"
@@ -847,8 +848,10 @@ if has_phase webhook; then
     scrape whdrain 0
     cpu_begin "$DPID"
     "$LATENESS" whdrain "127.0.0.1:$HPORT" --prefix whd --jobs "$WH_DRAIN_N" --topics 1 \
-        --concurrency "$WH_CONCURRENCY" --timeout 10000 --max-seconds 900 >"$RAW/whdrain.txt" 2>"$RAW/whdrain.err" ||
+        --concurrency "$WH_CONCURRENCY" --timeout 10000 --max-seconds 900 >"$RAW/whdrain.txt" 2>"$RAW/whdrain.err" || {
         cat "$RAW/whdrain.err" >&2
+        rec whdrain_tool_failed 1
+    }
     cpu_end whdrain
     scrape whdrain 1
     rec_prefixed whdrain <"$RAW/whdrain.txt"
