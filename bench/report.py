@@ -401,6 +401,9 @@ def main():
     if env.get("amqp_skipped"):
         row(8, "amqp lateness p50/p99/max @ 1,000 jobs/s", None, "n/a", "p99 <= 20 ms", "skip",
             notes=f"skipped: {env['amqp_skipped']}")
+    elif env.get("amqp_failed"):
+        row(8, "amqp lateness p50/p99/max @ 1,000 jobs/s", None, "n/a", "p99 <= 20 ms", "FAIL",
+            notes=env["amqp_failed"])
     else:
         lat_row(8, "amqplat1k", 1000, "amqp lateness p50/p99/max @ 1,000 jobs/s", 20)
 

@@ -876,7 +876,7 @@ if has_phase amqp; then
             stop_daemon
         else
             say "amqp: FAILED: rabbitmq-server did not start ($WORK/rabbitmq/rabbitmq.log)"
-            rec amqp_skipped "rabbitmq-server did not start"
+            rec amqp_failed "rabbitmq-server did not start (see the run's log)"
         fi
         stop_rabbit
     fi
