@@ -86,6 +86,43 @@ def hist_quantile(d, name, q):
     return None
 
 
+def route_stats(d, secs):
+    """The delivery routes' figures in a /metrics delta, summed over topics: per route (webhook,
+    amqp) deliveries/s by outcome, mean latency and the histogram bucket holding its p99."""
+    out = {}
+    for k, v in d.items():
+        if not k.startswith("hourglass_route_") or "{" not in k:
+            continue
+        name, _, labels = k.partition("{")
+        lab = dict(x.split("=", 1) for x in labels.rstrip("}").split(",") if "=" in x)
+        lab = {a: b.strip('"') for a, b in lab.items()}
+        r = out.setdefault(lab.get("route", "?"), {"buckets": {}, "sum": 0.0, "count": 0.0, "outcomes": {}})
+        if name == "hourglass_route_deliveries_total":
+            r["outcomes"][lab.get("outcome", "?")] = r["outcomes"].get(lab.get("outcome", "?"), 0) + v
+        elif name == "hourglass_route_latency_seconds_bucket":
+            le = lab.get("le", "+Inf")
+            le = float("inf") if le == "+Inf" else float(le)
+            r["buckets"][le] = r["buckets"].get(le, 0) + v
+        elif name == "hourglass_route_latency_seconds_sum":
+            r["sum"] += v
+        elif name == "hourglass_route_latency_seconds_count":
+            r["count"] += v
+    res = {}
+    for route, r in out.items():
+        if r["count"] <= 0:
+            continue
+        p99 = None
+        for le in sorted(r["buckets"]):
+            if r["buckets"][le] >= 0.99 * r["count"]:
+                p99 = le
+                break
+        res[route] = {"per_s": {o: n / secs for o, n in r["outcomes"].items()},
+                      "failed": r["outcomes"].get("failed", 0), "undelivered": r["outcomes"].get("undelivered", 0),
+                      "latency_mean_ms": r["sum"] / r["count"] * 1e3,
+                      "latency_p99_ms_le": p99 * 1e3 if p99 is not None else None}
+    return res
+
+
 def redis_stats(path):
     """INFO commandstats -> {command: (calls, usec)}; commands run inside scripts count too."""
     out = {}
@@ -162,6 +199,7 @@ def internals(raw_dir, tag):
         "mover_runs_per_s": d.get("hourglass_mover_runs_total", 0) / secs,
         "http_per_s": sum(v for k, v in d.items() if k.startswith("hourglass_http_requests_total{")) / secs,
         "threads": thread_cores(raw_dir, tag, secs),
+        "routes": route_stats(d, secs),
     }
     r0, r1 = redis_stats(f"{raw_dir}/redis-{tag}-0.txt"), redis_stats(f"{raw_dir}/redis-{tag}-1.txt")
     if r0 is not None and r1 is not None:
@@ -246,7 +284,9 @@ def main():
     def lat_row(fig, tag, rate, name, limit):
         p50, p99, mx = num(env, f"{tag}_lat_ms_p50"), num(env, f"{tag}_lat_ms_p99"), num(env, f"{tag}_lat_ms_max")
         if p99 is None:
-            row(fig, name, None, "n/a", f"p99 <= {limit} ms" if limit else "-", "skip")
+            failed = num(env, f"{tag}_tool_failed") == 1
+            row(fig, name, None, "n/a", f"p99 <= {limit} ms" if limit else "-", "FAIL" if failed else "skip",
+                notes="the load tool failed: see the run's log" if failed else "")
             return
         notes = []
         achieved = num(env, f"{tag}_push_rate") or 0
@@ -260,6 +300,8 @@ def main():
             notes.append(f"{e} HTTP errors")
         if num(env, f"{tag}_redelivered"):
             notes.append(f"{int(num(env, f'{tag}_redelivered'))} redeliveries")
+        if num(env, f"{tag}_duplicates"):
+            notes.append(f"{int(num(env, f'{tag}_duplicates'))} duplicate deliveries")
         notes.append(f"n={int(num(env, f'{tag}_lat_ms_n') or 0):,}")
         if noise(tag):
             notes.append(noise(tag))
@@ -330,10 +372,45 @@ def main():
     else:
         row(6, "Redis bytes per pending job beyond its body", None, "n/a", "<= 250 B", "skip")
 
+    # ---- figure 7: webhook delivery (lateness into the load tool's receiver; deliveries/s)
+    lat_row(7, "whlat1k", 1000, "webhook lateness p50/p99/max @ 1,000 jobs/s", 10)
+    v = num(env, "whdrain_rate")
+    whn = int(num(env, "wh_drain_n") or 0)
+    name7 = (f"webhook deliveries/s, backlog {whn:,}, 1 topic, concurrency "
+             f"{int(num(env, 'whdrain_concurrency') or num(env, 'wh_concurrency') or 0)}")
+    if v is not None:
+        notes = []
+        got = int(num(env, "whdrain_received") or 0)
+        if num(env, "whdrain_ok") != 1:
+            notes.append(f"received {got:,} of {whn:,}: NOT every job arrived")
+        if num(env, "whdrain_duplicates"):
+            notes.append(f"{int(num(env, 'whdrain_duplicates'))} duplicate deliveries")
+        fp = num(env, "whdrain_rate_from_put")
+        if fp:
+            notes.append(f"{fp:,.0f}/s counted from the route's PUT")
+        if noise("whdrain"):
+            notes.append(noise("whdrain"))
+        row(7, name7, v, f"{fmt_int(v)}/s", "-", "info" if num(env, "whdrain_ok") == 1 else "FAIL", "jobs/s",
+            "; ".join(notes))
+    else:
+        failed = num(env, "whdrain_tool_failed") == 1
+        row(7, name7, None, "n/a", "-", "FAIL" if failed else "skip",
+            notes="the load tool failed: see the run's log" if failed else "")
+
+    # ---- figure 8: amqp delivery (through a private RabbitMQ into the load tool's consumer)
+    if env.get("amqp_skipped"):
+        row(8, "amqp lateness p50/p99/max @ 1,000 jobs/s", None, "n/a", "p99 <= 20 ms", "skip",
+            notes=f"skipped: {env['amqp_skipped']}")
+    elif env.get("amqp_failed"):
+        row(8, "amqp lateness p50/p99/max @ 1,000 jobs/s", None, "n/a", "p99 <= 20 ms", "FAIL",
+            notes=env["amqp_failed"])
+    else:
+        lat_row(8, "amqplat1k", 1000, "amqp lateness p50/p99/max @ 1,000 jobs/s", 20)
+
     # ---- the daemon's own view of each measurement
     daemon = {}
-    for tag in ["push", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore"] + \
-            [f"push{c}c" for c in sweep if c != base]:
+    for tag in ["push", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore", "whlat1k", "whdrain",
+                "amqplat1k"] + [f"push{c}c" for c in sweep if c != base]:
         x = internals(raw_dir, tag)
         if x:
             daemon[tag] = x
@@ -350,10 +427,14 @@ def main():
           f"POST /push, one job per request (100-byte body, delay 1 h, 16 topics); "
           f"HTTP threads: hourglassd {env.get('http_threads')}, hello {env.get('hello_threads', env.get('http_threads'))}; "
           f"figures 0 and 1: best of two runs each")
+    print(f"delivery routes (figures 7, 8): 4 topics at 1,000 jobs/s in all, delays 1-3 s; webhook: each topic "
+          f"concurrency {env.get('wh_lat_concurrency', '?')} to bench/lateness.c's HTTP receiver; amqp: a private "
+          f"RabbitMQ ({env.get('rabbit_version', 'not run')}), persistent + confirms, to its consumer; "
+          f"lateness = receipt - runAt")
     if mode == "quick":
         print(f"QUICK MODE: reduced sizes — wrk {env.get('wrk_secs')} s (full: 10 s), lateness {env.get('lat_secs')} s "
               f"(full: 30 s), consume backlog {consume_n:,} (full: 100,000), delayed backlog {backlog:,} "
-              f"(full: 1,000,000)")
+              f"(full: 1,000,000), webhook backlog {int(num(env, 'wh_drain_n') or 0):,} (full: 100,000)")
     print()
     w1 = max(len(f"{r['figure']}  {r['name']}") for r in rows)
     w2 = max(len(r["display"]) for r in rows)
@@ -395,6 +476,12 @@ def main():
             if x["server_lateness_mean_ms"] is not None:
                 line += (f"; lateness (server) mean {f(x['server_lateness_mean_ms'], '.2f')} ms, p99 <= "
                          f"{f(x['server_lateness_p99_ms_le'], 'g')} ms")
+            for route, r in (x.get("routes") or {}).items():
+                line += (f"; {route} route: {f(sum(r['per_s'].values()), ',.0f')} answers/s, latency (handed to the route"
+                         f" -> its answer) mean {f(r['latency_mean_ms'], '.2f')} ms, p99 <= "
+                         f"{f(r['latency_p99_ms_le'], 'g')} ms")
+                if r["failed"] or r["undelivered"]:
+                    line += f", {r['failed']:.0f} failed, {r['undelivered']:.0f} undelivered"
             if x.get("threads"):
                 busy = [(k, v) for k, v in x["threads"].items() if v >= 0.005]
                 line += "; threads (cores): " + ", ".join(f"{k} {v:.2f}" for k, v in busy)

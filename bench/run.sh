@@ -12,9 +12,13 @@
 #   4  lateness p99 and push throughput with a large delayed backlog vs 1,000 pending
 #   5  /reStore of that backlog into an emptied Redis
 #   6  Redis bytes per pending job beyond its body
+#   7  webhook delivery: lateness p50/p99/max at a steady 1,000 jobs/s into the load tool's own
+#      HTTP receiver, and deliveries/s of a ready backlog
+#   8  amqp delivery: lateness p50/p99/max at a steady 1,000 jobs/s through a private RabbitMQ
+#      to the load tool's own consumer (skipped, saying so, when rabbitmq-server is not installed)
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
-# quick: every size and duration cut down (said in the output), under 2 minutes.
-# full:  the real sizes (1,000,000 backlog), ~7 minutes, plus perf profiles of the push path and
+# quick: every size and duration cut down (said in the output), 2-3 minutes.
+# full:  the real sizes (1,000,000 backlog), ~9 minutes, plus perf profiles of the push path and
 #        of the restore.
 #
 # Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
@@ -33,7 +37,9 @@
 # HG_BENCH_HELLO_THREADS [nproc: hello's threads], HG_BENCH_PROFILE [1 in full, 0 in quick],
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
-# HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog),
+# HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
+# webhook amqp), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
+# HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
 # HG_BENCH_KEEP [0], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
 # to be quiet (other processes using under HG_BENCH_QUIET_MAX [0.3] cores over 5 s); the
 # load seen before and during every measurement is recorded either way.
@@ -93,7 +99,7 @@ BASE_CONNS=$WRK_CONNS
 # Both servers run with their defaults: one HTTP thread per core.
 HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp}
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
 FAR=2592000000       # 30 days: backlog jobs never come due during the run
 MEM_BODY=16          # figure 6: each job's body is a 16-byte JSON string
@@ -105,11 +111,15 @@ LAT_COUNT=${HG_BENCH_LAT_COUNT:-10}
 LAT_TOPICS=4
 LAT_CTOPICS=${HG_BENCH_LAT_CONSUMER_TOPICS:-one} # consumer i polls topic i mod 4 ("all": every topic)
 CONSUMERS=16         # figure 3
+WH_CONCURRENCY=${HG_BENCH_WH_CONCURRENCY:-64}         # figure 7, deliveries/s: one topic, its route's concurrency
+WH_LAT_CONCURRENCY=${HG_BENCH_WH_LAT_CONCURRENCY:-16} # figure 7, lateness: each of the 4 topics' route's concurrency
+RABBITMQ_SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server # Debian's; /usr/sbin's wrapper su's to the rabbitmq user
 if [ "$MODE" = full ]; then
     WRK_SECS=10
     SWEEP=${HG_BENCH_SWEEP_CONNS:-64 128 256 512}
     LAT_SECS=30
     CONSUME_N=100000
+    WH_DRAIN_N=100000
     BACKLOG_N=1000000
     PROFILE=${HG_BENCH_PROFILE:-1}
 else
@@ -117,6 +127,7 @@ else
     SWEEP=${HG_BENCH_SWEEP_CONNS:-$WRK_CONNS 512} # the two ends of the full sweep
     LAT_SECS=6
     CONSUME_N=10000
+    WH_DRAIN_N=10000
     BACKLOG_N=100000
     PROFILE=${HG_BENCH_PROFILE:-0}
 fi
@@ -141,10 +152,12 @@ REDIS_PID=""
 MYSQL_PID=""
 DPID=""
 HELLO_PID=""
+RABBIT_PID=""
+EPMD_PID=""
 # shellcheck disable=SC2317 # runs from a trap
 cleanup() {
     trap - EXIT INT TERM HUP
-    for p in $DPID $HELLO_PID; do
+    for p in $DPID $HELLO_PID $RABBIT_PID $EPMD_PID; do
         kill -TERM "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
@@ -203,7 +216,8 @@ say "mode $MODE: wrk ${WRK_SECS}s x ${WRK_CONNS} conns / ${WRK_THREADS} threads,
 LEV=$(pkg-config --cflags --libs libevent libevent_pthreads)
 # shellcheck disable=SC2086
 cc -O2 -g -Wall -Wextra -o "$WORK/hello" "$BENCH/hello.c" $LEV -pthread || die "building bench/hello.c failed"
-cc -O2 -g -Wall -Wextra -o "$WORK/lateness" "$BENCH/lateness.c" -lm || die "building bench/lateness.c failed"
+cc -O2 -g -Wall -Wextra -o "$WORK/lateness" "$BENCH/lateness.c" -lm -lrabbitmq -pthread ||
+    die "building bench/lateness.c failed (it needs librabbitmq-dev: sh scripts/deps.sh bench)"
 LATENESS=$WORK/lateness
 # A private copy of the daemon: a rebuild of build/hourglassd during the run (others work in
 # this tree) must not change the binary between phases.
@@ -293,7 +307,11 @@ per_row_commit = $2
 level = warn
 file = $WORK/daemon.log
 EOF
+    if [ -n "$AMQP_URL" ]; then
+        printf '\n[amqp]\nurl = %s\n' "$AMQP_URL" >>"$1"
+    fi
 }
+AMQP_URL="" # set while figure 8's private RabbitMQ runs
 
 wait_http() { # what, for up to 30 s
     n=0
@@ -341,7 +359,76 @@ stop_daemon() {
 reset_data() { # a clean slate: no daemon, empty Redis, empty tables
     stop_daemon
     rcli flushall >/dev/null
-    sqlroot hourglass -e 'TRUNCATE TABLE message; TRUNCATE TABLE transition' || die "truncate failed"
+    sqlroot hourglass -e 'TRUNCATE TABLE message; TRUNCATE TABLE transition; TRUNCATE TABLE topic_setting;
+        TRUNCATE TABLE topic_change' || die "truncate failed"
+}
+
+# ------------------------------------------------------------------ RabbitMQ (figure 8)
+
+# start_rabbit: a private RabbitMQ (Debian's rabbitmq-server) on free loopback ports, set up as
+# tests/integration/harness.py's RabbitMQServer does: everything under $WORK/rabbitmq (config,
+# an empty rabbitmq-env.conf so /etc/rabbitmq is never read, mnesia, logs, HOME for the Erlang
+# cookie), its own epmd on its own port, no plugins, a node name of its own, and the Erlang VM
+# exec'd as our direct child (RABBITMQ_ALLOW_INPUT; -noinput keeps its shell off), so the
+# cleanup's SIGTERM reaches it. Never the system's rabbitmq service or epmd. Sets AMQP_PORT and
+# AMQP_URL; 1 when it does not answer the AMQP handshake within 120 s.
+start_rabbit() {
+    RQ=$WORK/rabbitmq
+    mkdir -p "$RQ/mnesia" "$RQ/log"
+    set -- $(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+    AMQP_PORT=$1 EPMD_PORT=$2 DIST_PORT=$3
+    printf '%s\n' "listeners.tcp.default = 127.0.0.1:$AMQP_PORT" "disk_free_limit.absolute = 1MB" \
+        "log.console = true" "log.console.level = warning" "log.file = false" >"$RQ/rabbitmq.conf"
+    echo '[].' >"$RQ/enabled_plugins"
+    : >"$RQ/rabbitmq-env.conf"
+    epmd -port "$EPMD_PORT" -address 127.0.0.1 </dev/null >"$RQ/epmd.log" 2>&1 &
+    EPMD_PID=$!
+    (cd "$RQ" && exec env HOME="$RQ" RABBITMQ_NODENAME="hgbench$$@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+        RABBITMQ_NODE_PORT="$AMQP_PORT" RABBITMQ_DIST_PORT="$DIST_PORT" ERL_EPMD_PORT="$EPMD_PORT" \
+        ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_CONFIG_FILE="$RQ/rabbitmq.conf" \
+        RABBITMQ_ADVANCED_CONFIG_FILE="$RQ/advanced.config" RABBITMQ_CONF_ENV_FILE="$RQ/rabbitmq-env.conf" \
+        RABBITMQ_ENABLED_PLUGINS_FILE="$RQ/enabled_plugins" RABBITMQ_MNESIA_BASE="$RQ/mnesia" \
+        RABBITMQ_LOG_BASE="$RQ/log" RABBITMQ_PID_FILE="$RQ/rabbitmq.pid" RABBITMQ_ALLOW_INPUT=true \
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-noinput -kernel inet_dist_use_interface {127,0,0,1}" \
+        "$RABBITMQ_SERVER") </dev/null >"$RQ/rabbitmq.log" 2>&1 &
+    RABBIT_PID=$!
+    t0=$(date +%s)
+    until python3 -c '
+import socket, sys
+try:
+    with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2) as s:
+        s.sendall(b"AMQP\x00\x00\x09\x01")
+        s.settimeout(2)
+        head = b""
+        while len(head) < 11:
+            b = s.recv(11 - len(head))
+            if not b:
+                sys.exit(1)
+            head += b
+        sys.exit(0 if head[0] == 1 and head[7:11] == b"\x00\x0a\x00\x0a" else 1)
+except OSError:
+    sys.exit(1)' "$AMQP_PORT"; do
+        kill -0 "$RABBIT_PID" 2>/dev/null || { tail -n 20 "$RQ/rabbitmq.log" >&2; return 1; }
+        [ $(($(date +%s) - t0)) -lt 120 ] || { tail -n 20 "$RQ/rabbitmq.log" >&2; return 1; }
+        sleep 0.2
+    done
+    AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/"
+    rec rabbit_start_s "$(($(date +%s) - t0))"
+    rec rabbit_version "RabbitMQ $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null), Erlang $(dpkg-query -W -f '${Version}' erlang-base 2>/dev/null)"
+    # The broker's CPU counts as its own, not as other load: RABBIT_PID is the Erlang VM itself.
+    [ "$(cat "/proc/$RABBIT_PID/comm" 2>/dev/null)" = beam.smp ] ||
+        say "amqp: warning: pid $RABBIT_PID is $(cat "/proc/$RABBIT_PID/comm" 2>/dev/null), not the Erlang VM: its CPU shows as other load"
+}
+stop_rabbit() {
+    for p in $RABBIT_PID $EPMD_PID; do
+        kill -TERM "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    RABBIT_PID="" EPMD_PID="" AMQP_URL=""
 }
 
 # ------------------------------------------------------------------ measuring helpers
@@ -382,21 +469,25 @@ cpu_begin() { # SERVER_PID
     times >"$WORK/times0"
     c_t0=$(date +%s.%N) c_m0=$(machine_busy)
     c_s0=$(cpu_ticks "$c_pid") c_r0=$(cpu_ticks "$REDIS_PID") c_q0=$(cpu_ticks "$MYSQL_PID")
+    c_b0=$(cpu_ticks "$RABBIT_PID")
 }
 cpu_end() { # TAG
     times >"$WORK/times1"
     c_t1=$(date +%s.%N) c_m1=$(machine_busy)
     c_s1=$(cpu_ticks "$c_pid") c_r1=$(cpu_ticks "$REDIS_PID") c_q1=$(cpu_ticks "$MYSQL_PID")
+    c_b1=$(cpu_ticks "$RABBIT_PID")
     c_c0=$(children_ticks "$WORK/times0") c_c1=$(children_ticks "$WORK/times1")
-    echo "$1 $c_t0 $c_t1 $TCK $((c_s1 - c_s0)) $((c_r1 - c_r0)) $((c_q1 - c_q0)) $((c_c1 - c_c0)) $((c_m1 - c_m0))" |
+    echo "$1 $c_t0 $c_t1 $TCK $((c_s1 - c_s0)) $((c_r1 - c_r0)) $((c_q1 - c_q0)) $((c_c1 - c_c0)) $((c_m1 - c_m0)) $((c_b1 - c_b0))" |
         awk '{ secs = $3 - $2; k = $4 * secs
-               o = $9 - $5 - $6 - $7 - $8; if (o < 0) o = 0
+               o = $9 - $5 - $6 - $7 - $8 - $10; if (o < 0) o = 0
                printf "%s_cpu_server=%.2f\n%s_cpu_redis=%.2f\n%s_cpu_mysql=%.2f\n", $1, $5 / k, $1, $6 / k, $1, $7 / k
                printf "%s_cpu_loadgen=%.2f\n%s_cpu_other=%.2f\n%s_cpu_machine=%.2f\n", $1, $8 / k, $1, o / k, $1, $9 / k
+               if ($10 > 0) printf "%s_cpu_broker=%.2f\n", $1, $10 / k
              }' >>"$ENV"
 }
 cores() { # TAG: one line for the log
-    echo "cores: server $(getv "${1}_cpu_server") redis $(getv "${1}_cpu_redis") mysql $(getv "${1}_cpu_mysql") load $(getv "${1}_cpu_loadgen") other $(getv "${1}_cpu_other")"
+    echo "cores: server $(getv "${1}_cpu_server") redis $(getv "${1}_cpu_redis") mysql $(getv "${1}_cpu_mysql")$(
+        [ -z "$(getv "${1}_cpu_broker")" ] || echo " rabbitmq $(getv "${1}_cpu_broker")") load $(getv "${1}_cpu_loadgen") other $(getv "${1}_cpu_other")"
 }
 
 # run_wrk TAG SERVER_PID: wrk with push.lua against $URL/push. Records TAG_rps, latency
@@ -455,18 +546,32 @@ fill() { # PREFIX JOBS DELAY TOPICS BODY_BYTES [tag]
     fi
 }
 
-# steady TAG RATE: figure 2's workload; samples go to $RAW/lat-TAG.{cdf,series}
+# steady TAG RATE [MODE [OPTIONS...]]: figure 2's workload (MODE steady, the default: long-polling
+# consumers), or figures 7 and 8's (MODE webhook or amqp: the same producers, the jobs delivered by
+# that route to the load tool's own receiver; OPTIONS are the tool's for it); samples go to
+# $RAW/lat-TAG.{cdf,series}
 steady() {
-    say "$1: steady $2 jobs/s for ${LAT_SECS}s (delays ${LAT_DMIN}-${LAT_DMAX} ms, $LAT_CONSUMERS consumers, count=$LAT_COUNT, $LAT_TOPICS topics, consumer topics: $LAT_CTOPICS)"
-    scrape "$1" 0
+    s_tag=$1 s_rate=$2 s_mode=${3:-steady}
+    shift 2
+    [ $# -eq 0 ] || shift
+    if [ "$s_mode" = steady ]; then
+        set -- --consumers "$LAT_CONSUMERS" --count "$LAT_COUNT" --consumer-topics "$LAT_CTOPICS"
+        s_how="$LAT_CONSUMERS consumers, count=$LAT_COUNT, $LAT_TOPICS topics, consumer topics: $LAT_CTOPICS"
+    else
+        s_how="delivered by $s_mode to bench/lateness.c's receiver, $LAT_TOPICS topics, $*"
+    fi
+    say "$s_tag: steady $s_rate jobs/s for ${LAT_SECS}s (delays ${LAT_DMIN}-${LAT_DMAX} ms, $s_how)"
+    scrape "$s_tag" 0
     cpu_begin "$DPID"
-    "$LATENESS" steady "127.0.0.1:$HPORT" --rate "$2" --duration "$LAT_SECS" --delay-min "$LAT_DMIN" \
-        --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --consumers "$LAT_CONSUMERS" --count "$LAT_COUNT" \
-        --topics "$LAT_TOPICS" --consumer-topics "$LAT_CTOPICS" --prefix "$1" --samples "$RAW/lat-$1.cdf" --series "$RAW/lat-$1.series" \
-        --max-seconds 600 >"$RAW/lat-$1.txt" 2>"$RAW/lat-$1.err" || {
-        cat "$RAW/lat-$1.err" >&2
-        echo "bench: the $1 lateness run reported a failure (see above); its numbers are kept and marked" >&2
+    "$LATENESS" "$s_mode" "127.0.0.1:$HPORT" --rate "$s_rate" --duration "$LAT_SECS" --delay-min "$LAT_DMIN" \
+        --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --topics "$LAT_TOPICS" "$@" --prefix "$s_tag" \
+        --samples "$RAW/lat-$s_tag.cdf" --series "$RAW/lat-$s_tag.series" \
+        --max-seconds 600 >"$RAW/lat-$s_tag.txt" 2>"$RAW/lat-$s_tag.err" || {
+        cat "$RAW/lat-$s_tag.err" >&2
+        echo "bench: the $s_tag lateness run reported a failure (see above); its numbers are kept and marked" >&2
+        rec "${s_tag}_tool_failed" 1
     }
+    set -- "$s_tag"
     cpu_end "$1"
     scrape "$1" 1
     rec_prefixed "$1" <"$RAW/lat-$1.txt"
@@ -563,6 +668,9 @@ rec lat_producers "$LAT_PRODUCERS"
 rec lat_consumers "$LAT_CONSUMERS"
 rec lat_count "$LAT_COUNT"
 rec lat_ctopics "$LAT_CTOPICS"
+rec wh_drain_n "$WH_DRAIN_N"
+rec wh_concurrency "$WH_CONCURRENCY"
+rec wh_lat_concurrency "$WH_LAT_CONCURRENCY"
 
 if has_phase hello; then
     # Figure 1's denominator: the bare server, same wrk settings and request bodies.
@@ -725,6 +833,53 @@ for k in ("scanned", "restored", "present", "expiredSkipped", "ms"):
     steady latbig 1000
     run_wrk pushbig "$DPID"
 
+fi
+
+if has_phase webhook; then
+    # Figure 7: lateness at 1,000 jobs/s with the jobs POSTed to bench/lateness.c's own HTTP
+    # receiver (4 topics, each with a webhook route), then deliveries/s of a ready backlog.
+    reset_data
+    start_daemon false
+    fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+    steady whlat1k 1000 webhook --concurrency "$WH_LAT_CONCURRENCY" --timeout 10000
+    say "whdrain: filling $WH_DRAIN_N ready jobs on one topic (no route yet)"
+    fill whd "$WH_DRAIN_N" 0 1 "$MEM_BODY" whdrain_fill
+    say "whdrain: webhook route (concurrency $WH_CONCURRENCY), until the receiver has every job"
+    scrape whdrain 0
+    cpu_begin "$DPID"
+    "$LATENESS" whdrain "127.0.0.1:$HPORT" --prefix whd --jobs "$WH_DRAIN_N" --topics 1 \
+        --concurrency "$WH_CONCURRENCY" --timeout 10000 --max-seconds 900 >"$RAW/whdrain.txt" 2>"$RAW/whdrain.err" || {
+        cat "$RAW/whdrain.err" >&2
+        rec whdrain_tool_failed 1
+    }
+    cpu_end whdrain
+    scrape whdrain 1
+    rec_prefixed whdrain <"$RAW/whdrain.txt"
+    say "whdrain: $(getv whdrain_rate) jobs/s from the first to the last arrival ($(getv whdrain_received) of $WH_DRAIN_N received, $(getv whdrain_duplicates) duplicates); $(cores whdrain)"
+fi
+
+if has_phase amqp; then
+    # Figure 8: lateness at 1,000 jobs/s through a private RabbitMQ (publisher confirms) to
+    # bench/lateness.c's own consumer.
+    if [ ! -x "$RABBITMQ_SERVER" ] || ! command -v epmd >/dev/null 2>&1; then
+        say "amqp: SKIPPED: $RABBITMQ_SERVER (Debian's rabbitmq-server) is not installed (sh scripts/deps.sh bench)"
+        rec amqp_skipped "rabbitmq-server is not installed"
+    else
+        stop_daemon
+        say "amqp: starting a private rabbitmq-server"
+        if start_rabbit; then
+            say "amqp: rabbitmq up on :$AMQP_PORT in $(getv rabbit_start_s) s"
+            reset_data
+            start_daemon false
+            fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+            steady amqplat1k 1000 amqp --amqp "127.0.0.1:$AMQP_PORT" --queue hgbench --prefetch 1000
+            stop_daemon
+        else
+            say "amqp: FAILED: rabbitmq-server did not start ($WORK/rabbitmq/rabbitmq.log)"
+            rec amqp_failed "rabbitmq-server did not start (see the run's log)"
+        fi
+        stop_rabbit
+    fi
 fi
 
 stop_daemon
