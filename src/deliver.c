@@ -35,7 +35,9 @@
 #define LEASE_GRACE_MS 1000   /* a delivery's lease: the route's timeout and this */
 #define RESERVE_MAX 100       /* jobs per reserve call */
 #define AMQP_BATCH 100        /* jobs per publish batch */
-#define AMQP_BATCHES_OUT 2    /* batches of a topic out at once */
+#define AMQP_BATCHES_OUT 2    /* batches of a topic out at once: while they are, its ready jobs
+                                 gather into the next (bigger) batch */
+#define AMQP_MERGE_MAX 16     /* queued batches published together (amqp_main) */
 #define AMQP_DOWN_MIN_MS 250  /* after a batch found the broker down, wait before the next */
 #define AMQP_DOWN_MAX_MS 5000
 
@@ -49,6 +51,7 @@ struct dtopic {
     struct topic_conf conf; /* as last read; a change applies to the next reservations */
     int seen;               /* refresh generation that last found it configured */
     int out;                /* jobs reserved and not yet answered by their route */
+    int batches;            /* amqp: batches out */
     int reserving;          /* a reserve call is in flight */
     int again;              /* woken while reserving: try once more when it returns */
     struct event *retry;    /* its rate held jobs back: try when the next token comes */
@@ -203,38 +206,63 @@ static void send_webhook(struct dtopic *t, const struct delivered *job)
 
 static void on_amqp_batch_done(void *arg);
 
+/* Everything queued (up to AMQP_MERGE_MAX batches, of any topics) goes out in one publish and
+ * one wait for confirms: a confirm round trip costs the same for one message or a thousand, so
+ * at 1,000 jobs/s the many small batches that punctual reservations make must share it (one
+ * round trip per batch could not keep up). */
 static void *amqp_main(void *arg)
 {
     struct deliver *d = arg;
     log_set_thread_name("amqp");
+    struct amqp_out *msgs = malloc(AMQP_MERGE_MAX * AMQP_BATCH * sizeof *msgs);
+    enum amqppub_outcome *outcome = malloc(AMQP_MERGE_MAX * AMQP_BATCH * sizeof *outcome);
     pthread_mutex_lock(&d->amqp_lock);
     for (;;) {
         while (d->amqp_head == NULL && !d->amqp_quit)
             pthread_cond_wait(&d->amqp_cond, &d->amqp_lock);
-        struct amqp_batch *b = d->amqp_head;
-        if (b == NULL)
+        if (d->amqp_head == NULL)
             break; /* quit, and nothing left */
-        d->amqp_head = b->next;
+        struct amqp_batch *taken[AMQP_MERGE_MAX];
+        int nb = 0, total = 0;
+        while (d->amqp_head && nb < AMQP_MERGE_MAX) {
+            struct amqp_batch *b = d->amqp_head;
+            d->amqp_head = b->next;
+            taken[nb++] = b;
+            total += b->n;
+        }
         if (d->amqp_head == NULL)
             d->amqp_tail = &d->amqp_head;
         int quitting = d->amqp_quit;
         pthread_mutex_unlock(&d->amqp_lock);
-        struct amqp_out msgs[AMQP_BATCH];
-        for (int i = 0; i < b->n; i++)
-            msgs[i] = (struct amqp_out){b->exchange, b->routing_key, b->jobs[i].body.data, b->jobs[i].body.len,
-                                        b->jobs[i].idtext, b->topic->name, b->jobs[i].attempt};
-        if (quitting) {
-            for (int i = 0; i < b->n; i++)
-                b->outcome[i] = AMQPPUB_UNKNOWN;
-        } else if (amqppub_publish_batch(d->pub, msgs, b->n, b->outcome, d->app->cfg.amqp_timeout_ms) < 0) {
-            log_warn("deliver: amqp: %s", amqppub_error(d->pub));
+        int k = 0;
+        for (int i = 0; msgs && outcome && i < nb; i++) {
+            struct amqp_batch *b = taken[i];
+            for (int j = 0; j < b->n; j++, k++)
+                msgs[k] = (struct amqp_out){b->exchange, b->routing_key, b->jobs[j].body.data, b->jobs[j].body.len,
+                                            b->jobs[j].idtext, b->topic->name, b->jobs[j].attempt};
         }
-        b->connected = amqppub_connected(d->pub);
-        if (loopq_post(d->inbox, on_amqp_batch_done, b) < 0)
-            log_error("deliver: amqp batch outcome lost (stopping): its jobs are delivered again after their lease");
+        int sent = 0;
+        if (!quitting && msgs && outcome) {
+            if (amqppub_publish_batch(d->pub, msgs, total, outcome, d->app->cfg.amqp_timeout_ms) < 0)
+                log_warn("deliver: amqp: %s", amqppub_error(d->pub));
+            sent = 1;
+        }
+        int connected = amqppub_connected(d->pub);
+        k = 0;
+        for (int i = 0; i < nb; i++) {
+            struct amqp_batch *b = taken[i];
+            for (int j = 0; j < b->n; j++, k++)
+                b->outcome[j] = sent ? outcome[k] : AMQPPUB_UNKNOWN;
+            b->connected = connected;
+            if (loopq_post(d->inbox, on_amqp_batch_done, b) < 0)
+                log_error("deliver: amqp batch outcome lost (stopping): its jobs are delivered again after their "
+                          "lease");
+        }
         pthread_mutex_lock(&d->amqp_lock);
     }
     pthread_mutex_unlock(&d->amqp_lock);
+    free(msgs);
+    free(outcome);
     return NULL;
 }
 
@@ -251,6 +279,7 @@ static void on_amqp_batch_done(void *arg)
     struct dtopic *t = b->topic;
     struct deliver *d = t->d;
     if (d->closed) { /* stopping: the jobs' leases bring them back */
+        t->batches--;
         atomic_fetch_sub(&d->busy, b->n);
         amqp_batch_free(b);
         return;
@@ -286,6 +315,7 @@ static void on_amqp_batch_done(void *arg)
         d->amqp_down_until = 0;
     }
     t->out -= b->n;
+    t->batches--;
     atomic_fetch_sub(&d->busy, b->n);
     amqp_batch_free(b);
     pump(t);
@@ -315,6 +345,7 @@ static void send_amqp(struct dtopic *t, const struct delivered *jobs, int n)
         api_json_delivered(&j->body, &jobs[i]);
     }
     t->out += n;
+    t->batches++;
     atomic_fetch_add(&d->busy, n);
     pthread_mutex_lock(&d->amqp_lock);
     *d->amqp_tail = b;
@@ -378,11 +409,9 @@ static void pump(struct dtopic *t)
         room = t->conf.concurrency - t->out;
         lease = t->conf.timeout + LEASE_GRACE_MS;
     } else {
-        if (!d->amqp_on || clock_mono_ms() < d->amqp_down_until)
+        if (!d->amqp_on || clock_mono_ms() < d->amqp_down_until || t->batches >= AMQP_BATCHES_OUT)
             return;
-        room = AMQP_BATCH * AMQP_BATCHES_OUT - t->out;
-        if (room > AMQP_BATCH)
-            room = AMQP_BATCH;
+        room = AMQP_BATCH;
         lease = d->app->cfg.amqp_timeout_ms + LEASE_GRACE_MS;
     }
     if (room <= 0)
