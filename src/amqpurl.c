@@ -1,8 +1,11 @@
 /* amqpurl.c — see amqpurl.h. */
 #include "amqpurl.h"
+#include "router.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -28,49 +31,32 @@ static int cleared(struct amqpurl *out)
     return -1;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decode s[0..n) into dst (AMQPURL_MAX bytes). 0, or -1 with err naming `what`. */
 static int decode(const char *s, size_t n, char *dst, const char *what, char *err, size_t errlen)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (unsigned char)s[i];
-        if (c == '%') {
-            if (i + 2 >= n || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0) {
-                snprintf(err, errlen, "bad percent-escape in the %s (write a '%%' as %%25)", what);
-                return -1;
-            }
-            c = hexval(s[i + 1]) * 16 + hexval(s[i + 2]);
-            if (c == 0) {
-                snprintf(err, errlen, "%%00 is not allowed in the %s", what);
-                return -1;
-            }
-            i += 2;
-        }
-        if (o >= AMQPURL_MAX - 1) {
-            snprintf(err, errlen, "the %s is longer than %d bytes", what, AMQPURL_MAX - 1);
-            return -1;
-        }
-        dst[o++] = (char)c;
+    char *buf = malloc(n + 1); /* decoded is never longer than encoded */
+    long len = buf ? percent_decode(s, n, buf, n + 1, 0) : -1;
+    int rc = -1;
+    if (buf == NULL)
+        snprintf(err, errlen, "out of memory reading the %s", what);
+    else if (len < 0)
+        snprintf(err, errlen, "bad percent-escape in the %s (write a '%%' as %%25)", what);
+    else if (memchr(buf, '\0', (size_t)len) != NULL)
+        snprintf(err, errlen, "%%00 is not allowed in the %s", what);
+    else if (len > AMQPURL_MAX - 1)
+        snprintf(err, errlen, "the %s is longer than %d bytes", what, AMQPURL_MAX - 1);
+    else {
+        memcpy(dst, buf, (size_t)len + 1);
+        rc = 0;
     }
-    dst[o] = '\0';
-    return 0;
+    free(buf);
+    return rc;
 }
 
 static int host_char(int c, int bracketed)
 {
     if (bracketed)
-        return hexval(c) >= 0 || c == ':' || c == '.';
+        return isxdigit(c) || c == ':' || c == '.';
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
            c == '-' || c == '_';
 }

@@ -139,37 +139,19 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
     sb_free(&sb);
 }
 
-/* A prefix or `after` is a topic or the start of one: topic characters only. */
-static int topicish(struct request *r, const char *name, const char **out, size_t *len)
-{
-    const char *v = params_get(&r->params, name);
-    *out = v;
-    *len = v ? strlen(v) : 0;
-    if (v == NULL || *len == 0)
-        return 0;
-    if (*len > TOPIC_MAX || !topic_valid(v, *len)) {
-        respond_error(r, 400, "bad_request", "%s must be 1-%d characters of [A-Za-z0-9_.:-]", name, TOPIC_MAX);
-        return -1;
-    }
-    return 0;
-}
-
 void api_stats(struct request *r)
 {
     static const char *const allowed[] = {"prefix", "after", "limit", NULL};
     if (api_params_only(r, allowed) < 0)
         return;
-    struct stats_query *q = calloc(1, sizeof *q);
-    if (q == NULL) {
-        respond_unavailable(r, "memory");
+    struct stats_query *q = api_state_new(r, sizeof *q, NULL);
+    if (q == NULL)
         return;
-    }
     q->r = r;
-    r->state = q;
-    r->state_free = free;
     char err[256];
     size_t after_len;
-    if (topicish(r, "prefix", &q->prefix, &q->prefix_len) < 0 || topicish(r, "after", &q->after, &after_len) < 0)
+    if (api_param_topicish(r, "prefix", &q->prefix, &q->prefix_len) < 0 ||
+        api_param_topicish(r, "after", &q->after, &after_len) < 0)
         return;
     if (param_int(&r->params, "limit", 0, STATS_LIMIT_MAX, STATS_LIMIT_DEFAULT, &q->limit, err, sizeof err) < 0) {
         respond_error(r, 400, "bad_request", "%s", err);
@@ -265,14 +247,10 @@ void api_throughput(struct request *r)
         respond_error(r, 400, "bad_request", "topics is required: a comma-separated list of topics");
         return;
     }
-    struct tally_query *q = calloc(1, sizeof *q);
-    if (q == NULL) {
-        respond_unavailable(r, "memory");
+    struct tally_query *q = api_state_new(r, sizeof *q, NULL);
+    if (q == NULL)
         return;
-    }
     q->r = r;
-    r->state = q;
-    r->state_free = free;
     for (const char *p = list;; p++) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);

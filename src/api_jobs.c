@@ -36,17 +36,13 @@ static void id_state_free(void *p)
 
 static struct id_state *id_state_new(struct request *r, uint64_t id)
 {
-    struct id_state *st = calloc(1, sizeof *st);
-    if (st == NULL) {
-        respond_unavailable(r, "memory");
+    struct id_state *st = api_state_new(r, sizeof *st, id_state_free);
+    if (st == NULL)
         return NULL;
-    }
     st->r = r;
     st->id = id;
     st->shard = id_shard(id, r->ctx->app->cfg.redis_shards);
     api_who(r, st->who, sizeof st->who);
-    r->state = st;
-    r->state_free = id_state_free;
     return st;
 }
 
@@ -444,15 +440,11 @@ void api_jobs(struct request *r)
     }
     if (api_require_redis(r) < 0)
         return;
-    struct inspect_state *st = calloc(1, sizeof *st);
-    if (st == NULL) {
-        respond_unavailable(r, "memory");
+    struct inspect_state *st = api_state_new(r, sizeof *st, inspect_state_free);
+    if (st == NULL)
         return;
-    }
     st->r = r;
     st->id = id;
-    r->state = st;
-    r->state_free = inspect_state_free;
     if (store_inspect(&r->ctx->store, id, on_inspected, st) < 0)
         respond_unavailable(r, "Redis");
 }

@@ -383,14 +383,10 @@ void api_push(struct request *r)
     struct app *app = ctx->app;
     char err[512];
 
-    struct push_state *st = calloc(1, sizeof *st);
-    if (st == NULL) {
-        respond_unavailable(r, "memory");
+    struct push_state *st = api_state_new(r, sizeof *st, push_state_free);
+    if (st == NULL)
         return;
-    }
     st->r = r;
-    r->state = st;
-    r->state_free = push_state_free;
     st->now = clock_unix_ms();
 
     switch (job_parse_push(r->body, r->body_len, &app->limits, st->now, &st->jobs, &st->n, &st->is_array, err,

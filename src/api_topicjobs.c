@@ -127,15 +127,11 @@ void api_topic_jobs(struct request *r)
     }
     if (api_require_redis(r) < 0)
         return;
-    struct page_query *q = calloc(1, sizeof *q);
-    if (q == NULL) {
-        respond_unavailable(r, "memory");
+    struct page_query *q = api_state_new(r, sizeof *q, NULL);
+    if (q == NULL)
         return;
-    }
     q->r = r;
     q->state = state;
-    r->state = q;
-    r->state_free = free;
     if (store_topic_jobs(&r->ctx->store, r->route.arg, r->route.arg_len, state, after_score, after_id,
                          (int)limit, (int)scan, on_page, q) < 0)
         respond_unavailable(r, "Redis");

@@ -148,14 +148,10 @@ void api_topic(struct request *r)
     static const char *const none[] = {NULL};
     if (check_topic(r) < 0 || api_params_only(r, none) < 0)
         return;
-    struct one_state *st = calloc(1, sizeof *st);
-    if (st == NULL) {
-        respond_unavailable(r, "memory");
+    struct one_state *st = api_state_new(r, sizeof *st, one_state_free);
+    if (st == NULL)
         return;
-    }
     st->r = r;
-    r->state = st;
-    r->state_free = one_state_free;
     if (r->method == METHOD_GET || r->method == METHOD_HEAD) {
         if (api_require_redis(r) < 0)
             return;
@@ -207,17 +203,9 @@ void api_topic(struct request *r)
 
 struct list_state {
     struct request *r;
-    char *after, *prefix;
+    const char *after, *prefix; /* in the request's parameters */
     int64_t limit;
 };
-
-static void list_state_free(void *p)
-{
-    struct list_state *q = p;
-    free(q->after);
-    free(q->prefix);
-    free(q);
-}
 
 static const int64_t zero_counts[4] = {0, 0, 0, 0};
 
@@ -290,40 +278,18 @@ static void on_list_counts(const struct topic_counts *topics, int n, long outbox
     topics_names_free(conf, nconf);
 }
 
-/* A prefix or `after`: the start of a topic name, topic characters only. Copied. */
-static int topicish(struct request *r, const char *name, char **out)
-{
-    const char *v = params_get(&r->params, name);
-    size_t len = v ? strlen(v) : 0;
-    *out = NULL;
-    if (len == 0)
-        return 0;
-    if (len > TOPIC_MAX || !topic_valid(v, len)) {
-        respond_error(r, 400, "bad_request", "%s must be 1-%d characters of [A-Za-z0-9_.:-]", name, TOPIC_MAX);
-        return -1;
-    }
-    if ((*out = strdup(v)) == NULL) {
-        respond_unavailable(r, "memory");
-        return -1;
-    }
-    return 0;
-}
-
 void api_topics(struct request *r)
 {
     static const char *const allowed[] = {"prefix", "after", "limit", NULL};
     if (api_params_only(r, allowed) < 0)
         return;
-    struct list_state *q = calloc(1, sizeof *q);
-    if (q == NULL) {
-        respond_unavailable(r, "memory");
+    struct list_state *q = api_state_new(r, sizeof *q, NULL);
+    if (q == NULL)
         return;
-    }
     q->r = r;
-    r->state = q;
-    r->state_free = list_state_free;
     char err[256];
-    if (topicish(r, "prefix", &q->prefix) < 0 || topicish(r, "after", &q->after) < 0)
+    size_t len;
+    if (api_param_topicish(r, "prefix", &q->prefix, &len) < 0 || api_param_topicish(r, "after", &q->after, &len) < 0)
         return;
     if (param_int(&r->params, "limit", 1, TOPICS_LIMIT_MAX, TOPICS_LIMIT_DEFAULT, &q->limit, err, sizeof err) < 0) {
         respond_error(r, 400, "bad_request", "%s", err);

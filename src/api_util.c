@@ -24,6 +24,32 @@ int api_param_id(struct request *r, uint64_t *id)
     return 0;
 }
 
+int api_param_topicish(struct request *r, const char *name, const char **out, size_t *len)
+{
+    const char *v = params_get(&r->params, name);
+    *len = v ? strlen(v) : 0;
+    *out = *len ? v : NULL;
+    if (*len == 0)
+        return 0;
+    if (*len > TOPIC_MAX || !topic_valid(v, *len)) {
+        respond_error(r, 400, "bad_request", "%s must be 1-%d characters of [A-Za-z0-9_.:-]", name, TOPIC_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+void *api_state_new(struct request *r, size_t size, void (*free_fn)(void *))
+{
+    void *st = calloc(1, size);
+    if (st == NULL) {
+        respond_unavailable(r, "memory");
+        return NULL;
+    }
+    r->state = st;
+    r->state_free = free_fn ? free_fn : free;
+    return st;
+}
+
 int api_params_only(struct request *r, const char *const *allowed)
 {
     char err[128];

@@ -15,6 +15,15 @@ int api_param_id(struct request *r, uint64_t *id);
 /* Only these parameter names are allowed (NULL-terminated). 0, or -1 after answering 400. */
 int api_params_only(struct request *r, const char *const *allowed);
 
+/* An optional parameter that is a topic or the start of one (`prefix`, `after` of a listing):
+ * topic characters only. *out points into the request's parameters (valid until it is
+ * answered), NULL when absent or empty. 0, or -1 after answering 400. */
+int api_param_topicish(struct request *r, const char *name, const char **out, size_t *len);
+
+/* Zeroed per-request state of `size` bytes, owned by the request: freed by free_fn (NULL: free)
+ * once it is answered. NULL after answering 503 when out of memory. */
+void *api_state_new(struct request *r, size_t size, void (*free_fn)(void *));
+
 /* Check Redis is usable (and, for transitions that must be journaled, that the journal has
  * room). 0, or -1 after answering 503. */
 int api_require_redis(struct request *r);

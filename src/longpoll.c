@@ -308,15 +308,11 @@ void api_get(struct request *r)
         return;
     }
 
-    struct parked *p = calloc(1, sizeof *p);
-    if (p == NULL) {
-        respond_unavailable(r, "memory");
+    struct parked *p = api_state_new(r, sizeof *p, parked_free);
+    if (p == NULL)
         return;
-    }
     p->r = r;
     p->lp = ctx->parked;
-    r->state = p;
-    r->state_free = parked_free;
     int n = topic_list_parse(r->route.arg, r->route.arg_len, p->topics, p->lens, err, sizeof err);
     if (n < 0) {
         respond_error(r, 400, "bad_request", "%s", err);

@@ -661,11 +661,6 @@ static void restore_all_done(void *arg)
     sb_free(&sb);
 }
 
-static void free_state(void *p)
-{
-    free(p);
-}
-
 void api_restore(struct request *r)
 {
     static const char *const allowed[] = {"expire", NULL};
@@ -682,10 +677,9 @@ void api_restore(struct request *r)
         respond_error(r, 409, "conflict", "a restore is already running on this instance");
         return;
     }
-    struct restore_all *ra = calloc(1, sizeof *ra);
+    struct restore_all *ra = api_state_new(r, sizeof *ra, NULL);
     if (ra == NULL) {
         atomic_store(&restore_running, 0);
-        respond_unavailable(r, "memory");
         return;
     }
     ra->r = r;
@@ -693,8 +687,6 @@ void api_restore(struct request *r)
     ra->expire = expire;
     ra->started_ms = clock_unix_ms();
     store_who(ra->who, sizeof ra->who, ra->app->instance, "restore", r->client);
-    r->state = ra;
-    r->state_free = free_state;
     log_info("restore: started by %s (expire=%s)", r->client, expire ? "true" : "false");
     if (dbtask_submit(restore_all_run, restore_all_done, r->ctx->inbox, ra) < 0) {
         atomic_store(&restore_running, 0);
@@ -948,18 +940,14 @@ void api_restore_one(struct request *r)
         respond_error(r, 400, "bad_request", "a job id is a decimal number of up to 19 digits");
         return;
     }
-    struct restore_one *ro = calloc(1, sizeof *ro);
-    if (ro == NULL) {
-        respond_unavailable(r, "memory");
+    struct restore_one *ro = api_state_new(r, sizeof *ro, NULL);
+    if (ro == NULL)
         return;
-    }
     ro->r = r;
     ro->app = r->ctx->app;
     ro->id = id;
     ro->force = force;
     store_who(ro->who, sizeof ro->who, ro->app->instance, "restore", r->client);
-    r->state = ro;
-    r->state_free = free_state;
     if (dbtask_submit(restore_one_run, restore_one_done, r->ctx->inbox, ro) < 0)
         respond_unavailable(r, "the MySQL task queue");
 }
