@@ -171,7 +171,7 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
     int rc = -1;
     if (c == NULL || records == NULL)
         goto out;
-    if (rargv_init(&b, 5 + 13 * n, 2 + 6 * n, n) < 0)
+    if (rargv_init(&b, 5 + 12 * n, 2 + 6 * n, n) < 0)
         goto out_argv;
     c->fn = fn;
     c->arg = arg;
@@ -200,12 +200,13 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         rargv_str(&b, j->replace ? "1" : "0", 1);
         rargv_int(&b, items[i].now);
         rargv_str(&b, items[i].who, strlen(items[i].who));
-        rargv_str(&b, rec, rec_len);
-        rec += rec_len;
-        if (j->has_backoff)
+        if (rec_len) /* the record, its own backoff included */
+            rargv_str(&b, rec, rec_len);
+        else if (j->has_backoff) /* a bizKey job: push.lua builds its record, with this backoff */
             rargv_int(&b, j->backoff);
         else
             rargv_str(&b, "", 0);
+        rec += rec_len;
     }
     /* rconn_eval copies the arguments into the command it queues */
     if (rconn_eval(s->rc, SCRIPT_PUSH, b.argc, b.argv, b.lens, on_push, c) == 0) {

@@ -1,12 +1,12 @@
 -- push.lua — add jobs to one shard, honouring bizKey dedupe and replace atomically.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = n, then n groups of 13 (the jobs of one or several requests, in commit order):
+-- ARGV    = n, then n groups of 12 (the jobs of one or several requests, in commit order):
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), replace (0/1),
 --           now (the request's clock: due at or before it, the job starts ready, as its
 --           committed row says), who (the request's actor, for the outbox), record: for a job
 --           without a bizKey, its whole record as new (src/jobrec.c; state delayed when
---           runAt > now, else ready), and then body is ''; '' for a job with a bizKey;
---           backoff: the job's own ('' = its topic's)
+--           runAt > now, else ready; its own backoff is in it), and then body is ''; for a
+--           job with a bizKey, its own backoff instead ('' = its topic's)
 -- Returns one entry per job, in order:
 --   state                                        a new job without a bizKey, added in `state`
 --   {"ok", idkey, runAt, ver, state}             a new job with a bizKey, added
@@ -32,15 +32,14 @@ local delayed = {}       -- runAt, idkey, ... for ZADD on the delay zset
 local ready = {}         -- topic -> { score, idkey, ... } for ZADD on its ready zset
 local counted = {}       -- "<state>:<topic>" -> jobs added
 local added_delayed = {} -- idkey -> true: every job this call put on the delay zset
-local pushed = {}        -- topic -> new jobs (lib.lua tally)
+local pushed = {}        -- topic -> new jobs with a bizKey, then all (lib.lua tally)
 
 for i = 0, n - 1 do
-    local a = 2 + i * 13
+    local a = 2 + i * 12
     local idkey, topic, runat, now = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 9])
-    local record = ARGV[a + 11]
     local result = nil
 
-    if record ~= "" then
+    if ARGV[a + 7] == "" then -- no bizKey: the record is made
         local st
         if runat > now then
             st = DELAYED
@@ -59,15 +58,14 @@ for i = 0, n - 1 do
             notify_ready(topic)
         end
         records[#records + 1] = idkey
-        records[#records + 1] = record
+        records[#records + 1] = ARGV[a + 11]
         local field = STATE_NAME[st] .. ":" .. topic
         counted[field] = (counted[field] or 0) + 1
-        pushed[topic] = (pushed[topic] or 0) + 1
         result = st
     else
         local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
         local biz, replace, who = ARGV[a + 7], ARGV[a + 8] == "1", ARGV[a + 10]
-        local bo = tonumber(ARGV[a + 12]) -- nil: the topic's
+        local bo = tonumber(ARGV[a + 11]) -- nil: the topic's
         local holder = redis.call("HGET", biz_key(topic), biz)
         local j = holder and load_job(holder)
         if j and is_live(j.st) then
@@ -110,6 +108,8 @@ for topic, list in pairs(ready) do
 end
 for field, added in pairs(counted) do
     redis.call("HINCRBY", K_COUNT, field, added)
+    local topic = string.match(field, ":(.*)$") -- state names have no ':'
+    pushed[topic] = (pushed[topic] or 0) + added
 end
 for topic, added in pairs(pushed) do tally(topic, "pushed", added) end
 if next(added_delayed) then wake_if_head_in(added_delayed) end
