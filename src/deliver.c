@@ -467,7 +467,7 @@ static void refresh(struct deliver *d)
             t->seen = d->gen;
             count++;
         }
-        if (n > 0)
+        if (n >= 0) /* an empty answer is an array too */
             topics_names_free(names, n);
     }
     /* topics that lost their route: forgotten once nothing of theirs is out */
