@@ -361,6 +361,16 @@ class _Process:
     def _fail(self, message: str, exc: type[HarnessError] = HarnessError) -> HarnessError:
         return exc(f"{message}\n--- last lines of {self.log_path}:\n{self.log_tail()}")
 
+    def _accepting(self, what: str) -> bool:
+        """Started: does self.port accept a connection yet? Raises if the process died."""
+        if not self.running:
+            raise self._fail(f"{what} exited with status {self.returncode} during startup")
+        try:
+            with socket.create_connection((HOST, self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
     def pause(self) -> None:
         """SIGSTOP: the process stays alive but answers nothing (connections hang)."""
         if not self.running:
@@ -1491,13 +1501,7 @@ class NginxServer(_Process):
         raise AssertionError("unreachable")
 
     def _ready(self) -> bool:
-        if not self.running:
-            raise self._fail(f"nginx exited with status {self.returncode} during startup")
-        try:
-            with socket.create_connection((HOST, self.port), timeout=1):
-                return True
-        except OSError:
-            return False
+        return self._accepting("nginx")
 
     def reload(self) -> None:
         """SIGHUP: re-read the config and the upstream file (new workers; old ones finish)."""
@@ -1605,13 +1609,7 @@ class _Epmd(_Process):
         return self
 
     def _ready(self) -> bool:
-        if not self.running:
-            raise self._fail(f"epmd exited with status {self.returncode} during startup")
-        try:
-            with socket.create_connection((HOST, self.port), timeout=1):
-                return True
-        except OSError:
-            return False
+        return self._accepting("epmd")
 
 
 class RabbitMQServer(_Process):
