@@ -165,22 +165,24 @@ void api_topic(struct request *r)
             respond_error(r, 400, "bad_request", "PUT needs a JSON object of settings as its body");
             return;
         }
-        /* What the body says of the route is checked here, before any MySQL work: the URL by
-         * the webhook client that will use it, an amqp route against this instance's broker. */
+        /* The body is checked here, before any MySQL work: its fields, the URL by the webhook
+         * client that will use it, an amqp route against this instance's broker. */
         struct topic_conf probe;
         char err[256];
+        struct wh_url url;
         topicconf_defaults(&probe);
-        if (topicconf_merge_json(&probe, r->body, r->body_len, err, sizeof err) == 0) {
-            struct wh_url url;
-            if (probe.route == TOPIC_ROUTE_WEBHOOK && whclient_parse_url(probe.url, &url, err, sizeof err) < 0) {
-                respond_error(r, 400, "bad_request", "deliver.webhook: %s", err);
-                return;
-            }
-            if (probe.route == TOPIC_ROUTE_AMQP && r->ctx->app->cfg.amqp_url[0] == '\0') {
-                respond_error(r, 400, "bad_request",
-                              "deliver.amqp: this instance has no [amqp] url configured to publish to");
-                return;
-            }
+        if (topicconf_merge_json(&probe, r->body, r->body_len, err, sizeof err) < 0) {
+            respond_error(r, 400, "bad_request", "%s", err);
+            return;
+        }
+        if (probe.route == TOPIC_ROUTE_WEBHOOK && whclient_parse_url(probe.url, &url, err, sizeof err) < 0) {
+            respond_error(r, 400, "bad_request", "deliver.webhook: %s", err);
+            return;
+        }
+        if (probe.route == TOPIC_ROUTE_AMQP && r->ctx->app->cfg.amqp_url[0] == '\0') {
+            respond_error(r, 400, "bad_request",
+                          "deliver.amqp: this instance has no [amqp] url configured to publish to");
+            return;
         }
         /* the request body lives until the answer, but the pool thread reads it: copy */
         if ((st->body = malloc(r->body_len + 1)) == NULL) {

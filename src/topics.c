@@ -215,10 +215,6 @@ int topics_write(MYSQL *db, const char *topic, const char *json, size_t len, con
                  int64_t now, struct topic_conf *out, uint64_t *seq, char *err, size_t errlen)
 {
     struct topic_conf c;
-    /* validate before touching MySQL: a bad body costs no transaction */
-    topicconf_defaults(&c);
-    if (json && topicconf_merge_json(&c, json, len, err, errlen) < 0)
-        return -1;
     if (read_row(db, topic, 1, &c, err, errlen) < 0)
         goto failed;
     if (json && topicconf_merge_json(&c, json, len, err, errlen) < 0) {
@@ -429,7 +425,7 @@ static int sync_redis(uint64_t max_seq)
         sb_free(&b.values);
     }
     free(synced);
-    if (rc < 0 && (c->err || rc < 0)) {
+    if (rc < 0) { /* made again next time: after a failure its replies may be out of step */
         redisFree(topics.redis);
         topics.redis = NULL;
     }

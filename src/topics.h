@@ -51,9 +51,11 @@ struct topics_actor {
     const char *actor, *host, *instance;
 };
 
-/* On a MySQL pool thread: apply a PUT (json) or a DELETE (json NULL) to `topic` in one
- * transaction (row locked, merged, a topic_change row, the row rewritten with the change's
- * seq). 0 with *out and *seq; -1 bad input (message in err: a 400); -2 MySQL failed (a 503). */
+/* On a MySQL pool thread: apply a PUT (json, already checked by topicconf_merge_json on the
+ * defaults: the caller answers a bad body before any MySQL work) or a DELETE (json NULL) to
+ * `topic` in one transaction (row locked, merged, a topic_change row, the row rewritten with
+ * the change's seq). 0 with *out and *seq; -1 when the body does not merge onto what is
+ * stored (message in err: a 400); -2 MySQL failed (a 503). */
 int topics_write(MYSQL *db, const char *topic, const char *json, size_t len, const struct topics_actor *who,
                  int64_t now, struct topic_conf *out, uint64_t *seq, char *err, size_t errlen);
 
