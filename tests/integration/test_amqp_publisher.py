@@ -296,8 +296,19 @@ class BrokerOutageTest(HourglassTestCase):
         self.assertEqual(set(r["outcomes"]) - {"confirmed", "unknown"}, set())
         self.assertFalse(r["connected"])
         self.broker.start()
+        # After a kill -9 RabbitMQ accepts connections before it has recovered its durable
+        # queues (the killed batch left thousands of messages to read back): until then a
+        # mandatory publish is returned, rightly. Wait for the queue as a consumer would.
+        harness.wait_until(lambda: self._queue_back(), 30, 0.2, f"queue {self.queue} recovered")
         r = self.pub.publish([msg("", self.queue, "after")], 5000)
         self.assertEqual(r["outcomes"], ["confirmed"], r)
+
+    def _queue_back(self) -> bool:
+        try:
+            self.broker.count(self.queue)
+            return True
+        except Exception:  # pika: the passive declare's 404 closes the channel
+            return False
 
 
 class RabbitHarnessTest(HourglassTestCase):
