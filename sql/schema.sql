@@ -96,10 +96,57 @@ CREATE TABLE IF NOT EXISTS topic_change (
     KEY idx_topic (topic, seq)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
+-- Schema 4: tiers (docs/architecture.md, "Tiers"). A job due later than now + [queue] horizon is
+-- written here only, as a message row in state 'far' (added at the end of the ENUM: an instant
+-- change in MariaDB), and paged into Redis by its shard's pager shortly before it is due.
+ALTER TABLE message MODIFY COLUMN state
+    ENUM('delayed','ready','reserved','finished','deleted','dead','aborted','far') NOT NULL;
+
+-- The pager's index: one row per far job, keyed so that "the far jobs of shard s due before T"
+-- is one range of the primary key, in due order. A row exists exactly while its message is
+-- 'far' (the push inserts it, paging, a delete or a reschedule remove or re-key it in the same
+-- transaction that changes the message), so the table holds the far backlog and nothing else.
+CREATE TABLE IF NOT EXISTS far_job (
+    shard       SMALLINT UNSIGNED NOT NULL,
+    run_at      BIGINT          NOT NULL,               -- due time, unix ms
+    id          BIGINT UNSIGNED NOT NULL,
+    PRIMARY KEY (shard, run_at, id)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- Far jobs per topic, changed in the same transactions as far_job: /stats reads it in O(topics).
+CREATE TABLE IF NOT EXISTS far_count (
+    topic       VARCHAR(128)    NOT NULL,
+    jobs        BIGINT          NOT NULL,
+    PRIMARY KEY (topic)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- Far jobs that hold a bizKey. Redis keeps their bizKeys in the topic's index (so dedupe and
+-- replace stay one atomic script across both tiers); this is the durable copy /reStore puts
+-- back after a Redis loss.
+CREATE TABLE IF NOT EXISTS far_biz (
+    id          BIGINT UNSIGNED NOT NULL,
+    topic       VARCHAR(128)    NOT NULL,
+    biz_key     VARCHAR(128)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+    run_at      BIGINT          NOT NULL,
+    PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
+-- The pager's durable watermark, per shard: every far job of the shard due before
+-- `paged_through` is in Redis (or was, and moved on). Written in the transaction that removes
+-- the paged rows from far_job.
+CREATE TABLE IF NOT EXISTS far_mark (
+    shard         SMALLINT UNSIGNED NOT NULL,
+    paged_through BIGINT          NOT NULL,             -- unix ms
+    paged_at      BIGINT          NOT NULL,             -- when, unix ms
+    paged         BIGINT UNSIGNED NOT NULL DEFAULT 0,   -- jobs paged in, in all
+    PRIMARY KEY (shard)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3);  -- 2: refused_record, 3: topic settings, message.backoff
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4);
+-- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*)

@@ -98,6 +98,9 @@ static const struct cfg_key keys[] = {
     {"queue", "default_tries", CT_INT, "3", 1, 1000, F(default_tries), 0, "deliveries before a job is dead"},
     {"queue", "max_delay", CT_INT64, "31536000000", 0, 100 * 365 * DAY_MS, F(max_delay), 0,
      "largest delay (and runAt distance) in ms"},
+    {"queue", "horizon", CT_INT64, "3600000", 0, 100 * 365 * DAY_MS, F(horizon), 0,
+     "jobs due later than now + horizon (ms) are kept in MySQL only and paged into Redis before they are "
+     "due; 0 = every pending job in Redis"},
     {"queue", "max_ttr", CT_INT64, "86400000", 1, 7 * DAY_MS, F(max_ttr), 0, "largest ttr in ms"},
     {"queue", "max_tries", CT_INT, "1000", 1, 100000, F(max_tries), 0, "largest tries"},
     {"queue", "mover_batch", CT_INT, "500", 1, 10000, F(mover_batch), 0, "jobs moved per Redis script call"},

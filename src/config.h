@@ -56,6 +56,7 @@ struct config {
     int64_t default_ttr;
     int default_tries;
     int64_t max_delay;
+    int64_t horizon; /* [queue] horizon: ms; 0 = no MySQL tier */
     int64_t max_ttr;
     int max_tries;
     int mover_batch;           /* jobs moved per script call */

@@ -9,16 +9,16 @@
 #include <string.h>
 
 static const char *const state_names[] = {"", "delayed", "ready", "reserved", "finished",
-                                          "deleted", "dead", "aborted"};
+                                          "deleted", "dead", "aborted", "far"};
 
 const char *job_state_name(int state)
 {
-    return state >= 0 && state <= JS_ABORTED ? state_names[state] : "unknown";
+    return state >= 0 && state <= JS_FAR ? state_names[state] : "unknown";
 }
 
 int job_state_parse(const char *name)
 {
-    for (int i = 1; i <= JS_ABORTED; i++)
+    for (int i = 1; i <= JS_FAR; i++)
         if (strcmp(name, state_names[i]) == 0)
             return i;
     return -1;

@@ -14,7 +14,9 @@
 #define TOPICS_PER_GET 32
 #define JOB_BACKOFF_MAX (365LL * 24 * 3600 * 1000) /* ms; as a topic's (topicconf.h) */
 
-/* Numbers match the Lua scripts (src/lua/lib.lua); ABORTED exists only in MySQL. */
+/* Numbers match the Lua scripts (src/lua/lib.lua); ABORTED exists only in MySQL. FAR too: a
+ * delayed job due beyond [queue] horizon, held by MySQL alone until the pager (pager.h) puts
+ * it in Redis; the API shows it as "delayed" (with "tier":"mysql"). */
 enum job_state {
     JS_NONE = 0,
     JS_DELAYED = 1,
@@ -24,6 +26,7 @@ enum job_state {
     JS_DELETED = 5,
     JS_DEAD = 6,
     JS_ABORTED = 7,
+    JS_FAR = 8,
 };
 
 const char *job_state_name(int state); /* "" for JS_NONE */
