@@ -70,14 +70,18 @@ struct shard_view {
     long long bucket_jobs; /* jobs paged for that bucket so far */
 };
 
+/* With horizon 0 no push is far, but far jobs of an earlier configuration still page in: with
+ * the largest lead and bucket. */
 int64_t pager_lead_ms(const struct config *cfg)
 {
     int64_t half = cfg->horizon / 2;
-    return half < 60000 ? half : 60000;
+    return half < 60000 && cfg->horizon > 0 ? half : 60000;
 }
 
 int64_t pager_bucket_ms(const struct config *cfg)
 {
+    if (cfg->horizon == 0)
+        return 10000;
     int64_t b = cfg->horizon / 8;
     if (b < 50)
         b = 50;
@@ -675,7 +679,7 @@ static void *pager_main(void *unused)
             }
             int nowned = 0;
             int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
-            for (int s = 0; s < cfg->redis_shards && !failed && cfg->horizon > 0; s++) {
+            for (int s = 0; s < cfg->redis_shards && !failed; s++) {
                 if (!owned[s])
                     continue;
                 nowned++;
