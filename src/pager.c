@@ -5,6 +5,7 @@
 #include "db.h"
 #include "ids.h"
 #include "job.h"
+#include "jrec.h"
 #include "log.h"
 #include "metrics.h"
 #include "rcodec.h"
@@ -48,8 +49,15 @@ static struct {
     pthread_cond_t cond;
     int stop;                            /* under mu */
     int64_t stop_deadline_us;            /* under mu */
-    MYSQL *db;                           /* under mu: the thread's connections, for pager_stop to */
+    MYSQL *db;                           /* under mu: the threads' connections, for pager_stop to */
     redisContext *c;                     /*   cut when a call outlives the stop's deadline */
+    MYSQL *cdb;
+    redisContext *cc;
+    pthread_t committer;                 /* step 3 (the pipeline below) */
+    int committer_started;
+    struct chunk *slot;                  /* under mu: the chunk handed to the committer */
+    int committing, commit_failed, committer_stop;
+    _Atomic long long shard_paged[MAX_SHARDS];
     char owned[MAX_SHARDS];              /* under mu */
     struct page_req req[REQUESTS_MAX];   /* under mu */
     int nreq;
@@ -67,7 +75,7 @@ static struct {
 struct shard_view {
     int64_t paged_through; /* every far job due before it is in Redis (this process's knowledge) */
     int64_t bound;         /* the bucket end the current pass pages up to */
-    long long bucket_jobs; /* jobs paged for that bucket so far */
+    long long bucket_start; /* shard_paged when that bucket began */
 };
 
 /* With horizon 0 no push is far, but far jobs of an earlier configuration still page in: with
@@ -229,39 +237,52 @@ static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
     }
 }
 
-/* Step 2: restore.lua for the rows that are far jobs (the shard's "paging" flag set first). */
+/* Step 2: restore.lua for the rows that are far jobs (the shard's "paging" flag set first), in
+ * calls of at most SCRIPT_JOBS pipelined: Redis runs one script at a time, so a call's length
+ * is what everyone else may wait (a 1,000-job call holds it for ~10 ms, more than the lateness
+ * paging may add). */
+#define SCRIPT_JOBS 200
 static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now)
 {
     const struct config *cfg = P.cfg;
     struct mrow **put = malloc((size_t)(n ? n : 1) * sizeof *put);
-    int k = 0;
-    if (put == NULL)
+    struct far_row **whose = malloc((size_t)(n ? n : 1) * sizeof *whose);
+    int k = 0, rc = 0;
+    if (put == NULL || whose == NULL) {
+        free(put);
+        free(whose);
         return -1;
+    }
     for (int i = 0; i < n; i++) {
         rows[i].out = OUT_FAILED;
-        if (rows[i].m.id != 0 && rows[i].m.state == JS_FAR && rows[i].m.run_at == rows[i].far_run_at)
+        if (rows[i].m.id != 0 && rows[i].m.state == JS_FAR && rows[i].m.run_at == rows[i].far_run_at) {
+            whose[k] = &rows[i];
             put[k++] = &rows[i].m;
+        }
     }
-    int rc = 0;
+    int calls = 0;
     if (k > 0) {
         char flag[160];
         rkey(flag, sizeof flag, cfg->redis_prefix, shard, "paging");
         redisAppendCommand(c, "SET %s 1 PX %d", flag, PAGING_FLAG_MS);
-        rc = reinsert_append(c, cfg, shard, put, k, now, 1, P.who);
+        for (int from = 0; from < k && rc == 0; from += SCRIPT_JOBS, calls++)
+            rc = reinsert_append(c, cfg, shard, put + from, k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS, now, 1,
+                                 0, P.who); /* not journaled: step 3 writes the transitions */
         if (rc == 0)
             rc = rsync_drain(c, 1);
-        redisReply *r = rc == 0 ? rsync_reply(c) : NULL;
-        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)k) {
+    }
+    for (int call = 0; call < calls && rc == 0; call++) {
+        int from = call * SCRIPT_JOBS, m = k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS;
+        redisReply *r = rsync_reply(c);
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)m) {
             log_warn("pager: shard %d: Redis failed restore.lua: %s", shard, r && r->str ? r->str : c->errstr);
             rc = -1;
         } else {
-            for (int i = 0, j = 0; i < n && j < k; i++) {
-                if (&rows[i].m != put[j])
-                    continue;
+            for (int j = 0; j < m; j++) {
                 int to = 0;
                 unsigned ver = 0;
-                rows[i].out = reinsert_outcome(r->element[j++], &to, &ver);
-                if (rows[i].out == OUT_RESTORED)
+                whose[from + j]->out = reinsert_outcome(r->element[j], &to, &ver);
+                if (whose[from + j]->out == OUT_RESTORED)
                     metrics_transition(JS_FAR, to, 1);
             }
         }
@@ -269,6 +290,7 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
             freeReplyObject(r);
     }
     free(put);
+    free(whose);
     return rc;
 }
 
@@ -362,6 +384,8 @@ static int exec(MYSQL *db, struct sbuf *sql)
 static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t now, int64_t through, long *paged,
                       struct far_row ***unpage, int *nunpage)
 {
+    if (n <= 0)
+        return 0;
     struct far_row **byid = malloc((size_t)n * 3 * sizeof *byid);
     if (byid == NULL)
         return -1;
@@ -428,6 +452,33 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     int nmark = 0;
     for (int i = 0; i < ndone; i++)
         nmark += !done[i]->moved_on;
+    if (rc == 0 && nmark > 0) {
+        /* their history: restore.lua was told not to journal them (one statement here costs
+         * far less than a million outbox entries through the journal) */
+        sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', "
+                      "IF(run_at > ");
+        sb_json_int(&sql, now);
+        sb_puts(&sql, ", 'delayed', 'ready'), ");
+        sb_json_int(&sql, now);
+        sb_putc(&sql, ',');
+        char actor[JREC_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
+        store_actor(actor, sizeof actor, "pager", P.cfg->redis_prefix, shard, "jobs");
+        db_quote(db, &sql, actor, strlen(actor));
+        sb_putc(&sql, ',');
+        db_quote(db, &sql, P.app->hostname, strlen(P.app->hostname));
+        sb_putc(&sql, ',');
+        db_quote(db, &sql, P.app->instance, strlen(P.app->instance));
+        sb_puts(&sql, ", attempts FROM message WHERE state = 'far' AND id IN (");
+        for (int i = 0, k = 0; i < ndone; i++) {
+            if (done[i]->moved_on)
+                continue;
+            if (k++)
+                sb_putc(&sql, ',');
+            sb_json_uint(&sql, done[i]->far_id);
+        }
+        sb_putc(&sql, ')');
+        rc = exec(db, &sql);
+    }
     if (rc == 0 && nmark > 0) {
         sb_puts(&sql, "UPDATE message SET state = IF(run_at > ");
         sb_json_int(&sql, now);
@@ -542,16 +593,74 @@ static int take_back(redisContext *c, int shard, struct far_row **rows, int n)
     return rc;
 }
 
-/* Steps 1-3 for the rows `where` selects (a condition on f). Returns rows read, -1 on failure;
- * *last_run_at = the last row's due time. */
-static int page_rows(MYSQL *db, redisContext *c, int shard, const char *where, int64_t through_if_all,
-                     int64_t *last_run_at, long *paged)
+/* ---- the pipeline: steps 1-2 on the pager thread, step 3 on the committer ----
+ * Step 3 (a MySQL transaction over the chunk) takes about as long as steps 1 and 2 together,
+ * so the committer thread does it while the pager reads and sends the next chunk: a depth-one
+ * queue (`slot`). The next read starts after the last key of the chunk before (keyset), since
+ * that chunk's rows are still in far_job until its commit. A failed commit is reported to the
+ * pager, which starts the shard's pass again (its rows are still there: paging them again is
+ * harmless, see pager.h). */
+
+struct chunk {
+    int shard;
+    struct far_row *rows;
+    int n;
+    MYSQL_RES *res; /* the rows' strings */
+    int64_t now, through;
+};
+
+static void chunk_free(struct chunk *ch)
 {
-    char sql[512];
+    if (ch == NULL)
+        return;
+    free(ch->rows);
+    if (ch->res)
+        mysql_free_result(ch->res);
+    free(ch);
+}
+
+/* Hand a chunk to the committer (waiting while it still has one queued). -1 when a commit
+ * failed since the last call (the chunk is dropped: its rows are paged again). */
+static int hand_off(struct chunk *ch)
+{
+    pthread_mutex_lock(&P.mu);
+    while (P.slot != NULL && !P.commit_failed)
+        pthread_cond_wait(&P.cond, &P.mu);
+    int failed = P.commit_failed;
+    P.commit_failed = 0;
+    if (!failed) {
+        P.slot = ch;
+        pthread_cond_broadcast(&P.cond);
+    }
+    pthread_mutex_unlock(&P.mu);
+    if (failed)
+        chunk_free(ch);
+    return failed ? -1 : 0;
+}
+
+/* Wait until everything handed off is committed. 0, or -1 when a commit failed. */
+static int drain_commits(void)
+{
+    pthread_mutex_lock(&P.mu);
+    while ((P.slot != NULL || P.committing) && !P.commit_failed)
+        pthread_cond_wait(&P.cond, &P.mu);
+    int failed = P.commit_failed;
+    P.commit_failed = 0;
+    pthread_mutex_unlock(&P.mu);
+    return failed ? -1 : 0;
+}
+
+/* Steps 1 and 2 for the rows `where` selects (a condition on f), then hand-off. Returns rows
+ * read, -1 on failure; *last = the last row's key. */
+static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *where, int64_t through_if_all,
+                         int64_t *last_run_at, uint64_t *last_id)
+{
+    char sql[640];
     snprintf(sql, sizeof sql,
              "SELECT %s FROM far_job f LEFT JOIN message m ON m.id = f.id WHERE f.shard = %d AND %s "
              "ORDER BY f.run_at, f.id LIMIT %d",
              ROW_COLUMNS, shard, where, CHUNK);
+    int64_t t0 = clock_mono_us();
     if (mysql_query(db, sql) != 0)
         return -1;
     MYSQL_RES *res = mysql_store_result(db);
@@ -559,16 +668,19 @@ static int page_rows(MYSQL *db, redisContext *c, int shard, const char *where, i
     if (res == NULL)
         return -1;
     int n = (int)mysql_num_rows(res);
-    *paged = 0;
     if (n == 0) {
         mysql_free_result(res);
         return 0;
     }
+    struct chunk *ch = calloc(1, sizeof *ch);
     struct far_row *rows = calloc((size_t)n, sizeof *rows);
-    struct far_row **unpage = calloc((size_t)n, sizeof *unpage);
-    int rc = -1, nunpage = 0;
-    if (rows == NULL || unpage == NULL)
-        goto out;
+    if (ch == NULL || rows == NULL) {
+        free(ch);
+        free(rows);
+        mysql_free_result(res);
+        return -1;
+    }
+    *ch = (struct chunk){.shard = shard, .rows = rows, .n = n, .res = res};
     for (int i = 0; i < n; i++) {
         MYSQL_ROW m = mysql_fetch_row(res);
         unsigned long *len = mysql_fetch_lengths(res);
@@ -578,20 +690,96 @@ static int page_rows(MYSQL *db, redisContext *c, int shard, const char *where, i
         rows[i].far_id = strtoull(m[13], NULL, 10);
     }
     *last_run_at = rows[n - 1].far_run_at;
-    int64_t now = clock_unix_ms();
-    if (to_redis(c, shard, rows, n, now) < 0)
-        goto out;
-    int64_t through = n < CHUNK ? through_if_all : *last_run_at;
-    if (mark_paged(db, shard, rows, n, now, through, paged, &unpage, &nunpage) < 0)
-        goto out;
-    if (nunpage > 0 && take_back(c, shard, unpage, nunpage) < 0)
-        goto out;
-    rc = n;
-out:
-    free(rows);
+    *last_id = rows[n - 1].far_id;
+    ch->now = clock_unix_ms();
+    ch->through = n < CHUNK ? through_if_all : *last_run_at;
+    int64_t t1 = clock_mono_us();
+    if (to_redis(c, shard, rows, n, ch->now) < 0) {
+        chunk_free(ch);
+        return -1;
+    }
+    log_debug("pager: shard %d: %d rows: read %lld us, redis %lld us", shard, n, (long long)(t1 - t0),
+              (long long)(clock_mono_us() - t1));
+    return hand_off(ch) < 0 ? -1 : n;
+}
+
+/* Step 3 of one chunk, on the committer's connections; 0 / -1. */
+static int commit_chunk(MYSQL *db, redisContext *c, struct chunk *ch)
+{
+    struct far_row **unpage = calloc((size_t)ch->n, sizeof *unpage);
+    int nunpage = 0, rc = -1;
+    long paged = 0;
+    int64_t t0 = clock_mono_us();
+    if (unpage != NULL && mark_paged(db, ch->shard, ch->rows, ch->n, ch->now, ch->through, &paged, &unpage,
+                                     &nunpage) == 0 &&
+        (nunpage == 0 || take_back(c, ch->shard, unpage, nunpage) == 0))
+        rc = 0;
     free(unpage);
-    mysql_free_result(res);
+    if (rc == 0) {
+        atomic_fetch_add(&P.paged, paged);
+        atomic_fetch_add(&P.shard_paged[ch->shard], paged);
+        log_debug("pager: shard %d: %d rows, %ld paged: commit %lld us", ch->shard, ch->n, paged,
+                  (long long)(clock_mono_us() - t0));
+    }
     return rc;
+}
+
+static void *committer_main(void *unused)
+{
+    (void)unused;
+    log_set_thread_name("pager-commit");
+    MYSQL *db = NULL;
+    redisContext *c = NULL;
+    for (;;) {
+        pthread_mutex_lock(&P.mu);
+        while (P.slot == NULL && !P.committer_stop)
+            pthread_cond_wait(&P.cond, &P.mu);
+        struct chunk *ch = P.slot;
+        P.slot = NULL;
+        P.committing = ch != NULL;
+        pthread_mutex_unlock(&P.mu);
+        if (ch == NULL)
+            break;
+        char err[256];
+        if (db == NULL && (db = db_connect(P.cfg, err, sizeof err)) == NULL)
+            log_warn("pager: MySQL: %s", err);
+        if (c == NULL && (c = rsync_connect(P.cfg, 1, NULL, err, sizeof err)) == NULL)
+            log_warn("pager: Redis: %s", err);
+        pthread_mutex_lock(&P.mu);
+        P.cdb = db;
+        P.cc = c;
+        pthread_mutex_unlock(&P.mu);
+        int failed = db == NULL || c == NULL || commit_chunk(db, c, ch) < 0;
+        chunk_free(ch);
+        if (failed) {
+            log_warn("pager: a commit failed (%s); its rows are paged again", db ? mysql_error(db) : "no MySQL");
+            pthread_mutex_lock(&P.mu);
+            P.cdb = NULL;
+            P.cc = NULL;
+            pthread_mutex_unlock(&P.mu);
+            if (db)
+                mysql_close(db);
+            if (c)
+                redisFree(c);
+            db = NULL;
+            c = NULL;
+        }
+        pthread_mutex_lock(&P.mu);
+        P.committing = 0;
+        P.commit_failed |= failed;
+        pthread_cond_broadcast(&P.cond);
+        pthread_mutex_unlock(&P.mu);
+    }
+    pthread_mutex_lock(&P.mu);
+    P.cdb = NULL;
+    P.cc = NULL;
+    pthread_mutex_unlock(&P.mu);
+    if (db)
+        mysql_close(db);
+    if (c)
+        redisFree(c);
+    mysql_thread_end();
+    return NULL;
 }
 
 static void observe_bucket(long long jobs)
@@ -609,29 +797,32 @@ static int page_shard(MYSQL *db, redisContext *c, int shard, struct shard_view *
 {
     const struct config *cfg = P.cfg;
     int64_t bound = bucket_end(cfg, clock_unix_ms() + pager_lead_ms(cfg));
+    long long paged = atomic_load(&P.shard_paged[shard]);
     if (bound != v->bound) {
-        if (v->bucket_jobs > 0)
-            observe_bucket(v->bucket_jobs);
+        if (paged > v->bucket_start)
+            observe_bucket(paged - v->bucket_start);
         v->bound = bound;
-        v->bucket_jobs = 0;
+        v->bucket_start = paged;
     }
-    char where[64];
+    char where[160];
     snprintf(where, sizeof where, "f.run_at < %lld", (long long)bound);
     for (;;) {
         int64_t last = 0;
-        long paged = 0;
-        int n = page_rows(db, c, shard, where, bound, &last, &paged);
+        uint64_t last_id = 0;
+        int n = read_and_send(db, c, shard, where, bound, &last, &last_id);
         if (n < 0)
             return -1;
-        v->bucket_jobs += paged;
-        atomic_fetch_add(&P.paged, paged);
-        if (n < CHUNK) {
-            v->paged_through = bound;
+        if (n < CHUNK || stopping()) {
+            if (drain_commits() < 0)
+                return -1;
+            if (n < CHUNK)
+                v->paged_through = bound;
             return 0;
         }
         v->paged_through = last;
-        if (stopping())
-            return 0;
+        /* the next chunk: after this one, whose rows stay in far_job until its commit */
+        snprintf(where, sizeof where, "f.run_at < %lld AND f.run_at >= %lld AND (f.run_at > %lld OR f.id > %llu)",
+                 (long long)bound, (long long)last, (long long)last, (unsigned long long)last_id);
     }
 }
 
@@ -689,6 +880,10 @@ static void cut_connections(void)
         shutdown(P.c->fd, SHUT_RDWR);
     if (P.db)
         shutdown((int)mysql_get_socket(P.db), SHUT_RDWR);
+    if (P.cc)
+        shutdown(P.cc->fd, SHUT_RDWR);
+    if (P.cdb)
+        shutdown((int)mysql_get_socket(P.cdb), SHUT_RDWR);
     pthread_mutex_unlock(&P.mu);
 }
 
@@ -734,11 +929,10 @@ static void *pager_main(void *unused)
             for (int i = 0; i < nreq && !failed; i++) {
                 char where[96];
                 int64_t last;
-                long paged = 0;
+                uint64_t last_id;
                 snprintf(where, sizeof where, "f.run_at = %lld AND f.id = %llu", (long long)req[i].run_at,
                          (unsigned long long)req[i].id);
-                failed |= page_rows(db, c, req[i].shard, where, 0, &last, &paged) < 0;
-                atomic_fetch_add(&P.paged, paged);
+                failed |= read_and_send(db, c, req[i].shard, where, 0, &last, &last_id) < 0 || drain_commits() < 0;
             }
             int nowned = 0;
             int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
@@ -798,8 +992,16 @@ int pager_start(struct app *app)
         return -1;
     memset(P.owned, 1, sizeof P.owned); /* alone until the fleet says otherwise, like the mover */
     store_who(P.who, sizeof P.who, app->instance, "pager", app->hostname);
-    if (pthread_create(&P.thread, NULL, pager_main, NULL) != 0)
+    if (pthread_create(&P.committer, NULL, committer_main, NULL) != 0)
         return -1;
+    if (pthread_create(&P.thread, NULL, pager_main, NULL) != 0) {
+        pthread_mutex_lock(&P.mu);
+        P.committer_stop = 1;
+        pthread_cond_broadcast(&P.cond);
+        pthread_mutex_unlock(&P.mu);
+        pthread_join(P.committer, NULL);
+        return -1;
+    }
     P.started = 1;
     return 0;
 }
@@ -809,6 +1011,11 @@ void pager_stop(void)
     if (!P.started)
         return;
     clock_stop_thread(P.thread, &P.mu, &P.cond, &P.stop, &P.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
+    int64_t unused_deadline;
+    clock_stop_thread(P.committer, &P.mu, &P.cond, &P.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
+                      cut_connections);
+    chunk_free(P.slot); /* handed off but not committed: paged again by whoever pages next */
+    P.slot = NULL;
     P.started = 0;
     free(P.counts);
     P.counts = NULL;
