@@ -34,6 +34,13 @@
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 #define NBOUNDS (sizeof BUCKET_BOUNDS / sizeof BUCKET_BOUNDS[0])
 
+/* A thread's connections: MySQL, and a blocking Redis connection. */
+struct conns {
+    MYSQL *db;
+    redisContext *c;
+};
+enum { PAGER, COMMITTER };
+
 struct page_req {
     int shard;
     int64_t run_at;
@@ -49,10 +56,8 @@ static struct {
     pthread_cond_t cond;
     int stop;                            /* under mu */
     int64_t stop_deadline_us;            /* under mu */
-    MYSQL *db;                           /* under mu: the threads' connections, for pager_stop to */
-    redisContext *c;                     /*   cut when a call outlives the stop's deadline */
-    MYSQL *cdb;
-    redisContext *cc;
+    struct conns published[2];           /* under mu: the threads' connections (PAGER, COMMITTER), for
+                                            pager_stop to cut when a call outlives its deadline */
     pthread_t committer;                 /* step 3 (the pipeline below) */
     int committer_started;
     struct chunk *slot;                  /* under mu: the chunk handed to the committer */
@@ -228,6 +233,15 @@ static int cmp_row_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One more id of a comma-separated list that `sb` holds alone. */
+static void put_id(struct sbuf *sb, uint64_t id)
+{
+    if (sb->len)
+        sb_putc(sb, ',');
+    sb_json_uint(sb, id);
+}
+
+/* The ids of rows[0..n), comma-separated, appended to whatever sb holds. */
 static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -294,6 +308,14 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
     return rc;
 }
 
+/* Run the query `sql` holds (and free it); its result, or NULL. */
+static MYSQL_RES *query(MYSQL *db, struct sbuf *sql)
+{
+    int rc = sql->oom ? -1 : mysql_real_query(db, sql->data, sql->len);
+    sb_free(sql);
+    return rc == 0 ? mysql_store_result(db) : NULL;
+}
+
 /* Step 3's lock and read: each row's current state, version and due time. */
 static int lock_rows(MYSQL *db, struct far_row **byid, int n)
 {
@@ -301,11 +323,7 @@ static int lock_rows(MYSQL *db, struct far_row **byid, int n)
     sb_puts(&sql, "SELECT id, state, version, run_at FROM message WHERE id IN (");
     put_ids(&sql, byid, n);
     sb_puts(&sql, ") ORDER BY id FOR UPDATE");
-    int rc = sql.oom ? -1 : mysql_real_query(db, sql.data, sql.len);
-    sb_free(&sql);
-    if (rc != 0)
-        return -1;
-    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_RES *res = query(db, &sql);
     if (res == NULL)
         return -1;
     for (int i = 0; i < n; i++)
@@ -346,11 +364,7 @@ static int lock_keys(MYSQL *db, int shard, struct far_row *rows, int n)
         sb_json_uint(&sql, rows[i].far_id);
     }
     sb_puts(&sql, ") ORDER BY run_at, id FOR UPDATE");
-    int rc = sql.oom ? -1 : mysql_real_query(db, sql.data, sql.len);
-    sb_free(&sql);
-    if (rc != 0)
-        return -1;
-    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_RES *res = query(db, &sql);
     if (res == NULL)
         return -1;
     MYSQL_ROW row;
@@ -377,6 +391,28 @@ static int exec(MYSQL *db, struct sbuf *sql)
 {
     int rc = sql->oom ? -1 : db_exec(db, sql->data, sql->len);
     sb_reset(sql);
+    return rc;
+}
+
+/* Rows `ids` (still 'far': guarded) leave the tier for `to_state` (an SQL expression): their
+ * history row, then their state and version. */
+static int leave_tier(MYSQL *db, struct sbuf *sql, const struct sbuf *ids, const char *to_state, const char *actor,
+                      int64_t now)
+{
+    sb_printf(sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', %s, %lld, ",
+              to_state, (long long)now);
+    db_quote(db, sql, actor, strlen(actor));
+    sb_putc(sql, ',');
+    db_quote(db, sql, P.app->hostname, strlen(P.app->hostname));
+    sb_putc(sql, ',');
+    db_quote(db, sql, P.app->instance, strlen(P.app->instance));
+    sb_printf(sql, ", attempts FROM message WHERE state = 'far' AND id IN (%.*s)", (int)ids->len, ids->data);
+    int rc = exec(db, sql);
+    if (rc == 0) {
+        sb_printf(sql, "UPDATE message SET state = %s, version = version + 1, updated_at = %lld WHERE state = 'far' "
+                       "AND id IN (%.*s)", to_state, (long long)now, (int)ids->len, ids->data);
+        rc = exec(db, sql);
+    }
     return rc;
 }
 
@@ -435,9 +471,7 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
                 (*unpage)[(*nunpage)++] = r;
             continue;
         }
-        if (ids.len)
-            sb_putc(&ids, ',');
-        sb_json_uint(&ids, r->far_id);
+        put_id(&ids, r->far_id);
         if (r->far_run_at < lo)
             lo = r->far_run_at;
         if (r->far_run_at > hi)
@@ -449,74 +483,25 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     }
     sb_free(&ids);
     sb_reset(&sql);
-    int nmark = 0;
+    /* the rows this step pages (the history and the state change; restore.lua was told not to
+     * journal them: one statement here costs far less than a million outbox entries through
+     * the journal), and those whose bizKey went to another job (a replace whose delete of them
+     * had not landed) */
+    struct sbuf marked = SBUF_INIT, lost = SBUF_INIT;
     for (int i = 0; i < ndone; i++)
-        nmark += !done[i]->moved_on;
-    if (rc == 0 && nmark > 0) {
-        /* their history: restore.lua was told not to journal them (one statement here costs
-         * far less than a million outbox entries through the journal) */
-        sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', "
-                      "IF(run_at > ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, ", 'delayed', 'ready'), ");
-        sb_json_int(&sql, now);
-        sb_putc(&sql, ',');
-        char actor[JREC_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
-        store_actor(actor, sizeof actor, "pager", P.cfg->redis_prefix, shard, "jobs");
-        db_quote(db, &sql, actor, strlen(actor));
-        sb_putc(&sql, ',');
-        db_quote(db, &sql, P.app->hostname, strlen(P.app->hostname));
-        sb_putc(&sql, ',');
-        db_quote(db, &sql, P.app->instance, strlen(P.app->instance));
-        sb_puts(&sql, ", attempts FROM message WHERE state = 'far' AND id IN (");
-        for (int i = 0, k = 0; i < ndone; i++) {
-            if (done[i]->moved_on)
-                continue;
-            if (k++)
-                sb_putc(&sql, ',');
-            sb_json_uint(&sql, done[i]->far_id);
-        }
-        sb_putc(&sql, ')');
-        rc = exec(db, &sql);
-    }
-    if (rc == 0 && nmark > 0) {
-        sb_puts(&sql, "UPDATE message SET state = IF(run_at > ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, ", 'delayed', 'ready'), version = version + 1, updated_at = ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, " WHERE state = 'far' AND id IN (");
-        for (int i = 0, k = 0; i < ndone; i++) {
-            if (done[i]->moved_on)
-                continue;
-            if (k++)
-                sb_putc(&sql, ',');
-            sb_json_uint(&sql, done[i]->far_id);
-        }
-        sb_putc(&sql, ')');
-        rc = exec(db, &sql);
-    }
-    if (rc == 0 && nheld > 0) {
-        /* its bizKey went to another job (a replace whose delete of it had not landed) */
-        sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', "
-                      "'deleted', ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, ", 'pager: its bizKey is held by another job', ");
-        db_quote(db, &sql, P.app->hostname, strlen(P.app->hostname));
-        sb_putc(&sql, ',');
-        db_quote(db, &sql, P.app->instance, strlen(P.app->instance));
-        sb_puts(&sql, ", attempts FROM message WHERE state = 'far' AND id IN (");
-        put_ids(&sql, held, nheld);
-        sb_putc(&sql, ')');
-        rc = exec(db, &sql);
-        if (rc == 0) {
-            sb_puts(&sql, "UPDATE message SET state = 'deleted', version = version + 1, updated_at = ");
-            sb_json_int(&sql, now);
-            sb_puts(&sql, " WHERE state = 'far' AND id IN (");
-            put_ids(&sql, held, nheld);
-            sb_putc(&sql, ')');
-            rc = exec(db, &sql);
-        }
-    }
+        if (!done[i]->moved_on)
+            put_id(&marked, done[i]->far_id);
+    for (int i = 0; i < nheld; i++)
+        put_id(&lost, held[i]->far_id);
+    char to[80], actor[JREC_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
+    snprintf(to, sizeof to, "IF(run_at > %lld, 'delayed', 'ready')", (long long)now);
+    store_actor(actor, sizeof actor, "pager", P.cfg->redis_prefix, shard, "jobs");
+    if (rc == 0 && marked.len)
+        rc = leave_tier(db, &sql, &marked, to, actor, now);
+    if (rc == 0 && lost.len)
+        rc = leave_tier(db, &sql, &lost, "'deleted'", "pager: its bizKey is held by another job", now);
+    sb_free(&marked);
+    sb_free(&lost);
     /* far_biz rows of the jobs that left the tier, and far_count per topic (last: lock order) */
     int nleft = ndone + nheld;
     struct far_row **left = done; /* done has room for held after it: n slots in all */
@@ -617,6 +602,40 @@ static void chunk_free(struct chunk *ch)
     if (ch->res)
         mysql_free_result(ch->res);
     free(ch);
+}
+
+/* Connect what is not connected (complaining at most every 10 s) and publish both for
+ * cut_connections. 0 when both are up. */
+static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
+{
+    char err[256];
+    int64_t now = clock_unix_ms();
+    if (k->db == NULL && (k->db = db_connect(P.cfg, err, sizeof err)) == NULL && now - *last_complaint > 10000) {
+        log_warn("pager: MySQL: %s", err);
+        *last_complaint = now;
+    }
+    if (k->c == NULL && (k->c = rsync_connect(P.cfg, 1, NULL, err, sizeof err)) == NULL &&
+        now - *last_complaint > 10000) {
+        log_warn("pager: Redis: %s", err);
+        *last_complaint = now;
+    }
+    pthread_mutex_lock(&P.mu);
+    P.published[thread] = *k;
+    pthread_mutex_unlock(&P.mu);
+    return k->db && k->c ? 0 : -1;
+}
+
+/* Unpublish and close both (after a failure: the next step starts on fresh connections). */
+static void conns_close(struct conns *k, int thread)
+{
+    pthread_mutex_lock(&P.mu);
+    P.published[thread] = (struct conns){NULL, NULL};
+    pthread_mutex_unlock(&P.mu);
+    if (k->db)
+        mysql_close(k->db);
+    if (k->c)
+        redisFree(k->c);
+    *k = (struct conns){NULL, NULL};
 }
 
 /* Hand a chunk to the committer (waiting while it still has one queued). -1 when a commit
@@ -728,8 +747,8 @@ static void *committer_main(void *unused)
 {
     (void)unused;
     log_set_thread_name("pager-commit");
-    MYSQL *db = NULL;
-    redisContext *c = NULL;
+    struct conns k = {NULL, NULL};
+    int64_t last_complaint = 0;
     for (;;) {
         pthread_mutex_lock(&P.mu);
         while (P.slot == NULL && !P.committer_stop)
@@ -740,29 +759,11 @@ static void *committer_main(void *unused)
         pthread_mutex_unlock(&P.mu);
         if (ch == NULL)
             break;
-        char err[256];
-        if (db == NULL && (db = db_connect(P.cfg, err, sizeof err)) == NULL)
-            log_warn("pager: MySQL: %s", err);
-        if (c == NULL && (c = rsync_connect(P.cfg, 1, NULL, err, sizeof err)) == NULL)
-            log_warn("pager: Redis: %s", err);
-        pthread_mutex_lock(&P.mu);
-        P.cdb = db;
-        P.cc = c;
-        pthread_mutex_unlock(&P.mu);
-        int failed = db == NULL || c == NULL || commit_chunk(db, c, ch) < 0;
+        int failed = conns_open(&k, COMMITTER, &last_complaint) < 0 || commit_chunk(k.db, k.c, ch) < 0;
         chunk_free(ch);
         if (failed) {
-            log_warn("pager: a commit failed (%s); its rows are paged again", db ? mysql_error(db) : "no MySQL");
-            pthread_mutex_lock(&P.mu);
-            P.cdb = NULL;
-            P.cc = NULL;
-            pthread_mutex_unlock(&P.mu);
-            if (db)
-                mysql_close(db);
-            if (c)
-                redisFree(c);
-            db = NULL;
-            c = NULL;
+            log_warn("pager: a commit failed (%s); its rows are paged again", k.db ? mysql_error(k.db) : "no MySQL");
+            conns_close(&k, COMMITTER);
         }
         pthread_mutex_lock(&P.mu);
         P.committing = 0;
@@ -770,14 +771,7 @@ static void *committer_main(void *unused)
         pthread_cond_broadcast(&P.cond);
         pthread_mutex_unlock(&P.mu);
     }
-    pthread_mutex_lock(&P.mu);
-    P.cdb = NULL;
-    P.cc = NULL;
-    pthread_mutex_unlock(&P.mu);
-    if (db)
-        mysql_close(db);
-    if (c)
-        redisFree(c);
+    conns_close(&k, COMMITTER);
     mysql_thread_end();
     return NULL;
 }
@@ -861,29 +855,18 @@ static void wait_tick(void)
     pthread_mutex_unlock(&P.mu);
 }
 
-/* Publish the thread's connections (NULL: none) for cut_connections. */
-static void set_connections(MYSQL *db, redisContext *c)
-{
-    pthread_mutex_lock(&P.mu);
-    P.db = db;
-    P.c = c;
-    pthread_mutex_unlock(&P.mu);
-}
-
-/* pager_stop, past its deadline: make the call the thread is blocked in fail now (a hung
- * Redis or MySQL would otherwise hold the stop for a whole timeout, or longer). */
+/* pager_stop, past its deadline: make the call a thread is blocked in fail now (a hung Redis
+ * or MySQL would otherwise hold the stop for a whole timeout, or longer). */
 static void cut_connections(void)
 {
     pthread_mutex_lock(&P.mu);
     log_warn("pager: a call outlived the stop deadline; cutting its connections");
-    if (P.c)
-        shutdown(P.c->fd, SHUT_RDWR);
-    if (P.db)
-        shutdown((int)mysql_get_socket(P.db), SHUT_RDWR);
-    if (P.cc)
-        shutdown(P.cc->fd, SHUT_RDWR);
-    if (P.cdb)
-        shutdown((int)mysql_get_socket(P.cdb), SHUT_RDWR);
+    for (int t = PAGER; t <= COMMITTER; t++) {
+        if (P.published[t].c)
+            shutdown(P.published[t].c->fd, SHUT_RDWR);
+        if (P.published[t].db)
+            shutdown((int)mysql_get_socket(P.published[t].db), SHUT_RDWR);
+    }
     pthread_mutex_unlock(&P.mu);
 }
 
@@ -892,23 +875,15 @@ static void *pager_main(void *unused)
     (void)unused;
     log_set_thread_name("pager");
     const struct config *cfg = P.cfg;
-    MYSQL *db = NULL;
-    redisContext *c = NULL;
+    struct conns k = {NULL, NULL};
     int64_t last_counts = 0, last_prune = 0, last_tier = 0, last_complaint = 0;
     struct shard_view *views = calloc((size_t)cfg->redis_shards, sizeof *views);
     char owned[MAX_SHARDS];
     while (!stopping() && views) {
-        char err[256] = "";
         int64_t now = clock_unix_ms();
-        if (db == NULL && (db = db_connect(cfg, err, sizeof err)) == NULL && now - last_complaint > 10000) {
-            log_warn("pager: MySQL: %s", err);
-            last_complaint = now;
-        }
-        if (c == NULL && (c = rsync_connect(cfg, 1, NULL, err, sizeof err)) == NULL && now - last_complaint > 10000) {
-            log_warn("pager: Redis: %s", err);
-            last_complaint = now;
-        }
-        set_connections(db, c);
+        conns_open(&k, PAGER, &last_complaint);
+        MYSQL *db = k.db;
+        redisContext *c = k.c;
         int failed = 0;
         if (db && now - last_counts >= COUNTS_EVERY_MS) {
             failed |= refresh_counts(db) < 0;
@@ -955,13 +930,7 @@ static void *pager_main(void *unused)
             /* start again on fresh connections (a failed step is simply repeated) */
             log_warn("pager: a step failed (%s%s); retrying", db ? mysql_error(db) : "MySQL down",
                      c && c->err ? c->errstr : "");
-            set_connections(NULL, NULL);
-            if (db)
-                mysql_close(db);
-            if (c)
-                redisFree(c);
-            db = NULL;
-            c = NULL;
+            conns_close(&k, PAGER);
             pthread_mutex_lock(&P.mu);
             if (!P.stop) {
                 struct timespec ts;
@@ -975,11 +944,7 @@ static void *pager_main(void *unused)
         wait_tick();
     }
     free(views);
-    set_connections(NULL, NULL);
-    if (db)
-        mysql_close(db);
-    if (c)
-        redisFree(c);
+    conns_close(&k, PAGER);
     mysql_thread_end();
     return NULL;
 }

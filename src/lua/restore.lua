@@ -26,10 +26,6 @@
 local now, expire, who, journal = tonumber(ARGV[1]), ARGV[2] == "1", ARGV[3], ARGV[4] == "1"
 local n = tonumber(ARGV[5])
 local out = {}
-local records = {}       -- idkey, record, ... for HSET
-local delayed = {}       -- runAt, idkey, ... for ZADD on the delay zset
-local ready = {}         -- topic -> { score, idkey, ... }
-local counted = {}       -- "<state>:<topic>" -> jobs put back
 local earliest = nil     -- the soonest delayed job put back: one wake-up for the whole batch
 for i = 0, n - 1 do
     local a = 6 + i * 12
@@ -63,46 +59,20 @@ for i = 0, n - 1 do
             if tonumber(ARGV[a + 10]) == RESERVED and j.att >= j.tries then
                 j.st = DEAD
                 redis.call("ZADD", dead_key(topic), now, idkey)
-            elseif runat > now then
-                j.st = DELAYED
-                delayed[#delayed + 1] = ARGV[a + 3]
-                delayed[#delayed + 1] = idkey
-                if not earliest or runat < earliest[2] then earliest = { idkey, runat } end
+                count(DEAD, topic, 1)
+                save_job(idkey, j)
             else
-                j.st = READY
-                local list = ready[topic]
-                if not list then
-                    list = {}
-                    ready[topic] = list
-                end
-                list[#list + 1] = ready_score(j.prio, runat)
-                list[#list + 1] = idkey
-                notify_ready(topic)
-            end
-            if biz ~= "" and j.st ~= DEAD then redis.call("HSET", biz_key(topic), biz, idkey) end
-            local field = STATE_NAME[j.st] .. ":" .. topic
-            counted[field] = (counted[field] or 0) + 1
-            records[#records + 1] = idkey
-            if j.bo then
-                records[#records + 1] = cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, topic, biz,
-                    body, j.bo)
-            else
-                records[#records + 1] = cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, topic, biz,
-                    body)
+                j.st = runat > now and DELAYED or READY
+                if j.st == DELAYED and (not earliest or runat < earliest[2]) then earliest = { idkey, runat } end
+                if biz ~= "" then redis.call("HSET", biz_key(topic), biz, idkey) end
+                gather(idkey, pack_job(j), j.st, topic, ARGV[a + 3], j.prio)
             end
             if journal then log_transition(idkey, tonumber(ARGV[a + 10]), j.st, j, now, "jobs", who) end
             out[#out + 1] = { "restored", j.st, j.ver }
         end
     end
 end
-call_in_chunks("HSET", K_JOBS, records)
-call_in_chunks("ZADD", K_DELAY, delayed)
-for topic, list in pairs(ready) do
-    call_in_chunks("ZADD", ready_key(topic), list)
-end
-for field, added in pairs(counted) do
-    redis.call("HINCRBY", K_COUNT, field, added)
-end
+write_gathered()
 if earliest then wake_if_head(earliest[1]) end
 publish_ready()
 return out
