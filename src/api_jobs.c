@@ -29,6 +29,7 @@ struct id_state {
     char who[STORE_WHO_MAX];
     struct jrec rec;       /* delete: the durable transition */
     int64_t due;           /* reschedule: the new due time */
+    int retried;           /* a far lookup found the job paged in meanwhile: Redis was asked again */
     struct far_view {      /* the job's message row, when Redis lacks the job (it may be far) */
         int found;         /* 1, 0 (no row), -1 (MySQL failed) */
         int state;
@@ -242,12 +243,19 @@ static int far_lookup(struct id_state *st, dbtask_done_fn done)
     return 0;
 }
 
-/* After far_lookup: 1 when the row is a far job; else answered (404 or 503). */
+/* After far_lookup: 1 when the row is a far job; 0 when answered (404 or 503); -1 when the row
+ * is live in Redis's tier — the pager took the job between the Redis call and the read: the
+ * caller goes to Redis once more (st->retried). */
 static int far_found(struct id_state *st)
 {
     if (st->far.found < 0) {
         respond_unavailable(st->r, "MySQL");
         return 0;
+    }
+    int near = st->far.state == JS_DELAYED || st->far.state == JS_READY || st->far.state == JS_RESERVED;
+    if (st->far.found && near && !st->retried) {
+        st->retried = 1;
+        return -1;
     }
     if (!st->far.found || st->far.state != JS_FAR) {
         respond_error(st->r, 404, "not_found", "no live job with this id (unknown, finished or deleted)");
@@ -292,11 +300,20 @@ static void on_far_delete_committed(int ok, void *arg)
         on_far_deleted(NULL, st);
 }
 
+static void on_delete_checked(const struct job_view *v, void *arg);
+
 static void on_far_delete_read(void *arg)
 {
     struct id_state *st = arg;
-    if (far_found(st))
+    switch (far_found(st)) {
+    case 1:
         far_commit(st, JR_FAR_LEAVE, JS_DELETED, st->far.run_at, on_far_delete_committed);
+        break;
+    case -1:
+        if (store_inspect(&st->r->ctx->store, st->id, on_delete_checked, st) < 0)
+            respond_unavailable(st->r, "Redis");
+        break;
+    }
 }
 
 /* ---- delete: MySQL first ---- */
@@ -396,11 +413,20 @@ static void on_far_moved(int ok, void *arg)
         respond_unavailable(st->r, "Redis");
 }
 
+static void on_rescheduled(const struct id_outcome *o, void *arg);
+
 static void on_far_reschedule_read(void *arg)
 {
     struct id_state *st = arg;
-    if (far_found(st))
+    switch (far_found(st)) {
+    case 1:
         far_commit(st, JR_FAR_MOVE, JS_FAR, st->due, on_far_moved);
+        break;
+    case -1:
+        if (store_reschedule(&st->r->ctx->store, st->id, clock_unix_ms(), st->due, st->who, on_rescheduled, st) < 0)
+            respond_unavailable(st->r, "Redis");
+        break;
+    }
 }
 
 static void on_rescheduled(const struct id_outcome *o, void *arg)

@@ -86,16 +86,14 @@ static void journal_abort(struct request *r, const struct job_spec *j, int from)
 }
 
 /* A far job that held the bizKey a push replaced (push.lua gave the key to the new job): its
- * row is deleted, unless the pager took it into Redis meanwhile (then the pager finds its key
- * held by the new job and deletes it itself: pager.c). */
-static void journal_far_replaced(struct request *r, uint64_t holder, uint64_t by)
+ * row is to be deleted (unless the pager took it into Redis meanwhile: then the pager finds its
+ * key held by the new job and deletes it itself, pager.c). */
+static void far_replaced_rec(struct jrec *rec, struct request *r, uint64_t holder, uint64_t by)
 {
-    struct jrec rec;
-    api_fill_jrec(&rec, r, holder, id_shard(holder, r->ctx->app->cfg.redis_shards), "jobs", JS_FAR, JS_DELETED, 0,
+    api_fill_jrec(rec, r, holder, id_shard(holder, r->ctx->app->cfg.redis_shards), "jobs", JS_FAR, JS_DELETED, 0,
                   0, 0);
-    snprintf(rec.actor, sizeof rec.actor, "push: bizKey replaced by %llu", (unsigned long long)by);
-    rec.kind = JR_FAR_LEAVE;
-    journal_submit(&rec, 1);
+    snprintf(rec->actor, sizeof rec->actor, "push: bizKey replaced by %llu", (unsigned long long)by);
+    rec->kind = JR_FAR_LEAVE;
     metrics_transition(JS_FAR, JS_DELETED, 1);
 }
 
@@ -136,11 +134,14 @@ static void respond_push_unavailable(struct push_state *st)
     sb_free(&ids);
 }
 
+static void on_far_holders_deleted(int ok, void *arg);
+static void answer_push(struct push_state *st);
+
 /* Journal what Redis decided, then answer. */
 static void finish_push(struct push_state *st)
 {
     struct request *r = st->r;
-    int nfailed = 0, nconflict = 0;
+    int nfailed = 0, nleaves = 0; /* far holders replaced: st->recs[0..nleaves) */
 
     for (int i = 0; i < st->n; i++) {
         struct job_spec *j = &st->jobs[i];
@@ -163,7 +164,7 @@ static void finish_push(struct push_state *st)
         case PUSHED_NEW:
             metrics_inc(MC_JOBS_PUSHED, 1);
             if (o->far_replaced) {
-                journal_far_replaced(r, o->far_replaced, j->id);
+                far_replaced_rec(&st->recs[nleaves++], r, o->far_replaced, j->id); /* its row is committed */
                 metrics_inc(MC_JOBS_REPLACED, 1);
             }
             break;
@@ -171,8 +172,7 @@ static void finish_push(struct push_state *st)
             metrics_inc(MC_JOBS_DUPLICATE, 1);
             break;
         case PUSHED_CONFLICT:
-            nconflict++;
-            break;
+            break; /* answered 409 (alone) or listed (array) by answer_push */
         case PUSHED_REPLACED:
             /* push.lua logged the holder's new body and settings in the outbox */
             metrics_inc(MC_JOBS_REPLACED, 1);
@@ -181,12 +181,38 @@ static void finish_push(struct push_state *st)
         }
     }
 
+    /* A replaced far holder is deleted before the answer, as a delete would be: once told
+     * "replaced", a client never finds the old job live. */
+    if (nleaves > 0 && nfailed == 0 &&
+        journal_submit_sync(st->recs, nleaves, r->ctx->inbox, on_far_holders_deleted, st) == 0)
+        return;
+    if (nleaves > 0) /* MySQL refused at once: batched (the pager deletes them itself otherwise) */
+        journal_submit(st->recs, nleaves);
     if (nfailed > 0) {
         if (st->is_array && nfailed < st->n)
             log_warn("push: Redis took %d of %d jobs of an array; the rest were not queued", st->n - nfailed, st->n);
         respond_push_unavailable(st);
         return;
     }
+    answer_push(st);
+}
+
+static void on_far_holders_deleted(int ok, void *arg)
+{
+    struct push_state *st = arg;
+    if (!ok)
+        log_warn("push: the far jobs a replace took a bizKey from were not deleted in MySQL now; the pager deletes "
+                 "them when their time comes (it finds their keys held)");
+    answer_push(st);
+}
+
+/* The answer of a push Redis took (conflicts aside). */
+static void answer_push(struct push_state *st)
+{
+    struct request *r = st->r;
+    int nconflict = 0;
+    for (int i = 0; i < st->n; i++)
+        nconflict += st->outcomes[i].code == PUSHED_CONFLICT;
     if (!st->is_array && nconflict) {
         respond_error(r, 409, "conflict", "the job holding this bizKey is reserved by a consumer; it cannot be replaced");
         return;
