@@ -583,8 +583,11 @@ class PagingTwoInstancesTest(TiersCase):
             self.assertEqual((p["horizon"], p["lead"], p["bucket"]), (self.HORIZON, lead, bucket), p)
         self.assertEqual(pa["shards"] + pb["shards"], SHARDS, (pa, pb))
         self.assertEqual(pa["paged"] + pb["paged"], n, (pa, pb))
-        self.assertGreater(pa["paged"], 0, pa)
-        self.assertGreater(pb["paged"], 0, pb)
+        for p in (pa, pb):
+            # rendezvous hashing gives both instances shards but for 2 runs in 256 (one owns all
+            # 8); an instance that pages shards paged jobs (every shard has a topic here)
+            if p["shards"] > 0:
+                self.assertGreater(p["paged"], 0, p)
         total = 0.0
         for d in (a, b):
             m = ok_text(d.metrics(), "/metrics")
