@@ -220,6 +220,8 @@ def metric_values(text: str, name: str) -> dict[str, float]:
 class TiersCase(HourglassTestCase):
     """Helpers shared by the classes below."""
 
+    maxDiff = None
+
     def wait_for(self, predicate, timeout: float, what: str, detail=None) -> Any:
         try:
             return wait_until(predicate, timeout, 0.05, what)
@@ -583,34 +585,54 @@ class PagingTwoInstancesTest(TiersCase):
             j = self.inspect(a, jid)
             self.assertEqual(j["state"], "finished", j)
             self.assertNotEqual(j.get("tier"), "mysql", j)
-        self.assertEqual(int(ns.query("SELECT COUNT(*) FROM far_job")[0][0]), 0)
-        self.assertEqual(ns.query("SELECT topic, jobs FROM far_count WHERE jobs <> 0"), [],
-                         "far_count rows left after every far job was paged")
-        self.wait_for(lambda: far_total(a) == 0 and far_total(b) == 0, 3, "/stats totals.far = 0 on both",
-                      lambda: f"a: {stats(a)['totals']}, b: {stats(b)['totals']}; "
-                              f"far_count {ns.query('SELECT topic, jobs FROM far_count')}")
+        # The tier's bookkeeping, all at once (one failure message shows every figure): nothing
+        # is far any more, and between them the two pagers paged every job once. /stats and the
+        # tier gauge are refreshed from far_count twice a second: give them a second.
+        def bookkeeping() -> dict:
+            pa, pb = stats(a)["pager"], stats(b)["pager"]
+            ma, mb = ok_text(a.metrics(), "/metrics"), ok_text(b.metrics(), "/metrics")
+            return {
+                "far_job rows": int(ns.query("SELECT COUNT(*) FROM far_job")[0][0]),
+                "far_count rows <> 0": ns.query("SELECT topic, jobs FROM far_count WHERE jobs <> 0"),
+                "far_mark paged (sum)": int(ns.query("SELECT COALESCE(SUM(paged),0) FROM far_mark")[0][0]),
+                "/stats totals.far (a, b)": (far_total(a), far_total(b)),
+                "/stats pager.paged (a + b)": pa["paged"] + pb["paged"],
+                "/stats pager.shards (a + b)": pa["shards"] + pb["shards"],
+                "hourglass_pager_paged_total (a + b)": sum(metric_values(ma, "hourglass_pager_paged_total").values())
+                + sum(metric_values(mb, "hourglass_pager_paged_total").values()),
+                'hourglass_jobs_tier{tier="mysql"} (a, b)': (
+                    metric_values(ma, "hourglass_jobs_tier").get('tier="mysql"'),
+                    metric_values(mb, "hourglass_jobs_tier").get('tier="mysql"')),
+            }
+        want = {"far_job rows": 0, "far_count rows <> 0": [], "far_mark paged (sum)": n,
+                "/stats totals.far (a, b)": (0, 0), "/stats pager.paged (a + b)": n,
+                "/stats pager.shards (a + b)": SHARDS, "hourglass_pager_paged_total (a + b)": float(n),
+                'hourglass_jobs_tier{tier="mysql"} (a, b)': (0.0, 0.0)}
+        seen: dict = {}
 
-        # the pager's own report: both instances paged, between them every shard and every job
+        def settled() -> bool:
+            nonlocal seen
+            seen = bookkeeping()
+            return seen == want
+        try:
+            wait_until(settled, 1.5, 0.1, "the tier bookkeeping")
+        except TimeoutError:
+            pass
+        self.assertEqual(seen, want, "the tiers' counts after every far job was paged and delivered")
+
         pa, pb = stats(a)["pager"], stats(b)["pager"]
         for p in (pa, pb):
             self.assertEqual((p["horizon"], p["lead"], p["bucket"]), (self.HORIZON, lead, bucket), p)
-        self.assertEqual(pa["shards"] + pb["shards"], SHARDS, (pa, pb))
-        self.assertEqual(pa["paged"] + pb["paged"], n, (pa, pb))
-        for p in (pa, pb):
             # rendezvous hashing gives both instances shards but for 2 runs in 256 (one owns all
             # 8); an instance that pages shards paged jobs (every shard has a topic here)
             if p["shards"] > 0:
                 self.assertGreater(p["paged"], 0, p)
-        total = 0.0
         for d in (a, b):
             m = ok_text(d.metrics(), "/metrics")
-            total += sum(metric_values(m, "hourglass_pager_paged_total").values())
-            self.assertGreater(sum(metric_values(m, "hourglass_pager_bucket_jobs_count").values()), 0,
-                               "hourglass_pager_bucket_jobs counted the buckets paged")
-            self.assertIn("hourglass_pager_lag_seconds", m)
-            self.wait_for(lambda: metric_values(ok_text(d.metrics(), "/metrics"), "hourglass_jobs_tier")
-                          .get('tier="mysql"') == 0.0, 3, 'hourglass_jobs_tier{tier="mysql"} 0 after paging')
-        self.assertEqual(total, n, "hourglass_pager_paged_total over the two instances")
+            if stats(d)["pager"]["paged"] > 0:
+                self.assertGreater(sum(metric_values(m, "hourglass_pager_bucket_jobs_count").values()), 0,
+                                   "hourglass_pager_bucket_jobs counted the buckets paged")
+            self.assertTrue(metric_values(m, "hourglass_pager_lag_seconds"), "hourglass_pager_lag_seconds")
 
 
 # --------------------------------------------------------------------------- 3: by-id operations on far jobs
