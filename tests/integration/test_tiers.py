@@ -769,18 +769,33 @@ class FarJobOperationsTest(TiersCase):
         self.assertEqual([(x["id"], x["body"]) for x in got], [(new["id"], "new")])
 
     def test_replace_with_a_far_job(self):
+        """A far holder replaced by another far job, 20 times over (different keys): each time
+        the holder is deleted when the push is answered (a replace deletes its holder, and a
+        delete is answered only after it is committed), the new job is far with the key."""
         d = self.d
-        old = self.push_one(d, {"topic": "op.repl2", "bizKey": "k2", "body": "old", "delay": 600_000})
-        new = self.push_one(d, {"topic": "op.repl2", "bizKey": "k2", "body": "new", "delay": 900_000,
-                                "replace": True})
-        self.assertNotEqual(new["id"], old["id"], f"the far holder is replaced by a new job: {new}")
-        self.assertEqual((new.get("duplicate"), new.get("replaced")), (True, True), new)
-        self.assertEqual(self.inspect(d, old["id"])["state"], "deleted")
-        j = self.assertFar(d, new["id"], new["runAt"])
-        self.assertEqual(j["body"], "new")
+        stale = []
+        pairs = []
+        for i in range(20):
+            old = self.push_one(d, {"topic": "op.repl2", "bizKey": f"k2-{i}", "body": "old", "delay": 600_000})
+            new = self.push_one(d, {"topic": "op.repl2", "bizKey": f"k2-{i}", "body": "new", "delay": 900_000,
+                                    "replace": True})
+            self.assertNotEqual(new["id"], old["id"], f"the far holder is replaced by a new job: {new}")
+            self.assertEqual((new.get("duplicate"), new.get("replaced")), (True, True), new)
+            j = self.inspect(d, old["id"])
+            if j["state"] != "deleted":
+                stale.append((old["id"], j["state"], j.get("tier")))
+            pairs.append((old, new))
+        if stale:
+            time.sleep(1.5)  # only to say, in the failure, whether the delete landed later
+            later = {jid: self.inspect(d, jid)["state"] for jid, _, _ in stale}
+            self.fail(f"{len(stale)} of 20 far holders were not deleted when the replace was answered "
+                      f"(id, state, tier): {stale[:5]}; 1.5 s later their states: {list(later.values())[:5]}")
+        for old, new in pairs:
+            j = self.assertFar(d, new["id"], new["runAt"])
+            self.assertEqual(j["body"], "new")
         self.assertEqual(self.d.namespace.query(
-            "SELECT COUNT(*) FROM far_biz WHERE topic = 'op.repl2' AND biz_key = 'k2'"), [("1",)])
-        self.wait_for(lambda: stats(d)["topics"].get("op.repl2", {}).get("far") == 1, 3, "far count 1")
+            "SELECT COUNT(*) FROM far_biz WHERE topic = 'op.repl2'"), [("20",)])
+        self.wait_for(lambda: stats(d)["topics"].get("op.repl2", {}).get("far") == 20, 3, "far count 20")
 
     def test_delete_racing_the_pager(self):
         """Far jobs due just beyond the horizon, due times spread over 1.2 s so that they page in
