@@ -749,6 +749,31 @@ class FarJobOperationsTest(TiersCase):
         self.assertNotEqual(fresh["id"], first["id"])
         self.assertFalse(fresh.get("duplicate"), fresh)
 
+    def test_bizkey_of_a_far_job_holds_through_its_paging(self):
+        """A far job's bizKey dedupes while it is far, after the pager put it in Redis, and until
+        it is finished; then the key is free. A near holder dedupes a far push too."""
+        d = self.d
+        first = self.push_one(d, {"topic": "op.bizp", "bizKey": "p-1", "body": 1, "delay": self.HORIZON + 2500})
+        self.assertFar(d, first["id"])
+        self.assertEqual(self.push_one(d, {"topic": "op.bizp", "bizKey": "p-1", "delay": 600_000})["id"], first["id"])
+        self.wait_paged(d, first["id"], 5)
+        again = self.push_one(d, {"topic": "op.bizp", "bizKey": "p-1", "delay": 600_000})
+        self.assertEqual((again["id"], again.get("duplicate")), (first["id"], True), f"after paging: {again}")
+        job = ok(d.get("op.bizp", timeout=10), "GET the paged job")
+        self.assertEqual(job["id"], first["id"])
+        again = self.push_one(d, {"topic": "op.bizp", "bizKey": "p-1", "delay": 600_000})
+        self.assertEqual((again["id"], again.get("duplicate")), (first["id"], True), f"while reserved: {again}")
+        ok(d.finish(first["id"]), "finish")
+        free = self.push_one(d, {"topic": "op.bizp", "bizKey": "p-1", "delay": 600_000})
+        self.assertNotEqual(free["id"], first["id"])
+        self.assertFalse(free.get("duplicate"), free)
+        self.assertFar(d, free["id"])
+        # a near holder, then a far push with its key: the near job answers
+        near = self.push_one(d, {"topic": "op.bizp", "bizKey": "p-2", "delay": 2000})
+        far = self.push_one(d, {"topic": "op.bizp", "bizKey": "p-2", "delay": 600_000})
+        self.assertEqual((far["id"], far.get("duplicate")), (near["id"], True), far)
+        self.assertInRedis(d, near["id"])
+
     def test_replace_of_a_far_holder(self):
         d = self.d
         old = self.push_one(d, {"topic": "op.repl", "bizKey": "k", "body": "old", "delay": self.HORIZON + 2000})
