@@ -1,7 +1,15 @@
 """Tiers (issue 13; shared/contract.md "Tiers"; notes/tiers-spec.md): Redis holds the near
 future only, MySQL the rest, and the pager moves far jobs into Redis before they come due.
 
-Real Redis and MariaDB (the harness's), one or two hourglassd instances per class.
+Real Redis and MariaDB (the harness's), one or two hourglassd instances per class:
+* FarBacklogTest: 200,000 far jobs cost Redis ~nothing, MySQL and /stats hold them; /metrics
+  and /stats show the tiers and the pager; FLUSHALL + /reStore reloads the near jobs only,
+  fast, and far jobs (and their bizKeys) live on.
+* PagingTwoInstancesTest: jobs just beyond a short horizon page in on two instances and are
+  delivered once, on time; the tiers' counts add up afterwards.
+* FarJobOperationsTest: inspect, delete, reschedule both ways, bizKey dedupe and replace of
+  far jobs; deletes racing the pager; release beyond the horizon.
+* PagerCrashTest: kill -9 of the pager mid-bucket, then a restart or a takeover.
 
 What the horizon settings below mean (the spec's formulas):
     lead   = min(60 s, horizon / 2)          how far ahead of its due time a job is paged in
