@@ -921,6 +921,74 @@ class FarJobOperationsTest(TiersCase):
             f"SELECT COUNT(*) FROM far_job WHERE id IN ({','.join(doomed)})")
         self.assertEqual(ns_left, [("0",)], "deleted jobs left in far_job")
 
+    def test_reschedule_racing_the_pager(self):
+        """As the delete race, with reschedules: half of the jobs are moved, each within 250 ms of
+        its own page-in, either later (still far: due 4 s after its old time) or earlier (near,
+        0.5 s before its old time). Every job is delivered exactly once, at the time its last
+        reschedule answered (never at the old one)."""
+        d = self.d
+        lead, bucket = spec_timing(self.HORIZON)
+        topics = topics_one_per_shard("rrace.t")
+        rng = random.Random(78)
+        n = 600
+        base = now_ms() + self.HORIZON + 2500
+        jobs = [{"topic": topics[i % len(topics)], "body": i, "runAt": base + rng.randrange(0, 1200)}
+                for i in range(n)]
+        ids = self.push_ids(d, jobs)
+        run_at = {jid: j["runAt"] for jid, j in zip(ids, jobs)}
+        moved = rng.sample(ids, n // 2)
+        later = set(moved[::2])
+        plan = sorted(((run_at[j] // bucket) * bucket - lead + rng.randrange(-250, 250), j) for j in moved)
+        self.assertLess(now_ms(), plan[0][0], "pushing took too long: test is void")
+        answers: dict[str, tuple[int, Any]] = {}
+        lock = threading.Lock()
+
+        def mover(part: list[tuple[int, str]]) -> None:
+            c = Client(d)
+            try:
+                for at, jid in part:
+                    wait = (at - now_ms()) / 1000
+                    if wait > 0:
+                        time.sleep(wait)
+                    new_at = run_at[jid] + 4000 if jid in later else run_at[jid] - 500
+                    st, body = c.request("GET", "/reschedule?" + q({"id": jid, "runAt": new_at}))
+                    with lock:
+                        answers[jid] = (st, body)
+            finally:
+                c.close()
+
+        cons = Consumers([d, d], topics, finish=True)
+        try:
+            threads = [threading.Thread(target=mover, args=(plan[k::4],)) for k in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            final = dict(run_at)
+            bad = {}
+            for jid, (st, body) in answers.items():
+                if st == 200 and body.get("id") == jid:
+                    final[jid] = body["runAt"]
+                else:
+                    bad[jid] = (st, body)
+            self.assertEqual(bad, {}, "every reschedule of a delayed (far or just paged) job answers 200")
+            for jid in moved:
+                want = run_at[jid] + 4000 if jid in later else run_at[jid] - 500
+                self.assertEqual(final[jid], want, jid)
+            self.wait_for(lambda: cons.count() >= n, (max(final.values()) - now_ms()) / 1000 + 5,
+                          f"all {n} jobs to be delivered",
+                          lambda: f"{cons.count()} delivered; errors {cons.errors[:5]}")
+            self.wait_for(lambda: now_ms() > max(final.values()) + 1000, 15, "a second past the last due time")
+        finally:
+            cons.stop()
+        self.assertEqual(cons.errors, [])
+        got = cons.ids()
+        self.assertEqual(sorted(got), sorted(ids), "every job delivered exactly once")
+        wrong_time = [(jid, job["runAt"], final[jid]) for jid, _, job, _ in cons.deliveries
+                      if job["runAt"] != final[jid]]
+        self.assertEqual(wrong_time, [], "delivered with another runAt than its last reschedule's (id, got, want)")
+        self.assertOnTime(cons.deliveries)
+
     def test_release_beyond_the_horizon_stays_in_redis(self):
         d = self.d
         r = self.push_one(d, {"topic": "op.rel", "body": "r"})
