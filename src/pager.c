@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@
 #define COUNTS_EVERY_MS 500
 #define REDIS_TIER_EVERY_MS 2000
 #define REQUESTS_MAX 256
+#define STOP_DEADLINE_MS 1000
 
 /* jobs paged per bucket, for hourglass_pager_bucket_jobs */
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
@@ -45,6 +47,9 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int stop;                            /* under mu */
+    int64_t stop_deadline_us;            /* under mu */
+    MYSQL *db;                           /* under mu: the thread's connections, for pager_stop to */
+    redisContext *c;                     /*   cut when a call outlives the stop's deadline */
     char owned[MAX_SHARDS];              /* under mu */
     struct page_req req[REQUESTS_MAX];   /* under mu */
     int nreq;
@@ -136,6 +141,29 @@ int pager_far_counts(struct far_topic **out)
         memcpy(*out, P.counts, (size_t)n * sizeof **out);
     pthread_mutex_unlock(&P.mu);
     return *out ? n : -1;
+}
+
+int64_t pager_far_count(const char *topic, size_t len)
+{
+    int64_t jobs = 0;
+    pthread_mutex_lock(&P.mu);
+    int lo = 0, hi = P.ncounts - 1;
+    while (lo <= hi) { /* sorted by name, as strcmp orders them */
+        int mid = (lo + hi) / 2;
+        int c = strncmp(P.counts[mid].topic, topic, len);
+        if (c == 0 && P.counts[mid].topic[len] != '\0')
+            c = 1;
+        if (c == 0) {
+            jobs = P.counts[mid].jobs;
+            break;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    pthread_mutex_unlock(&P.mu);
+    return jobs;
 }
 
 /* Jobs Redis holds (the shards' counters of live and dead jobs), for hourglass_jobs_tier. */
@@ -575,6 +603,28 @@ static void wait_tick(void)
     pthread_mutex_unlock(&P.mu);
 }
 
+/* Publish the thread's connections (NULL: none) for cut_connections. */
+static void set_connections(MYSQL *db, redisContext *c)
+{
+    pthread_mutex_lock(&P.mu);
+    P.db = db;
+    P.c = c;
+    pthread_mutex_unlock(&P.mu);
+}
+
+/* pager_stop, past its deadline: make the call the thread is blocked in fail now (a hung
+ * Redis or MySQL would otherwise hold the stop for a whole timeout, or longer). */
+static void cut_connections(void)
+{
+    pthread_mutex_lock(&P.mu);
+    log_warn("pager: a call outlived the stop deadline; cutting its connections");
+    if (P.c)
+        shutdown(P.c->fd, SHUT_RDWR);
+    if (P.db)
+        shutdown((int)mysql_get_socket(P.db), SHUT_RDWR);
+    pthread_mutex_unlock(&P.mu);
+}
+
 static void *pager_main(void *unused)
 {
     (void)unused;
@@ -596,6 +646,7 @@ static void *pager_main(void *unused)
             log_warn("pager: Redis: %s", err);
             last_complaint = now;
         }
+        set_connections(db, c);
         int failed = 0;
         if (db && now - last_counts >= COUNTS_EVERY_MS) {
             failed |= refresh_counts(db) < 0;
@@ -643,6 +694,7 @@ static void *pager_main(void *unused)
             /* start again on fresh connections (a failed step is simply repeated) */
             log_warn("pager: a step failed (%s%s); retrying", db ? mysql_error(db) : "MySQL down",
                      c && c->err ? c->errstr : "");
+            set_connections(NULL, NULL);
             if (db)
                 mysql_close(db);
             if (c)
@@ -662,6 +714,7 @@ static void *pager_main(void *unused)
         wait_tick();
     }
     free(views);
+    set_connections(NULL, NULL);
     if (db)
         mysql_close(db);
     if (c)
@@ -688,11 +741,7 @@ void pager_stop(void)
 {
     if (!P.started)
         return;
-    pthread_mutex_lock(&P.mu);
-    P.stop = 1;
-    pthread_cond_broadcast(&P.cond);
-    pthread_mutex_unlock(&P.mu);
-    pthread_join(P.thread, NULL);
+    clock_stop_thread(P.thread, &P.mu, &P.cond, &P.stop, &P.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
     P.started = 0;
     free(P.counts);
     P.counts = NULL;

@@ -26,6 +26,7 @@
 #ifndef HG_PAGER_H
 #define HG_PAGER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct app;
@@ -56,6 +57,8 @@ struct far_topic {
     int64_t jobs;
 };
 int pager_far_counts(struct far_topic **out);
+/* One topic's (0 when it has none). */
+int64_t pager_far_count(const char *topic, size_t len);
 
 /* ,"pager":{...} for /stats; the pager's series for /metrics. Thread-safe. */
 void pager_stats_json(const struct config *cfg, struct sbuf *sb);
