@@ -671,6 +671,9 @@ class FarJobOperationsTest(TiersCase):
                       "/stats to count the far job")
         c = stats(d)["topics"]["op.inspect"]
         self.assertEqual((c["delayed"], c["ready"], c["reserved"]), (1, 0, 0), c)
+        # and GET /topics/{topic} counts it alike (a delayed job, of them far)
+        t = ok(d.request("GET", "/topics/op.inspect"), "GET /topics/op.inspect")
+        self.assertEqual(t["counts"], {"delayed": 1, "ready": 0, "reserved": 0, "dead": 0, "far": 1}, t)
         self.assertEqual(self.d.namespace.query(f"SELECT state FROM message WHERE id = {r['id']}"), [("far",)])
 
     def test_delete_is_never_delivered(self):
