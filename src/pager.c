@@ -70,14 +70,18 @@ struct shard_view {
     long long bucket_jobs; /* jobs paged for that bucket so far */
 };
 
+/* With horizon 0 no push is far, but far jobs of an earlier configuration still page in: with
+ * the largest lead and bucket. */
 int64_t pager_lead_ms(const struct config *cfg)
 {
     int64_t half = cfg->horizon / 2;
-    return half < 60000 ? half : 60000;
+    return half < 60000 && cfg->horizon > 0 ? half : 60000;
 }
 
 int64_t pager_bucket_ms(const struct config *cfg)
 {
+    if (cfg->horizon == 0)
+        return 10000;
     int64_t b = cfg->horizon / 8;
     if (b < 50)
         b = 50;
@@ -203,6 +207,8 @@ struct far_row {
     int cur_state;       /* under the lock in step 3 */
     unsigned cur_ver;
     int64_t cur_run_at;
+    int key_exists;      /* its far_job row is still there (step 3, locked) */
+    int moved_on;        /* paged by an earlier step that died before its commit */
 };
 
 static const char ROW_COLUMNS[] = "m.id, m.topic, m.biz_key, m.body, m.run_at, m.priority, m.ttr, m.tries, "
@@ -298,6 +304,47 @@ static int lock_rows(MYSQL *db, struct far_row **byid, int n)
     return 0;
 }
 
+/* Step 3's lock on the far_job keys read in step 1: which are still there. */
+static int lock_keys(MYSQL *db, int shard, struct far_row *rows, int n)
+{
+    struct sbuf sql = SBUF_INIT;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int i = 0; i < n; i++) {
+        rows[i].key_exists = 0;
+        if (rows[i].far_run_at < lo)
+            lo = rows[i].far_run_at;
+        if (rows[i].far_run_at > hi)
+            hi = rows[i].far_run_at;
+    }
+    sb_printf(&sql, "SELECT run_at, id FROM far_job WHERE shard = %d AND run_at BETWEEN %lld AND %lld AND id IN (",
+              shard, (long long)lo, (long long)hi);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            sb_putc(&sql, ',');
+        sb_json_uint(&sql, rows[i].far_id);
+    }
+    sb_puts(&sql, ") ORDER BY run_at, id FOR UPDATE");
+    int rc = sql.oom ? -1 : mysql_real_query(db, sql.data, sql.len);
+    sb_free(&sql);
+    if (rc != 0)
+        return -1;
+    MYSQL_RES *res = mysql_store_result(db);
+    if (res == NULL)
+        return -1;
+    MYSQL_ROW row;
+    int i = 0; /* both in (run_at, id) order: one merge */
+    while ((row = mysql_fetch_row(res)) != NULL) {
+        int64_t run_at = strtoll(row[0], NULL, 10);
+        uint64_t id = strtoull(row[1], NULL, 10);
+        while (i < n && (rows[i].far_run_at < run_at || (rows[i].far_run_at == run_at && rows[i].far_id < id)))
+            i++;
+        if (i < n && rows[i].far_run_at == run_at && rows[i].far_id == id)
+            rows[i].key_exists = 1;
+    }
+    mysql_free_result(res);
+    return 0;
+}
+
 /* Did step 2 settle this row, and is the row still as step 1 read it? */
 static int settled(const struct far_row *r)
 {
@@ -331,28 +378,39 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     if (rc < 0)
         goto out;
 
+    if (rc == 0)
+        rc = lock_keys(db, shard, rows, n);
+    if (rc < 0)
+        goto out;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     sb_printf(&sql, "DELETE FROM far_job WHERE shard = %d AND run_at BETWEEN ", shard);
     struct sbuf ids = SBUF_INIT;
     *nunpage = 0;
     for (int i = 0; i < n; i++) {
         struct far_row *r = &rows[i];
-        int stray = r->m.id == 0 || r->m.state != JS_FAR || r->m.run_at != r->far_run_at;
-        if (!stray && !settled(r)) {
-            /* Changed since step 1 (deleted, rescheduled): what step 2 put in Redis from the old
-             * row goes again, unless another pager marked it paged meanwhile (then it is live
-             * in Redis at that version: left). The far_job row is the change's to manage. */
+        /* What the row's far_job key (still there, under lock) and message say now:
+         *  - still far at the version read: paged by this step (or its bizKey was lost);
+         *  - no longer far, key still there: paged by an earlier step whose pager died before
+         *    its commit (restore.lua's transition reached MySQL since): paged, the message as
+         *    it is;
+         *  - no message at all: a stray key, dropped;
+         *  - key gone, or far at another version: a delete or a reschedule committed since
+         *    step 1 and manages the key; what step 2 put in Redis from the old row goes again,
+         *    unless another pager marked it paged meanwhile (then it is live in Redis). */
+        int moved_on = r->cur_state != JS_FAR && r->cur_state != JS_NONE;
+        if (r->key_exists && r->m.id == 0) {
+            nstray++;
+        } else if (r->key_exists && settled(r) && r->out == OUT_BIZHELD) {
+            held[nheld++] = r;
+        } else if (r->key_exists && (settled(r) || moved_on)) {
+            r->moved_on = moved_on;
+            done[ndone++] = r;
+        } else {
             int live_near = r->cur_state == JS_DELAYED || r->cur_state == JS_READY || r->cur_state == JS_RESERVED;
             if (r->out == OUT_RESTORED && !live_near)
                 (*unpage)[(*nunpage)++] = r;
             continue;
         }
-        if (stray)
-            nstray++; /* a row its message left without removing it (an aborted push in doubt) */
-        else if (r->out == OUT_BIZHELD)
-            held[nheld++] = r;
-        else
-            done[ndone++] = r;
         if (ids.len)
             sb_putc(&ids, ',');
         sb_json_uint(&ids, r->far_id);
@@ -367,13 +425,22 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     }
     sb_free(&ids);
     sb_reset(&sql);
-    if (rc == 0 && ndone > 0) {
+    int nmark = 0;
+    for (int i = 0; i < ndone; i++)
+        nmark += !done[i]->moved_on;
+    if (rc == 0 && nmark > 0) {
         sb_puts(&sql, "UPDATE message SET state = IF(run_at > ");
         sb_json_int(&sql, now);
         sb_puts(&sql, ", 'delayed', 'ready'), version = version + 1, updated_at = ");
         sb_json_int(&sql, now);
         sb_puts(&sql, " WHERE state = 'far' AND id IN (");
-        put_ids(&sql, done, ndone);
+        for (int i = 0, k = 0; i < ndone; i++) {
+            if (done[i]->moved_on)
+                continue;
+            if (k++)
+                sb_putc(&sql, ',');
+            sb_json_uint(&sql, done[i]->far_id);
+        }
         sb_putc(&sql, ')');
         rc = exec(db, &sql);
     }
@@ -675,7 +742,7 @@ static void *pager_main(void *unused)
             }
             int nowned = 0;
             int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
-            for (int s = 0; s < cfg->redis_shards && !failed && cfg->horizon > 0; s++) {
+            for (int s = 0; s < cfg->redis_shards && !failed; s++) {
                 if (!owned[s])
                     continue;
                 nowned++;
