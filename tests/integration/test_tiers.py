@@ -986,7 +986,13 @@ class FarJobOperationsTest(TiersCase):
             cons.stop()
         self.assertEqual(cons.errors, [])
         got = cons.ids()
-        self.assertEqual(sorted(got), sorted(ids), "every job delivered exactly once")
+        if sorted(got) != sorted(ids):
+            missing = sorted(set(ids) - set(got))
+            twice = sorted({i for i in got if got.count(i) > 1})
+            detail = [f"{jid}: pushed runAt {run_at[jid]}, reschedule answer {answers.get(jid)}; /jobs "
+                      f"{d.job(jid).text[:1500]}" for jid in (missing + twice)[:4]]
+            self.fail(f"{len(missing)} jobs never delivered, {len(twice)} delivered more than once:\n"
+                      + "\n".join(detail))
         wrong_time = [(jid, job["runAt"], final[jid]) for jid, _, job, _ in cons.deliveries
                       if job["runAt"] != final[jid]]
         self.assertEqual(wrong_time, [], "delivered with another runAt than its last reschedule's (id, got, want)")
