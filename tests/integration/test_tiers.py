@@ -974,10 +974,10 @@ class FarJobOperationsTest(TiersCase):
                     final[jid] = body["runAt"]
                 else:
                     bad[jid] = (st, body)
-            self.assertEqual(bad, {}, "every reschedule of a delayed (far or just paged) job answers 200")
             for jid in moved:
                 want = run_at[jid] + 4000 if jid in later else run_at[jid] - 500
-                self.assertEqual(final[jid], want, jid)
+                if jid not in bad:
+                    self.assertEqual(final[jid], want, jid)
             self.wait_for(lambda: cons.count() >= n, (max(final.values()) - now_ms()) / 1000 + 5,
                           f"all {n} jobs to be delivered",
                           lambda: f"{cons.count()} delivered; errors {cons.errors[:5]}")
@@ -986,6 +986,14 @@ class FarJobOperationsTest(TiersCase):
             cons.stop()
         self.assertEqual(cons.errors, [])
         got = cons.ids()
+        if bad:
+            when = {x[0]: x[1] for x in cons.deliveries}
+            detail = [f"job {jid} (runAt {run_at[jid]}, asked to move to "
+                      f"{run_at[jid] + 4000 if jid in later else run_at[jid] - 500}): answered {st} {body}; "
+                      f"delivered {got.count(jid)} times (at {when.get(jid)}); /jobs {d.job(jid).text[:1500]}"
+                      for jid, (st, body) in sorted(bad.items())[:4]]
+            self.fail(f"{len(bad)} reschedules of live far jobs racing the pager did not answer 200:\n"
+                      + "\n".join(detail))
         if sorted(got) != sorted(ids):
             missing = sorted(set(ids) - set(got))
             twice = sorted({i for i in got if got.count(i) > 1})
