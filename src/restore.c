@@ -417,7 +417,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
                 by_shard[k++] = &rows[i];
         if (k == 0)
             continue;
-        if (reinsert_append(c, cfg, s, by_shard, k, now, ra->expire, ra->who) < 0) {
+        if (reinsert_append(c, cfg, s, by_shard, k, now, ra->expire, 1, ra->who) < 0) {
             rc = -1;
             ra->unavailable = "memory";
             goto out;
@@ -857,7 +857,7 @@ static void restore_one_run(MYSQL *db, void *arg)
     }
     struct mrow *one = &put;
     redisReply *rr = NULL;
-    if (reinsert_append(c, cfg, shard, &one, 1, now, 1, ro->who) == 0)
+    if (reinsert_append(c, cfg, shard, &one, 1, now, 1, 1, ro->who) == 0)
         rr = rsync_reply(c);
     int to = 0;
     unsigned ver = 0;
