@@ -26,7 +26,7 @@
 #define TOMBSTONE_KEEP_MS 600000   /* far tombstones outlive any page step by far */
 #define PRUNE_EVERY_MS 10000
 #define COUNTS_EVERY_MS 500
-#define REDIS_TIER_EVERY_MS 2000
+#define REDIS_TIER_EVERY_MS 10000 /* HVALS of every shard's counters: O(topics) for Redis */
 #define REQUESTS_MAX 256
 #define STOP_DEADLINE_MS 1000
 
