@@ -1,4 +1,4 @@
-"""Tiers (issue 13; shared/contract.md "Tiers"; notes/tiers-spec.md): Redis holds the near
+"""Tiers (issue 13; shared/contract.md "Tiers"; docs/architecture.md "Tiers"): Redis holds the near
 future only, MySQL the rest, and the pager moves far jobs into Redis before they come due.
 
 Real Redis and MariaDB (the harness's), one or two hourglassd instances per class:
