@@ -786,38 +786,115 @@ static void observe_bucket(long long jobs)
     atomic_fetch_add(&P.buckets, 1);
 }
 
-/* Page one shard up to the end of the bucket now + lead falls in. 0 / -1. */
-static int page_shard(MYSQL *db, redisContext *c, int shard, struct shard_view *v)
+/* Between two chunks of a pass, and once per tick: what must not wait for a whole pass —
+ * jobs a reschedule brought near (pager_page_now), the far counts /stats shows, the lag. */
+struct pass {
+    MYSQL *db;
+    redisContext *c;
+    const char *owned;
+    struct shard_view *views;
+    int64_t last_counts;
+};
+
+static void note_lag(const struct pass *p)
+{
+    const struct config *cfg = P.cfg;
+    int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
+    for (int s = 0; s < cfg->redis_shards; s++)
+        if (p->owned[s] && want - p->views[s].paged_through > lag)
+            lag = want - p->views[s].paged_through;
+    atomic_store(&P.lag_ms, lag);
+}
+
+static int between_chunks(struct pass *p)
+{
+    struct page_req req[REQUESTS_MAX];
+    pthread_mutex_lock(&P.mu);
+    int nreq = P.nreq;
+    memcpy(req, P.req, (size_t)nreq * sizeof req[0]);
+    P.nreq = 0;
+    pthread_mutex_unlock(&P.mu);
+    for (int i = 0; i < nreq; i++) {
+        char where[96];
+        int64_t last;
+        uint64_t last_id;
+        snprintf(where, sizeof where, "f.run_at = %lld AND f.id = %llu", (long long)req[i].run_at,
+                 (unsigned long long)req[i].id);
+        if (read_and_send(p->db, p->c, req[i].shard, where, 0, &last, &last_id) < 0)
+            return -1;
+    }
+    int64_t now = clock_unix_ms();
+    if (now - p->last_counts >= COUNTS_EVERY_MS) {
+        if (refresh_counts(p->db) < 0)
+            return -1;
+        p->last_counts = now;
+    }
+    note_lag(p);
+    return 0;
+}
+
+/* One pass: every owned shard up to the end of the bucket now + lead falls in, a chunk of each
+ * in turn (so one shard's big bucket does not hold up another's earlier jobs). 0 / -1. */
+static int page_pass(struct pass *p)
 {
     const struct config *cfg = P.cfg;
     int64_t bound = bucket_end(cfg, clock_unix_ms() + pager_lead_ms(cfg));
-    long long paged = atomic_load(&P.shard_paged[shard]);
-    if (bound != v->bound) {
-        if (paged > v->bucket_start)
-            observe_bucket(paged - v->bucket_start);
-        v->bound = bound;
-        v->bucket_start = paged;
-    }
-    char where[160];
-    snprintf(where, sizeof where, "f.run_at < %lld", (long long)bound);
-    for (;;) {
-        int64_t last = 0;
-        uint64_t last_id = 0;
-        int n = read_and_send(db, c, shard, where, bound, &last, &last_id);
-        if (n < 0)
-            return -1;
-        if (n < CHUNK || stopping()) {
-            if (drain_commits() < 0)
-                return -1;
-            if (n < CHUNK)
-                v->paged_through = bound;
-            return 0;
+    struct cursor {
+        int active;
+        int64_t run_at; /* after this key (the previous chunk's last, still uncommitted) */
+        uint64_t id;
+    } *cur = calloc((size_t)cfg->redis_shards, sizeof *cur);
+    if (cur == NULL)
+        return -1;
+    int nowned = 0;
+    for (int s = 0; s < cfg->redis_shards; s++) {
+        struct shard_view *v = &p->views[s];
+        if (!p->owned[s])
+            continue;
+        nowned++;
+        long long paged = atomic_load(&P.shard_paged[s]);
+        if (bound != v->bound) {
+            if (paged > v->bucket_start)
+                observe_bucket(paged - v->bucket_start);
+            v->bound = bound;
+            v->bucket_start = paged;
         }
-        v->paged_through = last;
-        /* the next chunk: after this one, whose rows stay in far_job until its commit */
-        snprintf(where, sizeof where, "f.run_at < %lld AND f.run_at >= %lld AND (f.run_at > %lld OR f.id > %llu)",
-                 (long long)bound, (long long)last, (long long)last, (unsigned long long)last_id);
+        cur[s].active = 1;
+        cur[s].run_at = INT64_MIN;
     }
+    atomic_store(&P.shards_paging, nowned);
+    int rc = 0;
+    for (int any = 1; any && rc == 0 && !stopping();) {
+        any = 0;
+        for (int s = 0; s < cfg->redis_shards && rc == 0; s++) {
+            if (!cur[s].active)
+                continue;
+            char where[160];
+            if (cur[s].run_at == INT64_MIN)
+                snprintf(where, sizeof where, "f.run_at < %lld", (long long)bound);
+            else
+                snprintf(where, sizeof where,
+                         "f.run_at < %lld AND f.run_at >= %lld AND (f.run_at > %lld OR f.id > %llu)", (long long)bound,
+                         (long long)cur[s].run_at, (long long)cur[s].run_at, (unsigned long long)cur[s].id);
+            int n = read_and_send(p->db, p->c, s, where, bound, &cur[s].run_at, &cur[s].id);
+            if (n < 0) {
+                rc = -1;
+                break;
+            }
+            if (n < CHUNK) {
+                cur[s].active = 0;
+                p->views[s].paged_through = bound; /* once its last chunk commits (drained below) */
+            } else {
+                p->views[s].paged_through = cur[s].run_at;
+                any = 1;
+            }
+            rc = between_chunks(p);
+        }
+    }
+    free(cur);
+    if (drain_commits() < 0)
+        rc = -1;
+    return rc;
 }
 
 static int prune_tombstones(redisContext *c, const char *owned)
@@ -894,33 +971,13 @@ static void *pager_main(void *unused)
             last_tier = now;
         }
         if (db && c && !failed) {
-            struct page_req req[REQUESTS_MAX];
             pthread_mutex_lock(&P.mu);
-            int nreq = P.nreq;
-            memcpy(req, P.req, (size_t)nreq * sizeof req[0]);
-            P.nreq = 0;
             memcpy(owned, P.owned, (size_t)cfg->redis_shards);
             pthread_mutex_unlock(&P.mu);
-            for (int i = 0; i < nreq && !failed; i++) {
-                char where[96];
-                int64_t last;
-                uint64_t last_id;
-                snprintf(where, sizeof where, "f.run_at = %lld AND f.id = %llu", (long long)req[i].run_at,
-                         (unsigned long long)req[i].id);
-                failed |= read_and_send(db, c, req[i].shard, where, 0, &last, &last_id) < 0 || drain_commits() < 0;
-            }
-            int nowned = 0;
-            int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
-            for (int s = 0; s < cfg->redis_shards && !failed; s++) {
-                if (!owned[s])
-                    continue;
-                nowned++;
-                failed |= page_shard(db, c, s, &views[s]) < 0;
-                if (want - views[s].paged_through > lag)
-                    lag = want - views[s].paged_through;
-            }
-            atomic_store(&P.shards_paging, nowned);
-            atomic_store(&P.lag_ms, lag);
+            struct pass p = {db, c, owned, views, last_counts};
+            failed |= page_pass(&p) < 0;
+            last_counts = p.last_counts;
+            note_lag(&p);
             if (!failed && now - last_prune >= PRUNE_EVERY_MS) {
                 failed |= prune_tombstones(c, owned) < 0;
                 last_prune = now;
