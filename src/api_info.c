@@ -6,6 +6,7 @@
 #include "doubt.h"
 #include "journal.h"
 #include "metrics.h"
+#include "pager.h"
 #include "rconn.h"
 #include "app.h"
 
@@ -100,37 +101,56 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
     sb_json_cstr(&sb, app->instance);
     sb_printf(&sb, ",\"startedAt\":%lld,\"uptimeMs\":%lld,\"workerId\":%d", (long long)app->started_unix_ms,
               (long long)(now - app->started_unix_ms), atomic_load(&app->worker_id));
-    int64_t total[4] = {0, 0, 0, 0};
-    int listed = 0;
+    /* Far jobs (MySQL only) are delayed jobs too: merged in by topic, both lists sorted by name. */
+    struct far_topic *far = NULL;
+    int nfar = pager_far_counts(&far);
+    if (nfar < 0)
+        nfar = 0;
+    int64_t total[5] = {0, 0, 0, 0, 0};
+    int listed = 0, ntopics = 0;
     const char *next = NULL, *last = NULL;
     sb_puts(&sb, ",\"topics\":{");
-    for (int i = 0; i < n; i++) { /* topics come sorted by name */
-        const struct topic_counts *t = &topics[i];
-        total[0] += t->delayed;
+    for (int i = 0, f = 0; i < n || f < nfar;) {
+        static const struct topic_counts none;
+        int c = i == n ? 1 : f == nfar ? -1 : strcmp(topics[i].topic, far[f].topic);
+        const struct topic_counts *t = c <= 0 ? &topics[i] : &none;
+        const char *name = c <= 0 ? topics[i].topic : far[f].topic;
+        int64_t nfarjobs = c >= 0 ? far[f].jobs : 0;
+        i += c <= 0;
+        f += c >= 0;
+        ntopics++;
+        total[0] += t->delayed + nfarjobs;
         total[1] += t->ready;
         total[2] += t->reserved;
         total[3] += t->dead;
-        if ((q->prefix_len && strncmp(t->topic, q->prefix, q->prefix_len) != 0) ||
-            (q->after && strcmp(t->topic, q->after) <= 0) || next)
+        total[4] += nfarjobs;
+        if ((q->prefix_len && strncmp(name, q->prefix, q->prefix_len) != 0) ||
+            (q->after && strcmp(name, q->after) <= 0) || next)
             continue;
         if (listed == q->limit) {
             next = last; /* more match: the next page starts after the last one listed */
             continue;
         }
-        last = t->topic;
+        last = name;
         if (listed++)
             sb_putc(&sb, ',');
-        sb_json_cstr(&sb, t->topic);
-        sb_printf(&sb, ":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}", (long long)t->delayed,
-                  (long long)t->ready, (long long)t->reserved, (long long)t->dead);
+        sb_json_cstr(&sb, name);
+        sb_printf(&sb, ":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld,\"far\":%lld}",
+                  (long long)(t->delayed + nfarjobs), (long long)t->ready, (long long)t->reserved, (long long)t->dead,
+                  (long long)nfarjobs);
     }
     sb_putc(&sb, '}');
     if (next) {
         sb_puts(&sb, ",\"next\":");
         sb_json_cstr(&sb, next);
     }
-    sb_printf(&sb, ",\"topicCount\":%d,\"totals\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}",
-              n, (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3]);
+    sb_printf(&sb,
+              ",\"topicCount\":%d,\"totals\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld,"
+              "\"far\":%lld}",
+              ntopics, (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3],
+              (long long)total[4]);
+    pager_stats_json(&app->cfg, &sb);
+    free(far);
     journal_json(&sb, app, outbox);
     if (app->keeper_stats_json)
         app->keeper_stats_json(app->keeper_stats_arg, &sb);
@@ -169,6 +189,7 @@ void api_metrics(struct request *r)
     metrics_gauge_set(MG_JOURNAL_BACKLOG, journal_backlog());
     metrics_render(&sb, r->ctx->app->instance);
     delivstats_render(&sb);
+    pager_metrics(&sb);
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);
 }

@@ -14,6 +14,7 @@
 #include "journal.h"
 #include "log.h"
 #include "outbox.h"
+#include "pager.h"
 #include "metrics.h"
 #include "app.h"
 
@@ -27,6 +28,15 @@ struct id_state {
     int shard;
     char who[STORE_WHO_MAX];
     struct jrec rec;       /* delete: the durable transition */
+    int64_t due;           /* reschedule: the new due time */
+    struct far_view {      /* the job's message row, when Redis lacks the job (it may be far) */
+        int found;         /* 1, 0 (no row), -1 (MySQL failed) */
+        int state;
+        unsigned ver;
+        int64_t run_at;
+        char topic[TOPIC_MAX + 1];
+        char biz[4 * BIZKEY_MAX + 1];
+    } far;
 };
 
 static void id_state_free(void *p)
@@ -189,6 +199,106 @@ void api_touch(struct request *r)
         respond_unavailable(r, "Redis");
 }
 
+/* ---- the far tier: a job MySQL alone holds (state 'far', due beyond the horizon) ----
+ * A by-id operation that finds nothing in Redis reads the message row on a pool thread; a far
+ * job is then changed in MySQL (JR_FAR_LEAVE / JR_FAR_MOVE, guarded on the row still being
+ * far: if the pager took it meanwhile, the change is a no-op there and the Redis step after it
+ * finds the job). */
+
+static void far_read_run(MYSQL *db, void *arg)
+{
+    struct id_state *st = arg;
+    struct far_view *f = &st->far;
+    f->found = -1;
+    if (db == NULL)
+        return;
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT state, version, run_at, topic, biz_key FROM message WHERE id = %llu",
+             (unsigned long long)st->id);
+    if (mysql_query(db, sql) != 0)
+        return;
+    MYSQL_RES *res = mysql_store_result(db);
+    mysql_commit(db);
+    if (res == NULL)
+        return;
+    MYSQL_ROW row = mysql_fetch_row(res);
+    f->found = row != NULL;
+    if (row) {
+        f->state = job_state_parse(row[0]);
+        f->ver = (unsigned)strtoul(row[1], NULL, 10);
+        f->run_at = strtoll(row[2], NULL, 10);
+        snprintf(f->topic, sizeof f->topic, "%s", row[3]);
+        snprintf(f->biz, sizeof f->biz, "%s", row[4] ? row[4] : "");
+    }
+    mysql_free_result(res);
+}
+
+/* Read the row, then `done` on the worker; 1 when it was submitted, 0 when answered (503). */
+static int far_lookup(struct id_state *st, dbtask_done_fn done)
+{
+    if (dbtask_submit(far_read_run, done, st->r->ctx->inbox, st) == 0)
+        return 1;
+    respond_unavailable(st->r, "MySQL");
+    return 0;
+}
+
+/* After far_lookup: 1 when the row is a far job; else answered (404 or 503). */
+static int far_found(struct id_state *st)
+{
+    if (st->far.found < 0) {
+        respond_unavailable(st->r, "MySQL");
+        return 0;
+    }
+    if (!st->far.found || st->far.state != JS_FAR) {
+        respond_error(st->r, 404, "not_found", "no live job with this id (unknown, finished or deleted)");
+        return 0;
+    }
+    return 1;
+}
+
+/* Submit st->rec (a far change) durably; `done` runs once committed. 0, or -1 when answered. */
+static int far_commit(struct id_state *st, int kind, int to, int64_t run_at, journal_done_fn done)
+{
+    struct request *r = st->r;
+    api_fill_jrec(&st->rec, r, st->id, st->shard, "jobs", JS_FAR, to, st->far.ver + 1, 0, run_at);
+    st->rec.kind = (uint8_t)kind;
+    if (journal_submit_sync(&st->rec, 1, r->ctx->inbox, done, st) == 0)
+        return 0;
+    respond_unavailable(r, "MySQL");
+    return -1;
+}
+
+static void on_far_deleted(const struct id_outcome *o, void *arg)
+{
+    struct id_state *st = arg;
+    if (o == NULL)
+        log_warn("delete: far job %llu is deleted in MySQL, but Redis did not take its tombstone; its bizKey "
+                 "entry may linger until /reStore", (unsigned long long)st->id);
+    metrics_transition(o && o->status == ID_OK ? o->from_state : JS_FAR, JS_DELETED, 1);
+    answer_state(st, "deleted", NULL, 0);
+}
+
+static void on_far_delete_committed(int ok, void *arg)
+{
+    struct id_state *st = arg;
+    if (!ok) {
+        respond_unavailable(st->r, "MySQL");
+        return;
+    }
+    /* Committed: the job is deleted whatever Redis says now (the pager, finding the row
+     * deleted, takes back anything it paged in from it). */
+    if (store_fardelete(&st->r->ctx->store, st->id, clock_unix_ms(), st->who, st->far.topic, st->far.biz,
+                        on_far_deleted, st) < 0)
+        on_far_deleted(NULL, st);
+}
+
+static void on_far_delete_read(void *arg)
+{
+    struct id_state *st = arg;
+    if (far_found(st))
+        far_commit(st, JR_FAR_LEAVE, JS_DELETED, st->far.run_at, on_far_delete_committed);
+}
+
 /* ---- delete: MySQL first ---- */
 
 static void on_deleted(const struct id_outcome *o, void *arg)
@@ -233,7 +343,7 @@ static void on_delete_checked(const struct job_view *v, void *arg)
         return;
     }
     if (!v->found) {
-        respond_error(r, 404, "not_found", "no live job with this id (unknown, finished or deleted)");
+        far_lookup(st, on_far_delete_read); /* a far job, or none */
         return;
     }
     api_fill_jrec(&st->rec, r, st->id, st->shard, "jobs", v->state, JS_DELETED, v->ver + 1, v->attempts, v->run_at);
@@ -258,9 +368,48 @@ void api_delete(struct request *r)
 
 /* ---- reschedule ---- */
 
+static void on_far_rescheduled(const struct id_outcome *o, void *arg)
+{
+    struct id_state *st = arg;
+    if (o == NULL) {
+        respond_unavailable(st->r, "Redis");
+        return;
+    }
+    /* OK: the pager had taken the job into Redis just before, and it is rescheduled there;
+     * MISSING: it is far, at its new due time (paged in at once when that is near) */
+    metrics_transition(JS_FAR, o->status == ID_OK ? o->state : JS_FAR, 1);
+    answer_state(st, NULL, "runAt", st->due);
+}
+
+static void on_far_moved(int ok, void *arg)
+{
+    struct id_state *st = arg;
+    if (!ok) {
+        respond_unavailable(st->r, "MySQL");
+        return;
+    }
+    const struct config *cfg = &st->r->ctx->app->cfg;
+    int64_t now = clock_unix_ms();
+    if (cfg->horizon == 0 || st->due <= now + cfg->horizon)
+        pager_page_now(st->shard, st->due, st->id);
+    if (store_reschedule(&st->r->ctx->store, st->id, now, st->due, st->who, on_far_rescheduled, st) < 0)
+        respond_unavailable(st->r, "Redis");
+}
+
+static void on_far_reschedule_read(void *arg)
+{
+    struct id_state *st = arg;
+    if (far_found(st))
+        far_commit(st, JR_FAR_MOVE, JS_FAR, st->due, on_far_moved);
+}
+
 static void on_rescheduled(const struct id_outcome *o, void *arg)
 {
     struct id_state *st = arg;
+    if (o && o->status == ID_MISSING) {
+        far_lookup(st, on_far_reschedule_read); /* a far job, or none */
+        return;
+    }
     if (o && o->status == ID_WRONG_STATE) {
         respond_error(st->r, 409, "conflict", "the job is %s; only delayed or ready jobs can be rescheduled",
                       job_state_name(o->state));
@@ -292,6 +441,7 @@ void api_reschedule(struct request *r)
         return;
     }
     int64_t due = has_delay ? now + delay : (run_at < now ? now : run_at);
+    st->due = due;
     if (store_reschedule(&r->ctx->store, st->id, now, due, st->who, on_rescheduled, st) < 0)
         respond_unavailable(r, "Redis");
 }
@@ -333,7 +483,8 @@ static void inspect_run(MYSQL *db, void *arg)
         MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
         unsigned long *len = row ? mysql_fetch_lengths(res) : NULL;
         if (row) {
-            struct job_json j = {.id = st->id, .topic = row[0], .topic_len = len[0], .state = row[1],
+            int far = strcmp(row[1], "far") == 0; /* the API knows it as delayed, in the MySQL tier */
+            struct job_json j = {.id = st->id, .topic = row[0], .topic_len = len[0], .state = far ? "delayed" : row[1],
                                  .body = row[2], .body_len = len[2], .priority = strtoll(row[3], NULL, 10),
                                  .ttr = strtoll(row[4], NULL, 10), .tries = strtoll(row[5], NULL, 10),
                                  .attempt = strtoll(row[6], NULL, 10), .run_at = strtoll(row[7], NULL, 10),
@@ -341,6 +492,8 @@ static void inspect_run(MYSQL *db, void *arg)
                                  .biz_len = row[9] ? len[9] : 0, .has_backoff = row[10] != NULL,
                                  .backoff = row[10] ? strtoll(row[10], NULL, 10) : 0};
             api_json_job_open(&st->job, &j);
+            if (far)
+                sb_puts(&st->job, ",\"tier\":\"mysql\"");
         }
         if (res)
             mysql_free_result(res);

@@ -79,8 +79,24 @@ static void journal_abort(struct request *r, const struct job_spec *j, int from)
     struct jrec rec;
     api_fill_jrec(&rec, r, j->id, j->shard, "jobs", from, JS_ABORTED, 2, 0, j->run_at);
     rec.force = 1;
+    if (from == JS_FAR)
+        rec.kind = JR_FAR_LEAVE; /* its far_job and far_biz rows go too */
     journal_submit(&rec, 1);
     metrics_transition(from, JS_ABORTED, 1);
+}
+
+/* A far job that held the bizKey a push replaced (push.lua gave the key to the new job): its
+ * row is deleted, unless the pager took it into Redis meanwhile (then the pager finds its key
+ * held by the new job and deletes it itself: pager.c). */
+static void journal_far_replaced(struct request *r, uint64_t holder, uint64_t by)
+{
+    struct jrec rec;
+    api_fill_jrec(&rec, r, holder, id_shard(holder, r->ctx->app->cfg.redis_shards), "jobs", JS_FAR, JS_DELETED, 0,
+                  0, 0);
+    snprintf(rec.actor, sizeof rec.actor, "push: bizKey replaced by %llu", (unsigned long long)by);
+    rec.kind = JR_FAR_LEAVE;
+    journal_submit(&rec, 1);
+    metrics_transition(JS_FAR, JS_DELETED, 1);
 }
 
 /* 503 for a push Redis did not take. Jobs whose call was sent but not answered may have been
@@ -129,7 +145,7 @@ static void finish_push(struct push_state *st)
     for (int i = 0; i < st->n; i++) {
         struct job_spec *j = &st->jobs[i];
         const struct push_outcome *o = &st->outcomes[i];
-        int first = job_initial_state(j, st->now);
+        int first = j->far ? JS_FAR : job_initial_state(j, st->now);
         if (st->failed[i] && st->in_doubt[i]) {
             doubt_push(j->id); /* the reconciler looks it up in Redis, persisted across a crash */
             nfailed++;
@@ -146,6 +162,10 @@ static void finish_push(struct push_state *st)
         switch (o->code) {
         case PUSHED_NEW:
             metrics_inc(MC_JOBS_PUSHED, 1);
+            if (o->far_replaced) {
+                journal_far_replaced(r, o->far_replaced, j->id);
+                metrics_inc(MC_JOBS_REPLACED, 1);
+            }
             break;
         case PUSHED_DUP:
             metrics_inc(MC_JOBS_DUPLICATE, 1);
@@ -181,7 +201,7 @@ static void finish_push(struct push_state *st)
         sb_json_int(&sb, o->run_at);
         if (o->code == PUSHED_DUP)
             sb_puts(&sb, ",\"duplicate\":true");
-        if (o->code == PUSHED_REPLACED)
+        if (o->code == PUSHED_REPLACED || (o->code == PUSHED_NEW && o->far_replaced))
             sb_puts(&sb, ",\"duplicate\":true,\"replaced\":true");
         sb_putc(&sb, '}');
     } else {
@@ -197,7 +217,9 @@ static void finish_push(struct push_state *st)
         for (int l = 0; l < 3; l++) {
             int any = 0;
             for (int i = 0; i < st->n; i++) {
-                if (st->outcomes[i].code != codes[l])
+                int far_replaced = codes[l] == PUSHED_REPLACED && st->outcomes[i].code == PUSHED_NEW &&
+                                   st->outcomes[i].far_replaced;
+                if (st->outcomes[i].code != codes[l] && !far_replaced)
                     continue;
                 if (any)
                     sb_putc(&sb, ',');
@@ -363,6 +385,13 @@ static void on_committed(int ok, void *arg)
     struct push_batch *p = batch_of(st->r->ctx);
     st->calls_pending = 0;
     for (int i = 0; i < st->n; i++) {
+        const struct job_spec *j = &st->jobs[i];
+        if (j->far && j->biz_key == NULL) {
+            /* committed: that is all a far job needs (the pager brings it to Redis) */
+            st->outcomes[i] = (struct push_outcome){
+                .code = PUSHED_NEW, .id = j->id, .run_at = j->run_at, .ver = 1, .state = JS_FAR};
+            continue;
+        }
         int rc = p ? queue_job(p, st, i) : -1;
         if (rc < 0)
             st->failed[i] = 1; /* not sent: certainly not in Redis */
@@ -423,12 +452,15 @@ void api_push(struct request *r)
     for (int i = 0; i < st->n; i++) {
         struct job_spec *j = &st->jobs[i];
         j->shard = topic_shard(j->topic, j->topic_len, app->cfg.redis_shards);
+        /* Tiers: beyond the horizon, MySQL alone holds the job until the pager pages it in. */
+        j->far = app->cfg.horizon > 0 && j->run_at > st->now + app->cfg.horizon;
         if (idgen_next(&app->ids, j->shard, st->now, &j->id) < 0) {
             respond_unavailable(r, "the id generator (no worker id held yet)");
             return;
         }
         struct jrec *rec = &st->recs[i];
-        api_fill_jrec(rec, r, j->id, j->shard, "jobs", JS_NONE, job_initial_state(j, st->now), 1, 0, j->run_at);
+        api_fill_jrec(rec, r, j->id, j->shard, "jobs", JS_NONE, j->far ? JS_FAR : job_initial_state(j, st->now), 1,
+                      0, j->run_at);
         rec->kind = JR_INSERT;
         rec->at = st->now;
         rec->job = j;

@@ -171,6 +171,7 @@ void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, 
     memset(rec, 0, sizeof *rec);
     rec->kind = JR_TRANSITION;
     rec->id = id;
+    rec->shard = (uint16_t)shard;
     rec->from = (uint8_t)from;
     rec->to = (uint8_t)to;
     rec->ver = ver;

@@ -281,7 +281,7 @@ static int read_jobs(redisContext *c, const struct config *cfg, const struct ent
 }
 
 /* Mark the rows of pushes[0..n) aborted when they are still live at version 1. */
-static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long long *aborted)
+static int abort_pushes(MYSQL *db, int shards, const uint64_t *ids, size_t n, unsigned long long *aborted)
 {
     int64_t now = clock_unix_ms();
     struct sbuf in = SBUF_INIT, sql = SBUF_INIT;
@@ -292,7 +292,18 @@ static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long 
     }
     /* the pool's connections run one statement per round trip: a transaction of two */
     static const char begin[] = "START TRANSACTION";
-    static const char live[] = " AND version = 1 AND state IN ('delayed','ready','reserved') AND id IN (";
+    static const char live[] = " AND version = 1 AND state IN ('delayed','ready','reserved','far') AND id IN (";
+    /* A far job's row has companions (far_job, far_biz, its count): they go with it, first. */
+    struct sbuf far = SBUF_INIT, farcount = SBUF_INIT, farbiz = SBUF_INIT;
+    sb_printf(&far, "DELETE f FROM message m JOIN far_job f ON f.shard = (m.id & 4095) MOD %d AND f.run_at = m.run_at "
+                    "AND f.id = m.id WHERE m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)",
+              shards, (int)in.len, in.data ? in.data : "");
+    sb_printf(&farcount, "UPDATE far_count c SET jobs = jobs - (SELECT COUNT(*) FROM message m WHERE m.topic = c.topic "
+                         "AND m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)) WHERE topic IN (SELECT topic FROM "
+                         "message WHERE version = 1 AND state = 'far' AND id IN (%.*s))",
+              (int)in.len, in.data ? in.data : "", (int)in.len, in.data ? in.data : "");
+    sb_printf(&farbiz, "DELETE b FROM message m JOIN far_biz b ON b.id = m.id WHERE m.version = 1 AND m.state = 'far' "
+                       "AND m.id IN (%.*s)", (int)in.len, in.data ? in.data : "");
     struct sbuf upd = SBUF_INIT;
     sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, state, 'aborted', ");
     sb_json_int(&sql, now);
@@ -308,9 +319,15 @@ static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long 
     sb_puts(&upd, live);
     sb_put(&upd, in.data, in.len);
     sb_putc(&upd, ')');
-    int rc = sql.oom || in.oom || upd.oom ? -1 : db_exec(db, begin, sizeof begin - 1);
+    int rc = sql.oom || in.oom || upd.oom || far.oom || farcount.oom || farbiz.oom ? -1 : db_exec(db, begin, sizeof begin - 1);
     if (rc == 0)
         rc = db_exec(db, sql.data, sql.len);
+    if (rc == 0)
+        rc = db_exec(db, far.data, far.len);
+    if (rc == 0)
+        rc = db_exec(db, farbiz.data, farbiz.len);
+    if (rc == 0)
+        rc = db_exec(db, farcount.data, farcount.len);
     if (rc == 0 && (rc = db_exec(db, upd.data, upd.len)) == 0)
         *aborted = mysql_affected_rows(db);
     if (rc == 0 && db_commit(db) < 0)
@@ -322,6 +339,9 @@ static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long 
     sb_free(&in);
     sb_free(&sql);
     sb_free(&upd);
+    sb_free(&far);
+    sb_free(&farcount);
+    sb_free(&farbiz);
     return rc;
 }
 
@@ -388,7 +408,8 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
     }
     size_t naborts = 0, ndels = 0;
     for (size_t i = 0; i < n; i++) {
-        int live = rows[i].state == JS_DELAYED || rows[i].state == JS_READY || rows[i].state == JS_RESERVED;
+        int live = rows[i].state == JS_DELAYED || rows[i].state == JS_READY || rows[i].state == JS_RESERVED ||
+                   rows[i].state == JS_FAR;
         if (e[i].kind == 'P' && live && rows[i].ver == 1 && jobs[i].state == JS_NONE)
             aborts[naborts++] = e[i].id;
         if (e[i].kind == 'D' && rows[i].state == JS_DELETED && rows[i].ver == e[i].ver + 1 &&
@@ -397,7 +418,7 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
     }
     unsigned long long aborted = 0;
     long deleted = 0;
-    int rc = naborts ? abort_pushes(db, aborts, naborts, &aborted) : 0;
+    int rc = naborts ? abort_pushes(db, cfg->redis_shards, aborts, naborts, &aborted) : 0;
     if (rc == 0 && ndels)
         rc = delete_in_redis(c, cfg, dels, ndels, &deleted);
     redisFree(c);

@@ -57,6 +57,7 @@ struct job_spec {
     /* filled by the caller */
     uint64_t id;
     int shard;
+    int far;             /* due beyond [queue] horizon: MySQL alone holds it (JS_FAR) */
 };
 
 enum push_parse_result { PUSH_OK = 0, PUSH_BAD = -1, PUSH_TOO_MANY = -2, PUSH_NOMEM = -3 };

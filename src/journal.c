@@ -246,6 +246,11 @@ static int send_script(void *db, const char *sql, size_t len)
     return db_exec_script(db, sql, len, NULL);
 }
 
+static int is_far_change(const struct jrec *r)
+{
+    return r->kind == JR_FAR_LEAVE || r->kind == JR_FAR_MOVE;
+}
+
 /* Write durable groups and batched records in one transaction. 0 = committed; on failure
  * *lost_connection tells whether the connection broke (retry) or the server refused it. */
 static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_t nrecs, const char *instance,
@@ -256,7 +261,9 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
     size_t nupdates = 0, cap = nrecs;
     for (struct jsync *g = groups; g; g = g->next)
         cap += (size_t)g->n;
-    const struct jrec **updates = malloc((cap ? cap : 1) * sizeof *updates);
+    const struct jrec **updates = malloc((cap ? cap : 1) * 3 * sizeof *updates);
+    const struct jrec **far_inserts = updates + (cap ? cap : 1), **far_changes = far_inserts + (cap ? cap : 1);
+    size_t ninserts = 0, nchanges = 0;
     int rc = -1;
     if (updates == NULL)
         goto out;
@@ -267,17 +274,34 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
                 goto out;
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
-            if (jsql_transition_row(&b, &g->recs[i], instance) < 0)
+            const struct jrec *r = &g->recs[i];
+            if (is_far_change(r)) {
+                far_changes[nchanges++] = r;
+                continue;
+            }
+            if (jsql_transition_row(&b, r, instance) < 0)
                 goto out;
-            if (g->recs[i].kind != JR_INSERT)
-                updates[nupdates++] = &g->recs[i];
+            if (r->kind != JR_INSERT)
+                updates[nupdates++] = r;
+            else if (r->to == JS_FAR)
+                far_inserts[ninserts++] = r;
         }
     for (size_t i = 0; i < nrecs; i++) {
+        if (is_far_change(&recs[i])) {
+            far_changes[nchanges++] = &recs[i];
+            continue;
+        }
         if (jsql_transition_row(&b, &recs[i], instance) < 0)
             goto out;
         updates[nupdates++] = &recs[i];
     }
-    if (jsql_update_messages(&b, updates, nupdates) < 0 || jsql_send(&b) < 0)
+    if (jsql_update_messages(&b, updates, nupdates) < 0 || jsql_far_inserts(&b, far_inserts, ninserts) < 0)
+        goto out;
+    for (size_t k = 0; k < nchanges; k++)
+        if (jsql_far_change(&b, far_changes[k], k, instance) < 0)
+            goto out;
+    if (jsql_far_counts(&b, far_inserts, ninserts) < 0 || jsql_far_leave_counts(&b, far_changes, nchanges) < 0 ||
+        jsql_send(&b) < 0)
         goto out;
     /* COMMIT on its own, only once every statement succeeded: sent inside the script it would
      * run even after we gave up on a hung server (the script waits in its socket), committing

@@ -10,6 +10,10 @@ static const char MESSAGE_HEAD[] = "INSERT INTO message (" MESSAGE_COLUMNS ") VA
 /* IGNORE: a transition is unique per (job, version, state); an outbox entry read twice (a
  * journal that died before acknowledging it) is written once */
 static const char TRANSITION_HEAD[] = "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES ";
+static const char FARJOB_HEAD[] = "INSERT INTO far_job (shard,run_at,id) VALUES ";
+static const char FARBIZ_HEAD[] = "INSERT INTO far_biz (id,topic,biz_key,run_at) VALUES ";
+static const char FARCOUNT_HEAD[] = "INSERT INTO far_count (topic,jobs) VALUES ";
+static const char FARCOUNT_TAIL[] = " ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs)";
 static const char UPDATE_HEAD[] =
     "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES ";
 
@@ -26,6 +30,8 @@ void jsql_free(struct jsql *b)
 
 static void close_insert(struct jsql *b)
 {
+    if (b->rows > 0 && b->head == FARCOUNT_HEAD)
+        sb_puts(&b->sql, FARCOUNT_TAIL);
     if (b->rows > 0)
         sb_putc(&b->sql, ';');
     b->head = NULL;
@@ -217,6 +223,116 @@ int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
         sb_printf(&b->sql, " WHERE id = %llu AND version = %u;", (unsigned long long)r->id, r->ver);
     }
     return statement_boundary(b);
+}
+
+/* ---- the far tier ---- */
+
+int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct jrec *r = recs[i];
+        if (begin_row(b, FARJOB_HEAD) < 0)
+            return -1;
+        sb_printf(&b->sql, "%u,", r->shard);
+        sb_json_int(&b->sql, r->job->run_at);
+        sb_putc(&b->sql, ',');
+        sb_json_uint(&b->sql, r->id);
+        sb_putc(&b->sql, ')');
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct jrec *r = recs[i];
+        const struct job_spec *j = r->job;
+        if (j->biz_key == NULL)
+            continue;
+        if (begin_row(b, FARBIZ_HEAD) < 0)
+            return -1;
+        sb_json_uint(&b->sql, r->id);
+        sb_putc(&b->sql, ',');
+        db_quote(b->db, &b->sql, j->topic, j->topic_len);
+        sb_putc(&b->sql, ',');
+        db_quote(b->db, &b->sql, j->biz_key, j->biz_len);
+        sb_putc(&b->sql, ',');
+        sb_json_int(&b->sql, j->run_at);
+        sb_putc(&b->sql, ')');
+    }
+    return 0;
+}
+
+int jsql_far_counts(struct jsql *b, const struct jrec *const *recs, size_t n)
+{
+    /* one row per run of a topic (a push's jobs usually share one) */
+    for (size_t i = 0; i < n;) {
+        const struct job_spec *j = recs[i]->job;
+        size_t k = i + 1;
+        while (k < n && recs[k]->job->topic_len == j->topic_len &&
+               memcmp(recs[k]->job->topic, j->topic, j->topic_len) == 0)
+            k++;
+        if (begin_row(b, FARCOUNT_HEAD) < 0)
+            return -1;
+        db_quote(b->db, &b->sql, j->topic, j->topic_len);
+        sb_printf(&b->sql, ",%zu)", k - i);
+        i = k;
+    }
+    return 0;
+}
+
+/* A far job's change, guarded on its row still being 'far'. The row is locked first (the
+ * order every writer of these tables keeps: message, far_job, far_count), its due time and
+ * topic kept in @far_run_<k> and @far_topic_<k> for the statements after, and for
+ * jsql_far_leave_counts at the end of the script. */
+int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance)
+{
+    char id[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)r->id);
+    if (statement_boundary(b) < 0)
+        return -1;
+    struct sbuf *q = &b->sql;
+    sb_printf(q, "SET @far_run_%zu = NULL, @far_topic_%zu = NULL;", k, k);
+    sb_printf(q, "SELECT run_at, topic INTO @far_run_%zu, @far_topic_%zu FROM message WHERE id = %s AND state = 'far' "
+                 "FOR UPDATE;", k, k, id);
+    sb_puts(q, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', ");
+    put_state(q, r->to);
+    sb_putc(q, ',');
+    sb_json_int(q, r->at);
+    sb_putc(q, ',');
+    put_field(b, r->actor, sizeof r->actor);
+    sb_putc(q, ',');
+    put_field(b, r->host, sizeof r->host);
+    sb_putc(q, ',');
+    put_field(b, r->instance[0] ? r->instance : instance, sizeof r->instance);
+    sb_printf(q, ", attempts FROM message WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
+    sb_printf(q, "DELETE FROM far_job WHERE shard = %u AND run_at = @far_run_%zu AND id = %s;", r->shard, k, id);
+    if (r->kind == JR_FAR_MOVE) {
+        sb_printf(q, "INSERT INTO far_job (shard,run_at,id) SELECT %u, ", r->shard);
+        sb_json_int(q, r->run_at);
+        sb_printf(q, ", %s FROM DUAL WHERE @far_run_%zu IS NOT NULL;", id, k);
+        sb_puts(q, "UPDATE far_biz SET run_at = ");
+        sb_json_int(q, r->run_at);
+        sb_printf(q, " WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
+        sb_puts(q, "UPDATE message SET run_at = ");
+        sb_json_int(q, r->run_at);
+        sb_puts(q, ", version = version + 1, updated_at = ");
+    } else {
+        sb_printf(q, "DELETE FROM far_biz WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
+        sb_puts(q, "UPDATE message SET state = ");
+        put_state(q, r->to);
+        sb_puts(q, ", version = version + 1, updated_at = ");
+    }
+    sb_json_int(q, r->at);
+    sb_printf(q, " WHERE id = %s AND state = 'far';", id);
+    return 0;
+}
+
+int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (changes[k]->kind != JR_FAR_LEAVE)
+            continue;
+        if (statement_boundary(b) < 0)
+            return -1;
+        sb_printf(&b->sql, "UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_%zu;", k);
+    }
+    return 0;
 }
 
 void jsql_record_json(struct sbuf *sb, const struct jrec *r)

@@ -12,6 +12,11 @@ enum jrec_kind {
     JR_INSERT = 1,     /* new message row + its first transition; job borrowed (durable only) */
     JR_TRANSITION = 2, /* transition row + message state/attempts/run_at update */
     JR_REPLACE = 3,    /* like a transition, and the row takes the replacement's body/priority/ttr/tries */
+    /* A far job (state 'far', MySQL only) changed outside Redis. Guarded in SQL on the row still
+     * being 'far' (so a job the pager took meanwhile is left alone, and writing twice is
+     * harmless); its version is the row's + 1, whatever `ver` says. */
+    JR_FAR_LEAVE = 4,  /* far -> `to` (deleted, aborted): its far_job, far_biz rows go, far_count - 1 */
+    JR_FAR_MOVE = 5,   /* far -> far due at `run_at`: its far_job (and far_biz) row re-keyed */
 };
 
 #define JREC_ACTOR_MAX 96
@@ -21,6 +26,7 @@ struct jrec {
     uint8_t kind;
     uint8_t from, to; /* job states (job.h); from = JS_NONE for a new job */
     uint8_t force;    /* apply to the message row even if its version is not older (delete, abort) */
+    uint16_t shard;   /* the job's shard (far_job rows are keyed by it) */
     uint32_t ver;     /* job version after this change */
     uint32_t attempts;
     uint64_t id;

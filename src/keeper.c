@@ -11,6 +11,7 @@
 #include "journal.h"
 #include "layout.h"
 #include "log.h"
+#include "pager.h"
 #include "metrics.h"
 #include "mover.h"
 #include "pubsub.h"
@@ -117,6 +118,7 @@ static void on_owned(const char *owned, int shards, void *arg)
 {
     struct keeper *k = arg;
     mover_set_owned(k->mover, owned, shards);
+    pager_set_owned(owned, shards); /* the pager pages the shards the mover moves */
 }
 
 static void on_wake(int shard, int64_t due, void *arg)

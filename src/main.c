@@ -20,6 +20,7 @@
 #include "fault.h"
 #include "journal.h"
 #include "log.h"
+#include "pager.h"
 #include "keeper.h"
 #include "layout.h"
 #include "outbox.h"
@@ -380,6 +381,10 @@ int main(int argc, char **argv)
     free(listen_fds); /* each worker owns its own now */
     if ((ws.deliver = deliver_start(&app)) == NULL)
         return 1;
+    if (pager_start(&app) < 0) {
+        log_error("cannot start the pager thread");
+        return 1;
+    }
     struct keeper *keeper = keeper_start(&app, notify_workers, &ws);
     if (keeper == NULL)
         return 1;
@@ -407,6 +412,7 @@ int main(int argc, char **argv)
         worker_close_redis(ws.w[i]);
     app.keeper_stats_json = NULL; /* every worker has stopped: nothing asks for it any more */
     keeper_stop(keeper); /* no more ready notifications reach the delivery thread */
+    pager_stop();        /* a page step in progress ends; what it did not commit is paged again */
     /* deliveries in flight get a moment to finish and write their outcomes (the journal and
      * the outbox still run); what is left is delivered again after its lease */
     deliver_stop(ws.deliver, DELIVER_STOP_WAIT_MS);

@@ -85,7 +85,7 @@ static const int statuses[] = {200, 204, 400, 401, 403, 404, 405, 409, 413, 429,
 static _Atomic uint64_t http_count[EP_COUNT][NSTATUS + 1];
 static struct hist http_latency[EP_COUNT];
 
-static _Atomic uint64_t transitions[JS_ABORTED + 1][JS_ABORTED + 1];
+static _Atomic uint64_t transitions[JS_FAR + 1][JS_FAR + 1];
 
 static _Atomic uint64_t redis_errors[RCAUSE_COUNT];
 
@@ -173,7 +173,7 @@ void metrics_http(enum endpoint ep, int status, int64_t duration_us)
 
 void metrics_transition(int from_state, int to_state, uint64_t n)
 {
-    if (from_state < 0 || from_state > JS_ABORTED || to_state < 0 || to_state > JS_ABORTED)
+    if (from_state < 0 || from_state > JS_FAR || to_state < 0 || to_state > JS_FAR)
         return;
     atomic_fetch_add_explicit(&transitions[from_state][to_state], n, memory_order_relaxed);
 }
@@ -251,8 +251,8 @@ void metrics_render(struct sbuf *out, const char *instance)
 
     sb_puts(out, "# HELP hourglass_transitions_total job state changes\n"
                  "# TYPE hourglass_transitions_total counter\n");
-    for (int f = 0; f <= JS_ABORTED; f++)
-        for (int t = 0; t <= JS_ABORTED; t++) {
+    for (int f = 0; f <= JS_FAR; f++)
+        for (int t = 0; t <= JS_FAR; t++) {
             uint64_t v = atomic_load_explicit(&transitions[f][t], memory_order_relaxed);
             if (v)
                 sb_printf(out, "hourglass_transitions_total{from=\"%s\",to=\"%s\"} %llu\n",

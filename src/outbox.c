@@ -252,7 +252,7 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
     long long run_at, at;
     memset(r, 0, sizeof *r);
     if (sscanf(t->str, "%12s %d %d %u %u %lld %lld %15s", idkey, &from, &to, &ver, &att, &run_at, &at, key) != 8 ||
-        id_from_key(idkey, strlen(idkey), &r->id) < 0 || from < 0 || from > JS_ABORTED || to < 0 || to > JS_ABORTED)
+        id_from_key(idkey, strlen(idkey), &r->id) < 0 || from < 0 || from > JS_FAR || to < 0 || to > JS_FAR)
         return -1;
     r->kind = JR_TRANSITION;
     r->from = (uint8_t)from;

@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "outbox.h"
 #include "rcodec.h"
+#include "reinsert.h"
 #include "rsync.h"
 
 #include <pthread.h>
@@ -37,100 +38,8 @@
 
 static atomic_int restore_running;
 
-enum outcome { OUT_RESTORED, OUT_PRESENT, OUT_GONE, OUT_BIZHELD, OUT_EXPIRED, OUT_FAILED };
-
-/* One message row, as read from MySQL (pointers into the MYSQL_RES). */
-struct row {
-    uint64_t id;
-    const char *topic, *biz, *body;
-    unsigned long topic_len, biz_len, body_len;
-    int64_t run_at, ttr;
-    int priority, tries, attempts;
-    unsigned ver;
-    int state;
-    int64_t backoff; /* -1: the topic's */
-};
-
-static const char SELECT_COLUMNS[] =
-    "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state, backoff";
-
-static void read_row(MYSQL_ROW m, unsigned long *len, struct row *r)
-{
-    r->id = strtoull(m[0], NULL, 10);
-    r->topic = m[1];
-    r->topic_len = len[1];
-    r->biz = m[2] ? m[2] : "";
-    r->biz_len = m[2] ? len[2] : 0;
-    r->body = m[3];
-    r->body_len = len[3];
-    r->run_at = strtoll(m[4], NULL, 10);
-    r->priority = atoi(m[5]);
-    r->ttr = strtoll(m[6], NULL, 10);
-    r->tries = atoi(m[7]);
-    r->attempts = atoi(m[8]);
-    r->ver = (unsigned)strtoul(m[9], NULL, 10);
-    r->state = job_state_parse(m[10]);
-    r->backoff = m[11] ? strtoll(m[11], NULL, 10) : -1;
-}
-
-/* Queue one restore.lua call for rows[0..n) (all on `shard`). */
-static int append_restore(redisContext *c, const struct config *cfg, int shard, struct row **rows, int n, int64_t now,
-                          int expire, const char *who)
-{
-    struct rargv b;
-    int rc = -1;
-    if (rargv_init(&b, 8 + 12 * n, 3 + 9 * n, n) == 0) {
-        rargv_key(&b, cfg->redis_prefix, shard, "jobs");
-        rargv_int(&b, now);
-        rargv_int(&b, expire);
-        rargv_str(&b, who, strlen(who));
-        rargv_int(&b, n);
-        for (int i = 0; i < n; i++) {
-            const struct row *r = rows[i];
-            rargv_id(&b, r->id);
-            rargv_str(&b, r->topic, r->topic_len);
-            rargv_str(&b, r->body, r->body_len);
-            rargv_int(&b, r->run_at);
-            rargv_int(&b, r->priority);
-            rargv_int(&b, r->ttr);
-            rargv_int(&b, r->tries);
-            rargv_str(&b, r->biz, r->biz_len);
-            rargv_int(&b, r->attempts);
-            rargv_int(&b, r->ver);
-            rargv_int(&b, r->state);
-            if (r->backoff >= 0)
-                rargv_int(&b, r->backoff);
-            else
-                rargv_str(&b, "", 0);
-        }
-        rc = rsync_append_eval(c, SCRIPT_RESTORE, b.argc, b.argv, b.lens);
-    }
-    rargv_free(&b);
-    return rc;
-}
-
-/* Map restore.lua's answer for one job; on OUT_RESTORED also its new state and version. */
-static enum outcome read_outcome(const redisReply *e, int *state, unsigned *ver)
-{
-    if (!rreply_is_array(e, 1))
-        return OUT_FAILED;
-    if (rreply_is(e, 0, "restored") && e->elements >= 3) {
-        *state = (int)rreply_int(e, 1);
-        *ver = (unsigned)rreply_int(e, 2);
-        return OUT_RESTORED;
-    }
-    static const struct {
-        const char *word;
-        enum outcome out;
-    } words[] = {{"present", OUT_PRESENT}, {"gone", OUT_GONE}, {"bizheld", OUT_BIZHELD}, {"expired", OUT_EXPIRED}};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (rreply_is(e, 0, words[i].word))
-            return words[i].out;
-    return OUT_FAILED;
-}
-
 /* restore.lua / requeue.lua logged the transition in the outbox; count it here. */
-static void count_restored(const struct row *r, int to)
+static void count_restored(const struct mrow *r, int to)
 {
     metrics_transition(r->state > 0 ? r->state : JS_NONE, to, 1);
 }
@@ -255,6 +164,7 @@ struct restore_all {
     int64_t started_ms;
     char who[STORE_WHO_MAX];
     long scanned, restored, present, expired_skipped, gone, biz_held, misplaced;
+    long far_biz; /* bizKeys of far jobs put back (farbiz.lua) */
     long checked, aligned, removed; /* the other way: jobs Redis held, compared with MySQL */
     const char *unavailable; /* "MySQL" / "Redis" when it could not finish */
 };
@@ -457,7 +367,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
      * 48 s; a range scan makes each page ~6 ms whatever its position) */
     snprintf(sql, sizeof sql,
              "SELECT %s FROM message FORCE INDEX (idx_state_id) WHERE state = '%s' AND id > %llu ORDER BY id LIMIT %d",
-             SELECT_COLUMNS, state, (unsigned long long)*after, PAGE_ROWS);
+             MROW_COLUMNS, state, (unsigned long long)*after, PAGE_ROWS);
     if (mysql_query(db, sql) != 0) {
         log_warn("restore: %s", mysql_error(db));
         ra->unavailable = "MySQL";
@@ -469,8 +379,8 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
         return -1;
     }
     int n = (int)mysql_num_rows(res);
-    struct row *rows = calloc((size_t)(n ? n : 1), sizeof *rows);
-    struct row **by_shard = calloc((size_t)(n ? n : 1), sizeof *by_shard);
+    struct mrow *rows = calloc((size_t)(n ? n : 1), sizeof *rows);
+    struct mrow **by_shard = calloc((size_t)(n ? n : 1), sizeof *by_shard);
     int *shard_of = calloc((size_t)(n ? n : 1), sizeof *shard_of);
     int rc = n;
     if (!rows || !by_shard || !shard_of) {
@@ -482,7 +392,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
     int take = 0;
     for (int i = 0; i < n; i++) {
         MYSQL_ROW m = mysql_fetch_row(res);
-        read_row(m, mysql_fetch_lengths(res), &rows[i]);
+        mrow_read(m, mysql_fetch_lengths(res), &rows[i]);
         *after = rows[i].id;
         ra->scanned++;
         shard_of[i] = -1;
@@ -507,7 +417,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
                 by_shard[k++] = &rows[i];
         if (k == 0)
             continue;
-        if (append_restore(c, cfg, s, by_shard, k, now, ra->expire, ra->who) < 0) {
+        if (reinsert_append(c, cfg, s, by_shard, k, now, ra->expire, ra->who) < 0) {
             rc = -1;
             ra->unavailable = "memory";
             goto out;
@@ -530,7 +440,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
                 continue;
             int to = 0;
             unsigned ver = 0;
-            switch (read_outcome(reply->element[k++], &to, &ver)) {
+            switch (reinsert_outcome(reply->element[k++], &to, &ver)) {
             case OUT_RESTORED:
                 ra->restored++;
                 count_restored(&rows[i], to);
@@ -550,6 +460,86 @@ out:
     free(shard_of);
     mysql_free_result(res);
     return rc;
+}
+
+/* The bizKeys of far jobs (MySQL alone holds those jobs: they are not restored, the pager
+ * brings them in time) go back into the topics' bizKey hashes, so dedupe holds across the
+ * tiers after a Redis loss. far_biz a page at a time in id order, one farbiz.lua per shard. */
+static void restore_far_biz(struct restore_all *ra, MYSQL *db, redisContext *c)
+{
+    const struct config *cfg = &ra->app->cfg;
+    uint64_t after = 0;
+    for (;;) {
+        char sql[200];
+        snprintf(sql, sizeof sql,
+                 "SELECT id, topic, biz_key, run_at FROM far_biz WHERE id > %llu ORDER BY id LIMIT %d",
+                 (unsigned long long)after, PAGE_ROWS);
+        if (mysql_query(db, sql) != 0) {
+            ra->unavailable = "MySQL";
+            return;
+        }
+        MYSQL_RES *res = mysql_store_result(db);
+        if (res == NULL) {
+            ra->unavailable = "MySQL";
+            return;
+        }
+        int n = (int)mysql_num_rows(res);
+        MYSQL_ROW *rows = calloc((size_t)(n ? n : 1), sizeof *rows);
+        int calls = 0;
+        if (rows == NULL) {
+            ra->unavailable = "memory";
+            mysql_free_result(res);
+            return;
+        }
+        for (int i = 0; i < n; i++)
+            rows[i] = mysql_fetch_row(res);
+        for (int s = 0; s < cfg->redis_shards && n > 0; s++) {
+            struct rargv b;
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                k += id_shard(strtoull(rows[i][0], NULL, 10), cfg->redis_shards) == s;
+            if (k == 0)
+                continue;
+            if (rargv_init(&b, 5 + 4 * k, 1, k) < 0) {
+                rargv_free(&b);
+                ra->unavailable = "memory";
+                break;
+            }
+            rargv_key(&b, cfg->redis_prefix, s, "jobs");
+            rargv_int(&b, k);
+            for (int i = 0; i < n; i++) {
+                uint64_t id = strtoull(rows[i][0], NULL, 10);
+                if (id_shard(id, cfg->redis_shards) != s)
+                    continue;
+                rargv_id(&b, id);
+                rargv_str(&b, rows[i][1], strlen(rows[i][1]));
+                rargv_str(&b, rows[i][2], strlen(rows[i][2]));
+                rargv_str(&b, rows[i][3], strlen(rows[i][3]));
+            }
+            int rc = rsync_append_eval(c, SCRIPT_FARBIZ, b.argc, b.argv, b.lens);
+            rargv_free(&b);
+            if (rc < 0) {
+                ra->unavailable = "memory";
+                break;
+            }
+            calls++;
+        }
+        for (int i = 0; i < calls; i++) {
+            redisReply *r = rsync_reply(c);
+            if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+                ra->unavailable = "Redis";
+            else
+                ra->far_biz += (long)r->integer;
+            if (r)
+                freeReplyObject(r);
+        }
+        if (n > 0)
+            after = strtoull(rows[n - 1][0], NULL, 10);
+        free(rows);
+        mysql_free_result(res);
+        if (n < PAGE_ROWS || ra->unavailable)
+            return;
+    }
 }
 
 static void restore_all_run(MYSQL *db, void *arg)
@@ -629,6 +619,8 @@ static void restore_all_run(MYSQL *db, void *arg)
                 break;
         }
     }
+    if (!ra->unavailable)
+        restore_far_biz(ra, db, c);
     mysql_commit(db); /* end the snapshot */
     if (!ra->unavailable)
         note_restored(c, cfg);
@@ -652,10 +644,10 @@ static void restore_all_done(void *arg)
     struct sbuf sb = SBUF_INIT;
     sb_printf(&sb,
               "{\"scanned\":%ld,\"restored\":%ld,\"present\":%ld,\"expiredSkipped\":%ld,\"gone\":%ld,"
-              "\"bizHeld\":%ld,\"misplaced\":%ld,\"checked\":%ld,\"aligned\":%ld,\"removed\":%ld,\"expire\":%s,"
-              "\"ms\":%lld}",
+              "\"bizHeld\":%ld,\"misplaced\":%ld,\"checked\":%ld,\"aligned\":%ld,\"removed\":%ld,"
+              "\"farBizKeys\":%ld,\"expire\":%s,\"ms\":%lld}",
               ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held, ra->misplaced,
-              ra->checked, ra->aligned, ra->removed,
+              ra->checked, ra->aligned, ra->removed, ra->far_biz,
               ra->expire ? "true" : "false", (long long)(clock_unix_ms() - ra->started_ms));
     respond_json(ra->r, 200, &sb);
     sb_free(&sb);
@@ -789,17 +781,17 @@ static void restore_one_run(MYSQL *db, void *arg)
     if (db == NULL)
         return;
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT %s FROM message WHERE id = %llu", SELECT_COLUMNS, (unsigned long long)ro->id);
+    snprintf(sql, sizeof sql, "SELECT %s FROM message WHERE id = %llu", MROW_COLUMNS, (unsigned long long)ro->id);
     if (mysql_query(db, sql) != 0)
         return;
     MYSQL_RES *res = mysql_store_result(db);
     if (res == NULL)
         return;
     MYSQL_ROW m = mysql_fetch_row(res);
-    struct row row;
+    struct mrow row;
     memset(&row, 0, sizeof row);
     if (m)
-        read_row(m, mysql_fetch_lengths(res), &row);
+        mrow_read(m, mysql_fetch_lengths(res), &row);
 
     char err[256];
     redisContext *c = rsync_connect(cfg, 1, NULL, err, sizeof err);
@@ -850,18 +842,18 @@ static void restore_one_run(MYSQL *db, void *arg)
                  job_state_name(row.state));
         goto out_reply;
     }
-    struct row put = row;
+    struct mrow put = row;
     if (!live) {
         put.attempts = 0;  /* a dead or ended job starts over */
         put.run_at = now;
     }
-    struct row *one = &put;
+    struct mrow *one = &put;
     redisReply *rr = NULL;
-    if (append_restore(c, cfg, shard, &one, 1, now, 1, ro->who) == 0)
+    if (reinsert_append(c, cfg, shard, &one, 1, now, 1, ro->who) == 0)
         rr = rsync_reply(c);
     int to = 0;
     unsigned ver = 0;
-    enum outcome out = (rr && rr->type == REDIS_REPLY_ARRAY && rr->elements == 1) ? read_outcome(rr->element[0], &to, &ver)
+    enum reinsert_outcome out = (rr && rr->type == REDIS_REPLY_ARRAY && rr->elements == 1) ? reinsert_outcome(rr->element[0], &to, &ver)
                                                                                  : OUT_FAILED;
     if (rr)
         freeReplyObject(rr);

@@ -12,7 +12,8 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_FLEET] = "fleet",    [SCRIPT_DEADEXPIRE] = "deadexpire",
     [SCRIPT_JOBSCAN] = "jobscan",    [SCRIPT_ALIGN] = "align",  [SCRIPT_MARK] = "mark",
     [SCRIPT_TOPICSET] = "topicset",
-    [SCRIPT_TOPICJOBS] = "topicjobs",
+    [SCRIPT_TOPICJOBS] = "topicjobs", [SCRIPT_FARDELETE] = "fardelete", [SCRIPT_UNPAGE] = "unpage",
+    [SCRIPT_FARBIZ] = "farbiz",
 };
 
 static const struct script_source *bound[SCRIPT_COUNT];

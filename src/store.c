@@ -96,6 +96,15 @@ struct push_call {
     } jobs[];
 };
 
+/* Element i of a push.lua entry: '' or the idkey of a far job the push replaced. */
+static int far_replaced(const redisReply *e, size_t i, uint64_t *id)
+{
+    *id = 0;
+    if (e->element[i]->type == REDIS_REPLY_STRING && e->element[i]->len == 0)
+        return 0;
+    return rreply_id(e, i, id);
+}
+
 static void on_push(redisReply *r, void *arg)
 {
     struct push_call *c = arg;
@@ -127,11 +136,20 @@ static void on_push(redisReply *r, void *arg)
         }
         if (!rreply_is_array(e, 2) || rreply_id(e, 1, &out[i].id) < 0)
             goto bad;
-        if (rreply_is(e, 0, "ok") && e->elements >= 5) {
+        if (rreply_is(e, 0, "ok") && e->elements >= 6) {
             out[i].code = PUSHED_NEW;
             out[i].run_at = rreply_int(e, 2);
             out[i].ver = (uint32_t)rreply_int(e, 3);
             out[i].state = (int)rreply_int(e, 4);
+            if (far_replaced(e, 5, &out[i].far_replaced) < 0)
+                goto bad;
+        } else if (rreply_is(e, 0, "far") && e->elements >= 4) {
+            out[i].code = PUSHED_NEW;
+            out[i].run_at = rreply_int(e, 2);
+            out[i].ver = 1;
+            out[i].state = JS_FAR;
+            if (far_replaced(e, 3, &out[i].far_replaced) < 0)
+                goto bad;
         } else if (rreply_is(e, 0, "dup") && e->elements >= 3) {
             out[i].code = PUSHED_DUP;
             out[i].run_at = rreply_int(e, 2);
@@ -197,7 +215,7 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         rargv_int(&b, j->ttr);
         rargv_int(&b, j->tries);
         rargv_str(&b, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
-        rargv_str(&b, j->replace ? "1" : "0", 1);
+        rargv_int(&b, (j->replace ? 1 : 0) + (j->far ? 2 : 0)); /* push.lua's mode */
         rargv_int(&b, items[i].now);
         rargv_str(&b, items[i].who, strlen(items[i].who));
         if (rec_len) /* the record, its own backoff included */
@@ -465,6 +483,13 @@ int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id
 int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
 {
     return id_call(s, SCRIPT_DELETE, SHAPE_DELETE, id, now, NULL, 0, who, fn, arg);
+}
+
+int store_fardelete(struct store *s, uint64_t id, int64_t now, const char *who, const char *topic, const char *biz,
+                    store_id_fn fn, void *arg)
+{
+    const char *tail[] = {topic, biz};
+    return id_call_tail(s, SCRIPT_FARDELETE, SHAPE_DELETE, id, now, NULL, 0, who, tail, 2, fn, arg);
 }
 
 int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, const char *who, store_id_fn fn,

@@ -46,6 +46,7 @@ struct push_outcome {
     uint32_t ver;
     int state;         /* state after the push (NEW, REPLACED) */
     int from_state;    /* REPLACED: the state it had */
+    uint64_t far_replaced; /* NEW: a far job (MySQL only) that held the bizKey, replaced: to delete */
 };
 /* One job of a push.lua call; jobs of several requests may share a call. */
 struct push_item {
@@ -101,6 +102,11 @@ int store_route_outcome(struct store *s, uint64_t id, int64_t now, int attempt, 
     __attribute__((warn_unused_result));
 int store_touch(struct store *s, uint64_t id, int64_t now, int attempt, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* A far job's delete in Redis, after its row committed (fardelete.lua): OK when the pager had
+ * put it in Redis (deleted there too), MISSING when not (a tombstone keeps the pager from doing
+ * so now); its bizKey entry goes either way. topic, biz: NUL-terminated ("" = no bizKey). */
+int store_fardelete(struct store *s, uint64_t id, int64_t now, const char *who, const char *topic, const char *biz,
+                    store_id_fn fn, void *arg) __attribute__((warn_unused_result));
 int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
 int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, const char *who, store_id_fn fn,

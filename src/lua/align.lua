@@ -5,7 +5,7 @@
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = now, who, n, then n groups of 6:
 --           idkey, seen_ver (the version jobscan read), mysql_state, mysql_ver, runAt, attempts
---           (mysql_state: 1..6 as below, 7 = aborted)
+--           (mysql_state: 1..6 as below, 7 = aborted, 8 = far)
 -- What MySQL says wins:
 --   finished, deleted, aborted  the job leaves Redis (bizKey released, a tombstone while a
 --                               restore runs); nothing is journaled — MySQL already says so;
@@ -27,6 +27,16 @@ for i = 0, n - 1 do
         out[#out + 1] = { "missing" }
     elseif j.ver ~= seen or mver <= j.ver then
         out[#out + 1] = { "moved", j.ver }
+    elseif mst == FAR then
+        -- MySQL alone holds it (rescheduled beyond the horizon after this copy was paged in):
+        -- it leaves Redis, keeping its bizKey in the far form; the pager brings it back in time
+        local from = j.st
+        unplace(idkey, j)
+        redis.call("HDEL", K_JOBS, idkey)
+        if j.biz ~= "" and biz_holder(j.topic, j.biz) == idkey then
+            redis.call("HSET", biz_key(j.topic), j.biz, idkey .. "@" .. ARGV[a + 4])
+        end
+        out[#out + 1] = { "removed", from }
     elseif mst == FINISHED or mst == DELETED or mst == ABORTED then
         local from = j.st
         unplace(idkey, j)

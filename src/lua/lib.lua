@@ -8,10 +8,13 @@
 --   base.."delay"         zset   delayed jobs scored by due ms, reserved jobs by lease deadline
 --   base.."ready:"..topic zset   ready jobs scored by priority * 1e13 + due ms (lowest first)
 --   base.."dead:"..topic  zset   dead jobs scored by the time they died
---   base.."biz:"..topic   hash   bizKey -> id key of the live job holding it
+--   base.."biz:"..topic   hash   bizKey -> id key of the live job holding it ("<id key>@<runAt>"
+--                                for a far job, which MySQL alone holds: biz_holder below)
 --   base.."count"         hash   "<state>:<topic>" -> number of jobs (O(1) stats)
 --   base.."restoring"     string present while a restore runs (finish/delete leave tombstones)
---   base.."gone"          zset   tombstones: id keys finished/deleted during a restore
+--   base.."gone"          zset   tombstones: id keys finished/deleted during a restore or while
+--                                paging, and far jobs deleted (scored by time; pager.c prunes)
+--   base.."paging"        string present while this shard's pager pages (expires by itself)
 --   base.."log"           stream the journal outbox: one entry per transition (below)
 --   base.."bad"           hash   id key -> a job record that did not decode, set aside by move/reserve
 --   base.."marks"         hash   instance -> its loss-detection mark (mark.lua); "restored" -> when a
@@ -37,6 +40,7 @@
 -- journal batches that arrive late never roll a job back.
 
 local DELAYED, READY, RESERVED, FINISHED, DELETED, DEAD = 1, 2, 3, 4, 5, 6
+local FAR = 8 -- MySQL only: a job due beyond the horizon (src/job.h); never a record's state
 local PRIO_SCALE = 10000000000000 -- 1e13 ms: later than year 2286, so priority always dominates
 
 local base = string.sub(KEYS[1], 1, -5) -- strip "jobs"
@@ -179,11 +183,24 @@ local function biz_release(idkey, j)
     end
 end
 
--- While a restore runs, remember jobs that end so the restore cannot bring them back.
+-- While a restore runs or a pager pages this shard, remember jobs that end so that neither can
+-- bring them back (a pager that died after putting a job in Redis pages it again; it must not
+-- come back once it finished). One EXISTS for both flags.
 local function tombstone(idkey, now)
-    if redis.call("EXISTS", base .. "restoring") == 1 then
+    if redis.call("EXISTS", base .. "restoring", base .. "paging") > 0 then
         redis.call("ZADD", base .. "gone", now, idkey)
     end
+end
+
+-- The bizKey index entry of a far job (MySQL only, state 'far') is "<idkey>@<runAt>", so a
+-- push can answer a duplicate with its due time; a job in Redis has its plain idkey. Returns the
+-- holder's idkey and, for a far holder, its runAt.
+local function biz_holder(topic, biz)
+    local v = redis.call("HGET", biz_key(topic), biz)
+    if not v then return nil end
+    local id, runat = string.match(v, "^(.-)@(%d+)$")
+    if id then return id, tonumber(runat) end
+    return v, nil
 end
 
 -- A topic's settings (src/topicconf.h): "<paused> <rate> <backoff> <maxBackoff> <seq>"; a topic

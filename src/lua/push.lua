@@ -1,7 +1,8 @@
 -- push.lua — add jobs to one shard, honouring bizKey dedupe and replace atomically.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = n, then n groups of 12 (the jobs of one or several requests, in commit order):
---           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), replace (0/1),
+--           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), mode (replace + 2 ×
+--           far: 0..3; far = a bizKey job committed to MySQL alone, whose key alone is kept here),
 --           now (the request's clock: due at or before it, the job starts ready, as its
 --           committed row says), who (the request's actor, for the outbox), record: for a job
 --           without a bizKey, its whole record as new (src/jobrec.c; state delayed when
@@ -9,8 +10,12 @@
 --           job with a bizKey, its own backoff instead ('' = its topic's)
 -- Returns one entry per job, in order:
 --   state                                        a new job without a bizKey, added in `state`
---   {"ok", idkey, runAt, ver, state}             a new job with a bizKey, added
---   {"dup", idkey_existing, runAt}               a live job holds (topic, bizKey); nothing changed
+--   {"ok", idkey, runAt, ver, state, farheld}    a new job with a bizKey, added (farheld: the
+--                                                idkey of a far job that held the key and that
+--                                                this push replaced, to be deleted; '' = none)
+--   {"far", idkey, runAt, farheld}               a far job's bizKey claimed (as "ok")
+--   {"dup", idkey_existing, runAt}               a live job (near or far) holds (topic, bizKey);
+--                                                nothing changed
 --   {"replaced", idkey_existing, runAt, ver, from_state, state}  that delayed/ready job now has
 --                                                this push's body, runAt, priority, ttr, tries
 --                                                and backoff
@@ -64,11 +69,19 @@ for i = 0, n - 1 do
         result = st
     else
         local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-        local biz, replace, who = ARGV[a + 7], ARGV[a + 8] == "1", ARGV[a + 10]
+        local mode, who = tonumber(ARGV[a + 8]), ARGV[a + 10]
+        local biz, replace, far = ARGV[a + 7], mode % 2 == 1, mode >= 2
         local bo = tonumber(ARGV[a + 11]) -- nil: the topic's
-        local holder = redis.call("HGET", biz_key(topic), biz)
-        local j = holder and load_job(holder)
-        if j and is_live(j.st) then
+        local holder, far_runat = biz_holder(topic, biz)
+        local j = holder and not far_runat and load_job(holder)
+        local farheld = nil -- a far holder this push replaces
+        if far_runat then
+            if replace then
+                farheld = holder
+            else
+                result = { "dup", holder, far_runat }
+            end
+        elseif j and is_live(j.st) then
             if not replace then
                 result = { "dup", holder, j.runat }
             elseif j.st == RESERVED then
@@ -87,7 +100,11 @@ for i = 0, n - 1 do
                 result = { "replaced", holder, runat, j.ver, from, j.st }
             end
         end
-        if not result then
+        if not result and far then
+            -- committed to MySQL alone (state 'far'); only its bizKey is kept here
+            redis.call("HSET", biz_key(topic), biz, idkey .. "@" .. runat)
+            result = { "far", idkey, runat, farheld or "" }
+        elseif not result then
             local j = { ver = 1, att = 0, prio = prio, ttr = ttr, tries = tries, runat = runat,
                         topic = topic, biz = biz, body = body, bo = bo }
             place(idkey, j, now)
@@ -95,7 +112,7 @@ for i = 0, n - 1 do
             redis.call("HSET", biz_key(topic), biz, idkey)
             if j.st == DELAYED then added_delayed[idkey] = true end
             pushed[topic] = (pushed[topic] or 0) + 1
-            result = { "ok", idkey, runat, 1, j.st }
+            result = { "ok", idkey, runat, 1, j.st, farheld or "" }
         end
     end
     out[#out + 1] = result

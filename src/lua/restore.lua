@@ -1,4 +1,6 @@
--- restore.lua — insert jobs read back from MySQL, only where Redis lacks them.
+-- restore.lua — insert jobs read back from MySQL, only where Redis lacks them. /reStore uses
+-- it, and so does the pager (src/pager.c) for far jobs (mysql_state FAR): the far job's own
+-- bizKey entry ("<idkey>@<runAt>") becomes a plain one.
 -- Idempotent and safe beside live traffic: a job Redis holds is left alone, a job that
 -- finished or was deleted while this restore ran (tombstone) is not brought back, and a
 -- bizKey already held by another live job is not taken from it.
@@ -29,9 +31,18 @@ for i = 0, n - 1 do
         out[#out + 1] = { "expired" }
     else
         local biz = ARGV[a + 7]
-        local holder = (biz ~= "") and redis.call("HGET", biz_key(topic), biz)
-        local hj = holder and load_job(holder)
-        if hj and is_live(hj.st) then
+        local holder, far_runat = nil, nil
+        if biz ~= "" then holder, far_runat = biz_holder(topic, biz) end
+        local held = false
+        if holder and holder ~= idkey then
+            if far_runat then
+                held = true -- another far job holds it
+            else
+                local hj = load_job(holder)
+                held = hj ~= nil and is_live(hj.st)
+            end
+        end
+        if held then
             out[#out + 1] = { "bizheld", holder }
         else
             local j = { ver = tonumber(ARGV[a + 9]) + 1, att = tonumber(ARGV[a + 8]),

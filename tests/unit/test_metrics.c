@@ -731,7 +731,7 @@ START_TEST(test_transitions)
     metrics_transition(JS_NONE, JS_DELAYED, 1); /* a new job */
     metrics_transition(JS_RESERVED, JS_DEAD, 1);
     metrics_transition(-1, JS_READY, 100);      /* out of range: ignored */
-    metrics_transition(JS_READY, JS_ABORTED + 1, 100);
+    metrics_transition(JS_READY, JS_FAR + 1, 100);
     struct parsed *after = render("t");
 #define DELTA(...) (sum_of(after, __VA_ARGS__, NULL) - sum_of(before, __VA_ARGS__, NULL))
     ck_assert(DELTA("hourglass_transitions_total", "from", "ready", "to", "reserved") == 5);

@@ -1,0 +1,64 @@
+/* pager.h — the pager: far jobs (MySQL only, state 'far') into Redis shortly before they are due
+ * (architecture.md, "Tiers").
+ *
+ * A job pushed due later than now + [queue] horizon is committed to MySQL alone: a message row
+ * in state 'far' and a far_job row (shard, run_at, id). One pager thread per instance pages the
+ * far jobs of the shards this instance moves (the mover's shard ownership, fleet.h: so
+ * instances share the paging without loading the same rows twice, and a dead instance's
+ * shards are taken over with its mover duties):
+ *
+ *   every PAGER_TICK_MS, per owned shard, the far_job rows due before bucket_end(now + lead),
+ *   CHUNK at a time in (run_at, id) order (one range of far_job's primary key):
+ *   1. read them with their message rows;
+ *   2. put them into Redis with restore.lua (insert-if-absent: a job Redis holds is left, a job
+ *      that ended meanwhile left a tombstone — the shard's "paging" flag makes finish/delete
+ *      leave them — and a bizKey held by another job is not taken), which journals far -> state;
+ *   3. in one MySQL transaction, with the message rows locked: for each row still 'far' at the
+ *      version read, delete its far_job/far_biz rows, mark it delayed/ready (or deleted, when its
+ *      bizKey went to another job), subtract it from far_count, and advance the watermark
+ *      (far_mark). A row that changed between 1 and 3 (deleted, rescheduled) is taken back
+ *      out of Redis (unpage.lua, guarded on the version written in 2).
+ * A crash anywhere leaves far_job rows for what was not committed in 3; paging them again is
+ * harmless (2 skips what Redis holds or what ended), so nothing is lost or delivered twice.
+ *
+ * lead = min(60 s, horizon / 2); bucket = min(10 s, max(50 ms, horizon / 8)); a push is far only
+ * beyond now + horizon > now + lead + bucket, so paging never runs behind a push. */
+#ifndef HG_PAGER_H
+#define HG_PAGER_H
+
+#include <stdint.h>
+
+struct app;
+struct config;
+struct sbuf;
+
+#define PAGER_TICK_MS 100
+
+int64_t pager_lead_ms(const struct config *cfg);
+int64_t pager_bucket_ms(const struct config *cfg);
+
+/* Start the thread (also with horizon 0: it keeps the far counts, which restore and older far
+ * rows may still need). 0 / -1. */
+int pager_start(struct app *app);
+/* Stop it (a chunk in progress is finished or abandoned; both are safe). */
+void pager_stop(void);
+
+/* The shards this instance moves (owned[s] != 0), from the keeper's fleet duty. Thread-safe. */
+void pager_set_owned(const char *owned, int shards);
+
+/* Page this one far job now (a reschedule brought it within the horizon). Thread-safe. */
+void pager_page_now(int shard, int64_t run_at, uint64_t id);
+
+/* Far jobs per topic, as far_count said at the last refresh (twice a second). Fills a malloc'd
+ * array sorted by topic (free it); returns the count, -1 when out of memory. */
+struct far_topic {
+    char topic[129];
+    int64_t jobs;
+};
+int pager_far_counts(struct far_topic **out);
+
+/* ,"pager":{...} for /stats; the pager's series for /metrics. Thread-safe. */
+void pager_stats_json(const struct config *cfg, struct sbuf *sb);
+void pager_metrics(struct sbuf *sb);
+
+#endif
