@@ -312,13 +312,18 @@ def tiers(env, row, rps_row, lat_row, noise, errs):
         if e:
             notes.append(f"{e} HTTP errors")
         pf, pd = env.get("bucket_paging_first_s", ""), env.get("bucket_paging_done_s", "")
-        if pf:
-            notes.append(f"paging from {float(pf):+.1f} s to " + (f"{float(pd):+.1f} s" if pd else "never complete")
-                         + " of the first due time")
+        if pf and pd:
+            notes.append(f"paged (pager's count: {int(num(env, 'bucket_paged') or 0):,}) from {float(pf):+.1f} s to "
+                         f"{float(pd):+.1f} s of the first due time, {int(num(env, 'bucket_paged_at_due') or 0):,} "
+                         f"by then")
         lag = num(env, "bucket_pager_lag_max_s")
         if lag is not None:
             notes.append(f"pager lag max {lag:.2f} s")
         notes.append(f"horizon {(num(env, 'bucket_horizon') or 0) / 1000:g} s")
+        left, cleft = num(env, "bucket_far_left"), num(env, "bucket_far_count_left")
+        if left or cleft:
+            notes.append(f"LEFT BEHIND: {int(left or 0):,} far_job rows, far_count {int(cleft or 0):,} "
+                         f"(messages: {env.get('bucket_states_after', '?')})")
         if noise("bucket"):
             notes.append(noise("bucket"))
         ok = p99 <= 20 and got >= n and dup == 0 and e == 0
@@ -331,6 +336,9 @@ def tiers(env, row, rps_row, lat_row, noise, errs):
         if got is not None:
             why = f"{int(got):,} of {n:,} delivered within {env.get('bucket_grace', '?')} s of the last due time"
         row(13, name, None, "n/a", "p99 <= 20 ms", "FAIL" if failed else "skip", notes=why if failed else "")
+    if num(env, "bpage_lat_ms_p99") is not None or num(env, "bpage_tool_failed") == 1:
+        lat_row(13, "bpage", 1000, f"near lateness p50/p99/max @ 1,000/s while the bucket pages in "
+                f"({int(num(env, 'bpage_secs') or 0)} s)", None)
 
 
 def main():

@@ -1013,15 +1013,22 @@ wrk_delay() {
     unset HG_DELAY
 }
 
-# pager_sampler FILE: every 0.25 s, "unix_ms paged_total redis_jobs mysql_jobs lag_s" from /metrics
+# pager_sampler FILE: every 0.25 s one line "unix_ms paged_total redis_jobs mysql_jobs lag_s moved
+# delivered journal_backlog daemon_ticks redis_ticks mysql_ticks" (the pager's, the mover's and the
+# journal's figures from /metrics, and the CPU ticks of the three processes): figure 13's timeline.
 pager_sampler() {
     while :; do
-        curl -s -m 2 "$URL/metrics" 2>/dev/null | awk -v t="$(date +%s%3N)" '
+        curl -s -m 2 "$URL/metrics" 2>/dev/null | awk -v t="$(date +%s%3N)" \
+            -v cpu="$(cpu_ticks "$DPID") $(cpu_ticks "$REDIS_PID") $(cpu_ticks "$MYSQL_PID")" '
+            function v(x) { return x == "" ? "-" : x }
             /^hourglass_pager_paged_total / { p = $2 }
             /^hourglass_jobs_tier\{tier="redis"\} / { r = $2 }
             /^hourglass_jobs_tier\{tier="mysql"\} / { m = $2 }
             /^hourglass_pager_lag_seconds / { l = $2 }
-            END { printf "%s %s %s %s %s\n", t, p == "" ? "-" : p, r == "" ? "-" : r, m == "" ? "-" : m, l == "" ? "-" : l }'
+            /^hourglass_transitions_total\{from="delayed",to="ready"\} / { mv = $2 }
+            /^hourglass_delivery_lateness_seconds_count / { d = $2 }
+            /^hourglass_journal_backlog / { j = $2 }
+            END { printf "%s %s %s %s %s %s %s %s %s\n", t, v(p), v(r), v(m), v(l), v(mv), v(d), v(j), cpu }'
         sleep 0.25
     done >"$1"
 }
@@ -1138,6 +1145,18 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
     say "bucket: $BUCKET_N jobs due from $(getv bucket_started_before_s) s from now over $((BUCKET_SPREAD / 1000)) s; horizon $BUCKET_HORIZON ms (lead $lead ms); 64 consumers"
     scrape bucket 0
     cpu_begin "$DPID"
+    # Meanwhile, until the bucket comes due, figure 2's 1,000 jobs/s of near jobs (delays 1-3 s,
+    # their own topics and consumers): does paging the bucket in make them late?
+    bp_secs=$(((b_from - $(date +%s%3N)) / 1000 - LAT_DMAX / 1000))
+    bp_pid=""
+    if [ "$bp_secs" -ge 5 ]; then
+        say "bpage: steady 1000 jobs/s for ${bp_secs}s while the bucket pages in"
+        "$LATENESS" steady "127.0.0.1:$HPORT" --rate 1000 --duration "$bp_secs" --delay-min "$LAT_DMIN" \
+            --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --topics "$LAT_TOPICS" --consumers "$LAT_CONSUMERS" \
+            --count "$LAT_COUNT" --consumer-topics "$LAT_CTOPICS" --prefix bpage --samples "$RAW/lat-bpage.cdf" \
+            --series "$RAW/lat-bpage.series" --max-seconds 900 >"$RAW/lat-bpage.txt" 2>"$RAW/lat-bpage.err" &
+        bp_pid=$!
+    fi
     "$LATENESS" bucket "127.0.0.1:$HPORT" --prefix "$(getv bucket_prefix)" --jobs "$BUCKET_N" --topics 16 \
         --consumers 64 --count 100 --finish 0 --from-ms "$b_from" --until-ms "$b_until" --grace "$BUCKET_GRACE" \
         --samples "$RAW/lat-bucket.cdf" --series "$RAW/lat-bucket.series" --max-seconds 900 \
@@ -1145,6 +1164,14 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
         cat "$RAW/lat-bucket.err" >&2
         rec bucket_tool_failed 1
     }
+    if [ -n "$bp_pid" ]; then
+        wait "$bp_pid" || {
+            cat "$RAW/lat-bpage.err" >&2
+            rec bpage_tool_failed 1
+        }
+        rec_prefixed bpage <"$RAW/lat-bpage.txt"
+        rec bpage_secs "$bp_secs"
+    fi
     cpu_end bucket
     scrape bucket 1
     kill -TERM "$SAMPLER_PID" 2>/dev/null || true
@@ -1154,25 +1181,38 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
     python3 -c '
 import sys
 path, n, t0 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-first = full = None
+first = last = None
 lag = 0.0
-p0 = None
+p0 = plast = None
+paged_at_due = None
 for line in open(path):
     f = line.split()
-    if len(f) != 5 or f[1] == "-":
+    if len(f) < 5 or f[1] == "-":
         continue
     t, p = int(f[0]), float(f[1])
     if p0 is None:
-        p0 = p
-    if first is None and p > p0:
-        first = t
-    if full is None and p - p0 >= n:
-        full = t
+        p0 = plast = p
+    if p > plast:
+        if first is None:
+            first = t
+        last, plast = t, p
+    if t <= t0:
+        paged_at_due = p - p0
     if f[4] != "-":
         lag = max(lag, float(f[4]))
+# the paged counter goes up as the pager commits; "done" = its last increase
 print("bucket_paging_first_s=%s" % ("" if first is None else "%.3f" % ((first - t0) / 1e3)))
-print("bucket_paging_done_s=%s" % ("" if full is None else "%.3f" % ((full - t0) / 1e3)))
+print("bucket_paging_done_s=%s" % ("" if last is None else "%.3f" % ((last - t0) / 1e3)))
+print("bucket_paged=%d" % (0 if p0 is None else plast - p0))
+print("bucket_paged_at_due=%s" % ("" if paged_at_due is None else "%d" % paged_at_due))
 print("bucket_pager_lag_max_s=%.3f" % lag)' "$RAW/bucket-paging.txt" "$BUCKET_N" "$b_from" >>"$ENV"
+    # What the bucket left behind once the journal is idle: no far_job row, no far count.
+    journal_idle 120 || echo "bench: the journal still had a backlog 120 s after the bucket" >&2
+    rec bucket_far_left "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    rec bucket_far_count_left "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_count')"
+    rec bucket_far_mark_paged "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(paged), 0) FROM far_mark')"
+    rec bucket_states_after "$(sqlroot -N -B hourglass -e "SELECT GROUP_CONCAT(CONCAT(state, ':', n) ORDER BY state)
+        FROM (SELECT state, COUNT(*) n FROM message GROUP BY state) s")"
     say "bucket: lateness p50 $(getv bucket_lat_ms_p50) p99 $(getv bucket_lat_ms_p99) max $(getv bucket_lat_ms_max) ms over $(getv bucket_received) of $BUCKET_N jobs ($(getv bucket_rate)/s); paging began $(getv bucket_paging_first_s) s and ended $(getv bucket_paging_done_s) s from the first due time; $(cores bucket)"
     reset_data
     HORIZON=0
