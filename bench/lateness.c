@@ -96,6 +96,7 @@ struct conn {
     /* consumer: ids received in the last answer, finished one by one */
     char ids[100][24];
     int nids, nfin;
+    double retry_at;   /* bucket: a consumer whose get failed asks again at this mono() time */
 };
 
 struct dvec {
@@ -440,8 +441,15 @@ static void on_response(struct conn *c, int status, const char *body, size_t ble
             on_jobs(c, body, blen, real_ms());
         } else if (status == 204) {
             G.empty_gets++;
-        } else if (G.get_errors++ < 5) {
-            fprintf(stderr, "lateness: get answered %d: %.*s\n", status, (int)(blen > 300 ? 300 : blen), body);
+        } else {
+            if (G.get_errors++ < 5)
+                fprintf(stderr, "lateness: get answered %d: %.*s\n", status, (int)(blen > 300 ? 300 : blen), body);
+            if (G.dedupe) {
+                /* bucket: a refused get (503 while the journal's backlog is full) is asked again
+                 * 100 ms later, as a client honouring Retry-After would, not in a tight loop */
+                c->retry_at = now + 0.1;
+                return;
+            }
         }
         consumer_next(c);
         return;
@@ -1248,7 +1256,15 @@ static int run_bucket(void)
     for (;;) {
         if (G.received >= G.jobs && (!G.finish || G.finished + G.finish_errors >= G.received))
             break;
-        poll_once(50);
+        poll_once(10);
+        double now = mono();
+        for (int i = 0; i < G.nconns; i++) {
+            struct conn *c = &G.conns[i];
+            if (c->retry_at > 0 && now >= c->retry_at) {
+                c->retry_at = 0;
+                consumer_get(c);
+            }
+        }
         if (real_ms() > G.until_ms + G.grace * 1e3) {
             fprintf(stderr, "lateness: bucket: only %lld of %lld jobs arrived within %.0f s of the last due time\n",
                     G.received, G.jobs, G.grace);

@@ -1156,6 +1156,13 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
     # their own topics and consumers): does paging the bucket in make them late?
     bp_secs=$(((b_from - $(date +%s%3N)) / 1000 - LAT_DMAX / 1000))
     bp_pid=""
+    # full: perf record -a from here until the bucket comes due (the paging, with figure 2's load)
+    b_perf=""
+    if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1 && [ "$bp_secs" -ge 5 ]; then
+        perf record -a -F 499 -o "$WORK/perf-bucket.data" -- sleep $((bp_secs + LAT_DMAX / 1000)) \
+            >/dev/null 2>"$WORK/perf-bucket.err" &
+        b_perf=$!
+    fi
     if [ "$bp_secs" -ge 5 ]; then
         say "bpage: steady 1000 jobs/s for ${bp_secs}s while the bucket pages in"
         "$LATENESS" steady "127.0.0.1:$HPORT" --rate 1000 --duration "$bp_secs" --delay-min "$LAT_DMIN" \
@@ -1181,6 +1188,16 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
     fi
     cpu_end bucket
     scrape bucket 1
+    if [ -n "$b_perf" ]; then
+        wait "$b_perf" 2>/dev/null || true
+        {
+            echo "# perf record -a -F 499 from the daemon's start until the bucket of $BUCKET_N far jobs came due (the pager paging it in, lead $lead ms, beside 1,000 near jobs/s), $(date -u)"
+            echo
+            perf_report "$WORK/perf-bucket.data"
+        } >"$RESULTS/$TS-perf-bucket.txt"
+        rm -f "$WORK/perf-bucket.data"
+        say "bucket: profile of the paging in $RESULTS/$TS-perf-bucket.txt"
+    fi
     kill -TERM "$SAMPLER_PID" 2>/dev/null || true
     wait "$SAMPLER_PID" 2>/dev/null || true
     SAMPLER_PID=""
