@@ -25,9 +25,9 @@
 #  13  a bucket of 1,000,000 far jobs due within one minute, paged in ahead (horizon 2 min: lead
 #      60 s): lateness p50/p99/max of their deliveries to long-polling consumers
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
-# quick: every size and duration cut down (said in the output), 2-3 minutes.
-# full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~16 minutes, plus perf profiles of
-#        the push path and of the restores.
+# quick: every size and duration cut down (said in the output), 4-5 minutes.
+# full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~20 minutes, plus perf profiles of
+#        the push path, of the restores and of figure 13's paging.
 #
 # Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
 # latency-tail.png, lateness-time.png, <timestamp>-perf.txt and <timestamp>-perf-restore.txt
