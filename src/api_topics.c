@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "dbtask.h"
 #include "log.h"
+#include "pager.h"
 #include "topics.h"
 #include "whclient.h"
 
@@ -22,10 +23,12 @@
 #define TOPICS_LIMIT_DEFAULT 100
 #define TOPICS_LIMIT_MAX 1000
 
-static void json_counts(struct sbuf *sb, const int64_t *c)
+/* Redis's counts plus the topic's far jobs (MySQL only), which are delayed jobs too. */
+static void json_counts(struct sbuf *sb, const char *topic, size_t len, const int64_t *c)
 {
-    sb_printf(sb, "\"counts\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld}", (long long)c[0],
-              (long long)c[1], (long long)c[2], (long long)c[3]);
+    int64_t far = pager_far_count(topic, len);
+    sb_printf(sb, "\"counts\":{\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld,\"dead\":%lld,\"far\":%lld}",
+              (long long)(c[0] + far), (long long)c[1], (long long)c[2], (long long)c[3], (long long)far);
 }
 
 static void json_topic(struct sbuf *sb, const char *topic, size_t len, const struct topic_conf *c,
@@ -37,7 +40,7 @@ static void json_topic(struct sbuf *sb, const char *topic, size_t len, const str
     topicconf_json(c, 0, sb);
     if (counts) {
         sb_putc(sb, ',');
-        json_counts(sb, counts);
+        json_counts(sb, topic, len, counts);
     }
     sb_putc(sb, '}');
 }

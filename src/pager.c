@@ -5,6 +5,7 @@
 #include "db.h"
 #include "ids.h"
 #include "job.h"
+#include "jrec.h"
 #include "log.h"
 #include "metrics.h"
 #include "rcodec.h"
@@ -15,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,12 +26,20 @@
 #define TOMBSTONE_KEEP_MS 600000   /* far tombstones outlive any page step by far */
 #define PRUNE_EVERY_MS 10000
 #define COUNTS_EVERY_MS 500
-#define REDIS_TIER_EVERY_MS 2000
+#define REDIS_TIER_EVERY_MS 10000 /* HVALS of every shard's counters: O(topics) for Redis */
 #define REQUESTS_MAX 256
+#define STOP_DEADLINE_MS 1000
 
 /* jobs paged per bucket, for hourglass_pager_bucket_jobs */
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 #define NBOUNDS (sizeof BUCKET_BOUNDS / sizeof BUCKET_BOUNDS[0])
+
+/* A thread's connections: MySQL, and a blocking Redis connection. */
+struct conns {
+    MYSQL *db;
+    redisContext *c;
+};
+enum { PAGER, COMMITTER };
 
 struct page_req {
     int shard;
@@ -45,6 +55,14 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int stop;                            /* under mu */
+    int64_t stop_deadline_us;            /* under mu */
+    struct conns published[2];           /* under mu: the threads' connections (PAGER, COMMITTER), for
+                                            pager_stop to cut when a call outlives its deadline */
+    pthread_t committer;                 /* step 3 (the pipeline below) */
+    int committer_started;
+    struct chunk *slot;                  /* under mu: the chunk handed to the committer */
+    int committing, commit_failed, committer_stop;
+    _Atomic long long shard_paged[MAX_SHARDS];
     char owned[MAX_SHARDS];              /* under mu */
     struct page_req req[REQUESTS_MAX];   /* under mu */
     int nreq;
@@ -62,17 +80,21 @@ static struct {
 struct shard_view {
     int64_t paged_through; /* every far job due before it is in Redis (this process's knowledge) */
     int64_t bound;         /* the bucket end the current pass pages up to */
-    long long bucket_jobs; /* jobs paged for that bucket so far */
+    long long bucket_start; /* shard_paged when that bucket began */
 };
 
+/* With horizon 0 no push is far, but far jobs of an earlier configuration still page in: with
+ * the largest lead and bucket. */
 int64_t pager_lead_ms(const struct config *cfg)
 {
     int64_t half = cfg->horizon / 2;
-    return half < 60000 ? half : 60000;
+    return half < 60000 && cfg->horizon > 0 ? half : 60000;
 }
 
 int64_t pager_bucket_ms(const struct config *cfg)
 {
+    if (cfg->horizon == 0)
+        return 10000;
     int64_t b = cfg->horizon / 8;
     if (b < 50)
         b = 50;
@@ -138,6 +160,29 @@ int pager_far_counts(struct far_topic **out)
     return *out ? n : -1;
 }
 
+int64_t pager_far_count(const char *topic, size_t len)
+{
+    int64_t jobs = 0;
+    pthread_mutex_lock(&P.mu);
+    int lo = 0, hi = P.ncounts - 1;
+    while (lo <= hi) { /* sorted by name, as strcmp orders them */
+        int mid = (lo + hi) / 2;
+        int c = strncmp(P.counts[mid].topic, topic, len);
+        if (c == 0 && P.counts[mid].topic[len] != '\0')
+            c = 1;
+        if (c == 0) {
+            jobs = P.counts[mid].jobs;
+            break;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    pthread_mutex_unlock(&P.mu);
+    return jobs;
+}
+
 /* Jobs Redis holds (the shards' counters of live and dead jobs), for hourglass_jobs_tier. */
 static int refresh_redis_tier(redisContext *c)
 {
@@ -175,6 +220,8 @@ struct far_row {
     int cur_state;       /* under the lock in step 3 */
     unsigned cur_ver;
     int64_t cur_run_at;
+    int key_exists;      /* its far_job row is still there (step 3, locked) */
+    int moved_on;        /* paged by an earlier step that died before its commit */
 };
 
 static const char ROW_COLUMNS[] = "m.id, m.topic, m.biz_key, m.body, m.run_at, m.priority, m.ttr, m.tries, "
@@ -186,6 +233,15 @@ static int cmp_row_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One more id of a comma-separated list that `sb` holds alone. */
+static void put_id(struct sbuf *sb, uint64_t id)
+{
+    if (sb->len)
+        sb_putc(sb, ',');
+    sb_json_uint(sb, id);
+}
+
+/* The ids of rows[0..n), comma-separated, appended to whatever sb holds. */
 static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -195,39 +251,52 @@ static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
     }
 }
 
-/* Step 2: restore.lua for the rows that are far jobs (the shard's "paging" flag set first). */
+/* Step 2: restore.lua for the rows that are far jobs (the shard's "paging" flag set first), in
+ * calls of at most SCRIPT_JOBS pipelined: Redis runs one script at a time, so a call's length
+ * is what everyone else may wait (a 1,000-job call holds it for ~10 ms, more than the lateness
+ * paging may add). */
+#define SCRIPT_JOBS 200
 static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now)
 {
     const struct config *cfg = P.cfg;
     struct mrow **put = malloc((size_t)(n ? n : 1) * sizeof *put);
-    int k = 0;
-    if (put == NULL)
+    struct far_row **whose = malloc((size_t)(n ? n : 1) * sizeof *whose);
+    int k = 0, rc = 0;
+    if (put == NULL || whose == NULL) {
+        free(put);
+        free(whose);
         return -1;
+    }
     for (int i = 0; i < n; i++) {
         rows[i].out = OUT_FAILED;
-        if (rows[i].m.id != 0 && rows[i].m.state == JS_FAR && rows[i].m.run_at == rows[i].far_run_at)
+        if (rows[i].m.id != 0 && rows[i].m.state == JS_FAR && rows[i].m.run_at == rows[i].far_run_at) {
+            whose[k] = &rows[i];
             put[k++] = &rows[i].m;
+        }
     }
-    int rc = 0;
+    int calls = 0;
     if (k > 0) {
         char flag[160];
         rkey(flag, sizeof flag, cfg->redis_prefix, shard, "paging");
         redisAppendCommand(c, "SET %s 1 PX %d", flag, PAGING_FLAG_MS);
-        rc = reinsert_append(c, cfg, shard, put, k, now, 1, P.who);
+        for (int from = 0; from < k && rc == 0; from += SCRIPT_JOBS, calls++)
+            rc = reinsert_append(c, cfg, shard, put + from, k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS, now, 1,
+                                 0, P.who); /* not journaled: step 3 writes the transitions */
         if (rc == 0)
             rc = rsync_drain(c, 1);
-        redisReply *r = rc == 0 ? rsync_reply(c) : NULL;
-        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)k) {
+    }
+    for (int call = 0; call < calls && rc == 0; call++) {
+        int from = call * SCRIPT_JOBS, m = k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS;
+        redisReply *r = rsync_reply(c);
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)m) {
             log_warn("pager: shard %d: Redis failed restore.lua: %s", shard, r && r->str ? r->str : c->errstr);
             rc = -1;
         } else {
-            for (int i = 0, j = 0; i < n && j < k; i++) {
-                if (&rows[i].m != put[j])
-                    continue;
+            for (int j = 0; j < m; j++) {
                 int to = 0;
                 unsigned ver = 0;
-                rows[i].out = reinsert_outcome(r->element[j++], &to, &ver);
-                if (rows[i].out == OUT_RESTORED)
+                whose[from + j]->out = reinsert_outcome(r->element[j], &to, &ver);
+                if (whose[from + j]->out == OUT_RESTORED)
                     metrics_transition(JS_FAR, to, 1);
             }
         }
@@ -235,7 +304,16 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
             freeReplyObject(r);
     }
     free(put);
+    free(whose);
     return rc;
+}
+
+/* Run the query `sql` holds (and free it); its result, or NULL. */
+static MYSQL_RES *query(MYSQL *db, struct sbuf *sql)
+{
+    int rc = sql->oom ? -1 : mysql_real_query(db, sql->data, sql->len);
+    sb_free(sql);
+    return rc == 0 ? mysql_store_result(db) : NULL;
 }
 
 /* Step 3's lock and read: each row's current state, version and due time. */
@@ -245,11 +323,7 @@ static int lock_rows(MYSQL *db, struct far_row **byid, int n)
     sb_puts(&sql, "SELECT id, state, version, run_at FROM message WHERE id IN (");
     put_ids(&sql, byid, n);
     sb_puts(&sql, ") ORDER BY id FOR UPDATE");
-    int rc = sql.oom ? -1 : mysql_real_query(db, sql.data, sql.len);
-    sb_free(&sql);
-    if (rc != 0)
-        return -1;
-    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_RES *res = query(db, &sql);
     if (res == NULL)
         return -1;
     for (int i = 0; i < n; i++)
@@ -270,6 +344,43 @@ static int lock_rows(MYSQL *db, struct far_row **byid, int n)
     return 0;
 }
 
+/* Step 3's lock on the far_job keys read in step 1: which are still there. */
+static int lock_keys(MYSQL *db, int shard, struct far_row *rows, int n)
+{
+    struct sbuf sql = SBUF_INIT;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int i = 0; i < n; i++) {
+        rows[i].key_exists = 0;
+        if (rows[i].far_run_at < lo)
+            lo = rows[i].far_run_at;
+        if (rows[i].far_run_at > hi)
+            hi = rows[i].far_run_at;
+    }
+    sb_printf(&sql, "SELECT run_at, id FROM far_job WHERE shard = %d AND run_at BETWEEN %lld AND %lld AND id IN (",
+              shard, (long long)lo, (long long)hi);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            sb_putc(&sql, ',');
+        sb_json_uint(&sql, rows[i].far_id);
+    }
+    sb_puts(&sql, ") ORDER BY run_at, id FOR UPDATE");
+    MYSQL_RES *res = query(db, &sql);
+    if (res == NULL)
+        return -1;
+    MYSQL_ROW row;
+    int i = 0; /* both in (run_at, id) order: one merge */
+    while ((row = mysql_fetch_row(res)) != NULL) {
+        int64_t run_at = strtoll(row[0], NULL, 10);
+        uint64_t id = strtoull(row[1], NULL, 10);
+        while (i < n && (rows[i].far_run_at < run_at || (rows[i].far_run_at == run_at && rows[i].far_id < id)))
+            i++;
+        if (i < n && rows[i].far_run_at == run_at && rows[i].far_id == id)
+            rows[i].key_exists = 1;
+    }
+    mysql_free_result(res);
+    return 0;
+}
+
 /* Did step 2 settle this row, and is the row still as step 1 read it? */
 static int settled(const struct far_row *r)
 {
@@ -283,10 +394,34 @@ static int exec(MYSQL *db, struct sbuf *sql)
     return rc;
 }
 
+/* Rows `ids` (still 'far': guarded) leave the tier for `to_state` (an SQL expression): their
+ * history row, then their state and version. */
+static int leave_tier(MYSQL *db, struct sbuf *sql, const struct sbuf *ids, const char *to_state, const char *actor,
+                      int64_t now)
+{
+    sb_printf(sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', %s, %lld, ",
+              to_state, (long long)now);
+    db_quote(db, sql, actor, strlen(actor));
+    sb_putc(sql, ',');
+    db_quote(db, sql, P.app->hostname, strlen(P.app->hostname));
+    sb_putc(sql, ',');
+    db_quote(db, sql, P.app->instance, strlen(P.app->instance));
+    sb_printf(sql, ", attempts FROM message WHERE state = 'far' AND id IN (%.*s)", (int)ids->len, ids->data);
+    int rc = exec(db, sql);
+    if (rc == 0) {
+        sb_printf(sql, "UPDATE message SET state = %s, version = version + 1, updated_at = %lld WHERE state = 'far' "
+                       "AND id IN (%.*s)", to_state, (long long)now, (int)ids->len, ids->data);
+        rc = exec(db, sql);
+    }
+    return rc;
+}
+
 /* Step 3. *paged gets the jobs now in Redis by this step. */
 static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t now, int64_t through, long *paged,
                       struct far_row ***unpage, int *nunpage)
 {
+    if (n <= 0)
+        return 0;
     struct far_row **byid = malloc((size_t)n * 3 * sizeof *byid);
     if (byid == NULL)
         return -1;
@@ -303,31 +438,40 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     if (rc < 0)
         goto out;
 
+    if (rc == 0)
+        rc = lock_keys(db, shard, rows, n);
+    if (rc < 0)
+        goto out;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     sb_printf(&sql, "DELETE FROM far_job WHERE shard = %d AND run_at BETWEEN ", shard);
     struct sbuf ids = SBUF_INIT;
     *nunpage = 0;
     for (int i = 0; i < n; i++) {
         struct far_row *r = &rows[i];
-        int stray = r->m.id == 0 || r->m.state != JS_FAR || r->m.run_at != r->far_run_at;
-        if (!stray && !settled(r)) {
-            /* Changed since step 1 (deleted, rescheduled): what step 2 put in Redis from the old
-             * row goes again, unless another pager marked it paged meanwhile (then it is live
-             * in Redis at that version: left). The far_job row is the change's to manage. */
+        /* What the row's far_job key (still there, under lock) and message say now:
+         *  - still far at the version read: paged by this step (or its bizKey was lost);
+         *  - no longer far, key still there: paged by an earlier step whose pager died before
+         *    its commit (restore.lua's transition reached MySQL since): paged, the message as
+         *    it is;
+         *  - no message at all: a stray key, dropped;
+         *  - key gone, or far at another version: a delete or a reschedule committed since
+         *    step 1 and manages the key; what step 2 put in Redis from the old row goes again,
+         *    unless another pager marked it paged meanwhile (then it is live in Redis). */
+        int moved_on = r->cur_state != JS_FAR && r->cur_state != JS_NONE;
+        if (r->key_exists && r->m.id == 0) {
+            nstray++;
+        } else if (r->key_exists && settled(r) && r->out == OUT_BIZHELD) {
+            held[nheld++] = r;
+        } else if (r->key_exists && (settled(r) || moved_on)) {
+            r->moved_on = moved_on;
+            done[ndone++] = r;
+        } else {
             int live_near = r->cur_state == JS_DELAYED || r->cur_state == JS_READY || r->cur_state == JS_RESERVED;
             if (r->out == OUT_RESTORED && !live_near)
                 (*unpage)[(*nunpage)++] = r;
             continue;
         }
-        if (stray)
-            nstray++; /* a row its message left without removing it (an aborted push in doubt) */
-        else if (r->out == OUT_BIZHELD)
-            held[nheld++] = r;
-        else
-            done[ndone++] = r;
-        if (ids.len)
-            sb_putc(&ids, ',');
-        sb_json_uint(&ids, r->far_id);
+        put_id(&ids, r->far_id);
         if (r->far_run_at < lo)
             lo = r->far_run_at;
         if (r->far_run_at > hi)
@@ -339,38 +483,25 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     }
     sb_free(&ids);
     sb_reset(&sql);
-    if (rc == 0 && ndone > 0) {
-        sb_puts(&sql, "UPDATE message SET state = IF(run_at > ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, ", 'delayed', 'ready'), version = version + 1, updated_at = ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, " WHERE state = 'far' AND id IN (");
-        put_ids(&sql, done, ndone);
-        sb_putc(&sql, ')');
-        rc = exec(db, &sql);
-    }
-    if (rc == 0 && nheld > 0) {
-        /* its bizKey went to another job (a replace whose delete of it had not landed) */
-        sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', "
-                      "'deleted', ");
-        sb_json_int(&sql, now);
-        sb_puts(&sql, ", 'pager: its bizKey is held by another job', ");
-        db_quote(db, &sql, P.app->hostname, strlen(P.app->hostname));
-        sb_putc(&sql, ',');
-        db_quote(db, &sql, P.app->instance, strlen(P.app->instance));
-        sb_puts(&sql, ", attempts FROM message WHERE state = 'far' AND id IN (");
-        put_ids(&sql, held, nheld);
-        sb_putc(&sql, ')');
-        rc = exec(db, &sql);
-        if (rc == 0) {
-            sb_puts(&sql, "UPDATE message SET state = 'deleted', version = version + 1, updated_at = ");
-            sb_json_int(&sql, now);
-            sb_puts(&sql, " WHERE state = 'far' AND id IN (");
-            put_ids(&sql, held, nheld);
-            sb_putc(&sql, ')');
-            rc = exec(db, &sql);
-        }
-    }
+    /* the rows this step pages (the history and the state change; restore.lua was told not to
+     * journal them: one statement here costs far less than a million outbox entries through
+     * the journal), and those whose bizKey went to another job (a replace whose delete of them
+     * had not landed) */
+    struct sbuf marked = SBUF_INIT, lost = SBUF_INIT;
+    for (int i = 0; i < ndone; i++)
+        if (!done[i]->moved_on)
+            put_id(&marked, done[i]->far_id);
+    for (int i = 0; i < nheld; i++)
+        put_id(&lost, held[i]->far_id);
+    char to[80], actor[JREC_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
+    snprintf(to, sizeof to, "IF(run_at > %lld, 'delayed', 'ready')", (long long)now);
+    store_actor(actor, sizeof actor, "pager", P.cfg->redis_prefix, shard, "jobs");
+    if (rc == 0 && marked.len)
+        rc = leave_tier(db, &sql, &marked, to, actor, now);
+    if (rc == 0 && lost.len)
+        rc = leave_tier(db, &sql, &lost, "'deleted'", "pager: its bizKey is held by another job", now);
+    sb_free(&marked);
+    sb_free(&lost);
     /* far_biz rows of the jobs that left the tier, and far_count per topic (last: lock order) */
     int nleft = ndone + nheld;
     struct far_row **left = done; /* done has room for held after it: n slots in all */
@@ -447,16 +578,108 @@ static int take_back(redisContext *c, int shard, struct far_row **rows, int n)
     return rc;
 }
 
-/* Steps 1-3 for the rows `where` selects (a condition on f). Returns rows read, -1 on failure;
- * *last_run_at = the last row's due time. */
-static int page_rows(MYSQL *db, redisContext *c, int shard, const char *where, int64_t through_if_all,
-                     int64_t *last_run_at, long *paged)
+/* ---- the pipeline: steps 1-2 on the pager thread, step 3 on the committer ----
+ * Step 3 (a MySQL transaction over the chunk) takes about as long as steps 1 and 2 together,
+ * so the committer thread does it while the pager reads and sends the next chunk: a depth-one
+ * queue (`slot`). The next read starts after the last key of the chunk before (keyset), since
+ * that chunk's rows are still in far_job until its commit. A failed commit is reported to the
+ * pager, which starts the shard's pass again (its rows are still there: paging them again is
+ * harmless, see pager.h). */
+
+struct chunk {
+    int shard;
+    struct far_row *rows;
+    int n;
+    MYSQL_RES *res; /* the rows' strings */
+    int64_t now, through;
+};
+
+static void chunk_free(struct chunk *ch)
 {
-    char sql[512];
+    if (ch == NULL)
+        return;
+    free(ch->rows);
+    if (ch->res)
+        mysql_free_result(ch->res);
+    free(ch);
+}
+
+/* Connect what is not connected (complaining at most every 10 s) and publish both for
+ * cut_connections. 0 when both are up. */
+static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
+{
+    char err[256];
+    int64_t now = clock_unix_ms();
+    if (k->db == NULL && (k->db = db_connect(P.cfg, err, sizeof err)) == NULL && now - *last_complaint > 10000) {
+        log_warn("pager: MySQL: %s", err);
+        *last_complaint = now;
+    }
+    if (k->c == NULL && (k->c = rsync_connect(P.cfg, 1, NULL, err, sizeof err)) == NULL &&
+        now - *last_complaint > 10000) {
+        log_warn("pager: Redis: %s", err);
+        *last_complaint = now;
+    }
+    pthread_mutex_lock(&P.mu);
+    P.published[thread] = *k;
+    pthread_mutex_unlock(&P.mu);
+    return k->db && k->c ? 0 : -1;
+}
+
+/* Unpublish and close both (after a failure: the next step starts on fresh connections). */
+static void conns_close(struct conns *k, int thread)
+{
+    pthread_mutex_lock(&P.mu);
+    P.published[thread] = (struct conns){NULL, NULL};
+    pthread_mutex_unlock(&P.mu);
+    if (k->db)
+        mysql_close(k->db);
+    if (k->c)
+        redisFree(k->c);
+    *k = (struct conns){NULL, NULL};
+}
+
+/* Hand a chunk to the committer (waiting while it still has one queued). -1 when a commit
+ * failed since the last call (the chunk is dropped: its rows are paged again). */
+static int hand_off(struct chunk *ch)
+{
+    pthread_mutex_lock(&P.mu);
+    while (P.slot != NULL && !P.commit_failed)
+        pthread_cond_wait(&P.cond, &P.mu);
+    int failed = P.commit_failed;
+    P.commit_failed = 0;
+    if (!failed) {
+        P.slot = ch;
+        pthread_cond_broadcast(&P.cond);
+    }
+    pthread_mutex_unlock(&P.mu);
+    if (failed)
+        chunk_free(ch);
+    return failed ? -1 : 0;
+}
+
+/* Wait until everything handed off is committed. 0, or -1 when a commit failed. */
+static int drain_commits(void)
+{
+    pthread_mutex_lock(&P.mu);
+    while ((P.slot != NULL || P.committing) && !P.commit_failed)
+        pthread_cond_wait(&P.cond, &P.mu);
+    int failed = P.commit_failed;
+    P.commit_failed = 0;
+    pthread_mutex_unlock(&P.mu);
+    return failed ? -1 : 0;
+}
+
+/* Steps 1 and 2 for the rows `where` selects (a condition on f), then hand-off. Returns rows
+ * read, -1 on failure; *last = the last row's key. */
+static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *where, int64_t through_if_all,
+                         int64_t *last_run_at, uint64_t *last_id)
+{
+    char sql[640];
     snprintf(sql, sizeof sql,
              "SELECT %s FROM far_job f LEFT JOIN message m ON m.id = f.id WHERE f.shard = %d AND %s "
              "ORDER BY f.run_at, f.id LIMIT %d",
              ROW_COLUMNS, shard, where, CHUNK);
+    int64_t t0 = clock_mono_us();
     if (mysql_query(db, sql) != 0)
         return -1;
     MYSQL_RES *res = mysql_store_result(db);
@@ -464,16 +687,19 @@ static int page_rows(MYSQL *db, redisContext *c, int shard, const char *where, i
     if (res == NULL)
         return -1;
     int n = (int)mysql_num_rows(res);
-    *paged = 0;
     if (n == 0) {
         mysql_free_result(res);
         return 0;
     }
+    struct chunk *ch = calloc(1, sizeof *ch);
     struct far_row *rows = calloc((size_t)n, sizeof *rows);
-    struct far_row **unpage = calloc((size_t)n, sizeof *unpage);
-    int rc = -1, nunpage = 0;
-    if (rows == NULL || unpage == NULL)
-        goto out;
+    if (ch == NULL || rows == NULL) {
+        free(ch);
+        free(rows);
+        mysql_free_result(res);
+        return -1;
+    }
+    *ch = (struct chunk){.shard = shard, .rows = rows, .n = n, .res = res};
     for (int i = 0; i < n; i++) {
         MYSQL_ROW m = mysql_fetch_row(res);
         unsigned long *len = mysql_fetch_lengths(res);
@@ -483,20 +709,71 @@ static int page_rows(MYSQL *db, redisContext *c, int shard, const char *where, i
         rows[i].far_id = strtoull(m[13], NULL, 10);
     }
     *last_run_at = rows[n - 1].far_run_at;
-    int64_t now = clock_unix_ms();
-    if (to_redis(c, shard, rows, n, now) < 0)
-        goto out;
-    int64_t through = n < CHUNK ? through_if_all : *last_run_at;
-    if (mark_paged(db, shard, rows, n, now, through, paged, &unpage, &nunpage) < 0)
-        goto out;
-    if (nunpage > 0 && take_back(c, shard, unpage, nunpage) < 0)
-        goto out;
-    rc = n;
-out:
-    free(rows);
+    *last_id = rows[n - 1].far_id;
+    ch->now = clock_unix_ms();
+    ch->through = n < CHUNK ? through_if_all : *last_run_at;
+    int64_t t1 = clock_mono_us();
+    if (to_redis(c, shard, rows, n, ch->now) < 0) {
+        chunk_free(ch);
+        return -1;
+    }
+    log_debug("pager: shard %d: %d rows: read %lld us, redis %lld us", shard, n, (long long)(t1 - t0),
+              (long long)(clock_mono_us() - t1));
+    return hand_off(ch) < 0 ? -1 : n;
+}
+
+/* Step 3 of one chunk, on the committer's connections; 0 / -1. */
+static int commit_chunk(MYSQL *db, redisContext *c, struct chunk *ch)
+{
+    struct far_row **unpage = calloc((size_t)ch->n, sizeof *unpage);
+    int nunpage = 0, rc = -1;
+    long paged = 0;
+    int64_t t0 = clock_mono_us();
+    if (unpage != NULL && mark_paged(db, ch->shard, ch->rows, ch->n, ch->now, ch->through, &paged, &unpage,
+                                     &nunpage) == 0 &&
+        (nunpage == 0 || take_back(c, ch->shard, unpage, nunpage) == 0))
+        rc = 0;
     free(unpage);
-    mysql_free_result(res);
+    if (rc == 0) {
+        atomic_fetch_add(&P.paged, paged);
+        atomic_fetch_add(&P.shard_paged[ch->shard], paged);
+        log_debug("pager: shard %d: %d rows, %ld paged: commit %lld us", ch->shard, ch->n, paged,
+                  (long long)(clock_mono_us() - t0));
+    }
     return rc;
+}
+
+static void *committer_main(void *unused)
+{
+    (void)unused;
+    log_set_thread_name("pager-commit");
+    struct conns k = {NULL, NULL};
+    int64_t last_complaint = 0;
+    for (;;) {
+        pthread_mutex_lock(&P.mu);
+        while (P.slot == NULL && !P.committer_stop)
+            pthread_cond_wait(&P.cond, &P.mu);
+        struct chunk *ch = P.slot;
+        P.slot = NULL;
+        P.committing = ch != NULL;
+        pthread_mutex_unlock(&P.mu);
+        if (ch == NULL)
+            break;
+        int failed = conns_open(&k, COMMITTER, &last_complaint) < 0 || commit_chunk(k.db, k.c, ch) < 0;
+        chunk_free(ch);
+        if (failed) {
+            log_warn("pager: a commit failed (%s); its rows are paged again", k.db ? mysql_error(k.db) : "no MySQL");
+            conns_close(&k, COMMITTER);
+        }
+        pthread_mutex_lock(&P.mu);
+        P.committing = 0;
+        P.commit_failed |= failed;
+        pthread_cond_broadcast(&P.cond);
+        pthread_mutex_unlock(&P.mu);
+    }
+    conns_close(&k, COMMITTER);
+    mysql_thread_end();
+    return NULL;
 }
 
 static void observe_bucket(long long jobs)
@@ -514,29 +791,32 @@ static int page_shard(MYSQL *db, redisContext *c, int shard, struct shard_view *
 {
     const struct config *cfg = P.cfg;
     int64_t bound = bucket_end(cfg, clock_unix_ms() + pager_lead_ms(cfg));
+    long long paged = atomic_load(&P.shard_paged[shard]);
     if (bound != v->bound) {
-        if (v->bucket_jobs > 0)
-            observe_bucket(v->bucket_jobs);
+        if (paged > v->bucket_start)
+            observe_bucket(paged - v->bucket_start);
         v->bound = bound;
-        v->bucket_jobs = 0;
+        v->bucket_start = paged;
     }
-    char where[64];
+    char where[160];
     snprintf(where, sizeof where, "f.run_at < %lld", (long long)bound);
     for (;;) {
         int64_t last = 0;
-        long paged = 0;
-        int n = page_rows(db, c, shard, where, bound, &last, &paged);
+        uint64_t last_id = 0;
+        int n = read_and_send(db, c, shard, where, bound, &last, &last_id);
         if (n < 0)
             return -1;
-        v->bucket_jobs += paged;
-        atomic_fetch_add(&P.paged, paged);
-        if (n < CHUNK) {
-            v->paged_through = bound;
+        if (n < CHUNK || stopping()) {
+            if (drain_commits() < 0)
+                return -1;
+            if (n < CHUNK)
+                v->paged_through = bound;
             return 0;
         }
         v->paged_through = last;
-        if (stopping())
-            return 0;
+        /* the next chunk: after this one, whose rows stay in far_job until its commit */
+        snprintf(where, sizeof where, "f.run_at < %lld AND f.run_at >= %lld AND (f.run_at > %lld OR f.id > %llu)",
+                 (long long)bound, (long long)last, (long long)last, (unsigned long long)last_id);
     }
 }
 
@@ -575,27 +855,35 @@ static void wait_tick(void)
     pthread_mutex_unlock(&P.mu);
 }
 
+/* pager_stop, past its deadline: make the call a thread is blocked in fail now (a hung Redis
+ * or MySQL would otherwise hold the stop for a whole timeout, or longer). */
+static void cut_connections(void)
+{
+    pthread_mutex_lock(&P.mu);
+    log_warn("pager: a call outlived the stop deadline; cutting its connections");
+    for (int t = PAGER; t <= COMMITTER; t++) {
+        if (P.published[t].c)
+            shutdown(P.published[t].c->fd, SHUT_RDWR);
+        if (P.published[t].db)
+            shutdown((int)mysql_get_socket(P.published[t].db), SHUT_RDWR);
+    }
+    pthread_mutex_unlock(&P.mu);
+}
+
 static void *pager_main(void *unused)
 {
     (void)unused;
     log_set_thread_name("pager");
     const struct config *cfg = P.cfg;
-    MYSQL *db = NULL;
-    redisContext *c = NULL;
+    struct conns k = {NULL, NULL};
     int64_t last_counts = 0, last_prune = 0, last_tier = 0, last_complaint = 0;
     struct shard_view *views = calloc((size_t)cfg->redis_shards, sizeof *views);
     char owned[MAX_SHARDS];
     while (!stopping() && views) {
-        char err[256] = "";
         int64_t now = clock_unix_ms();
-        if (db == NULL && (db = db_connect(cfg, err, sizeof err)) == NULL && now - last_complaint > 10000) {
-            log_warn("pager: MySQL: %s", err);
-            last_complaint = now;
-        }
-        if (c == NULL && (c = rsync_connect(cfg, 1, NULL, err, sizeof err)) == NULL && now - last_complaint > 10000) {
-            log_warn("pager: Redis: %s", err);
-            last_complaint = now;
-        }
+        conns_open(&k, PAGER, &last_complaint);
+        MYSQL *db = k.db;
+        redisContext *c = k.c;
         int failed = 0;
         if (db && now - last_counts >= COUNTS_EVERY_MS) {
             failed |= refresh_counts(db) < 0;
@@ -616,15 +904,14 @@ static void *pager_main(void *unused)
             for (int i = 0; i < nreq && !failed; i++) {
                 char where[96];
                 int64_t last;
-                long paged = 0;
+                uint64_t last_id;
                 snprintf(where, sizeof where, "f.run_at = %lld AND f.id = %llu", (long long)req[i].run_at,
                          (unsigned long long)req[i].id);
-                failed |= page_rows(db, c, req[i].shard, where, 0, &last, &paged) < 0;
-                atomic_fetch_add(&P.paged, paged);
+                failed |= read_and_send(db, c, req[i].shard, where, 0, &last, &last_id) < 0 || drain_commits() < 0;
             }
             int nowned = 0;
             int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
-            for (int s = 0; s < cfg->redis_shards && !failed && cfg->horizon > 0; s++) {
+            for (int s = 0; s < cfg->redis_shards && !failed; s++) {
                 if (!owned[s])
                     continue;
                 nowned++;
@@ -643,12 +930,7 @@ static void *pager_main(void *unused)
             /* start again on fresh connections (a failed step is simply repeated) */
             log_warn("pager: a step failed (%s%s); retrying", db ? mysql_error(db) : "MySQL down",
                      c && c->err ? c->errstr : "");
-            if (db)
-                mysql_close(db);
-            if (c)
-                redisFree(c);
-            db = NULL;
-            c = NULL;
+            conns_close(&k, PAGER);
             pthread_mutex_lock(&P.mu);
             if (!P.stop) {
                 struct timespec ts;
@@ -662,10 +944,7 @@ static void *pager_main(void *unused)
         wait_tick();
     }
     free(views);
-    if (db)
-        mysql_close(db);
-    if (c)
-        redisFree(c);
+    conns_close(&k, PAGER);
     mysql_thread_end();
     return NULL;
 }
@@ -678,8 +957,16 @@ int pager_start(struct app *app)
         return -1;
     memset(P.owned, 1, sizeof P.owned); /* alone until the fleet says otherwise, like the mover */
     store_who(P.who, sizeof P.who, app->instance, "pager", app->hostname);
-    if (pthread_create(&P.thread, NULL, pager_main, NULL) != 0)
+    if (pthread_create(&P.committer, NULL, committer_main, NULL) != 0)
         return -1;
+    if (pthread_create(&P.thread, NULL, pager_main, NULL) != 0) {
+        pthread_mutex_lock(&P.mu);
+        P.committer_stop = 1;
+        pthread_cond_broadcast(&P.cond);
+        pthread_mutex_unlock(&P.mu);
+        pthread_join(P.committer, NULL);
+        return -1;
+    }
     P.started = 1;
     return 0;
 }
@@ -688,11 +975,12 @@ void pager_stop(void)
 {
     if (!P.started)
         return;
-    pthread_mutex_lock(&P.mu);
-    P.stop = 1;
-    pthread_cond_broadcast(&P.cond);
-    pthread_mutex_unlock(&P.mu);
-    pthread_join(P.thread, NULL);
+    clock_stop_thread(P.thread, &P.mu, &P.cond, &P.stop, &P.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
+    int64_t unused_deadline;
+    clock_stop_thread(P.committer, &P.mu, &P.cond, &P.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
+                      cut_connections);
+    chunk_free(P.slot); /* handed off but not committed: paged again by whoever pages next */
+    P.slot = NULL;
     P.started = 0;
     free(P.counts);
     P.counts = NULL;

@@ -13,19 +13,25 @@
  *   2. put them into Redis with restore.lua (insert-if-absent: a job Redis holds is left, a job
  *      that ended meanwhile left a tombstone — the shard's "paging" flag makes finish/delete
  *      leave them — and a bizKey held by another job is not taken), which journals far -> state;
- *   3. in one MySQL transaction, with the message rows locked: for each row still 'far' at the
- *      version read, delete its far_job/far_biz rows, mark it delayed/ready (or deleted, when its
- *      bizKey went to another job), subtract it from far_count, and advance the watermark
- *      (far_mark). A row that changed between 1 and 3 (deleted, rescheduled) is taken back
- *      out of Redis (unpage.lua, guarded on the version written in 2).
+ *   3. in one MySQL transaction, with the message rows and far_job keys locked: for each row
+ *      still 'far' at the version read, delete its far_job/far_biz rows, mark it delayed/ready
+ *      (or deleted, when its bizKey went to another job), subtract it from far_count, and
+ *      advance the watermark (far_mark); a row whose key is still there but whose message
+ *      moved on (an earlier step paged it and died before its commit) loses its key and count
+ *      too. A row that changed between 1 and 3 (deleted, rescheduled: its key is gone) is
+ *      taken back out of Redis (unpage.lua, guarded on the version written in 2).
  * A crash anywhere leaves far_job rows for what was not committed in 3; paging them again is
  * harmless (2 skips what Redis holds or what ended), so nothing is lost or delivered twice.
  *
  * lead = min(60 s, horizon / 2); bucket = min(10 s, max(50 ms, horizon / 8)); a push is far only
- * beyond now + horizon > now + lead + bucket, so paging never runs behind a push. */
+ * beyond now + horizon > now + lead + bucket, so paging never runs behind a push. (A far row due
+ * before what was paged — another instance's clock, a reschedule — is still found: each pass
+ * reads the shard's far_job rows from the start of the range, and paged rows leave it.) With
+ * horizon 0 nothing is pushed far; rows of an earlier setting page in with lead 60 s. */
 #ifndef HG_PAGER_H
 #define HG_PAGER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct app;
@@ -56,6 +62,8 @@ struct far_topic {
     int64_t jobs;
 };
 int pager_far_counts(struct far_topic **out);
+/* One topic's (0 when it has none). */
+int64_t pager_far_count(const char *topic, size_t len);
 
 /* ,"pager":{...} for /stats; the pager's series for /metrics. Thread-safe. */
 void pager_stats_json(const struct config *cfg, struct sbuf *sb);

@@ -28,15 +28,16 @@ void mrow_read(MYSQL_ROW m, unsigned long *len, struct mrow *r)
 
 /* Queue one restore.lua call for rows[0..n) (all on `shard`). */
 int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct mrow **rows, int n, int64_t now,
-                          int expire, const char *who)
+                    int expire, int journal, const char *who)
 {
     struct rargv b;
     int rc = -1;
-    if (rargv_init(&b, 8 + 12 * n, 3 + 9 * n, n) == 0) {
+    if (rargv_init(&b, 9 + 12 * n, 4 + 9 * n, n) == 0) {
         rargv_key(&b, cfg->redis_prefix, shard, "jobs");
         rargv_int(&b, now);
         rargv_int(&b, expire);
         rargv_str(&b, who, strlen(who));
+        rargv_int(&b, journal);
         rargv_int(&b, n);
         for (int i = 0; i < n; i++) {
             const struct mrow *r = rows[i];

@@ -31,9 +31,10 @@ struct mrow {
 
 void mrow_read(MYSQL_ROW m, unsigned long *len, struct mrow *r);
 
-/* Queue one restore.lua call for rows[0..n) (all on `shard`); read it with rsync_reply. 0 / -1. */
+/* Queue one restore.lua call for rows[0..n) (all on `shard`); read it with rsync_reply. journal:
+ * the script logs each job put back in the outbox (else the caller writes the transitions). 0 / -1. */
 int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct mrow **rows, int n, int64_t now,
-                    int expire, const char *who);
+                    int expire, int journal, const char *who);
 
 /* restore.lua's answer for one job; on OUT_RESTORED also its new state and version. */
 enum reinsert_outcome reinsert_outcome(const redisReply *e, int *state, unsigned *ver);

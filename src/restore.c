@@ -417,7 +417,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, redisContext *c, cons
                 by_shard[k++] = &rows[i];
         if (k == 0)
             continue;
-        if (reinsert_append(c, cfg, s, by_shard, k, now, ra->expire, ra->who) < 0) {
+        if (reinsert_append(c, cfg, s, by_shard, k, now, ra->expire, 1, ra->who) < 0) {
             rc = -1;
             ra->unavailable = "memory";
             goto out;
@@ -835,6 +835,14 @@ static void restore_one_run(MYSQL *db, void *arg)
         snprintf(ro->message, sizeof ro->message, "no job with this id in MySQL");
         goto out_reply;
     }
+    if (row.state == JS_FAR) {
+        /* MySQL alone holds it, by design: the pager brings it in before it is due (only the
+         * pager may, since its rows must leave far_job with it) */
+        ro->status = 409;
+        snprintf(ro->message, sizeof ro->message,
+                 "the job is due beyond [queue] horizon and kept in MySQL; it is paged into Redis before it is due");
+        goto out_reply;
+    }
     int live = row.state == JS_DELAYED || row.state == JS_READY || row.state == JS_RESERVED;
     if (!live && row.state != JS_DEAD && !ro->force) {
         ro->status = 409;
@@ -849,7 +857,7 @@ static void restore_one_run(MYSQL *db, void *arg)
     }
     struct mrow *one = &put;
     redisReply *rr = NULL;
-    if (reinsert_append(c, cfg, shard, &one, 1, now, 1, ro->who) == 0)
+    if (reinsert_append(c, cfg, shard, &one, 1, now, 1, 1, ro->who) == 0)
         rr = rsync_reply(c);
     int to = 0;
     unsigned ver = 0;

@@ -7,11 +7,5 @@ local idkey, now, who, want = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV
 local j = load_job(idkey)
 if not j then return { "missing" } end
 if want and j.ver ~= want then return { "moved", j.ver } end
-unplace(idkey, j)
-redis.call("HDEL", K_JOBS, idkey)
-biz_release(idkey, j)
-tombstone(idkey, now)
-local from = j.st
-j.ver = j.ver + 1
-log_transition(idkey, from, DELETED, j, now, "jobs", who)
+local from = delete_job(idkey, j, now, who)
 return { "ok", from, j.ver, j.att, j.runat }

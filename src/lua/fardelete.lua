@@ -9,13 +9,7 @@
 local idkey, now, who, topic, biz = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local j = load_job(idkey)
 if j then
-    unplace(idkey, j)
-    redis.call("HDEL", K_JOBS, idkey)
-    biz_release(idkey, j)
-    tombstone(idkey, now)
-    local from = j.st
-    j.ver = j.ver + 1
-    log_transition(idkey, from, DELETED, j, now, "jobs", who)
+    local from = delete_job(idkey, j, now, who)
     return { "ok", from, j.ver, j.att, j.runat }
 end
 redis.call("ZADD", base .. "gone", now, idkey)

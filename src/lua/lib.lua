@@ -91,14 +91,15 @@ local function set_aside(idkey, why, rec)
     end
 end
 
-local function save_job(idkey, j)
-    local rec
+local function pack_job(j)
     if j.bo then
-        rec = cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo)
-    else
-        rec = cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body)
+        return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo)
     end
-    redis.call("HSET", K_JOBS, idkey, rec)
+    return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body)
+end
+
+local function save_job(idkey, j)
+    redis.call("HSET", K_JOBS, idkey, pack_job(j))
 end
 
 local function count(st, topic, delta)
@@ -131,6 +132,44 @@ end
 -- Topics made ready by this script run; published once each at the end.
 local ready_topics = {}
 local function notify_ready(topic) ready_topics[topic] = true end
+
+-- Writes gathered over a script's jobs and made at the end by a few multi-element commands
+-- (push.lua, restore.lua): a command per job is most of a big call's time. gather() files job
+-- `idkey` (its packed record, placed in `st` = DELAYED or READY) and returns nothing;
+-- `due` is its runAt as the decimal string the caller sent (ZADD takes it as it is), `prio`
+-- its priority. write_gathered() makes the writes and returns the counters it added,
+-- "<state>:<topic>" -> jobs.
+local G = { records = {}, delayed = {}, ready = {}, counted = {} }
+local function gather(idkey, record, st, topic, due, prio)
+    if st == DELAYED then
+        G.delayed[#G.delayed + 1] = due
+        G.delayed[#G.delayed + 1] = idkey
+    else
+        local list = G.ready[topic]
+        if not list then
+            list = {}
+            G.ready[topic] = list
+        end
+        list[#list + 1] = ready_score(prio, tonumber(due))
+        list[#list + 1] = idkey
+        notify_ready(topic)
+    end
+    G.records[#G.records + 1] = idkey
+    G.records[#G.records + 1] = record
+    local field = STATE_NAME[st] .. ":" .. topic
+    G.counted[field] = (G.counted[field] or 0) + 1
+end
+local function write_gathered()
+    call_in_chunks("HSET", K_JOBS, G.records)
+    call_in_chunks("ZADD", K_DELAY, G.delayed)
+    for topic, list in pairs(G.ready) do
+        call_in_chunks("ZADD", ready_key(topic), list)
+    end
+    for field, added in pairs(G.counted) do
+        redis.call("HINCRBY", K_COUNT, field, added)
+    end
+    return G.counted
+end
 local function publish_ready()
     for topic in pairs(ready_topics) do
         redis.call("PUBLISH", prefix .. ":ready", topic)
@@ -255,4 +294,18 @@ local function log_transition(idkey, from, to, j, now, key, who)
     redis.call("XADD", K_LOG, "*", "t",
         idkey .. " " .. from .. " " .. to .. " " .. j.ver .. " " .. j.att .. " " .. j.runat .. " " .. now .. " " .. key,
         "w", who)
+end
+
+-- Delete job `idkey` (loaded as j) from Redis, as a delete does: out of its structure and the
+-- jobs hash, its bizKey released, a tombstone while a restore or a pager needs one, the
+-- transition logged. Returns the state it had.
+local function delete_job(idkey, j, now, who)
+    unplace(idkey, j)
+    redis.call("HDEL", K_JOBS, idkey)
+    biz_release(idkey, j)
+    tombstone(idkey, now)
+    local from = j.st
+    j.ver = j.ver + 1
+    log_transition(idkey, from, DELETED, j, now, "jobs", who)
+    return from
 end

@@ -32,10 +32,6 @@
 -- to know the earliest entry once the call is done.
 local n = tonumber(ARGV[1])
 local out = {}
-local records = {}       -- idkey, record, ... for HSET
-local delayed = {}       -- runAt, idkey, ... for ZADD on the delay zset
-local ready = {}         -- topic -> { score, idkey, ... } for ZADD on its ready zset
-local counted = {}       -- "<state>:<topic>" -> jobs added
 local added_delayed = {} -- idkey -> true: every job this call put on the delay zset
 local pushed = {}        -- topic -> new jobs with a bizKey, then all (lib.lua tally)
 
@@ -45,27 +41,12 @@ for i = 0, n - 1 do
     local result = nil
 
     if ARGV[a + 7] == "" then -- no bizKey: the record is made
-        local st
+        local st = READY
         if runat > now then
             st = DELAYED
-            delayed[#delayed + 1] = ARGV[a + 3]
-            delayed[#delayed + 1] = idkey
             added_delayed[idkey] = true
-        else
-            st = READY
-            local list = ready[topic]
-            if not list then
-                list = {}
-                ready[topic] = list
-            end
-            list[#list + 1] = ready_score(tonumber(ARGV[a + 4]), runat)
-            list[#list + 1] = idkey
-            notify_ready(topic)
         end
-        records[#records + 1] = idkey
-        records[#records + 1] = ARGV[a + 11]
-        local field = STATE_NAME[st] .. ":" .. topic
-        counted[field] = (counted[field] or 0) + 1
+        gather(idkey, ARGV[a + 11], st, topic, ARGV[a + 3], tonumber(ARGV[a + 4]))
         result = st
     else
         local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
@@ -118,13 +99,7 @@ for i = 0, n - 1 do
     out[#out + 1] = result
 end
 
-call_in_chunks("HSET", K_JOBS, records)
-call_in_chunks("ZADD", K_DELAY, delayed)
-for topic, list in pairs(ready) do
-    call_in_chunks("ZADD", ready_key(topic), list)
-end
-for field, added in pairs(counted) do
-    redis.call("HINCRBY", K_COUNT, field, added)
+for field, added in pairs(write_gathered()) do
     local topic = string.match(field, ":(.*)$") -- state names have no ':'
     pushed[topic] = (pushed[topic] or 0) + added
 end

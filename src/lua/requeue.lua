@@ -7,7 +7,8 @@ local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= DEAD then return { "state", j.st } end
 if j.biz ~= "" then
-    local holder = redis.call("HGET", biz_key(j.topic), j.biz)
+    local holder, far_runat = biz_holder(j.topic, j.biz)
+    if far_runat and holder ~= idkey then return { "bizheld", holder } end -- a far job holds it
     local hj = holder and holder ~= idkey and load_job(holder)
     if hj and is_live(hj.st) then return { "bizheld", holder } end
     redis.call("HSET", biz_key(j.topic), j.biz, idkey)

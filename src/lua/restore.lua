@@ -7,24 +7,32 @@
 -- A job that was reserved when Redis lost it has lost its lease: like an expired lease it
 -- becomes ready again, or dead when that delivery was its last try.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
--- ARGV    = now, expire (1 = put overdue jobs back as ready, 0 = leave them), who, n,
+-- ARGV    = now, expire (1 = put overdue jobs back as ready, 0 = leave them), who,
+--           journal (1 = log each job put back in the outbox; 0 = the caller writes the
+--           transitions to MySQL itself, as the pager does in its own commit), n,
 --           then n groups of 12:
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey, attempts, ver, mysql_state,
 --           backoff (ver is the MySQL row's version; mysql_state its state number; backoff the
 --           job's own, '' = its topic's)
 -- Returns one entry per job: {"restored", state, ver} | {"present", state} | {"gone"}
 --                            | {"bizheld", idkey} | {"expired"}
-local now, expire, who = tonumber(ARGV[1]), ARGV[2] == "1", ARGV[3]
-local n = tonumber(ARGV[4])
+--
+-- Cost: the pager calls it for every far job, a million in a minute at peak, and a call holds
+-- Redis for all of it. So, as in push.lua, the writes of the jobs put back are gathered and
+-- made by a few multi-element commands at the end (records, delay zset, ready zsets, counters);
+-- only the lookups (is it here, is it tombstoned, who holds its bizKey) are per job. Two jobs
+-- of one call never share a bizKey (MySQL keeps at most one live job per key), so gathering
+-- cannot change what a later lookup of the same call sees.
+local now, expire, who, journal = tonumber(ARGV[1]), ARGV[2] == "1", ARGV[3], ARGV[4] == "1"
+local n = tonumber(ARGV[5])
 local out = {}
-local earliest = nil -- the soonest delayed job put back: one wake-up for the whole batch
+local earliest = nil     -- the soonest delayed job put back: one wake-up for the whole batch
 for i = 0, n - 1 do
-    local a = 5 + i * 12
+    local a = 6 + i * 12
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
     local runat = tonumber(ARGV[a + 3])
-    local existing = load_job(idkey)
-    if existing then
-        out[#out + 1] = { "present", existing.st }
+    if redis.call("HEXISTS", K_JOBS, idkey) == 1 then
+        out[#out + 1] = { "present", load_job(idkey).st }
     elseif redis.call("ZSCORE", base .. "gone", idkey) then
         out[#out + 1] = { "gone" }
     elseif not expire and runat <= now then
@@ -52,17 +60,19 @@ for i = 0, n - 1 do
                 j.st = DEAD
                 redis.call("ZADD", dead_key(topic), now, idkey)
                 count(DEAD, topic, 1)
+                save_job(idkey, j)
             else
-                place(idkey, j, now)
+                j.st = runat > now and DELAYED or READY
+                if j.st == DELAYED and (not earliest or runat < earliest[2]) then earliest = { idkey, runat } end
                 if biz ~= "" then redis.call("HSET", biz_key(topic), biz, idkey) end
-                if j.st == DELAYED and (not earliest or j.runat < earliest[2]) then earliest = { idkey, j.runat } end
+                gather(idkey, pack_job(j), j.st, topic, ARGV[a + 3], j.prio)
             end
-            save_job(idkey, j)
-            log_transition(idkey, tonumber(ARGV[a + 10]), j.st, j, now, "jobs", who)
+            if journal then log_transition(idkey, tonumber(ARGV[a + 10]), j.st, j, now, "jobs", who) end
             out[#out + 1] = { "restored", j.st, j.ver }
         end
     end
 end
+write_gathered()
 if earliest then wake_if_head(earliest[1]) end
 publish_ready()
 return out

@@ -571,7 +571,8 @@ class MariaDBServer(_Process):
             return
         shutil.rmtree(self.datadir, ignore_errors=True)
         argv = [_which("mariadb-install-db"), "--no-defaults", *self._user_args(),
-                f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
+                f"--datadir={self.datadir}", f"--tmpdir={self._tmpdir()}",
+                "--auth-root-authentication-method=normal",
                 "--skip-test-db", "--innodb-log-file-size=16M"]
         r = _run(argv, timeout=300, what="mariadb-install-db")
         with open(self.log_path, "a") as f:
@@ -580,9 +581,16 @@ class MariaDBServer(_Process):
             raise self._fail(f"mariadb-install-db failed with status {r.returncode}")
         Path(marker).touch()
 
+    def _tmpdir(self) -> str:
+        """Its own temporary directory: servers started side by side (parallel suites) never
+        share one (a bootstrap once failed removing its temporary table from a shared /tmp)."""
+        path = os.path.join(self.dir, "tmp")
+        os.makedirs(path, exist_ok=True)
+        return path
+
     def _argv(self) -> list[str]:
         return [_which("mariadbd"), "--no-defaults", *self._user_args(),
-                f"--datadir={self.datadir}", f"--socket={self.socket}",
+                f"--datadir={self.datadir}", f"--socket={self.socket}", f"--tmpdir={self._tmpdir()}",
                 f"--pid-file={os.path.join(self.dir, 'mysqld.pid')}",
                 f"--port={self.port}", f"--bind-address={HOST}",
                 "--skip-log-bin", "--skip-name-resolve",

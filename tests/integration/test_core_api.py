@@ -698,7 +698,7 @@ class InfoTest(CoreTestCase):
         obj = self.assertJsonOk(d.stats())
         totals = obj.get("totals")
         if totals is not None:
-            self.assertEqual(totals, {"delayed": 2, "ready": 3, "reserved": 0, "dead": 0})
+            self.assertEqual(totals, {"delayed": 2, "ready": 3, "reserved": 0, "dead": 0, "far": 0})
 
     def test_metrics_is_prometheus_text(self):
         d = self.daemon()

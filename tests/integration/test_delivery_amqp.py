@@ -57,7 +57,7 @@ class AmqpDeliveryTest(AmqpCase):
             self.assertEqual(body["topic"], "am")
             self.assertIn("n", body["body"])
         wait_until(lambda: self.assertJsonOk(a.request("GET", "/topics/am"))["counts"] ==
-                   {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}, 10)
+                   {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0, "far": 0}, 10)
         hist = self.assertJsonOk(a.job(ids[0]))["history"]
         self.assertEqual(hist[-1]["state"], "finished")
         self.assertTrue(hist[-1]["by"].endswith("amqp:confirmed"), hist)
@@ -101,7 +101,7 @@ class AmqpOutageTest(AmqpCase):
         self.assertEqual(counts["ready"] + counts["reserved"], 100, counts)
         broker.start()
         wait_until(lambda: self.assertJsonOk(d.request("GET", "/topics/amo"))["counts"] ==
-                   {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}, 30)
+                   {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0, "far": 0}, 30)
         got = [p.message_id for _, p, _ in broker.get_all(q)]
         self.assertEqual(set(got), set(first) | set(during))  # persistent: the first 50 survived too
         for jid in during:

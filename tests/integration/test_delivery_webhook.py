@@ -60,7 +60,7 @@ class WebhookDeliveryTest(WebhookCase):
             self.assertIn("n", h.body["body"])
         # every job finished, in Redis and in MySQL, with the outcome in its history
         wait_until(lambda: self.assertJsonOk(a.request("GET", "/topics/wh"))["counts"] ==
-                   {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}, 10)
+                   {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0, "far": 0}, 10)
         hist = self.assertJsonOk(a.job(ids[0]))["history"]
         self.assertEqual([s["state"] for s in hist], ["delayed", "ready", "reserved", "finished"])
         self.assertIn("webhook:200", hist[-1]["by"])

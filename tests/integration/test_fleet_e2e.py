@@ -638,7 +638,7 @@ class FleetThroughNginxTest(HourglassTestCase):
         # ---- nothing live is left anywhere (Redis counters through any instance)
         def totals_zero():
             r = nginx.stats(timeout=5)
-            return r.status == 200 and r.json()["totals"] == {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0}
+            return r.status == 200 and r.json()["totals"] == {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0, "far": 0}
         try:
             wait_until(totals_zero, 10, 0.2, "Redis totals to be zero")
         except TimeoutError:

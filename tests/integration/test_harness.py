@@ -149,7 +149,7 @@ class PrivateServerTest(HourglassTestCase):
         m.restart()
         self.assertEqual(m.port, port)
         self.assertEqual(m.query("SELECT version FROM schema_version ORDER BY version", db="t1"),
-                         [("1",), ("2",), ("3",), ("42",)])
+                         [("1",), ("2",), ("3",), ("4",), ("42",)])
         m.pause()
         with self.assertRaises(TimeoutError):
             m.query("SELECT 1", timeout=1)

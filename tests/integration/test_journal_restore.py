@@ -35,7 +35,9 @@ def count_sum(res: dict) -> int:
 
 
 class RestoreAfterRedisLossTest(HourglassTestCase):
-    """10,000 jobs in every state, the journal caught up, Redis flushed, /reStore?expire=true."""
+    """10,000 jobs in every state, the journal caught up, Redis flushed, /reStore?expire=true.
+    Every pending job in Redis ([queue] horizon = 0): restoring a deep far backlog, which
+    stays in MySQL, is test_tiers.py's."""
 
     N = 10_000
     TOPICS = ("rs.alpha", "rs.beta", "rs.gamma", "rs.delta")
@@ -43,7 +45,7 @@ class RestoreAfterRedisLossTest(HourglassTestCase):
     def test_restore_brings_back_exactly_the_live_jobs(self):
         seed = random.randrange(1 << 30)
         rng = random.Random(seed)
-        d = start_ready(self, {"http": {"threads": 2, "max_body": 4 << 20}})
+        d = start_ready(self, {"http": {"threads": 2, "max_body": 4 << 20}, "queue": {"horizon": 0}})
         ns = d.namespace
         q = ns.query
 

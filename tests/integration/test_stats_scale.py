@@ -39,7 +39,7 @@ class StatsScaleTest(CoreTestCase):
             page = self.stats(d, **params)
             self.assertEqual(page["totals"]["delayed"], TOPICS, "totals cover every topic on every page")
             seen.extend(page["topics"])
-            self.assertTrue(all(c == {"delayed": 1, "ready": 0, "reserved": 0, "dead": 0}
+            self.assertTrue(all(c == {"delayed": 1, "ready": 0, "reserved": 0, "dead": 0, "far": 0}
                                 for c in page["topics"].values()))
             if "next" not in page:
                 break

@@ -297,6 +297,74 @@ START_TEST(a_failed_send_stops_the_build)
 }
 END_TEST
 
+/* ---- the far tier ---- */
+
+START_TEST(far_inserts_index_count_and_keep_bizkeys)
+{
+    char body[] = "1";
+    struct job_spec a = {.topic = "orders", .topic_len = 6, .body = body, .body_len = 1, .run_at = 1800000000000};
+    struct job_spec bz = a;
+    char key[] = "o-'7";
+    bz.biz_key = key;
+    bz.biz_len = 4;
+    struct job_spec m = a;
+    memcpy(m.topic, "mail", 5);
+    m.topic_len = 4;
+    struct jrec r[3] = {{.kind = JR_INSERT, .to = JS_FAR, .id = 10, .shard = 3, .job = &a},
+                        {.kind = JR_INSERT, .to = JS_FAR, .id = 11, .shard = 3, .job = &bz},
+                        {.kind = JR_INSERT, .to = JS_FAR, .id = 12, .shard = 5, .job = &m}};
+    const struct jrec *p[3] = {&r[0], &r[1], &r[2]};
+    ck_assert_int_eq(jsql_far_inserts(&b, p, 3), 0);
+    ck_assert_int_eq(jsql_far_counts(&b, p, 3), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_str_eq(c.scripts[0],
+                     "INSERT INTO far_job (shard,run_at,id) VALUES (3,1800000000000,10),(3,1800000000000,11),"
+                     "(5,1800000000000,12);"
+                     "INSERT INTO far_biz (id,topic,biz_key,run_at) VALUES (11,'orders','o-\\'7',1800000000000);"
+                     /* a run of one topic is one row: orders twice, then mail */
+                     "INSERT INTO far_count (topic,jobs) VALUES ('orders',2),('mail',1) "
+                     "ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs);");
+}
+END_TEST
+
+START_TEST(far_changes_are_guarded_on_the_row_being_far)
+{
+    struct jrec del = transition(77, 2, JS_FAR, JS_DELETED);
+    del.kind = JR_FAR_LEAVE;
+    del.shard = 4;
+    struct jrec mv = transition(78, 2, JS_FAR, JS_FAR);
+    mv.kind = JR_FAR_MOVE;
+    mv.shard = 6;
+    mv.run_at = 1900000000000;
+    const struct jrec *p[2] = {&del, &mv};
+    ck_assert_int_eq(jsql_far_change(&b, &del, 0, "inst"), 0);
+    ck_assert_int_eq(jsql_far_change(&b, &mv, 1, "inst"), 0);
+    ck_assert_int_eq(jsql_far_leave_counts(&b, p, 2), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 1);
+    const char *q = c.scripts[0];
+    /* the row is locked first and read into variables the later statements test */
+    ck_assert_ptr_nonnull(strstr(q, "SELECT run_at, topic INTO @far_run_0, @far_topic_0 FROM message WHERE id = 77 "
+                                    "AND state = 'far' FOR UPDATE;"));
+    ck_assert_ptr_nonnull(strstr(q, "SELECT id, version + 1, 'far', 'deleted',"));
+    ck_assert_ptr_nonnull(strstr(q, "DELETE FROM far_job WHERE shard = 4 AND run_at = @far_run_0 AND id = 77;"));
+    ck_assert_ptr_nonnull(strstr(q, "DELETE FROM far_biz WHERE id = 77 AND @far_run_0 IS NOT NULL;"));
+    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET state = 'deleted', version = version + 1, updated_at = "
+                                    "1700000000002 WHERE id = 77 AND state = 'far';"));
+    /* a move re-keys the index row and keeps the job far */
+    ck_assert_ptr_nonnull(strstr(q, "DELETE FROM far_job WHERE shard = 6 AND run_at = @far_run_1 AND id = 78;"
+                                    "INSERT INTO far_job (shard,run_at,id) SELECT 6, 1900000000000, 78 FROM DUAL "
+                                    "WHERE @far_run_1 IS NOT NULL;"));
+    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET run_at = 1900000000000, version = version + 1"));
+    /* only the leave is subtracted, and last (lock order: message, far_job, far_count) */
+    const char *count = strstr(q, "UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_0;");
+    ck_assert_ptr_nonnull(count);
+    ck_assert_ptr_null(strstr(q, "@far_topic_1;"));
+    ck_assert_str_eq(count + strlen("UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_0;"), "");
+}
+END_TEST
+
 START_TEST(refused_row_keeps_the_record_as_json)
 {
     struct jrec r = transition(77, 5, JS_RESERVED, JS_FINISHED);
@@ -333,6 +401,8 @@ static Suite *suite(void)
     tcase_add_test(tc, long_scripts_are_cut_between_statements);
     tcase_add_test(tc, a_failed_send_stops_the_build);
     tcase_add_test(tc, refused_row_keeps_the_record_as_json);
+    tcase_add_test(tc, far_inserts_index_count_and_keep_bizkeys);
+    tcase_add_test(tc, far_changes_are_guarded_on_the_row_being_far);
     suite_add_tcase(s, tc);
     return s;
 }
