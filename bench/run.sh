@@ -122,6 +122,7 @@ CONSUMERS=16         # figure 3
 WH_CONCURRENCY=${HG_BENCH_WH_CONCURRENCY:-64}         # figure 7, deliveries/s: one topic, its route's concurrency
 WH_LAT_CONCURRENCY=${HG_BENCH_WH_LAT_CONCURRENCY:-16} # figure 7, lateness: each of the 4 topics' route's concurrency
 BUCKET_GRACE=${HG_BENCH_BUCKET_GRACE:-120} # figure 13: seconds after the last due time for every job to arrive
+BUCKET_NEAR=${HG_BENCH_BUCKET_NEAR:-1}      # figure 13: 0 = no near jobs at 1,000/s while the bucket pages in
 TIER_HORIZON=3600000 # figures 9-12: the default horizon, 1 h
 NEAR_DELAY=1800000   # figures 10, 11: pushes due in 30 minutes are near...
 FAR_DELAY=86400000   # ... and in 1 day far
@@ -1163,7 +1164,7 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
             >/dev/null 2>"$WORK/perf-bucket.err" &
         b_perf=$!
     fi
-    if [ "$bp_secs" -ge 5 ]; then
+    if [ "$bp_secs" -ge 5 ] && [ "$BUCKET_NEAR" = 1 ]; then
         say "bpage: steady 1000 jobs/s for ${bp_secs}s while the bucket pages in"
         "$LATENESS" steady "127.0.0.1:$HPORT" --rate 1000 --duration "$bp_secs" --delay-min "$LAT_DMIN" \
             --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --topics "$LAT_TOPICS" --consumers "$LAT_CONSUMERS" \
