@@ -48,6 +48,8 @@
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
 # webhook amqp farpush farbacklog bucket; the last three are the tiers' figures 9-10, 11-12, 13), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
+# HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
+# due time for every job to arrive; 0 = no near jobs beside the bucket),
 # HG_BENCH_KEEP [0], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
 # to be quiet (other processes using under HG_BENCH_QUIET_MAX [0.3] cores over 5 s); the
 # load seen before and during every measurement is recorded either way.
