@@ -1,4 +1,4 @@
-/* lateness.c — the load tool behind figures 2, 3, 4, 5 and 6 (bench/run.sh builds it).
+/* lateness.c — the load tool behind figures 2-13 (bench/run.sh builds it).
  *
  *   lateness steady HOST:PORT [options]   steady producers + long-polling consumers (figures 2, 4)
  *   lateness drain  HOST:PORT [options]   get + finish as fast as possible (figure 3)
@@ -6,6 +6,7 @@
  *   lateness webhook HOST:PORT [options]  steady producers, jobs delivered by webhook (figure 7)
  *   lateness amqp   HOST:PORT [options]   steady producers, jobs delivered by amqp (figure 8)
  *   lateness whdrain HOST:PORT [options]  a ready backlog delivered by webhook, jobs/s (figure 7)
+ *   lateness bucket HOST:PORT [options]   long-poll jobs loaded by someone else as they come due (figure 13)
  *
  * One thread, epoll, plain non-blocking sockets with HTTP/1.1 keep-alive and TCP_NODELAY:
  * each connection has at most one request in flight (no pipelining). It is written for
@@ -42,6 +43,13 @@
  * until every job has arrived. Jobs/s = distinct jobs received ÷ the time from the first to
  * the last arrival (also printed: from the route's PUT, which includes the up to ~1.25 s the
  * setting takes to reach the daemon's delivery thread).
+ *
+ * bucket: --jobs jobs that the tool did not push (figure 13 bulk-loads them into MySQL as far
+ * jobs, due from --from-ms on) come due; --consumers connections long-poll them as in steady
+ * (consumer i asks for topic i mod T, count=K) and, unless --finish 0 (jobs with ttr 0 are
+ * deleted on delivery), finish each one. Every job is sampled once by its id (a second delivery
+ * is counted as a duplicate, not sampled); the series' time is relative to --from-ms. The run
+ * ends when every job has arrived, or fails --grace seconds after --until-ms (the last due time).
  *
  * Output: key=value lines on stdout (run.sh parses them); diagnostics on stderr; with
  * --samples FILE, the sampled latenesses sorted ascending as "lateness_ms fraction" lines
@@ -88,6 +96,7 @@ struct conn {
     /* consumer: ids received in the last answer, finished one by one */
     char ids[100][24];
     int nids, nfin;
+    double retry_at;   /* bucket: a consumer whose get failed asks again at this mono() time */
 };
 
 struct dvec {
@@ -119,13 +128,17 @@ static struct {
     const char *queue;  /* amqp: the queue the routes publish to */
     int prefetch;       /* amqp: basic.qos prefetch count */
     double grace;       /* steady: seconds past the last push's answer + delay-max for every job to arrive */
+    int finish;         /* consumers finish what they get (bucket --finish 0: ttr 0 jobs, nothing to finish) */
+    int dedupe;         /* bucket: sample each id once, count the rest as duplicates */
+    double from_ms, until_ms; /* bucket: first and last due time of the jobs (epoch ms) */
     /* state */
     int ep;
     struct conn *conns;
     int nconns;
     double t0_mono, t0_real;
     long long issued, pushed_ok, push_errors, received, finished, finish_errors, get_errors, redelivered;
-    long long empty_gets, fill_sent;
+    long long empty_gets, fill_sent, duplicates;
+    double first_recv, last_recv; /* bucket: epoch ms of the first and last job received */
     double last_push_done, last_finish_done, first_push_sent;
     long long max_behind;
     struct dvec lat, push_lat, series_t, series_v;
@@ -135,7 +148,7 @@ static struct {
     .rate = 1000, .duration = 10, .delay_min = 1000, .delay_max = 3000, .producers = 32, .consumers = 16,
     .count = 1, .topics = 4, .poll_timeout = 5, .topic_prefix = NULL, .jobs = 100000, .batch = 1000,
     .delay = 0, .body_bytes = 16, .ttr = 60000, .max_seconds = 600, .concurrency = 16, .route_timeout = 10000,
-    .amqp_port = 5672, .queue = "hgbench", .prefetch = 1000, .grace = -1,
+    .amqp_port = 5672, .queue = "hgbench", .prefetch = 1000, .grace = -1, .finish = 1,
 };
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -308,7 +321,7 @@ static void consumer_get(struct conn *c)
 
 static void consumer_next(struct conn *c)
 {
-    if (c->nfin < c->nids) {
+    if (G.finish && c->nfin < c->nids) {
         char path[96];
         snprintf(path, sizeof path, "/finish?id=%s", c->ids[c->nfin]);
         send_request(c, R_FINISH, "GET", path, NULL, 0);
@@ -342,6 +355,8 @@ static void filler_send(struct conn *c)
     free(body);
 }
 
+static int set_add(uint64_t id);
+
 /* Parse the jobs of a /get answer: the i-th "id" goes with the i-th "runAt". The bench's
  * own bodies ({"k":N}) contain neither key. */
 static void on_jobs(struct conn *c, const char *body, size_t len, double now_real)
@@ -368,6 +383,15 @@ static void on_jobs(struct conn *c, const char *body, size_t len, double now_rea
         const char *a = memmem(p, (size_t)(end - p), "\"attempt\":", 10);
         if (a && atoi(a + 10) > 1)
             G.redelivered++;
+        if (G.dedupe && !set_add(strtoull(c->ids[c->nids - 1], NULL, 10))) {
+            G.duplicates++;
+            p = e;
+            continue;
+        }
+        if (G.received == 0 || now_real < G.first_recv)
+            G.first_recv = now_real;
+        if (now_real > G.last_recv)
+            G.last_recv = now_real;
         G.received++;
         double lateness = now_real - run_at;
         if (run_at >= lo && run_at <= hi) {
@@ -417,8 +441,15 @@ static void on_response(struct conn *c, int status, const char *body, size_t ble
             on_jobs(c, body, blen, real_ms());
         } else if (status == 204) {
             G.empty_gets++;
-        } else if (G.get_errors++ < 5) {
-            fprintf(stderr, "lateness: get answered %d: %.*s\n", status, (int)(blen > 300 ? 300 : blen), body);
+        } else {
+            if (G.get_errors++ < 5)
+                fprintf(stderr, "lateness: get answered %d: %.*s\n", status, (int)(blen > 300 ? 300 : blen), body);
+            if (G.dedupe) {
+                /* bucket: a refused get (503 while the journal's backlog is full) is asked again
+                 * 100 ms later, as a client honouring Retry-After would, not in a tight loop */
+                c->retry_at = now + 0.1;
+                return;
+            }
         }
         consumer_next(c);
         return;
@@ -1207,6 +1238,74 @@ static int run_drain(void)
     return ok ? 0 : 3;
 }
 
+/* bucket: jobs loaded by someone else come due; consume them and measure their lateness. */
+static int run_bucket(void)
+{
+    if (G.from_ms <= 0 || G.until_ms < G.from_ms)
+        die("bucket: --from-ms and --until-ms (epoch ms, until >= from) are required");
+    G.dedupe = 1;
+    make_conns(0, G.consumers, 0);
+    /* every job is sampled: the window starts at the first due time and never ends */
+    G.t0_mono = mono();
+    G.t0_real = G.from_ms;
+    G.delay_min = G.delay_max = 0;
+    G.duration = 1e9;
+    for (int i = 0; i < G.nconns; i++)
+        consumer_get(&G.conns[i]);
+    int ok = 1;
+    for (;;) {
+        if (G.received >= G.jobs && (!G.finish || G.finished + G.finish_errors >= G.received))
+            break;
+        poll_once(10);
+        double now = mono();
+        for (int i = 0; i < G.nconns; i++) {
+            struct conn *c = &G.conns[i];
+            if (c->retry_at > 0 && now >= c->retry_at) {
+                c->retry_at = 0;
+                consumer_get(c);
+            }
+        }
+        if (real_ms() > G.until_ms + G.grace * 1e3) {
+            fprintf(stderr, "lateness: bucket: only %lld of %lld jobs arrived within %.0f s of the last due time\n",
+                    G.received, G.jobs, G.grace);
+            ok = 0;
+            break;
+        }
+        if (mono() - G.t0_mono > G.max_seconds)
+            die("bucket: still running after %.0f s (%lld received)", G.max_seconds, G.received);
+    }
+    double secs = (G.last_recv - G.first_recv) / 1e3;
+    printf("jobs=%lld\nreceived=%lld\nduplicates=%lld\nfinished=%lld\nfinish_errors=%lld\nget_errors=%lld\n", G.jobs,
+           G.received, G.duplicates, G.finished, G.finish_errors, G.get_errors);
+    printf("redelivered=%lld\nempty_gets=%lld\n", G.redelivered, G.empty_gets);
+    printf("first_recv_s=%.3f\nlast_recv_s=%.3f\nseconds=%.3f\nrate=%.1f\nspread_s=%.3f\n", (G.first_recv - G.from_ms) / 1e3,
+           (G.last_recv - G.from_ms) / 1e3, secs, secs > 0 ? (double)(G.received - 1) / secs : 0.0,
+           (G.until_ms - G.from_ms) / 1e3);
+    if (G.series_file) {
+        FILE *f = fopen(G.series_file, "w");
+        if (f == NULL)
+            die("%s: %s", G.series_file, strerror(errno));
+        for (size_t i = 0; i < G.series_t.n; i++)
+            fprintf(f, "%.4f %.3f\n", G.series_t.v[i], G.series_v.v[i]);
+        fclose(f);
+    }
+    print_dist("lat_ms", &G.lat);
+    if (G.samples_file) {
+        FILE *f = fopen(G.samples_file, "w");
+        if (f == NULL)
+            die("%s: %s", G.samples_file, strerror(errno));
+        for (size_t i = 0; i < G.lat.n; i++)
+            fprintf(f, "%.3f %.6f\n", G.lat.v[i], (double)(i + 1) / (double)G.lat.n);
+        fclose(f);
+    }
+    ok = ok && G.received >= G.jobs && G.duplicates == 0 && G.get_errors == 0 && G.finish_errors == 0;
+    printf("ok=%d\n", ok);
+    if (!ok)
+        fprintf(stderr, "lateness: bucket FAILED: %lld of %lld jobs received, %lld duplicates, %lld get errors, "
+                "%lld finish errors\n", G.received, G.jobs, G.duplicates, G.get_errors, G.finish_errors);
+    return ok ? 0 : 3;
+}
+
 static int run_fill(void)
 {
     if (G.body_bytes < 2)
@@ -1235,7 +1334,7 @@ static int run_fill(void)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: lateness steady|drain|fill|webhook|amqp|whdrain HOST:PORT [options]\n"
+            "usage: lateness steady|drain|fill|webhook|amqp|whdrain|bucket HOST:PORT [options]\n"
             "  steady: --rate N/s --duration S --delay-min MS --delay-max MS --producers N --consumers N\n"
             "          --count K --topics T --prefix P --ttr MS --samples FILE --series FILE\n"
             "          --consumer-topics one|all\n"
@@ -1246,6 +1345,8 @@ static void usage(void)
             "  amqp:   the steady options but --consumers, --count, --consumer-topics; and\n"
             "          --amqp HOST:PORT (guest/guest) --queue Q --prefetch N\n"
             "  whdrain: --jobs N --topics T --prefix P --concurrency N --timeout MS\n"
+            "  bucket: --jobs N --from-ms T --until-ms T (epoch ms: first and last due time) --consumers N\n"
+            "          --count K --topics T --prefix P --finish 0|1 --grace S --samples FILE --series FILE\n"
             "  steady, webhook, amqp: --grace S (every job must have arrived S seconds after the last push\n"
             "          was answered + delay-max; 10, for webhook and amqp 60)\n"
             "  all:    --max-seconds S (fail past it)\n");
@@ -1295,6 +1396,9 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "--queue")) G.queue = v;
         else if (!strcmp(o, "--prefetch")) G.prefetch = atoi(v);
         else if (!strcmp(o, "--grace")) G.grace = atof(v);
+        else if (!strcmp(o, "--finish")) G.finish = atoi(v);
+        else if (!strcmp(o, "--from-ms")) G.from_ms = atof(v);
+        else if (!strcmp(o, "--until-ms")) G.until_ms = atof(v);
         else if (!strcmp(o, "--amqp")) {
             const char *c2 = strrchr(v, ':');
             if (c2 == NULL || (size_t)(c2 - v) >= sizeof G.amqp_host)
@@ -1334,6 +1438,10 @@ int main(int argc, char **argv)
     if (!strcmp(G.mode, "drain")) {
         if (!G.topic_prefix) G.topic_prefix = "drain";
         return run_drain();
+    }
+    if (!strcmp(G.mode, "bucket")) {
+        if (!G.topic_prefix) G.topic_prefix = "far";
+        return run_bucket();
     }
     if (!strcmp(G.mode, "fill")) {
         if (!G.topic_prefix) G.topic_prefix = "fill";

@@ -1,17 +1,21 @@
 # bench/plot.gp — lateness plots for one run (bench/run.sh calls it).
 #   gnuplot -e "raw='DIR'; out='DIR'" bench/plot.gp
 # Reads raw/lat-<tag>.cdf ("lateness_ms fraction", sorted) and raw/lat-<tag>.series
-# ("t_s lateness_ms") for tag = lat1k, lat5k, latbig, whlat1k, amqplat1k; writes out/latency-cdf.png,
+# ("t_s lateness_ms") for tag = lat1k, lat5k, latbig, whlat1k, amqplat1k, tlatbig, bpage, bucket
+# (figures 2, 4, 7, 8, 11, 13; the bucket's series counts from its first due time); writes out/latency-cdf.png,
 # out/latency-tail.png and out/lateness-time.png. Missing runs are left out.
 if (!exists("raw") || !exists("out")) { print "usage: gnuplot -e \"raw='DIR'; out='DIR'\" bench/plot.gp"; exit }
 if (!exists("bigN")) bigN = "the backlog"
 
 have(f) = system(sprintf("test -s '%s' && echo 1 || echo 0", f)) + 0
-tags = "lat1k lat5k latbig whlat1k amqplat1k"
+tags = "lat1k lat5k latbig whlat1k amqplat1k tlatbig bpage bucket"
 label(t) = (t eq "lat1k") ? "1,000 jobs/s, 1,000 pending" : \
            (t eq "lat5k") ? "5,000 jobs/s, 1,000 pending" : \
            (t eq "whlat1k") ? "1,000 jobs/s, webhook route" : \
-           (t eq "amqplat1k") ? "1,000 jobs/s, amqp route" : sprintf("1,000 jobs/s, %s pending", bigN)
+           (t eq "amqplat1k") ? "1,000 jobs/s, amqp route" : \
+           (t eq "tlatbig") ? "1,000 jobs/s, far backlog pending (fig. 11)" : \
+           (t eq "bpage") ? "1,000 jobs/s while a bucket pages in (fig. 13)" : \
+           (t eq "bucket") ? "the jobs of the bucket (fig. 13)" : sprintf("1,000 jobs/s, %s pending", bigN)
 
 set terminal pngcairo size 1000,620 font "sans,10"
 set grid

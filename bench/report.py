@@ -210,6 +210,137 @@ def internals(raw_dir, tag):
     return res
 
 
+def tiers(env, row, rps_row, lat_row, noise, errs):
+    """Figures 9-13 (issue 13: Redis holds the near future, MySQL the rest)."""
+    if env.get("tiers_skipped") or env.get("tiers") != "1":
+        why = env.get("tiers_skipped", "not run")
+        for fig, name in ((9, "Redis bytes per far job"), (10, "far pushes/s / near pushes/s"),
+                          (11, "far backlog vs none: near pushes/s and lateness p99"),
+                          (12, "restore with a far backlog pending"), (13, "paging a bucket: lateness p99")):
+            if env.get("tiers_skipped"):
+                row(fig, name, None, "n/a", "-", "skip", notes=f"skipped: {why}")
+        return
+
+    # ---- figure 9: Redis bytes per far job
+    m0, m1, nj = num(env, "farmem_before"), num(env, "farmem_after"), num(env, "farmem_fill_jobs")
+    if m0 is not None and m1 is not None and nj:
+        per = (m1 - m0) / nj
+        rows_far = int(num(env, "farmem_far_rows") or 0)
+        in_redis = int(num(env, "farmem_redis_jobs") or 0)
+        notes = [f"used_memory {m0 / 2**20:.2f} -> {m1 / 2**20:.2f} MiB", f"{rows_far:,} far_job rows",
+                 f"{in_redis:,} jobs in Redis"]
+        ok = per <= 8 and rows_far == int(nj)
+        if rows_far != int(nj):
+            notes.append(f"NOT all {int(nj):,} jobs went far")
+        row(9, f"Redis bytes per far job ({int(nj):,} jobs due in 30 days)", per, f"{per:.1f} B", "<= 8 B",
+            "PASS" if ok else "FAIL", "bytes", "; ".join(notes))
+    else:
+        row(9, "Redis bytes per far job", None, "n/a", "<= 8 B", "skip")
+
+    # ---- figure 10: far vs near pushes/s
+    rps_row(10, "nearpush", "near pushes/s (due in 30 min)")
+    rps_row(10, "farpush", "far pushes/s (due in 1 day)")
+    near, far = num(env, "nearpush_rps"), num(env, "farpush_rps")
+    if near and far:
+        r = far / near
+        e = errs("nearpush") + errs("farpush")
+        row(10, "far pushes/s / near pushes/s", r, f"{far:,.0f} / {near:,.0f} = {r:.2f}x", ">= 1.3x",
+            "FAIL" if e or r < 1.3 else "PASS", "x", "; ".join(x for x in (noise("farpush"), noise("nearpush")) if x))
+    else:
+        row(10, "far pushes/s / near pushes/s", None, "n/a", ">= 1.3x", "skip")
+
+    # ---- figure 11: a far backlog vs none, for near jobs
+    nfar = int(num(env, "farbig_far_rows") or num(env, "far_n") or 0)
+    load = num(env, "farbig_load_secs")
+    lat_row(11, "tlat0", 1000, "near lateness p50/p99/max @ 1,000/s, no far jobs", None)
+    lat_row(11, "tlatbig", 1000, f"near lateness p50/p99/max @ 1,000/s, {nfar:,} far jobs", None)
+    small, big = num(env, "tlat0_lat_ms_p99"), num(env, "tlatbig_lat_ms_p99")
+    if small and big is not None:
+        r = big / small
+        row(11, f"near p99 lateness, {nfar:,} far vs none", r, f"{fmt_ms(big)} / {fmt_ms(small)} ms = {r:.2f}x",
+            "<= 1.2x", "PASS" if r <= 1.2 else "FAIL", "x",
+            "; ".join(x for x in (noise("tlatbig"), noise("tlat0")) if x))
+    else:
+        row(11, f"near p99 lateness, {nfar:,} far vs none", None, "n/a", "<= 1.2x", "skip")
+    rps_row(11, "tpush0", "near pushes/s, no far jobs")
+    rps_row(11, "tpushbig", f"near pushes/s, {nfar:,} far jobs")
+    p0, pb = num(env, "tpush0_rps"), num(env, "tpushbig_rps")
+    if p0 and pb:
+        r = p0 / pb
+        e = errs("tpush0") + errs("tpushbig")
+        notes = [x for x in (noise("tpushbig"), noise("tpush0")) if x]
+        if load is not None:
+            notes.append(f"far jobs bulk-loaded in {load:.1f} s")
+        row(11, f"near pushes/s slowdown, none / {nfar:,} far", r, f"{p0:,.0f} / {pb:,.0f} = {r:.2f}x", "<= 1.2x",
+            "FAIL" if e or r > 1.2 else "PASS", "x", "; ".join(notes))
+    else:
+        row(11, f"near pushes/s slowdown, none / {nfar:,} far", None, "n/a", "<= 1.2x", "skip")
+
+    # ---- figure 12: restore with the far backlog pending
+    secs = num(env, "trestorebig_secs")
+    if secs is not None:
+        pending = int(num(env, "trestorebig_pending") or 0)
+        restored = int(num(env, "trestorebig_restored") or 0)
+        after = int(num(env, "trestorebig_jobs_after") or 0)
+        notes = [f"{restored:,} restored of {pending:,} near", f"{int(num(env, 'trestorebig_far') or 0):,} far pending",
+                 f"Redis holds {after:,} jobs after"]
+        ok = env.get("trestorebig_status") == "200" and restored == pending and after == pending
+        if not ok:
+            notes.append("NOT what was expected: every near job back, no far job in Redis")
+        s0 = num(env, "trestore0_secs")
+        if s0 is not None:
+            notes.append(f"{s0:.2f} s with no far jobs")
+        if noise("trestorebig"):
+            notes.append(noise("trestorebig"))
+        row(12, f"restore with {nfar:,} far jobs pending", secs, f"{secs:.2f} s", "<= 5 s",
+            "PASS" if ok and secs <= 5 else "FAIL", "s", "; ".join(notes))
+    else:
+        row(12, "restore with a far backlog pending", None, "n/a", "<= 5 s", "skip")
+
+    # ---- figure 13: paging a bucket
+    n = int(num(env, "bucket_n") or 0)
+    spread = (num(env, "bucket_spread") or 0) / 1000
+    name = f"lateness p50/p99/max, {n:,} far jobs due within {spread:g} s"
+    p50, p99, mx = num(env, "bucket_lat_ms_p50"), num(env, "bucket_lat_ms_p99"), num(env, "bucket_lat_ms_max")
+    if p99 is not None:
+        got = int(num(env, "bucket_received") or 0)
+        notes = [f"{got:,} of {n:,} delivered", f"{num(env, 'bucket_rate') or 0:,.0f}/s"]
+        dup = int(num(env, "bucket_duplicates") or 0)
+        if dup:
+            notes.append(f"{dup} duplicate deliveries")
+        e = int((num(env, "bucket_get_errors") or 0) + (num(env, "bucket_finish_errors") or 0))
+        if e:
+            notes.append(f"{e} HTTP errors")
+        pf, pd = env.get("bucket_paging_first_s", ""), env.get("bucket_paging_done_s", "")
+        if pf and pd:
+            notes.append(f"paged (pager's count: {int(num(env, 'bucket_paged') or 0):,}) from {float(pf):+.1f} s to "
+                         f"{float(pd):+.1f} s of the first due time, {int(num(env, 'bucket_paged_at_due') or 0):,} "
+                         f"by then")
+        lag = num(env, "bucket_pager_lag_max_s")
+        if lag is not None:
+            notes.append(f"pager lag max {lag:.2f} s")
+        notes.append(f"horizon {(num(env, 'bucket_horizon') or 0) / 1000:g} s")
+        left, cleft = num(env, "bucket_far_left"), num(env, "bucket_far_count_left")
+        if left or cleft:
+            notes.append(f"LEFT BEHIND: {int(left or 0):,} far_job rows, far_count {int(cleft or 0):,} "
+                         f"(messages: {env.get('bucket_states_after', '?')})")
+        if noise("bucket"):
+            notes.append(noise("bucket"))
+        ok = p99 <= 20 and got >= n and dup == 0 and e == 0
+        row(13, name, {"p50": p50, "p99": p99, "max": mx}, f"{fmt_ms(p50)} / {fmt_ms(p99)} / {fmt_ms(mx)} ms",
+            "p99 <= 20 ms", "PASS" if ok else "FAIL", "ms", "; ".join(notes))
+    else:
+        failed = num(env, "bucket_tool_failed") == 1
+        got = num(env, "bucket_received")
+        why = "the load tool failed: see the run's log"
+        if got is not None:
+            why = f"{int(got):,} of {n:,} delivered within {env.get('bucket_grace', '?')} s of the last due time"
+        row(13, name, None, "n/a", "p99 <= 20 ms", "FAIL" if failed else "skip", notes=why if failed else "")
+    if num(env, "bpage_lat_ms_p99") is not None or num(env, "bpage_tool_failed") == 1:
+        lat_row(13, "bpage", 1000, f"near lateness p50/p99/max @ 1,000/s while the bucket pages in "
+                f"({int(num(env, 'bpage_secs') or 0)} s)", None)
+
+
 def main():
     env_path, out_path, raw_dir = sys.argv[1:4]
     env = load(env_path)
@@ -407,10 +538,15 @@ def main():
     else:
         lat_row(8, "amqplat1k", 1000, "amqp lateness p50/p99/max @ 1,000 jobs/s", 20)
 
+    # ---- figures 9-13: tiers (issue 13)
+    tiers(env, row, rps_row, lat_row, noise, errs)
+
     # ---- the daemon's own view of each measurement
     daemon = {}
     for tag in ["push", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore", "whlat1k", "whdrain",
-                "amqplat1k"] + [f"push{c}c" for c in sweep if c != base]:
+                "amqplat1k"] + [f"push{c}c" for c in sweep if c != base] + [
+                "nearpush", "farpush", "tlat0", "tpush0", "trestore0", "tlatbig", "trestorebig", "tpushbig",
+                "bucket"]:
         x = internals(raw_dir, tag)
         if x:
             daemon[tag] = x
@@ -427,6 +563,11 @@ def main():
           f"POST /push, one job per request (100-byte body, delay 1 h, 16 topics); "
           f"HTTP threads: hourglassd {env.get('http_threads')}, hello {env.get('hello_threads', env.get('http_threads'))}; "
           f"figures 0 and 1: best of two runs each")
+    if env.get("tiers") == "1":
+        print(f"tiers (figures 9-13): figures 0-8 run with [queue] horizon = 0 (every pending job in Redis); "
+              f"9-12 with horizon {(num(env, 'tier_horizon') or 0) / 1000:g} s, near jobs due in "
+              f"{(num(env, 'near_delay') or 0) / 60000:g} min, far ones in {(num(env, 'far_delay') or 0) / 3600000:g} h "
+              f"(figure 9: 30 days); figures 11-13's far jobs bulk-loaded into MySQL by bench/farload.py")
     print(f"delivery routes (figures 7, 8): 4 topics at 1,000 jobs/s in all, delays 1-3 s; webhook: each topic "
           f"concurrency {env.get('wh_lat_concurrency', '?')} to bench/lateness.c's HTTP receiver; amqp: a private "
           f"RabbitMQ ({env.get('rabbit_version', 'not run')}), persistent + confirms, to its consumer; "
@@ -434,7 +575,11 @@ def main():
     if mode == "quick":
         print(f"QUICK MODE: reduced sizes — wrk {env.get('wrk_secs')} s (full: 10 s), lateness {env.get('lat_secs')} s "
               f"(full: 30 s), consume backlog {consume_n:,} (full: 100,000), delayed backlog {backlog:,} "
-              f"(full: 1,000,000), webhook backlog {int(num(env, 'wh_drain_n') or 0):,} (full: 100,000)")
+              f"(full: 1,000,000), webhook backlog {int(num(env, 'wh_drain_n') or 0):,} (full: 100,000); tiers: far "
+              f"jobs for Redis memory {int(num(env, 'farmem_n') or 0):,} (full: 1,000,000), far backlog "
+              f"{int(num(env, 'far_n') or 0):,} (full: 10,000,000), bucket {int(num(env, 'bucket_n') or 0):,} jobs due "
+              f"within {(num(env, 'bucket_spread') or 0) / 1000:g} s, horizon {(num(env, 'bucket_horizon') or 0) / 1000:g} s "
+              f"(full: 1,000,000 within 60 s, horizon 120 s)")
     print()
     w1 = max(len(f"{r['figure']}  {r['name']}") for r in rows)
     w2 = max(len(r["display"]) for r in rows)

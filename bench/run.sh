@@ -16,10 +16,18 @@
 #      HTTP receiver, and deliveries/s of a ready backlog
 #   8  amqp delivery: lateness p50/p99/max at a steady 1,000 jobs/s through a private RabbitMQ
 #      to the load tool's own consumer (skipped, saying so, when rabbitmq-server is not installed)
+# Tiers ([queue] horizon; figures 0-8 run with horizon = 0, every pending job in Redis as before):
+#   9  Redis bytes per far job (pushed through HTTP, due in 30 days, horizon 1 h)
+#  10  far pushes/s vs near pushes/s: figure 0's wrk load, jobs due in 1 day vs in 30 minutes
+#  11  near-job push rate and lateness p99 with 10,000,000 far jobs pending vs none (the far jobs
+#      bulk-loaded straight into MySQL by bench/farload.py, due over 1-30 days)
+#  12  /reStore into an emptied Redis with those 10,000,000 far jobs pending (and 1,000 near)
+#  13  a bucket of 1,000,000 far jobs due within one minute, paged in ahead (horizon 2 min: lead
+#      60 s): lateness p50/p99/max of their deliveries to long-polling consumers
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
-# quick: every size and duration cut down (said in the output), 2-3 minutes.
-# full:  the real sizes (1,000,000 backlog), ~9 minutes, plus perf profiles of the push path and
-#        of the restore.
+# quick: every size and duration cut down (said in the output), 4-5 minutes.
+# full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~20 minutes, plus perf profiles of
+#        the push path, of the restores and of figure 13's paging.
 #
 # Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
 # latency-tail.png, lateness-time.png, <timestamp>-perf.txt and <timestamp>-perf-restore.txt
@@ -38,8 +46,10 @@
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
-# webhook amqp), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
+# webhook amqp farpush farbacklog bucket; the last three are the tiers' figures 9-10, 11-12, 13), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
+# HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
+# due time for every job to arrive; 0 = no near jobs beside the bucket),
 # HG_BENCH_KEEP [0], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
 # to be quiet (other processes using under HG_BENCH_QUIET_MAX [0.3] cores over 5 s); the
 # load seen before and during every measurement is recorded either way.
@@ -99,7 +109,7 @@ BASE_CONNS=$WRK_CONNS
 # Both servers run with their defaults: one HTTP thread per core.
 HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket}
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
 FAR=2592000000       # 30 days: backlog jobs never come due during the run
 MEM_BODY=16          # figure 6: each job's body is a 16-byte JSON string
@@ -113,6 +123,11 @@ LAT_CTOPICS=${HG_BENCH_LAT_CONSUMER_TOPICS:-one} # consumer i polls topic i mod 
 CONSUMERS=16         # figure 3
 WH_CONCURRENCY=${HG_BENCH_WH_CONCURRENCY:-64}         # figure 7, deliveries/s: one topic, its route's concurrency
 WH_LAT_CONCURRENCY=${HG_BENCH_WH_LAT_CONCURRENCY:-16} # figure 7, lateness: each of the 4 topics' route's concurrency
+BUCKET_GRACE=${HG_BENCH_BUCKET_GRACE:-120} # figure 13: seconds after the last due time for every job to arrive
+BUCKET_NEAR=${HG_BENCH_BUCKET_NEAR:-1}      # figure 13: 0 = no near jobs at 1,000/s while the bucket pages in
+TIER_HORIZON=3600000 # figures 9-12: the default horizon, 1 h
+NEAR_DELAY=1800000   # figures 10, 11: pushes due in 30 minutes are near...
+FAR_DELAY=86400000   # ... and in 1 day far
 RABBITMQ_SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server # Debian's; /usr/sbin's wrapper su's to the rabbitmq user
 if [ "$MODE" = full ]; then
     WRK_SECS=10
@@ -121,6 +136,12 @@ if [ "$MODE" = full ]; then
     CONSUME_N=100000
     WH_DRAIN_N=100000
     BACKLOG_N=1000000
+    FARMEM_N=1000000     # figure 9
+    FAR_N=10000000       # figures 11, 12
+    BUCKET_N=1000000     # figure 13: jobs due within BUCKET_SPREAD ms,
+    BUCKET_SPREAD=60000
+    BUCKET_HORIZON=120000 # paged in ahead by lead = min(60 s, horizon / 2) = 60 s, in 10 s buckets
+    BUCKET_AHEAD=100000  # the bucket's first job is due this long after the load starts
     PROFILE=${HG_BENCH_PROFILE:-1}
 else
     WRK_SECS=5
@@ -129,6 +150,12 @@ else
     CONSUME_N=10000
     WH_DRAIN_N=10000
     BACKLOG_N=100000
+    FARMEM_N=100000
+    FAR_N=1000000
+    BUCKET_N=100000      # the same due rate as full's (16,667 jobs/s), for 6 s
+    BUCKET_SPREAD=6000
+    BUCKET_HORIZON=20000 # lead 10 s, 2.5 s buckets
+    BUCKET_AHEAD=20000
     PROFILE=${HG_BENCH_PROFILE:-0}
 fi
 
@@ -154,10 +181,11 @@ DPID=""
 HELLO_PID=""
 RABBIT_PID=""
 EPMD_PID=""
+SAMPLER_PID=""
 # shellcheck disable=SC2317 # runs from a trap
 cleanup() {
     trap - EXIT INT TERM HUP
-    for p in $DPID $HELLO_PID $RABBIT_PID $EPMD_PID; do
+    for p in $SAMPLER_PID $DPID $HELLO_PID $RABBIT_PID $EPMD_PID; do
         kill -TERM "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
@@ -277,10 +305,18 @@ CREATE USER 'hourglass'@'127.0.0.1' IDENTIFIED BY 'hourglass';
 GRANT ALL PRIVILEGES ON hourglass.* TO 'hourglass'@'127.0.0.1';
 EOF
 sqlroot hourglass <"$ROOT/sql/schema.sql" || die "applying sql/schema.sql failed"
+# The tiers (issue 13): a daemon that knows [queue] horizon and a schema with the far tables.
+# Without them (an older build measured for comparison) the tiers' phases are skipped.
+HAS_TIERS=0
+if "$BIN" -p -c /dev/null 2>/dev/null | grep -q '^horizon' &&
+    [ -n "$(sqlroot hourglass -N -B -e "SHOW TABLES LIKE 'far_job'")" ]; then
+    HAS_TIERS=1
+fi
 say "redis :$RPORT and mariadb :$MPORT up in $WORK"
 
 # ------------------------------------------------------------------ the daemon
 
+HORIZON=0 # [queue] horizon of the next start_daemon: 0 (every pending job in Redis) but for the tiers' phases
 write_conf() { # FILE PER_ROW
     cat >"$1" <<EOF
 # written by bench/run.sh
@@ -309,6 +345,9 @@ file = $WORK/daemon.log
 EOF
     if [ -n "$AMQP_URL" ]; then
         printf '\n[amqp]\nurl = %s\n' "$AMQP_URL" >>"$1"
+    fi
+    if [ "$HAS_TIERS" = 1 ]; then
+        printf '\n[queue]\nhorizon = %s\n' "$HORIZON" >>"$1"
     fi
 }
 AMQP_URL="" # set while figure 8's private RabbitMQ runs
@@ -361,6 +400,10 @@ reset_data() { # a clean slate: no daemon, empty Redis, empty tables
     rcli flushall >/dev/null
     sqlroot hourglass -e 'TRUNCATE TABLE message; TRUNCATE TABLE transition; TRUNCATE TABLE topic_setting;
         TRUNCATE TABLE topic_change' || die "truncate failed"
+    if [ "$HAS_TIERS" = 1 ]; then
+        sqlroot hourglass -e 'TRUNCATE TABLE far_job; TRUNCATE TABLE far_count; TRUNCATE TABLE far_biz;
+            TRUNCATE TABLE far_mark' || die "truncate of the far tables failed"
+    fi
 }
 
 # ------------------------------------------------------------------ RabbitMQ (figure 8)
@@ -880,6 +923,326 @@ if has_phase amqp; then
         fi
         stop_rabbit
     fi
+fi
+
+# ------------------------------------------------------------------ tiers (issue 13)
+
+# far_load TAG JOBS RUN_AT SPREAD TTR: bulk-load JOBS far jobs straight into MySQL
+# (bench/farload.py: message rows in state 'far', far_job, far_count; 16 topics spread over the
+# shards), due from RUN_AT (unix ms) over SPREAD ms; records TAG_load_secs and TAG_prefix.
+far_load() {
+    say "$1: bulk-loading $2 far jobs into MySQL (bench/farload.py)"
+    t0=$(date +%s.%N)
+    python3 "$BENCH/farload.py" --jobs "$2" --run-at "$3" --spread "$4" --ttr "$5" --prefix "$1" --topics 16 \
+        --shards 8 --body-bytes "$MEM_BODY" 2>"$WORK/farload-$1.err" >"$WORK/farload-$1.sql" ||
+        die "bench/farload.py failed ($WORK/farload-$1.err)"
+    sqlroot hourglass <"$WORK/farload-$1.sql" || die "loading $2 far jobs failed"
+    t1=$(date +%s.%N)
+    rm -f "$WORK/farload-$1.sql"
+    rec "${1}_load_secs" "$(echo "$t1 $t0" | awk '{ printf "%.3f", $1 - $2 }')"
+    rec "${1}_prefix" "$(sed -n 's/^prefix=//p' "$WORK/farload-$1.err")"
+    rec "${1}_far_rows" "$(sqlroot hourglass -N -B -e 'SELECT COUNT(*) FROM far_job')"
+    say "$1: $(getv "${1}_far_rows") far_job rows in $(getv "${1}_load_secs") s"
+}
+
+# restore_timed TAG [PROFILE_NAME]: FLUSHALL, then GET /reStore?expire=true, timed by the client;
+# records TAG_secs, TAG_status, the answer's counts, the near (delayed/ready/reserved) messages
+# it should bring back (TAG_pending), far rows (TAG_far) and Redis's jobs afterwards.
+restore_timed() {
+    pending=$(sqlroot -N -B hourglass -e "SELECT COUNT(*) FROM message WHERE state IN ('delayed','ready','reserved')")
+    rec "${1}_pending" "$pending"
+    rec "${1}_far" "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    rcli flushall >/dev/null
+    say "$1: FLUSHALL, then /reStore?expire=true ($pending near messages, $(getv "${1}_far") far)"
+    scrape "$1" 0
+    cpu_begin "$DPID"
+    rperf=""
+    if [ -n "${2:-}" ] && [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1; then
+        perf record -a -F 499 -o "$WORK/perf-$1.data" >/dev/null 2>"$WORK/perf-$1.err" &
+        rperf=$!
+    fi
+    t0=$(date +%s.%N)
+    curl -s -m 900 -o "$RAW/$1.json" -w '%{http_code}' "$URL/reStore?expire=true" >"$RAW/$1.status" ||
+        echo "bench: /reStore request failed" >&2
+    t1=$(date +%s.%N)
+    if [ -n "$rperf" ]; then
+        kill -TERM "$rperf" 2>/dev/null || true
+        wait "$rperf" 2>/dev/null || true
+    fi
+    cpu_end "$1"
+    scrape "$1" 1
+    if [ -n "$rperf" ]; then
+        {
+            echo "# perf record -a -F 499 during GET /reStore?expire=true of $pending near jobs with $(getv "${1}_far") far jobs pending, $(date -u)"
+            echo
+            perf_report "$WORK/perf-$1.data"
+        } >"$RESULTS/$TS-$2.txt"
+        rm -f "$WORK/perf-$1.data"
+    fi
+    rec "${1}_status" "$(cat "$RAW/$1.status")"
+    rec "${1}_secs" "$(echo "$t1 $t0" | awk '{ printf "%.3f", $1 - $2 }')"
+    python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception:
+    d = {}
+for k in ("scanned", "restored", "present", "expiredSkipped", "ms"):
+    print("%s_%s=%s" % (sys.argv[2], k, d.get(k, "")))' "$RAW/$1.json" "$1" >>"$ENV"
+    rec "${1}_jobs_after" "$(redis_jobs)"
+    say "$1: $(getv "${1}_restored") restored in $(getv "${1}_secs") s (HTTP $(getv "${1}_status")); Redis holds $(getv "${1}_jobs_after") jobs; $(cores "$1")"
+}
+
+# push_ready TAG: after a FLUSHALL the daemon answers pushes 503 for a while (its worker-id
+# lease and high-water mark lived in Redis; the lease is renewed once a second, so the first
+# pushes after the restore can still pass before the loss is noticed). Wait (up to 60 s) until
+# pushes have been answered 200 for 5 s in a row, and record how long that took as
+# TAG_push_ready_secs (and the 503s seen as TAG_push_ready_refused), so the next measurement
+# does not count it.
+push_ready() {
+    t0=$(date +%s.%N)
+    n=0 ok=0 refused=0
+    while [ $ok -lt 20 ]; do
+        code=$(curl -s -o /dev/null -w '%{http_code}' -m 5 -XPOST "$URL/push" -H 'Content-Type: application/json' \
+            -d "{\"topic\":\"ready.probe\",\"body\":0,\"delay\":$NEAR_DELAY}")
+        if [ "$code" = 200 ]; then ok=$((ok + 1)); else ok=0 refused=$((refused + 1)); fi
+        n=$((n + 1))
+        [ $n -lt 240 ] || { echo "bench: pushes still fail 60 s after the restore" >&2; break; }
+        sleep 0.25
+    done
+    rec "${1}_push_ready_secs" "$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.3f", $1 - $2 }')"
+    rec "${1}_push_ready_refused" "$refused"
+    say "$1: pushes answered 200 for 5 s in a row $(getv "${1}_push_ready_secs") s after the restore ($refused refused before)"
+}
+
+# wrk_delay TAG DELAY: run_wrk with push.lua's jobs due in DELAY ms
+wrk_delay() {
+    HG_DELAY=$2
+    export HG_DELAY
+    run_wrk "$1" "$DPID"
+    unset HG_DELAY
+}
+
+# pager_sampler FILE: every 0.25 s one line "unix_ms paged_total redis_jobs mysql_jobs lag_s moved
+# delivered journal_backlog daemon_ticks redis_ticks mysql_ticks" (the pager's, the mover's and the
+# journal's figures from /metrics, and the CPU ticks of the three processes): figure 13's timeline.
+pager_sampler() {
+    while :; do
+        curl -s -m 2 "$URL/metrics" 2>/dev/null | awk -v t="$(date +%s%3N)" \
+            -v cpu="$(cpu_ticks "$DPID") $(cpu_ticks "$REDIS_PID") $(cpu_ticks "$MYSQL_PID")" '
+            function v(x) { return x == "" ? "-" : x }
+            /^hourglass_pager_paged_total / { p = $2 }
+            /^hourglass_jobs_tier\{tier="redis"\} / { r = $2 }
+            /^hourglass_jobs_tier\{tier="mysql"\} / { m = $2 }
+            /^hourglass_pager_lag_seconds / { l = $2 }
+            /^hourglass_transitions_total\{from="delayed",to="ready"\} / { mv = $2 }
+            /^hourglass_delivery_lateness_seconds_count / { d = $2 }
+            /^hourglass_journal_backlog / { j = $2 }
+            END { printf "%s %s %s %s %s %s %s %s %s\n", t, v(p), v(r), v(m), v(l), v(mv), v(d), v(j), cpu }'
+        sleep 0.25
+    done >"$1"
+}
+
+rec tiers "$HAS_TIERS"
+rec tier_horizon "$TIER_HORIZON"
+rec near_delay "$NEAR_DELAY"
+rec far_delay "$FAR_DELAY"
+rec farmem_n "$FARMEM_N"
+rec far_n "$FAR_N"
+rec bucket_n "$BUCKET_N"
+rec bucket_spread "$BUCKET_SPREAD"
+rec bucket_horizon "$BUCKET_HORIZON"
+rec bucket_grace "$BUCKET_GRACE"
+if [ "$HAS_TIERS" = 0 ] && { has_phase farpush || has_phase farbacklog || has_phase bucket; }; then
+    say "tiers: SKIPPED: this daemon has no [queue] horizon or sql/schema.sql no far tables (figures 9-13)"
+    rec tiers_skipped "the daemon has no [queue] horizon, or the schema no far tables"
+fi
+
+if [ "$HAS_TIERS" = 1 ] && has_phase farpush; then
+    # Figure 9: far jobs pushed through HTTP (arrays of 1,000, due in 30 days, 8 topics, the
+    # 16-byte body of figure 6) must leave Redis (almost) untouched.
+    HORIZON=$TIER_HORIZON
+    reset_data
+    start_daemon false
+    sleep 1
+    m0=$(redis_mem)
+    say "farmem: filling $FARMEM_N far jobs (due in 30 days, horizon ${TIER_HORIZON} ms)"
+    fill farmem "$FARMEM_N" "$FAR" 8 "$MEM_BODY" farmem_fill
+    journal_idle 120 || echo "bench: the journal still had a backlog 120 s after the far fill" >&2
+    sleep 1
+    m1=$(redis_mem)
+    rec farmem_before "$m0"
+    rec farmem_after "$m1"
+    rec farmem_redis_jobs "$(redis_jobs)"
+    rec farmem_far_rows "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    say "farmem: filled at $(getv farmem_fill_rate) jobs/s; Redis used_memory $m0 -> $m1, $(getv farmem_redis_jobs) jobs in Redis, $(getv farmem_far_rows) far_job rows"
+
+    # Figure 10: figure 0's wrk load (single pushes, 64 connections), the jobs due in 30 minutes
+    # (near: Redis and MySQL) or in 1 day (far: MySQL only), alternating, each run from an empty
+    # store plus 1,000 near jobs pending; the better of two runs each.
+    for pass_no in 1 2; do
+        for kind in near far; do
+            reset_data
+            start_daemon false
+            fill pre "$PREFILL" "$NEAR_DELAY" 1 "$MEM_BODY"
+            if [ $kind = near ]; then wrk_delay "nearpush$pass_no" "$NEAR_DELAY"; else wrk_delay "farpush$pass_no" "$FAR_DELAY"; fi
+        done
+    done
+    keep_best nearpush
+    keep_best farpush
+    HORIZON=0
+fi
+
+if [ "$HAS_TIERS" = 1 ] && has_phase farbacklog; then
+    # Figures 11 and 12. First without far jobs: figure 2's 1,000 jobs/s run (near jobs, delays
+    # 1-3 s) and two wrk runs of near pushes (due in 30 minutes), then FLUSHALL + /reStore of the
+    # 1,000 near jobs; then the same with FAR_N far jobs bulk-loaded into MySQL (due over 1-30 days).
+    HORIZON=$TIER_HORIZON
+    reset_data
+    start_daemon false
+    fill pre "$PREFILL" "$NEAR_DELAY" 1 "$MEM_BODY"
+    steady tlat0 1000
+    wrk_delay tpush01 "$NEAR_DELAY"
+    wrk_delay tpush02 "$NEAR_DELAY"
+    keep_best tpush0
+    reset_data
+    start_daemon false
+    fill pre "$PREFILL" "$NEAR_DELAY" 1 "$MEM_BODY"
+    journal_idle 60 || true
+    restore_timed trestore0
+    journal_idle 60 || true
+
+    reset_data
+    now=$(date +%s%3N)
+    far_load farbig "$FAR_N" $((now + 86400000)) $((29 * 86400000)) 30000
+    start_daemon false
+    fill pre "$PREFILL" "$NEAR_DELAY" 1 "$MEM_BODY"
+    journal_idle 60 || true
+    steady tlatbig 1000
+    # Figure 12 here, with only the 1,000 near jobs pending besides the far ones (the wrk runs
+    # below leave ~100,000 more).
+    restore_timed trestorebig perf-restore-far
+    push_ready trestorebig
+    journal_idle 120 || echo "bench: the journal still had a backlog 120 s after the restore" >&2
+    wrk_delay tpushbig1 "$NEAR_DELAY"
+    wrk_delay tpushbig2 "$NEAR_DELAY"
+    keep_best tpushbig
+    rec farbig_far_after "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    reset_data
+    HORIZON=0
+fi
+
+if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
+    # Figure 13: BUCKET_N far jobs (ttr 0: deleted on delivery, nothing to finish), due within
+    # BUCKET_SPREAD ms starting BUCKET_AHEAD ms after the load starts, bulk-loaded into MySQL;
+    # the daemon (horizon BUCKET_HORIZON: lead = min(60 s, horizon / 2)) pages them in ahead,
+    # 64 consumers (4 per topic, count=100) long-poll them; lateness = receipt - runAt, each once.
+    HORIZON=$BUCKET_HORIZON
+    reset_data
+    b_from=$(($(date +%s%3N) + BUCKET_AHEAD))
+    b_until=$((b_from + BUCKET_SPREAD - 1))
+    rec bucket_from "$b_from"
+    far_load bucket "$BUCKET_N" "$b_from" "$BUCKET_SPREAD" 0
+    start_daemon false
+    lead=$((BUCKET_HORIZON / 2))
+    [ $lead -le 60000 ] || lead=60000
+    rec bucket_lead "$lead"
+    rec bucket_started_before_s "$(echo "$b_from $(date +%s%3N)" | awk '{ printf "%.3f", ($1 - $2) / 1000 }')"
+    [ $(($(date +%s%3N) + lead)) -lt "$b_from" ] ||
+        say "bucket: warning: the daemon started less than the lead before the first job is due (the load was slow)"
+    pager_sampler "$RAW/bucket-paging.txt" &
+    SAMPLER_PID=$!
+    say "bucket: $BUCKET_N jobs due from $(getv bucket_started_before_s) s from now over $((BUCKET_SPREAD / 1000)) s; horizon $BUCKET_HORIZON ms (lead $lead ms); 64 consumers"
+    scrape bucket 0
+    cpu_begin "$DPID"
+    # Meanwhile, until the bucket comes due, figure 2's 1,000 jobs/s of near jobs (delays 1-3 s,
+    # their own topics and consumers): does paging the bucket in make them late?
+    bp_secs=$(((b_from - $(date +%s%3N)) / 1000 - LAT_DMAX / 1000))
+    bp_pid=""
+    # full: perf record -a from here until the bucket comes due (the paging, with figure 2's load)
+    b_perf=""
+    if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1 && [ "$bp_secs" -ge 5 ]; then
+        perf record -a -F 499 -o "$WORK/perf-bucket.data" -- sleep $((bp_secs + LAT_DMAX / 1000)) \
+            >/dev/null 2>"$WORK/perf-bucket.err" &
+        b_perf=$!
+    fi
+    if [ "$bp_secs" -ge 5 ] && [ "$BUCKET_NEAR" = 1 ]; then
+        say "bpage: steady 1000 jobs/s for ${bp_secs}s while the bucket pages in"
+        "$LATENESS" steady "127.0.0.1:$HPORT" --rate 1000 --duration "$bp_secs" --delay-min "$LAT_DMIN" \
+            --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --topics "$LAT_TOPICS" --consumers "$LAT_CONSUMERS" \
+            --count "$LAT_COUNT" --consumer-topics "$LAT_CTOPICS" --prefix bpage --samples "$RAW/lat-bpage.cdf" \
+            --series "$RAW/lat-bpage.series" --max-seconds 900 >"$RAW/lat-bpage.txt" 2>"$RAW/lat-bpage.err" &
+        bp_pid=$!
+    fi
+    "$LATENESS" bucket "127.0.0.1:$HPORT" --prefix "$(getv bucket_prefix)" --jobs "$BUCKET_N" --topics 16 \
+        --consumers 64 --count 100 --finish 0 --from-ms "$b_from" --until-ms "$b_until" --grace "$BUCKET_GRACE" \
+        --samples "$RAW/lat-bucket.cdf" --series "$RAW/lat-bucket.series" --max-seconds 900 \
+        >"$RAW/lat-bucket.txt" 2>"$RAW/lat-bucket.err" || {
+        cat "$RAW/lat-bucket.err" >&2
+        rec bucket_tool_failed 1
+    }
+    if [ -n "$bp_pid" ]; then
+        wait "$bp_pid" || {
+            cat "$RAW/lat-bpage.err" >&2
+            rec bpage_tool_failed 1
+        }
+        rec_prefixed bpage <"$RAW/lat-bpage.txt"
+        rec bpage_secs "$bp_secs"
+    fi
+    cpu_end bucket
+    scrape bucket 1
+    if [ -n "$b_perf" ]; then
+        wait "$b_perf" 2>/dev/null || true
+        {
+            echo "# perf record -a -F 499 from the daemon's start until the bucket of $BUCKET_N far jobs came due (the pager paging it in, lead $lead ms, beside 1,000 near jobs/s), $(date -u)"
+            echo
+            perf_report "$WORK/perf-bucket.data"
+        } >"$RESULTS/$TS-perf-bucket.txt"
+        rm -f "$WORK/perf-bucket.data"
+        say "bucket: profile of the paging in $RESULTS/$TS-perf-bucket.txt"
+    fi
+    kill -TERM "$SAMPLER_PID" 2>/dev/null || true
+    wait "$SAMPLER_PID" 2>/dev/null || true
+    SAMPLER_PID=""
+    rec_prefixed bucket <"$RAW/lat-bucket.txt"
+    python3 -c '
+import sys
+path, n, t0 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+first = last = None
+lag = 0.0
+p0 = plast = None
+paged_at_due = None
+for line in open(path):
+    f = line.split()
+    if len(f) < 5 or f[1] == "-":
+        continue
+    t, p = int(f[0]), float(f[1])
+    if p0 is None:
+        p0 = plast = p
+    if p > plast:
+        if first is None:
+            first = t
+        last, plast = t, p
+    if t <= t0:
+        paged_at_due = p - p0
+    if f[4] != "-":
+        lag = max(lag, float(f[4]))
+# the paged counter goes up as the pager commits; "done" = its last increase
+print("bucket_paging_first_s=%s" % ("" if first is None else "%.3f" % ((first - t0) / 1e3)))
+print("bucket_paging_done_s=%s" % ("" if last is None else "%.3f" % ((last - t0) / 1e3)))
+print("bucket_paged=%d" % (0 if p0 is None else plast - p0))
+print("bucket_paged_at_due=%s" % ("" if paged_at_due is None else "%d" % paged_at_due))
+print("bucket_pager_lag_max_s=%.3f" % lag)' "$RAW/bucket-paging.txt" "$BUCKET_N" "$b_from" >>"$ENV"
+    # What the bucket left behind once the journal is idle: no far_job row, no far count.
+    journal_idle 120 || echo "bench: the journal still had a backlog 120 s after the bucket" >&2
+    rec bucket_far_left "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    rec bucket_far_count_left "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_count')"
+    rec bucket_far_mark_paged "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(paged), 0) FROM far_mark')"
+    rec bucket_states_after "$(sqlroot -N -B hourglass -e "SELECT GROUP_CONCAT(CONCAT(state, ':', n) ORDER BY state)
+        FROM (SELECT state, COUNT(*) n FROM message GROUP BY state) s")"
+    say "bucket: lateness p50 $(getv bucket_lat_ms_p50) p99 $(getv bucket_lat_ms_p99) max $(getv bucket_lat_ms_max) ms over $(getv bucket_received) of $BUCKET_N jobs ($(getv bucket_rate)/s); paging began $(getv bucket_paging_first_s) s and ended $(getv bucket_paging_done_s) s from the first due time; $(cores bucket)"
+    reset_data
+    HORIZON=0
 fi
 
 stop_daemon
