@@ -1238,6 +1238,20 @@ print("bucket_pager_lag_max_s=%.3f" % lag)' "$RAW/bucket-paging.txt" "$BUCKET_N"
     rec bucket_far_left "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
     rec bucket_far_count_left "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_count')"
     rec bucket_far_mark_paged "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(paged), 0) FROM far_mark')"
+    # The paging's own lateness: when each job of the bucket became ready in Redis (its first
+    # "ready" transition: the mover's at its due time when it was paged in ahead, the pager's
+    # when it paged it late) against its runAt. Delivery adds the consume path's own limits
+    # (figure 3) on top: that is the lateness above.
+    sqlroot -N -B hourglass -e "SELECT GREATEST(0, MIN(t.at) - m.run_at) FROM message m JOIN transition t
+        ON t.message_id = m.id AND t.to_state = 'ready' WHERE m.topic LIKE '$(getv bucket_prefix).%' GROUP BY m.id" |
+        python3 -c '
+import sys
+v = sorted(int(x) for x in sys.stdin if x.strip())
+q = lambda p: v[min(len(v) - 1, int(p * len(v)))] if v else ""
+print("bucket_ready_n=%d" % len(v))
+print("bucket_ready_ms_p50=%s" % q(0.50))
+print("bucket_ready_ms_p99=%s" % q(0.99))
+print("bucket_ready_ms_max=%s" % (v[-1] if v else ""))' >>"$ENV"
     rec bucket_states_after "$(sqlroot -N -B hourglass -e "SELECT GROUP_CONCAT(CONCAT(state, ':', n) ORDER BY state)
         FROM (SELECT state, COUNT(*) n FROM message GROUP BY state) s")"
     say "bucket: lateness p50 $(getv bucket_lat_ms_p50) p99 $(getv bucket_lat_ms_p99) max $(getv bucket_lat_ms_max) ms over $(getv bucket_received) of $BUCKET_N jobs ($(getv bucket_rate)/s); paging began $(getv bucket_paging_first_s) s and ended $(getv bucket_paging_done_s) s from the first due time; $(cores bucket)"
