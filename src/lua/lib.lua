@@ -139,8 +139,9 @@ local function notify_ready(topic) ready_topics[topic] = true end
 -- `due` is its runAt as the decimal string the caller sent (ZADD takes it as it is), `prio`
 -- its priority. write_gathered() makes the writes and returns the counters it added,
 -- "<state>:<topic>" -> jobs.
-local G = { records = {}, delayed = {}, ready = {}, counted = {} }
+local G = nil -- made by the first gather(): most scripts never gather, and every script runs this
 local function gather(idkey, record, st, topic, due, prio)
+    if not G then G = { records = {}, delayed = {}, ready = {}, counted = {} } end
     if st == DELAYED then
         G.delayed[#G.delayed + 1] = due
         G.delayed[#G.delayed + 1] = idkey
@@ -160,6 +161,7 @@ local function gather(idkey, record, st, topic, due, prio)
     G.counted[field] = (G.counted[field] or 0) + 1
 end
 local function write_gathered()
+    if not G then return {} end
     call_in_chunks("HSET", K_JOBS, G.records)
     call_in_chunks("ZADD", K_DELAY, G.delayed)
     for topic, list in pairs(G.ready) do
