@@ -225,6 +225,27 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, interval: fl
         time.sleep(interval)
 
 
+def topic_shard(topic: str, shards: int = 8) -> int:
+    """The daemon's topic -> shard (ids.c topic_shard): FNV-1a 32 of the topic, mod shards."""
+    h = 2166136261
+    for b in topic.encode():
+        h ^= b
+        h = (h * 16777619) & 0xFFFFFFFF
+    return h % shards
+
+
+def topics_one_per_shard(prefix: str, shards: int = 8) -> list[str]:
+    """`shards` topic names "<prefix><n>", one on each shard (in shard order), so every shard —
+    and every instance's mover and pager — has work."""
+    by_shard: dict[int, str] = {}
+    n = 0
+    while len(by_shard) < shards:
+        t = f"{prefix}{n}"
+        by_shard.setdefault(topic_shard(t, shards), t)
+        n += 1
+    return [by_shard[s] for s in range(shards)]
+
+
 def now_ms() -> int:
     """Wall-clock ms, the same clock the daemon uses (same machine)."""
     return int(time.time() * 1000)

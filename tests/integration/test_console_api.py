@@ -16,19 +16,10 @@ import urllib.parse
 from pathlib import Path
 
 from core_common import CoreTestCase, RedisMonitor, now_ms
-from harness import REPO_ROOT, Daemon, wait_until
+from harness import REPO_ROOT, Daemon, topic_shard, wait_until
 
 CONSOLE = REPO_ROOT / "console"
 SHARDS = 8
-
-
-def topic_shard(topic: str, shards: int = SHARDS) -> int:
-    """ids.c topic_shard: FNV-1a 32 of the topic, mod shards."""
-    h = 2166136261
-    for b in topic.encode():
-        h ^= b
-        h = (h * 16777619) & 0xFFFFFFFF
-    return h % shards
 
 
 def same_shard(topic: str, n: int) -> list[str]:

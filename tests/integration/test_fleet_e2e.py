@@ -58,7 +58,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import harness
-from harness import HOST, REPO_ROOT, Daemon, HourglassTestCase, NginxServer, wait_until
+from harness import (HOST, REPO_ROOT, Daemon, HourglassTestCase, NginxServer, topic_shard,
+                     topics_one_per_shard, wait_until)
 
 HEALTH_SCRIPT = str(REPO_ROOT / "scripts" / "nginx-health.sh")
 
@@ -79,15 +80,6 @@ M64 = (1 << 64) - 1
 
 
 # --------------------------------------------------------------------------- the daemon's hashes
-
-def topic_shard(topic: str, shards: int = SHARDS) -> int:
-    """ids.c topic_shard: FNV-1a 32 of the topic, mod shards."""
-    h = 2166136261
-    for b in topic.encode():
-        h ^= b
-        h = (h * 16777619) & 0xFFFFFFFF
-    return h % shards
-
 
 def _mix64(x: int) -> int:
     x ^= x >> 30
@@ -122,13 +114,7 @@ def id_ms(job_id: int) -> int:
 
 def pick_topics() -> list[str]:
     """One topic per shard, so every instance owns some of the traffic."""
-    by_shard: dict[int, str] = {}
-    n = 0
-    while len(by_shard) < SHARDS:
-        t = f"e2e.t{n}"
-        by_shard.setdefault(topic_shard(t), t)
-        n += 1
-    return [by_shard[s] for s in range(SHARDS)]
+    return topics_one_per_shard("e2e.t", SHARDS)
 
 
 def read_text(path: str) -> str:

@@ -39,7 +39,8 @@ import time
 import urllib.parse
 from typing import Any, Iterable
 
-from harness import (HOST, Daemon, HourglassTestCase, RedisServer, journal_idle, now_ms, wait_until)
+from harness import (HOST, Daemon, HourglassTestCase, RedisServer, journal_idle, now_ms, topic_shard,
+                     topics_one_per_shard, wait_until)
 
 SHARDS = 8
 LATE_MS = 1000          # see the module docstring
@@ -48,26 +49,6 @@ DAY = 86_400_000
 
 
 # --------------------------------------------------------------------------- helpers
-
-def topic_shard(topic: str, shards: int = SHARDS) -> int:
-    """ids.c topic_shard: FNV-1a 32 of the topic, mod shards (as test_fleet_e2e)."""
-    h = 2166136261
-    for b in topic.encode():
-        h ^= b
-        h = (h * 16777619) & 0xFFFFFFFF
-    return h % shards
-
-
-def topics_one_per_shard(prefix: str) -> list[str]:
-    """SHARDS topic names, one on each shard, so every shard (and every pager) has work."""
-    by_shard: dict[int, str] = {}
-    n = 0
-    while len(by_shard) < SHARDS:
-        t = f"{prefix}{n}"
-        by_shard.setdefault(topic_shard(t), t)
-        n += 1
-    return [by_shard[s] for s in range(SHARDS)]
-
 
 def spec_timing(horizon: int) -> tuple[int, int]:
     """(lead, bucket) in ms as the spec defines them."""
@@ -223,6 +204,26 @@ def metric_values(text: str, name: str) -> dict[str, float]:
             continue  # a longer name with this prefix
         out[labels] = float(value.split()[0])
     return out
+
+
+def act_on_schedule(d: Daemon, plan: list[tuple[int, str]], act) -> None:
+    """Four client threads share plan [(when ms, job id)]: each calls act(client, id) at each of
+    its times (the races with the pager aim at each job's own page-in time)."""
+    def worker(part: list[tuple[int, str]]) -> None:
+        c = Client(d)
+        try:
+            for at, jid in part:
+                wait = (at - now_ms()) / 1000
+                if wait > 0:
+                    time.sleep(wait)
+                act(c, jid)
+        finally:
+            c.close()
+    threads = [threading.Thread(target=worker, args=(plan[k::4],)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
 
 
 class TiersCase(HourglassTestCase):
@@ -864,26 +865,14 @@ class FarJobOperationsTest(TiersCase):
         results: dict[str, tuple[int, Any, int]] = {}
         lock = threading.Lock()
 
-        def deleter(part: list[tuple[int, str]]) -> None:
-            c = Client(d)
-            try:
-                for at, jid in part:
-                    wait = (at - now_ms()) / 1000
-                    if wait > 0:
-                        time.sleep(wait)
-                    st, body = c.request("GET", "/delete?" + q({"id": jid}))
-                    with lock:
-                        results[jid] = (st, body, now_ms())
-            finally:
-                c.close()
+        def delete(c: Client, jid: str) -> None:
+            st, body = c.request("GET", "/delete?" + q({"id": jid}))
+            with lock:
+                results[jid] = (st, body, now_ms())
 
         cons = Consumers([d, d], topics, finish=True)
         try:
-            threads = [threading.Thread(target=deleter, args=(plan[k::4],)) for k in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
+            act_on_schedule(d, plan, delete)
             self.wait_for(lambda: set(cons.ids()) >= kept, (max(run_at.values()) - now_ms()) / 1000 + 5,
                           "every kept job to be delivered",
                           lambda: f"missing {len(kept - set(cons.ids()))}; errors {cons.errors[:5]}")
@@ -946,27 +935,15 @@ class FarJobOperationsTest(TiersCase):
         answers: dict[str, tuple[int, Any]] = {}
         lock = threading.Lock()
 
-        def mover(part: list[tuple[int, str]]) -> None:
-            c = Client(d)
-            try:
-                for at, jid in part:
-                    wait = (at - now_ms()) / 1000
-                    if wait > 0:
-                        time.sleep(wait)
-                    new_at = run_at[jid] + 4000 if jid in later else run_at[jid] - 500
-                    st, body = c.request("GET", "/reschedule?" + q({"id": jid, "runAt": new_at}))
-                    with lock:
-                        answers[jid] = (st, body)
-            finally:
-                c.close()
+        def move(c: Client, jid: str) -> None:
+            new_at = run_at[jid] + 4000 if jid in later else run_at[jid] - 500
+            st, body = c.request("GET", "/reschedule?" + q({"id": jid, "runAt": new_at}))
+            with lock:
+                answers[jid] = (st, body)
 
         cons = Consumers([d, d], topics, finish=True)
         try:
-            threads = [threading.Thread(target=mover, args=(plan[k::4],)) for k in range(4)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
+            act_on_schedule(d, plan, move)
             final = dict(run_at)
             bad = {}
             for jid, (st, body) in answers.items():
