@@ -617,6 +617,9 @@ class MariaDBServer(_Process):
                 "--skip-log-bin", "--skip-name-resolve",
                 f"--innodb-buffer-pool-size={self.buffer_pool}", "--innodb-log-file-size=16M",
                 "--innodb-flush-log-at-trx-commit=2",
+                # a shared server holds every daemon of a suite, each with its journal, outbox,
+                # pool and pager connections: the default 151 is within reach of a busy suite
+                "--max-connections=2000",
                 "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci",
                 *self.args]
 
