@@ -1,6 +1,7 @@
 -- restore.lua — insert jobs read back from MySQL, only where Redis lacks them. /reStore uses
 -- it, and so does the pager (src/pager.c) for far jobs (mysql_state FAR): the far job's own
--- bizKey entry ("<idkey>@<runAt>") becomes a plain one.
+-- bizKey entry ("<idkey>@<runAt>") becomes a plain one, and a copy of the job that an older
+-- read of its row put in Redis (version not above the row's) is replaced by the row.
 -- Idempotent and safe beside live traffic: a job Redis holds is left alone, a job that
 -- finished or was deleted while this restore ran (tombstone) is not brought back, and a
 -- bizKey already held by another live job is not taken from it.
@@ -31,7 +32,19 @@ for i = 0, n - 1 do
     local a = 6 + i * 12
     local idkey, topic, body = ARGV[a], ARGV[a + 1], ARGV[a + 2]
     local runat = tonumber(ARGV[a + 3])
-    if redis.call("HEXISTS", K_JOBS, idkey) == 1 then
+    local present = redis.call("HEXISTS", K_JOBS, idkey) == 1
+    if present and tonumber(ARGV[a + 10]) == FAR then
+        -- The pager: a copy at or below this row's version was paged in from an older read of
+        -- the row (it was rescheduled since, and that pager's step is still to find out): the
+        -- row is newer, so it replaces the copy (as align.lua lets MySQL's newer state win).
+        local ex = load_job(idkey)
+        if ex.ver <= tonumber(ARGV[a + 9]) and (ex.st == DELAYED or ex.st == READY) then
+            unplace(idkey, ex)
+            redis.call("HDEL", K_JOBS, idkey)
+            present = false
+        end
+    end
+    if present then
         out[#out + 1] = { "present", load_job(idkey).st }
     elseif redis.call("ZSCORE", base .. "gone", idkey) then
         out[#out + 1] = { "gone" }
