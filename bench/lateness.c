@@ -1045,6 +1045,30 @@ static void print_dist(const char *prefix, struct dvec *d)
            d->n ? d->v[d->n - 1] : NAN);
 }
 
+/* The lateness results every mode ends with: the series over time (--series, unsorted: before
+ * print_dist sorts G.lat), the distribution, and its CDF (--samples). */
+static void write_lateness(void)
+{
+    if (G.series_file) {
+        FILE *f = fopen(G.series_file, "w");
+        if (f == NULL)
+            die("%s: %s", G.series_file, strerror(errno));
+        for (size_t i = 0; i < G.series_t.n; i++)
+            fprintf(f, "%.4f %.3f\n", G.series_t.v[i], G.series_v.v[i]);
+        fclose(f);
+    }
+    print_dist("lat_ms", &G.lat);
+    if (G.samples_file) {
+        FILE *f = fopen(G.samples_file, "w");
+        if (f == NULL)
+            die("%s: %s", G.samples_file, strerror(errno));
+        for (size_t i = 0; i < G.lat.n; i++)
+            fprintf(f, "%.3f %.6f\n", G.lat.v[i], (double)(i + 1) / (double)G.lat.n);
+        fclose(f);
+    }
+}
+
+
 /* The deliveries the sink received: lateness samples of the steady window (and the series),
  * and G.received/G.redelivered, once its thread has stopped. */
 static void sink_collect(long long probes)
@@ -1132,24 +1156,7 @@ static int run_steady(enum sink_kind sink)
            G.received, G.finished, G.finish_errors, G.get_errors, G.redelivered, G.max_behind);
     printf("window_lo_s=%.3f\nwindow_hi_s=%.3f\n", G.delay_max / 1e3, G.duration + G.delay_min / 1e3);
     print_dist("push_ms", &G.push_lat);
-    /* series before sorting */
-    if (G.series_file) {
-        FILE *f = fopen(G.series_file, "w");
-        if (f == NULL)
-            die("%s: %s", G.series_file, strerror(errno));
-        for (size_t i = 0; i < G.series_t.n; i++)
-            fprintf(f, "%.4f %.3f\n", G.series_t.v[i], G.series_v.v[i]);
-        fclose(f);
-    }
-    print_dist("lat_ms", &G.lat);
-    if (G.samples_file) {
-        FILE *f = fopen(G.samples_file, "w");
-        if (f == NULL)
-            die("%s: %s", G.samples_file, strerror(errno));
-        for (size_t i = 0; i < G.lat.n; i++)
-            fprintf(f, "%.3f %.6f\n", G.lat.v[i], (double)(i + 1) / (double)G.lat.n);
-        fclose(f);
-    }
+    write_lateness();
     if (sink != SINK_NONE)
         printf("duplicates=%lld\nprobes=%lld\nsink_requests=%lld\nsink_max_conns=%lld\n", atomic_load(&S.duplicates),
                probes, atomic_load(&S.requests), S.maxconns);
@@ -1281,23 +1288,7 @@ static int run_bucket(void)
     printf("first_recv_s=%.3f\nlast_recv_s=%.3f\nseconds=%.3f\nrate=%.1f\nspread_s=%.3f\n", (G.first_recv - G.from_ms) / 1e3,
            (G.last_recv - G.from_ms) / 1e3, secs, secs > 0 ? (double)(G.received - 1) / secs : 0.0,
            (G.until_ms - G.from_ms) / 1e3);
-    if (G.series_file) {
-        FILE *f = fopen(G.series_file, "w");
-        if (f == NULL)
-            die("%s: %s", G.series_file, strerror(errno));
-        for (size_t i = 0; i < G.series_t.n; i++)
-            fprintf(f, "%.4f %.3f\n", G.series_t.v[i], G.series_v.v[i]);
-        fclose(f);
-    }
-    print_dist("lat_ms", &G.lat);
-    if (G.samples_file) {
-        FILE *f = fopen(G.samples_file, "w");
-        if (f == NULL)
-            die("%s: %s", G.samples_file, strerror(errno));
-        for (size_t i = 0; i < G.lat.n; i++)
-            fprintf(f, "%.3f %.6f\n", G.lat.v[i], (double)(i + 1) / (double)G.lat.n);
-        fclose(f);
-    }
+    write_lateness();
     ok = ok && G.received >= G.jobs && G.duplicates == 0 && G.get_errors == 0 && G.finish_errors == 0;
     printf("ok=%d\n", ok);
     if (!ok)
