@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
+#include "resolve.h"
 
 #include <event2/event.h>
 #include <pthread.h>
@@ -82,6 +83,13 @@ struct rconn {
     int nchannels;
     rconn_message_fn on_message;
     void *message_arg;
+
+    /* A host name is resolved off the loop (resolve.h), then its addresses are tried in order,
+     * one connect each, before backing off; being up again forgets them, so the next reconnect
+     * resolves anew (a failover that moves the name is followed). */
+    struct resolve *lookup;  /* in flight, or NULL */
+    char addrs[RESOLVE_MAX_ADDRS][INET6_ADDRSTRLEN];
+    int naddrs, next_addr;
 
     struct event *reconnect_timer;
     struct event *watchdog;
@@ -272,6 +280,7 @@ static void set_state(struct rconn *rc, enum rc_state state)
         rc->state_since_us = clock_mono_us();
     if (old != RC_UP && state == RC_UP) {
         rc->backoff_ms = 100;
+        rc->naddrs = rc->next_addr = 0;
         clear_error(rc);
         rc->seen_demote_epoch = atomic_load(&demote_epoch); /* checked anew by ROLE just now */
         atomic_fetch_add(&up_epoch, 1);
@@ -290,6 +299,12 @@ static void schedule_reconnect(struct rconn *rc)
 {
     if (rc->freeing)
         return;
+    if (rc->next_addr < rc->naddrs) { /* another address of the host is still untried: now */
+        struct timeval now = {0, 0};
+        event_add(rc->reconnect_timer, &now);
+        return;
+    }
+    rc->naddrs = rc->next_addr = 0;
     struct timeval tv = {rc->backoff_ms / 1000, (rc->backoff_ms % 1000) * 1000};
     rc->down_epoch = atomic_load(&up_epoch);
     event_add(rc->reconnect_timer, &tv);
@@ -676,12 +691,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     schedule_reconnect(rc);
 }
 
-static void connect_now(struct rconn *rc)
+/* Connect to `host` (numeric, or a unix socket path): the connect itself never blocks. */
+static void connect_to(struct rconn *rc, const char *host, int port, int is_unix)
 {
-    char host[256];
-    int port, is_unix;
-    if (rconn_parse_address(rc->address, host, sizeof host, &port, &is_unix) < 0)
-        return;
     redisAsyncContext *ac = is_unix ? redisAsyncConnectUnix(host) : redisAsyncConnect(host, port);
     if (ac == NULL || ac->err) {
         log_error_limited(rc, "cannot connect", ac ? ac->errstr : "out of memory");
@@ -697,6 +709,44 @@ static void connect_now(struct rconn *rc)
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     set_state(rc, RC_CONNECTING);
+}
+
+static void on_resolved(const struct resolve_result *res, void *arg)
+{
+    struct rconn *rc = arg;
+    rc->lookup = NULL;
+    char host[256];
+    int port, is_unix;
+    rconn_parse_address(rc->address, host, sizeof host, &port, &is_unix);
+    if (res->error) {
+        char text[sizeof host + 128]; /* set_error cuts it to RCONN_ERROR_TEXT */
+        snprintf(text, sizeof text, "cannot resolve %s: %s", host, res->error_text ? res->error_text : "?");
+        log_error_limited(rc, "cannot connect", text);
+        set_error_str(rc, RCAUSE_DOWN, text);
+        schedule_reconnect(rc);
+        return;
+    }
+    memcpy(rc->addrs, res->addrs, sizeof rc->addrs);
+    rc->naddrs = res->count;
+    rc->next_addr = 0;
+    connect_to(rc, rc->addrs[rc->next_addr++], port, 0);
+}
+
+static void connect_now(struct rconn *rc)
+{
+    char host[256];
+    int port, is_unix;
+    if (rc->lookup != NULL || rconn_parse_address(rc->address, host, sizeof host, &port, &is_unix) < 0)
+        return;
+    if (is_unix || resolve_is_numeric(host)) {
+        connect_to(rc, host, port, is_unix);
+    } else if (rc->next_addr < rc->naddrs) {
+        connect_to(rc, rc->addrs[rc->next_addr++], port, 0);
+    } else if ((rc->lookup = resolve_start(rc->base, host, on_resolved, rc)) == NULL) {
+        log_error_limited(rc, "cannot connect", "cannot start a name lookup (out of memory or threads)");
+        set_error_str(rc, RCAUSE_DOWN, "cannot start a name lookup");
+        schedule_reconnect(rc);
+    }
 }
 
 static void on_reconnect_timer(evutil_socket_t fd, short what, void *arg)
@@ -803,6 +853,8 @@ void rconn_free(struct rconn *rc)
     if (rc == NULL)
         return;
     rc->freeing = 1;
+    resolve_cancel(rc->lookup);
+    rc->lookup = NULL;
     if (rc->ac)
         drop(rc, NULL, RCAUSE_NONE);
     fail_hung(rc);

@@ -11,11 +11,14 @@
 #include "metrics.h"
 #include "log.h"
 #include "rconn.h"
+#include "resolve.h"
 #include "scripts.h"
 
 #include <arpa/inet.h>
 #include <check.h>
 #include <event2/event.h>
+#include <event2/thread.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -240,7 +243,7 @@ static void fake_stop(void)
 
 static struct event_base *base;
 static struct event *ticker;
-static int ups, downs;
+static int ups, downs, ticks;
 
 static void on_state(struct rconn *rc, int up, void *arg)
 {
@@ -270,6 +273,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     (void)arg;
+    ticks++;
 }
 
 static int64_t now_ms(void)
@@ -288,19 +292,26 @@ static int64_t now_ms(void)
         (cond);                                                                                                \
     })
 
-static struct rconn *start(int timeout_ms)
+/* A connection to the fake at `host` (an address, or a name the test's resolver knows). */
+static struct rconn *start_at(const char *host, int timeout_ms)
 {
     fake_start();
     base = event_base_new();
     ticker = event_new(base, -1, EV_PERSIST, tick, NULL);
     struct timeval tv = {0, 2000};
     event_add(ticker, &tv);
-    char addr[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", F.port);
+    char addr[128];
+    snprintf(addr, sizeof addr, "%s:%d", host, F.port);
     struct rconn_config cfg = {"test", addr, "", 0, timeout_ms, 1};
-    ups = downs = 0;
+    ups = downs = ticks = 0;
     struct rconn *rc = rconn_new(base, &cfg, on_state, NULL);
     ck_assert_ptr_nonnull(rc);
+    return rc;
+}
+
+static struct rconn *start(int timeout_ms)
+{
+    struct rconn *rc = start_at("127.0.0.1", timeout_ms);
     ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 2000), "never came up");
     return rc;
 }
@@ -679,6 +690,115 @@ START_TEST(test_fault_hung_reply_failed_on_free)
 }
 END_TEST
 
+
+/* ---- host names: resolved off the loop, every address tried ---- */
+
+static atomic_int resolver_delay_ms, resolver_fails, resolver_calls;
+static const char *resolver_addrs[3];
+
+/* The test's resolver: waits, then fails or answers the addresses the test chose. */
+static void test_lookup(const char *host, struct resolve_result *out)
+{
+    (void)host;
+    atomic_fetch_add(&resolver_calls, 1);
+    struct timespec ts = {atomic_load(&resolver_delay_ms) / 1000, (atomic_load(&resolver_delay_ms) % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    if (atomic_load(&resolver_fails)) {
+        out->error = EAI_AGAIN;
+        out->error_text = gai_strerror(EAI_AGAIN);
+        return;
+    }
+    for (int i = 0; i < 3 && resolver_addrs[i]; i++)
+        snprintf(out->addrs[out->count++], sizeof out->addrs[0], "%s", resolver_addrs[i]);
+}
+
+static void use_resolver(int delay_ms, int fails, const char *a0, const char *a1)
+{
+    atomic_store(&resolver_delay_ms, delay_ms);
+    atomic_store(&resolver_fails, fails);
+    atomic_store(&resolver_calls, 0);
+    resolver_addrs[0] = a0;
+    resolver_addrs[1] = a1;
+    resolver_addrs[2] = NULL;
+    resolve_set_lookup(test_lookup);
+}
+
+/* A resolver that takes 800 ms (a nameserver that does not answer) must not stop the loop:
+ * before, hiredis resolved inside redisAsyncConnect and an HTTP worker answered nothing, not
+ * even /health, until it returned. The 2 ms ticker keeps running meanwhile. */
+START_TEST(test_slow_resolver_does_not_block_the_loop)
+{
+    use_resolver(800, 0, "127.0.0.1", NULL);
+    struct rconn *rc = start_at("redis.test", 1000);
+    int64_t t0 = now_ms();
+    RUN_UNTIL(0, 500);
+    ck_assert_msg(ticks >= 50, "the loop ran %d 2 ms ticks in 500 ms while resolving", ticks);
+    ck_assert(!rconn_is_up(rc));
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 3000), "never came up");
+    ck_assert_msg(now_ms() - t0 >= 750, "up after %lld ms: the resolver was not used", (long long)(now_ms() - t0));
+    ck_assert_int_eq(atomic_load(&resolver_calls), 1);
+    struct result r;
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    finish(rc);
+    resolve_set_lookup(NULL);
+}
+END_TEST
+
+/* A name with several addresses ("localhost": ::1 and 127.0.0.1): one that refuses is
+ * followed by the next at once, as hiredis itself did, rather than resolving forever to the
+ * same first address. */
+START_TEST(test_every_address_is_tried)
+{
+    use_resolver(0, 0, "127.0.0.2", "127.0.0.1"); /* the fake listens on 127.0.0.1 only */
+    struct rconn *rc = start_at("redis.test", 1000);
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 3000), "never came up");
+    ck_assert_int_eq(atomic_load(&resolver_calls), 1);
+    ck_assert_int_eq(ups, 1);
+    finish(rc);
+    resolve_set_lookup(NULL);
+}
+END_TEST
+
+/* A name that does not resolve: down, with a cause that says so; once it resolves, up by itself,
+ * and a drop after that resolves anew (a failover that moves the name is followed). */
+START_TEST(test_unresolvable_name_is_named_and_retried)
+{
+    use_resolver(0, 1, NULL, NULL);
+    struct rconn *rc = start_at("redis.test", 1000);
+    RUN_UNTIL(atomic_load(&resolver_calls) >= 2, 2000);
+    ck_assert(!rconn_is_up(rc));
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_DOWN);
+    ck_assert_msg(strstr(e.text, "cannot resolve redis.test") != NULL, "cause: %s", e.text);
+    resolver_addrs[0] = "127.0.0.1";
+    atomic_store(&resolver_fails, 0);
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 5000), "never came up once the name resolved");
+    int calls = atomic_load(&resolver_calls);
+    atomic_store(&F.hang, 1); /* a call times out: the connection drops */
+    struct result r;
+    ck_assert_int_eq(eval(rc, &r), 0);
+    ck_assert(RUN_UNTIL(r.done, 3000));
+    atomic_store(&F.hang, 0);
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 5000), "never came back after the drop");
+    ck_assert_int_eq(atomic_load(&resolver_calls), calls + 1);
+    finish(rc);
+    resolve_set_lookup(NULL);
+}
+END_TEST
+
+/* Freed while its lookup is still in getaddrinfo: nothing runs later, nothing leaks (ASan). */
+START_TEST(test_freed_while_resolving)
+{
+    use_resolver(300, 0, "127.0.0.1", NULL);
+    struct rconn *rc = start_at("redis.test", 1000);
+    RUN_UNTIL(atomic_load(&resolver_calls) == 1, 1000);
+    finish(rc);
+    struct timespec ts = {0, 500 * 1000000L}; /* the lookup thread finishes and frees its part */
+    nanosleep(&ts, NULL);
+    resolve_set_lookup(NULL);
+}
+END_TEST
+
 #endif /* RCONN_OLD_API */
 
 /* The one address parser every Redis connection uses (the blocking one too, rsync.c): an
@@ -707,6 +827,7 @@ END_TEST
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon does: a dropped connection is not a crash */
+    evthread_use_pthreads();  /* as the daemon does: name lookups wake the loop from their thread */
     log_level_set(LL_ERROR);  /* the reconnects these tests provoke are expected: keep the output readable */
     if (scripts_init() < 0)
         return EXIT_FAILURE;
@@ -729,6 +850,10 @@ int main(void)
     tcase_add_test(tc, test_fault_reply_dropped);
     tcase_add_test(tc, test_fault_reply_hangs_until_watchdog);
     tcase_add_test(tc, test_fault_hung_reply_failed_on_free);
+    tcase_add_test(tc, test_slow_resolver_does_not_block_the_loop);
+    tcase_add_test(tc, test_every_address_is_tried);
+    tcase_add_test(tc, test_unresolvable_name_is_named_and_retried);
+    tcase_add_test(tc, test_freed_while_resolving);
 #endif
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
