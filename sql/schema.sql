@@ -142,11 +142,35 @@ CREATE TABLE IF NOT EXISTS far_mark (
     PRIMARY KEY (shard)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
+-- Schedules (docs/api.md "Schedules"): each fire pushes a job with bizKey "<id>@<fire time>".
+-- fired_through is the durable watermark: every fire time up to it was pushed (or skipped by
+-- catch_up); the instance that owns the schedule's shard advances it with a compare-and-set.
+-- version and updated_at change with the definition (not the watermark): instances poll them.
+CREATE TABLE IF NOT EXISTS schedule (
+    id            BIGINT UNSIGNED NOT NULL,
+    topic         VARCHAR(128)    NOT NULL,
+    cron          VARCHAR(255)    NULL,                 -- NULL for an interval
+    every_ms      BIGINT          NOT NULL DEFAULT 0,   -- 0 for a cron expression
+    tz            VARCHAR(255)    NOT NULL DEFAULT 'UTC',
+    job           MEDIUMBLOB      NOT NULL,             -- the job template, compact JSON
+    catch_up      ENUM('skip','one','all') NOT NULL DEFAULT 'skip',
+    paused        TINYINT         NOT NULL DEFAULT 0,
+    anchor_ms     BIGINT          NOT NULL,             -- an interval fires at anchor + k * every
+    fired_through BIGINT          NOT NULL,             -- unix ms
+    missed_made   BIGINT          NOT NULL DEFAULT 0,   -- fires missed while down, made by catch_up
+    missed_skipped BIGINT         NOT NULL DEFAULT 0,   -- and skipped
+    created_at    BIGINT          NOT NULL,
+    updated_at    BIGINT          NOT NULL,
+    version       INT UNSIGNED    NOT NULL DEFAULT 1,
+    PRIMARY KEY (id)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4);
--- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*)
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5);
+-- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*),
+-- 5: schedules

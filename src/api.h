@@ -28,6 +28,8 @@ void api_stats(struct request *r);
 void api_metrics(struct request *r);
 void api_topics(struct request *r);      /* api_topics.c: GET /topics */
 void api_topic(struct request *r);       /* GET|PUT|DELETE /topics/{topic} */
+void api_schedules(struct request *r);   /* api_schedules.c: GET|POST /schedules */
+void api_schedule(struct request *r);    /* GET|PUT|DELETE /schedules/{id} */
 void api_fleet(struct request *r);
 void api_throughput(struct request *r);
 void api_topic_jobs(struct request *r);  /* api_topicjobs.c */

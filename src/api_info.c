@@ -7,6 +7,7 @@
 #include "journal.h"
 #include "metrics.h"
 #include "pager.h"
+#include "scheduler.h"
 #include "rconn.h"
 #include "app.h"
 
@@ -150,6 +151,7 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
               ntopics, (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3],
               (long long)total[4]);
     pager_stats_json(&app->cfg, &sb);
+    scheduler_stats_json(&sb);
     free(far);
     journal_json(&sb, app, outbox);
     if (app->keeper_stats_json)
@@ -190,6 +192,7 @@ void api_metrics(struct request *r)
     metrics_render(&sb, r->ctx->app->instance);
     delivstats_render(&sb);
     pager_metrics(&sb);
+    scheduler_metrics(&sb);
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);
 }

@@ -102,6 +102,9 @@ static const struct cfg_key keys[] = {
      "jobs due later than now + horizon (ms) are kept in MySQL only and paged into Redis before they are "
      "due; 0 = every pending job in Redis"},
     {"queue", "max_ttr", CT_INT64, "86400000", 1, 7 * DAY_MS, F(max_ttr), 0, "largest ttr in ms"},
+    {"queue", "schedule_grace", CT_INT64, "60000", 1000, 7 * DAY_MS, F(schedule_grace), 0,
+     "a schedule's fire more than this (ms) in the past when it is made (the daemon was down) follows the "
+     "schedule's catchUp policy; later ones are made late"},
     {"queue", "max_tries", CT_INT, "1000", 1, 100000, F(max_tries), 0, "largest tries"},
     {"queue", "mover_batch", CT_INT, "500", 1, 10000, F(mover_batch), 0, "jobs moved per Redis script call"},
 

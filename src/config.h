@@ -58,6 +58,7 @@ struct config {
     int64_t max_delay;
     int64_t horizon; /* [queue] horizon: ms; 0 = no MySQL tier */
     int64_t max_ttr;
+    int64_t schedule_grace;    /* ms: older missed fires follow the schedule's catchUp policy */
     int max_tries;
     int mover_batch;           /* jobs moved per script call */
 

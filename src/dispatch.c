@@ -33,7 +33,8 @@ static int read_params(struct request *r)
         respond_error(r, 400, "bad_request", "%s", err);
         return -1;
     }
-    if (r->endpoint == EP_PUSH || r->method != METHOD_POST || r->body_len == 0)
+    /* a POST body is parameters (finish, release...), except where it is a document */
+    if (r->endpoint == EP_PUSH || r->endpoint == EP_SCHEDULES || r->method != METHOD_POST || r->body_len == 0)
         return 0;
     const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Content-Type");
     int rc = ctype && strncasecmp(ctype, "application/json", 16) == 0
@@ -56,7 +57,7 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_STATS] = api_stats,     [EP_METRICS] = api_metrics,  [EP_TOPICS] = api_topics,
     [EP_TOPIC] = api_topic,
     [EP_CONSOLE] = api_console, [EP_TOPIC_JOBS] = api_topic_jobs, [EP_FLEET] = api_fleet,
-    [EP_THROUGHPUT] = api_throughput,
+    [EP_THROUGHPUT] = api_throughput, [EP_SCHEDULES] = api_schedules, [EP_SCHEDULE] = api_schedule,
 };
 
 /* 0 when the path names an endpoint (r->endpoint set); otherwise answered. */
@@ -128,4 +129,31 @@ void dispatch_request(struct evhttp_request *req, void *arg)
     if (read_params(r) < 0)
         return;
     handlers[r->endpoint](r);
+}
+
+int dispatch_internal(struct hctx *ctx, enum endpoint ep, enum method m, const char *body, size_t len,
+                      const char *who, request_sink_fn sink, void *arg)
+{
+    struct evhttp_request *req = evhttp_request_new(NULL, NULL); /* no connection: headers and buffers */
+    if (req == NULL)
+        return -1;
+    struct request *r = request_new(ctx, req);
+    if (r == NULL) {
+        evhttp_request_free(req);
+        return -1;
+    }
+    r->sink = sink;
+    r->sink_arg = arg;
+    str_put(r->client, sizeof r->client, 0, who);
+    r->loopback = 1;
+    r->method = m;
+    r->endpoint = ep;
+    r->body = body;
+    r->body_len = len;
+    if (atomic_load(&ctx->app->draining)) {
+        respond_unavailable(r, "this instance (shutting down)");
+        return 0;
+    }
+    handlers[ep](r);
+    return 0;
 }

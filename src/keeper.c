@@ -12,6 +12,7 @@
 #include "layout.h"
 #include "log.h"
 #include "pager.h"
+#include "scheduler.h"
 #include "metrics.h"
 #include "mover.h"
 #include "pubsub.h"
@@ -119,6 +120,7 @@ static void on_owned(const char *owned, int shards, void *arg)
     struct keeper *k = arg;
     mover_set_owned(k->mover, owned, shards);
     pager_set_owned(owned, shards); /* the pager pages the shards the mover moves */
+    scheduler_set_owned(owned, shards); /* and their schedules fire here */
 }
 
 static void on_wake(int shard, int64_t due, void *arg)

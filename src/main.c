@@ -21,6 +21,7 @@
 #include "journal.h"
 #include "log.h"
 #include "pager.h"
+#include "scheduler.h"
 #include "keeper.h"
 #include "layout.h"
 #include "outbox.h"
@@ -226,6 +227,15 @@ static void notify_workers(const char *topic, size_t len, void *arg)
     deliver_notify_ready(ws->deliver, topic, len);
 }
 
+/* The scheduler's pushes go to the HTTP workers in turn, as internal requests (dispatch.h). */
+static int push_from_scheduler(const char *body, size_t len, request_sink_fn sink, void *arg, void *ctx)
+{
+    const struct workers *ws = ctx;
+    static atomic_uint next;
+    struct worker *w = ws->w[atomic_fetch_add(&next, 1) % (unsigned)ws->n];
+    return worker_internal(w, EP_PUSH, METHOD_POST, body, len, "scheduler", sink, arg);
+}
+
 static void shutdown_workers(struct app *app, const struct workers *ws, struct signals *sigs)
 {
     atomic_store(&app->draining, 1);
@@ -385,6 +395,10 @@ int main(int argc, char **argv)
         log_error("cannot start the pager thread");
         return 1;
     }
+    if (scheduler_start(&app, push_from_scheduler, &ws) < 0) {
+        log_error("cannot start the scheduler thread");
+        return 1;
+    }
     struct keeper *keeper = keeper_start(&app, notify_workers, &ws);
     if (keeper == NULL)
         return 1;
@@ -405,6 +419,7 @@ int main(int argc, char **argv)
     sd_notify_msg("READY=1");
     event_base_dispatch(sigs.base);
 
+    scheduler_stop(); /* no new fires while the workers drain; what it pushed is answered */
     shutdown_workers(&app, &ws, &sigs);
     /* Requests still waiting on Redis are answered now, while the journal and the reconciler
      * run: a push whose call went unanswered must be written down as in doubt. */

@@ -78,6 +78,15 @@ static void request_free(struct request *r)
 static void send_reply(struct request *r, int status, const char *reason)
 {
     struct hctx *ctx = r->ctx;
+    if (r->sink) { /* an internal request: nobody to send it to */
+        struct evbuffer *out = evhttp_request_get_output_buffer(r->req);
+        size_t len = evbuffer_get_length(out);
+        const char *body = len ? (const char *)evbuffer_pullup(out, -1) : "";
+        r->sink(body ? status : 503, body ? body : "", body ? len : 0, r->sink_arg);
+        evhttp_request_free(r->req);
+        request_free(r);
+        return;
+    }
     if (atomic_load(&ctx->app->draining))
         evhttp_add_header(evhttp_request_get_output_headers(r->req), "Connection", "close");
     conn_reply_begin(ctx->conns, r->req);

@@ -50,6 +50,10 @@ struct hctx {
     void (*on_answered)(struct hctx *ctx); /* after every answer */
 };
 
+/* Where the answer to a request made inside the daemon goes (dispatch_internal): its status
+ * and JSON body, on the worker's thread, just before the request is freed. */
+typedef void (*request_sink_fn)(int status, const char *body, size_t len, void *arg);
+
 struct request {
     struct request *next_free;  /* the context's free list of answered requests */
     struct hctx *ctx;
@@ -63,6 +67,8 @@ struct request {
     size_t body_len;
     void *state;                /* endpoint-specific, freed by state_free when answered */
     void (*state_free)(void *state);
+    request_sink_fn sink;       /* an internal request (no client connection): its answer goes here */
+    void *sink_arg;
     struct params params;
     struct route route;         /* last: its 4 KB argument buffer is never cleared as a whole */
 };

@@ -17,7 +17,7 @@ static const struct rule rules[] = {
     {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE}, {"/topics", EP_TOPICS},
     {"/topics/", EP_TOPIC},
     {"/console", EP_CONSOLE},     {"/console/", EP_CONSOLE},  {"/fleet", EP_FLEET},
-    {"/throughput", EP_THROUGHPUT},
+    {"/throughput", EP_THROUGHPUT}, {"/schedules", EP_SCHEDULES}, {"/schedules/", EP_SCHEDULE},
 };
 
 /* Paths with their argument in the middle ("/topics/{topic}/jobs"): tried before the rules
@@ -37,7 +37,7 @@ static const char *const names[EP_COUNT] = {
     [EP_HEALTH] = "health",       [EP_STATS] = "stats",       [EP_METRICS] = "metrics",
     [EP_TOPICS] = "topics",       [EP_TOPIC] = "topic",
     [EP_CONSOLE] = "console",     [EP_TOPIC_JOBS] = "topic_jobs", [EP_FLEET] = "fleet",
-    [EP_THROUGHPUT] = "throughput",
+    [EP_THROUGHPUT] = "throughput", [EP_SCHEDULES] = "schedules", [EP_SCHEDULE] = "schedule",
 };
 
 static int hexval(char c)
@@ -145,8 +145,12 @@ int router_method_allowed(enum endpoint ep, enum method m, const char **allow)
         *allow = "GET, POST";
         return m == METHOD_GET || m == METHOD_POST;
     case EP_TOPIC:
+    case EP_SCHEDULE:
         *allow = "GET, HEAD, PUT, DELETE";
         return m == METHOD_GET || m == METHOD_HEAD || m == METHOD_PUT || m == METHOD_DELETE;
+    case EP_SCHEDULES:
+        *allow = "GET, HEAD, POST";
+        return m == METHOD_GET || m == METHOD_HEAD || m == METHOD_POST;
     default:
         *allow = "GET, HEAD";
         return m == METHOD_GET || m == METHOD_HEAD;
@@ -155,8 +159,10 @@ int router_method_allowed(enum endpoint ep, enum method m, const char **allow)
 
 int router_is_admin(enum endpoint ep, enum method m)
 {
-    if (ep == EP_TOPIC)
+    if (ep == EP_TOPIC || ep == EP_SCHEDULE)
         return m == METHOD_PUT || m == METHOD_DELETE;
+    if (ep == EP_SCHEDULES)
+        return m == METHOD_POST;
     return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS;
 }
 

@@ -27,6 +27,8 @@ enum endpoint {
     EP_TOPIC_JOBS,  /* /topics/{topic}/jobs */
     EP_FLEET,
     EP_THROUGHPUT,
+    EP_SCHEDULES,   /* /schedules */
+    EP_SCHEDULE,    /* /schedules/{id} */
     EP_COUNT
 };
 

@@ -158,6 +158,40 @@ int worker_post(struct worker *w, void (*fn)(void *), void *arg)
     return loopq_post(w->ctx.inbox, fn, arg);
 }
 
+struct internal {
+    struct worker *w;
+    enum endpoint ep;
+    enum method m;
+    const char *body;
+    size_t len;
+    const char *who;
+    request_sink_fn sink;
+    void *arg;
+};
+
+static void internal_on_loop(void *arg)
+{
+    struct internal *in = arg;
+    static const char oom[] = "{\"error\":\"unavailable\",\"message\":\"out of memory\"}";
+    if (dispatch_internal(&in->w->ctx, in->ep, in->m, in->body, in->len, in->who, in->sink, in->arg) < 0)
+        in->sink(503, oom, sizeof oom - 1, in->arg);
+    free(in);
+}
+
+int worker_internal(struct worker *w, enum endpoint ep, enum method m, const char *body, size_t len,
+                    const char *who, request_sink_fn sink, void *arg)
+{
+    struct internal *in = malloc(sizeof *in);
+    if (in == NULL)
+        return -1;
+    *in = (struct internal){w, ep, m, body, len, who, sink, arg};
+    if (worker_post(w, internal_on_loop, in) < 0) {
+        free(in);
+        return -1;
+    }
+    return 0;
+}
+
 static void drain_on_loop(void *arg)
 {
     struct worker *w = arg;

@@ -37,6 +37,12 @@ int worker_start(struct worker *w, struct app *app, int index, int listen_fd) __
 /* Run fn(arg) on the worker's thread. */
 int worker_post(struct worker *w, void (*fn)(void *), void *arg) __attribute__((warn_unused_result));
 
+/* From any thread: run a request made inside the daemon (dispatch_internal) on the worker's
+ * loop; `body` must stay valid until sink(arg) has been called. 0, or -1 when it could not be
+ * queued (then sink is never called). */
+int worker_internal(struct worker *w, enum endpoint ep, enum method m, const char *body, size_t len,
+                    const char *who, request_sink_fn sink, void *arg) __attribute__((warn_unused_result));
+
 /* From any thread: stop accepting, answer parked long-polls (204), and let the loop end
  * once in-flight requests are answered (the caller joins the thread). */
 void worker_drain(struct worker *w);

@@ -1,0 +1,217 @@
+/* api_schedules.c — /schedules: create, list, read, pause/resume and delete schedules
+ * (docs/api.md "Schedules"). The definitions live in MySQL (schedule.h); every statement runs
+ * on the MySQL task pool (dbtask.h), never on the worker's loop. The scheduler thread of each
+ * instance sees a change within a second (scheduler.h). */
+#include "api.h"
+#include "api_util.h"
+#include "clock.h"
+#include "cron.h"
+#include "dbtask.h"
+#include "ids.h"
+#include "log.h"
+#include "schedule.h"
+#include "app.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIST_MAX 10000 /* a listing answers at most this many (a fleet has tens, not thousands) */
+
+enum op { OP_CREATE, OP_LIST, OP_GET, OP_DELETE, OP_PAUSE };
+
+struct sched_state {
+    struct request *r;
+    enum op op;
+    uint64_t id;
+    int paused;
+    int64_t now;
+    struct schedule s;     /* OP_CREATE: the new one; OP_GET/OP_PAUSE: the one read */
+    struct schedule *list; /* OP_LIST */
+    int n;                 /* OP_LIST: rows; else 1 found / 0 not / -1 MySQL failed */
+    char err[256];
+};
+
+static void sched_state_free(void *p)
+{
+    struct sched_state *st = p;
+    schedule_clear(&st->s);
+    schedule_list_free(st->list, st->n > 0 ? st->n : 0);
+    free(st);
+}
+
+/* The next fire after `now` (CRON_NEVER when its zone cannot be loaded any more). */
+static int64_t next_fire(const struct schedule *s, int64_t now)
+{
+    struct tz *tz = NULL;
+    struct sched sc;
+    char err[256];
+    int64_t next = CRON_NEVER;
+    if ((s->cron[0] == '\0' || (tz = tz_load(s->tz, err, sizeof err)) != NULL) &&
+        schedule_sched(s, tz, &sc, err, sizeof err) == 0)
+        next = sched_next(&sc, now > s->fired_through || s->paused ? now : s->fired_through);
+    tz_free(tz);
+    return next;
+}
+
+static void run(MYSQL *db, void *arg)
+{
+    struct sched_state *st = arg;
+    if (db == NULL) {
+        st->n = -1;
+        snprintf(st->err, sizeof st->err, "MySQL unreachable");
+        return;
+    }
+    switch (st->op) {
+    case OP_CREATE:
+        st->n = schedule_db_insert(db, &st->s, st->err, sizeof st->err) == 0 ? 1 : -1;
+        break;
+    case OP_LIST:
+        st->n = schedule_db_list(db, &st->list, st->err, sizeof st->err);
+        break;
+    case OP_GET:
+        st->n = schedule_db_get(db, st->id, &st->s, st->err, sizeof st->err);
+        break;
+    case OP_DELETE:
+        st->n = schedule_db_delete(db, st->id, st->err, sizeof st->err);
+        break;
+    case OP_PAUSE:
+        st->n = schedule_db_set_paused(db, st->id, st->paused, st->now, st->err, sizeof st->err);
+        if (st->n == 1)
+            st->n = schedule_db_get(db, st->id, &st->s, st->err, sizeof st->err);
+        break;
+    }
+}
+
+static void done(void *arg)
+{
+    struct sched_state *st = arg;
+    struct request *r = st->r;
+    if (st->n < 0) {
+        log_warn("schedules: %s", st->err);
+        respond_unavailable(r, "MySQL");
+        return;
+    }
+    if (st->n == 0 && st->op != OP_LIST) {
+        respond_error(r, 404, "not_found", "no such schedule");
+        return;
+    }
+    struct sbuf sb = SBUF_INIT;
+    int64_t now = clock_unix_ms();
+    switch (st->op) {
+    case OP_CREATE:
+        sb_puts(&sb, "{\"id\":");
+        api_json_id(&sb, st->s.id);
+        int64_t next = next_fire(&st->s, now);
+        if (next == CRON_NEVER)
+            sb_puts(&sb, ",\"next\":null}");
+        else
+            sb_printf(&sb, ",\"next\":%lld}", (long long)next);
+        respond_json(r, 200, &sb);
+        break;
+    case OP_LIST:
+        sb_puts(&sb, "{\"schedules\":[");
+        for (int i = 0; i < st->n && i < LIST_MAX; i++) {
+            if (i)
+                sb_putc(&sb, ',');
+            schedule_json(&sb, &st->list[i], next_fire(&st->list[i], now));
+        }
+        sb_puts(&sb, "]}");
+        respond_json(r, 200, &sb);
+        break;
+    case OP_DELETE:
+        sb_puts(&sb, "{\"deleted\":true}");
+        respond_json(r, 200, &sb);
+        break;
+    case OP_GET:
+    case OP_PAUSE:
+        schedule_json(&sb, &st->s, next_fire(&st->s, now));
+        respond_json(r, 200, &sb);
+        break;
+    }
+    sb_free(&sb);
+}
+
+static void submit(struct sched_state *st)
+{
+    if (dbtask_submit(run, done, st->r->ctx->inbox, st) < 0)
+        respond_unavailable(st->r, "MySQL (its task queue is full)");
+}
+
+/* POST /schedules and GET /schedules. */
+void api_schedules(struct request *r)
+{
+    static const char *const none[] = {NULL};
+    if (api_params_only(r, none) < 0)
+        return;
+    struct sched_state *st = api_state_new(r, sizeof *st, sched_state_free);
+    if (st == NULL)
+        return;
+    st->r = r;
+    if (r->method != METHOD_POST) {
+        st->op = OP_LIST;
+        submit(st);
+        return;
+    }
+    st->op = OP_CREATE;
+    struct app *app = r->ctx->app;
+    char err[512];
+    if (r->body_len == 0) {
+        respond_error(r, 400, "bad_request",
+                      "POST needs a JSON object: {topic, cron | every, tz, job: {body, ...}, catchUp}");
+        return;
+    }
+    if (schedule_parse(r->body, r->body_len, &app->limits, &st->s, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    int64_t now = clock_unix_ms();
+    /* The id carries its topic's shard: the instance that moves the topic's jobs fires it. */
+    int shard = topic_shard(st->s.topic, strlen(st->s.topic), r->ctx->store.shards);
+    if (idgen_next(&app->ids, shard, now, &st->s.id) < 0) {
+        respond_unavailable(r, "the id generator (no worker number yet)");
+        return;
+    }
+    st->s.anchor_ms = now;
+    st->s.fired_through = now; /* fires strictly after its creation */
+    st->s.created_at = st->s.updated_at = now;
+    submit(st);
+}
+
+/* GET, PUT ({"paused": bool}) and DELETE /schedules/{id}. */
+void api_schedule(struct request *r)
+{
+    static const char *const none[] = {NULL};
+    if (api_params_only(r, none) < 0)
+        return;
+    uint64_t id;
+    if (id_parse(r->route.arg, r->route.arg_len, &id) < 0) {
+        respond_error(r, 400, "bad_request", "a schedule id is a decimal number");
+        return;
+    }
+    struct sched_state *st = api_state_new(r, sizeof *st, sched_state_free);
+    if (st == NULL)
+        return;
+    st->r = r;
+    st->id = id;
+    st->now = clock_unix_ms();
+    if (r->method == METHOD_DELETE) {
+        st->op = OP_DELETE;
+    } else if (r->method == METHOD_PUT) {
+        st->op = OP_PAUSE;
+        json_error_t jerr;
+        json_t *body = r->body_len ? json_loadb(r->body, r->body_len, 0, &jerr) : NULL;
+        json_t *paused = json_is_object(body) ? json_object_get(body, "paused") : NULL;
+        int only_paused = json_is_object(body) && json_object_size(body) == 1;
+        if (!json_is_boolean(paused) || !only_paused) {
+            json_decref(body);
+            respond_error(r, 400, "bad_request", "PUT takes {\"paused\": true|false}");
+            return;
+        }
+        st->paused = json_is_true(paused);
+        json_decref(body);
+    } else {
+        st->op = OP_GET;
+    }
+    submit(st);
+}
