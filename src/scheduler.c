@@ -98,9 +98,11 @@ static int push_fires(const struct schedule *s, const int64_t *at, int n, char *
         snprintf(answer, cap, "could not hand the push to an HTTP worker");
         return 0;
     }
+    /* Even when stopping, the answer is worth waiting for until the stop's deadline: with it
+     * the watermark moves, and the next start need not push these fires again. */
     int64_t until = clock_mono_us() + (int64_t)ANSWER_WAIT_MS * 1000;
     pthread_mutex_lock(&S.mu);
-    while (!c->done && !S.stop && clock_mono_us() < until)
+    while (!c->done && clock_mono_us() < until && !(S.stop && clock_mono_us() >= S.stop_deadline_us))
         clock_cond_wait_us(&S.cond, &S.mu, 100000);
     int done = c->done, status = c->status;
     if (done)
