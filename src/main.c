@@ -228,7 +228,7 @@ static void notify_workers(const char *topic, size_t len, void *arg)
 }
 
 /* The scheduler's pushes go to the HTTP workers in turn, as internal requests (dispatch.h). */
-static int push_from_scheduler(const char *body, size_t len, request_sink_fn sink, void *arg, void *ctx)
+static int push_from_scheduler(const char *body, size_t len, scheduler_sink_fn sink, void *arg, void *ctx)
 {
     const struct workers *ws = ctx;
     static atomic_uint next;

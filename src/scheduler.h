@@ -26,8 +26,6 @@
 
 #include <stddef.h>
 
-#include "request.h"
-
 struct app;
 struct sbuf;
 
@@ -35,9 +33,13 @@ struct sbuf;
 #define SCHEDULER_POLL_MS 250
 #define SCHEDULER_LOOKAHEAD_MS 1000
 
+/* Where a push's answer goes: its status and JSON body (request.h's request_sink_fn; named
+ * here so that this header stays below the HTTP layer, as the layers in architecture.md want). */
+typedef void (*scheduler_sink_fn)(int status, const char *body, size_t len, void *arg);
+
 /* Send a /push body into the daemon (from the scheduler's thread; the answer comes to sink on
  * another thread). 0, or -1 when it could not be sent (the sink is then never called). */
-typedef int (*scheduler_push_fn)(const char *body, size_t len, request_sink_fn sink, void *arg, void *ctx);
+typedef int (*scheduler_push_fn)(const char *body, size_t len, scheduler_sink_fn sink, void *arg, void *ctx);
 
 int scheduler_start(struct app *app, scheduler_push_fn push, void *push_ctx) __attribute__((warn_unused_result));
 void scheduler_stop(void);
