@@ -142,6 +142,20 @@ CREATE TABLE IF NOT EXISTS far_mark (
     PRIMARY KEY (shard)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
+-- GET /jobs?topic=&bizKey= (docs/api.md): the newest job pushed with each (topic, bizKey), for
+-- when no live job holds the key in Redis. A table of its own rather than a (topic, biz_key)
+-- index on `message`, which every push would pay for: the journal upserts a row here in the
+-- push's group commit only when the push carries a bizKey. The higher id wins (ids are
+-- time-ordered); `prev_id` is the one it displaced, so that a push that never became a job
+-- (aborted: a duplicate, or Redis failed it) gives the key back to the job before it.
+CREATE TABLE IF NOT EXISTS biz_latest (
+    topic       VARCHAR(128)    NOT NULL,
+    biz_key     VARCHAR(128)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+    id          BIGINT UNSIGNED NOT NULL,
+    prev_id     BIGINT UNSIGNED NULL,
+    PRIMARY KEY (topic, biz_key)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,

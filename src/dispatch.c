@@ -56,7 +56,7 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_STATS] = api_stats,     [EP_METRICS] = api_metrics,  [EP_TOPICS] = api_topics,
     [EP_TOPIC] = api_topic,
     [EP_CONSOLE] = api_console, [EP_TOPIC_JOBS] = api_topic_jobs, [EP_FLEET] = api_fleet,
-    [EP_THROUGHPUT] = api_throughput,
+    [EP_THROUGHPUT] = api_throughput, [EP_LOOKUP] = api_lookup, [EP_PURGE] = api_purge,
 };
 
 /* 0 when the path names an endpoint (r->endpoint set); otherwise answered. */

@@ -27,6 +27,8 @@ enum endpoint {
     EP_TOPIC_JOBS,  /* /topics/{topic}/jobs */
     EP_FLEET,
     EP_THROUGHPUT,
+    EP_LOOKUP,      /* /jobs?topic=&bizKey= */
+    EP_PURGE,       /* /topics/{topic}/purge */
     EP_COUNT
 };
 
