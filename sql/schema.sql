@@ -148,12 +148,15 @@ CREATE TABLE IF NOT EXISTS far_mark (
 -- push's group commit only when the push carries a bizKey. The higher id wins (ids are
 -- time-ordered); `prev_id` is the one it displaced, so that a push that never became a job
 -- (aborted: a duplicate, or Redis failed it) gives the key back to the job before it.
+-- idx_id: retention deletes the rows of the messages it deletes, so that the table does not
+-- grow with every bizKey ever used (schedules make one per fire).
 CREATE TABLE IF NOT EXISTS biz_latest (
     topic       VARCHAR(128)    NOT NULL,
     biz_key     VARCHAR(128)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
     id          BIGINT UNSIGNED NOT NULL,
     prev_id     BIGINT UNSIGNED NULL,
-    PRIMARY KEY (topic, biz_key)
+    PRIMARY KEY (topic, biz_key),
+    KEY idx_id (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 CREATE TABLE IF NOT EXISTS schema_version (

@@ -410,3 +410,32 @@ class PurgeBigTest(Case):
         others = [i for o in self.OTHERS for i in pushed[o]]
         self.assertNotIn("deleted", self.row_states(others))
         self.assertCounts(self.d, t, reserved=len(delivered))
+
+
+# --------------------------------------------------------------------------- retention
+
+IDS_EPOCH_MS = 1704067200000  # src/ids.h
+
+
+class LookupRetentionTest(Case):
+    """Retention deletes the biz_latest rows of the messages it deletes: the table does not grow
+    with every bizKey ever used, and a key whose latest job is gone is unknown (404), as that
+    job's id is."""
+
+    def test_retention_forgets_the_key_with_its_job(self) -> None:
+        self.d = d = self.start_daemon({"mysql": {"retention_days": 1, "retention_interval": 1}})
+        d.wait_ready(30)
+        recent = self.push(d, "lk.ret", "new", bizKey="recent")
+        made = now_ms() - 2 * DAY
+        old = ((made - IDS_EPOCH_MS) << 22) | (1 << 12) | 7
+        x = d.namespace.execute
+        x(f"INSERT INTO message (id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, state, version, "
+          f"created_at, updated_at) VALUES ({old}, 'lk.ret', 'old', '1', {made}, 5, 30000, 3, 1, 'finished', 3, "
+          f"{made}, {made + 1000})")
+        x(f"INSERT INTO biz_latest (topic, biz_key, id) VALUES ('lk.ret', 'old', {old})")
+        self.assertEqual(self.lookup_ok("lk.ret", "old")["id"], str(old))
+        wait_until(lambda: self.sql(f"SELECT id FROM message WHERE id = {old}") == [], 15, 0.1,
+                   "retention to delete the old message")
+        self.assertEqual(self.sql(f"SELECT COUNT(*) FROM biz_latest WHERE id = {old}"), [("0",)])
+        self.assertError(self.lookup("lk.ret", "old"), 404, "not_found")
+        self.assertEqual(self.lookup_ok("lk.ret", "recent")["id"], recent)
