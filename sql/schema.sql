@@ -165,6 +165,23 @@ CREATE TABLE IF NOT EXISTS schedule (
     PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
+-- GET /jobs?topic=&bizKey= (docs/api.md): the newest job pushed with each (topic, bizKey), for
+-- when no live job holds the key in Redis. A table of its own rather than a (topic, biz_key)
+-- index on `message`, which every push would pay for: the journal upserts a row here in the
+-- push's group commit only when the push carries a bizKey. The higher id wins (ids are
+-- time-ordered); `prev_id` is the one it displaced, so that a push that never became a job
+-- (aborted: a duplicate, or Redis failed it) gives the key back to the job before it.
+-- idx_id: retention deletes the rows of the messages it deletes, so that the table does not
+-- grow with every bizKey ever used (schedules make one per fire).
+CREATE TABLE IF NOT EXISTS biz_latest (
+    topic       VARCHAR(128)    NOT NULL,
+    biz_key     VARCHAR(128)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+    id          BIGINT UNSIGNED NOT NULL,
+    prev_id     BIGINT UNSIGNED NULL,
+    PRIMARY KEY (topic, biz_key),
+    KEY idx_id (id)
+) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
@@ -173,4 +190,4 @@ CREATE TABLE IF NOT EXISTS schema_version (
 
 INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5);
 -- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*),
--- 5: schedules
+-- 5: schedules, biz_latest

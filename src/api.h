@@ -4,6 +4,8 @@
 #ifndef HG_API_H
 #define HG_API_H
 
+#include <stdint.h>
+
 struct request;
 struct hctx;
 
@@ -15,6 +17,11 @@ void api_touch(struct request *r);
 void api_delete(struct request *r);
 void api_reschedule(struct request *r);
 void api_jobs(struct request *r);
+/* Answer r with job `id` exactly as GET /jobs/{id} does (Redis, else its message row, and its
+ * history); r must hold no handler state (r->state) yet. For GET /jobs?topic=&bizKey=. */
+void api_jobs_show(struct request *r, uint64_t id);
+void api_lookup(struct request *r);      /* api_lookup.c: GET /jobs?topic=&bizKey= */
+void api_purge(struct request *r);       /* purge.c: POST /topics/{topic}/purge */
 void api_dead(struct request *r);
 void api_restore(struct request *r);     /* restore.c */
 void api_restore_one(struct request *r);

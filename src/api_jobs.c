@@ -619,6 +619,11 @@ void api_jobs(struct request *r)
     }
     if (api_require_redis(r) < 0)
         return;
+    api_jobs_show(r, id);
+}
+
+void api_jobs_show(struct request *r, uint64_t id)
+{
     struct inspect_state *st = api_state_new(r, sizeof *st, inspect_state_free);
     if (st == NULL)
         return;

@@ -74,11 +74,12 @@ static void push_state_free(void *p)
 /* Mark the row just committed for job j as aborted: Redis certainly did not take it (or a
  * bizKey holder answered instead), so it stands for no job. Version 2: nothing but this push
  * can have touched a row committed a moment ago for a job that never reached Redis. */
-static void journal_abort(struct request *r, const struct job_spec *j, int from)
+static void journal_abort(struct request *r, const struct job_spec *j, int from, uint64_t biz_holder)
 {
     struct jrec rec;
     api_fill_jrec(&rec, r, j->id, j->shard, "jobs", from, JS_ABORTED, 2, 0, j->run_at);
     rec.force = 1;
+    rec.biz_holder = biz_holder; /* biz_latest goes back to the job that kept the key */
     if (from == JS_FAR)
         rec.kind = JR_FAR_LEAVE; /* its far_job and far_biz rows go too */
     journal_submit(&rec, 1);
@@ -154,7 +155,7 @@ static void finish_push(struct push_state *st)
         }
         if (st->failed[i] || o->code != PUSHED_NEW) {
             /* The row committed in step 2 stands for no job: mark it so restore skips it. */
-            journal_abort(r, j, first);
+            journal_abort(r, j, first, st->failed[i] ? 0 : o->id);
         }
         if (st->failed[i]) {
             nfailed++;

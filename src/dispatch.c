@@ -58,6 +58,7 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_TOPIC] = api_topic,
     [EP_CONSOLE] = api_console, [EP_TOPIC_JOBS] = api_topic_jobs, [EP_FLEET] = api_fleet,
     [EP_THROUGHPUT] = api_throughput, [EP_SCHEDULES] = api_schedules, [EP_SCHEDULE] = api_schedule,
+    [EP_LOOKUP] = api_lookup, [EP_PURGE] = api_purge,
 };
 
 /* 0 when the path names an endpoint (r->endpoint set); otherwise answered. */

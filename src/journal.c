@@ -261,9 +261,10 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
     size_t nupdates = 0, cap = nrecs;
     for (struct jsync *g = groups; g; g = g->next)
         cap += (size_t)g->n;
-    const struct jrec **updates = malloc((cap ? cap : 1) * 3 * sizeof *updates);
+    const struct jrec **updates = malloc((cap ? cap : 1) * 5 * sizeof *updates);
     const struct jrec **far_inserts = updates + (cap ? cap : 1), **far_changes = far_inserts + (cap ? cap : 1);
-    size_t ninserts = 0, nchanges = 0;
+    const struct jrec **inserts = far_changes + (cap ? cap : 1), **aborts = inserts + (cap ? cap : 1);
+    size_t ninserts = 0, nchanges = 0, nnew = 0, naborts = 0;
     int rc = -1;
     if (updates == NULL)
         goto out;
@@ -275,6 +276,10 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
             const struct jrec *r = &g->recs[i];
+            if (r->kind == JR_INSERT)
+                inserts[nnew++] = r;
+            if (r->to == JS_ABORTED)
+                aborts[naborts++] = r;
             if (is_far_change(r)) {
                 far_changes[nchanges++] = r;
                 continue;
@@ -287,6 +292,8 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
                 far_inserts[ninserts++] = r;
         }
     for (size_t i = 0; i < nrecs; i++) {
+        if (recs[i].to == JS_ABORTED)
+            aborts[naborts++] = &recs[i];
         if (is_far_change(&recs[i])) {
             far_changes[nchanges++] = &recs[i];
             continue;
@@ -295,7 +302,8 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
             goto out;
         updates[nupdates++] = &recs[i];
     }
-    if (jsql_update_messages(&b, updates, nupdates) < 0 || jsql_far_inserts(&b, far_inserts, ninserts) < 0)
+    if (jsql_update_messages(&b, updates, nupdates) < 0 || jsql_biz_latest(&b, inserts, nnew) < 0 ||
+        jsql_biz_aborted(&b, aborts, naborts) < 0 || jsql_far_inserts(&b, far_inserts, ninserts) < 0)
         goto out;
     for (size_t k = 0; k < nchanges; k++)
         if (jsql_far_change(&b, far_changes[k], k, instance) < 0)

@@ -14,6 +14,10 @@ static const char FARJOB_HEAD[] = "INSERT INTO far_job (shard,run_at,id) VALUES 
 static const char FARBIZ_HEAD[] = "INSERT INTO far_biz (id,topic,biz_key,run_at) VALUES ";
 static const char FARCOUNT_HEAD[] = "INSERT INTO far_count (topic,jobs) VALUES ";
 static const char FARCOUNT_TAIL[] = " ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs)";
+static const char BIZLATEST_HEAD[] = "INSERT INTO biz_latest (topic,biz_key,id) VALUES ";
+/* MariaDB applies the assignments in order: prev_id reads the id it replaces */
+static const char BIZLATEST_TAIL[] =
+    " ON DUPLICATE KEY UPDATE prev_id = IF(VALUES(id) > id, id, prev_id), id = GREATEST(id, VALUES(id))";
 static const char UPDATE_HEAD[] =
     "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES ";
 
@@ -32,6 +36,8 @@ static void close_insert(struct jsql *b)
 {
     if (b->rows > 0 && b->head == FARCOUNT_HEAD)
         sb_puts(&b->sql, FARCOUNT_TAIL);
+    if (b->rows > 0 && b->head == BIZLATEST_HEAD)
+        sb_puts(&b->sql, BIZLATEST_TAIL);
     if (b->rows > 0)
         sb_putc(&b->sql, ';');
     b->head = NULL;
@@ -331,6 +337,50 @@ int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, siz
         if (statement_boundary(b) < 0)
             return -1;
         sb_printf(&b->sql, "UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_%zu;", k);
+    }
+    return 0;
+}
+
+/* ---- biz_latest ---- */
+
+int jsql_biz_latest(struct jsql *b, const struct jrec *const *recs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct jrec *r = recs[i];
+        if (r->kind != JR_INSERT || r->job == NULL || r->job->biz_key == NULL)
+            continue;
+        if (begin_row(b, BIZLATEST_HEAD) < 0)
+            return -1;
+        db_quote(b->db, &b->sql, r->job->topic, r->job->topic_len);
+        sb_putc(&b->sql, ',');
+        db_quote(b->db, &b->sql, r->job->biz_key, r->job->biz_len);
+        sb_putc(&b->sql, ',');
+        sb_json_uint(&b->sql, r->id);
+        sb_putc(&b->sql, ')');
+    }
+    return 0;
+}
+
+int jsql_biz_aborted(struct jsql *b, const struct jrec *const *recs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct jrec *r = recs[i];
+        if (r->to != JS_ABORTED)
+            continue;
+        if (statement_boundary(b) < 0)
+            return -1;
+        /* one assignment only: a multi-table UPDATE applies its assignments in no set order */
+        sb_puts(&b->sql, "UPDATE biz_latest b JOIN message m ON m.topic = b.topic AND m.biz_key = b.biz_key SET "
+                         "b.id = ");
+        if (r->biz_holder)
+            sb_json_uint(&b->sql, r->biz_holder);
+        else
+            sb_puts(&b->sql, "COALESCE(b.prev_id, b.id)");
+        sb_puts(&b->sql, " WHERE m.id = ");
+        sb_json_uint(&b->sql, r->id);
+        sb_puts(&b->sql, " AND b.id = ");
+        sb_json_uint(&b->sql, r->id);
+        sb_putc(&b->sql, ';');
     }
     return 0;
 }

@@ -71,6 +71,14 @@ int jsql_far_counts(struct jsql *b, const struct jrec *const *recs, size_t n);
 int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance);
 int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, size_t n);
 
+/* biz_latest (GET /jobs?topic=&bizKey=): the newest job pushed with each (topic, bizKey).
+ * jsql_biz_latest: upserts for the new jobs among recs[0..n) that carry a bizKey (JR_INSERT);
+ * the higher id wins (ids are time-ordered), the one it displaced is kept as prev_id.
+ * jsql_biz_aborted: for each record to JS_ABORTED (a push that never became a job), a row
+ * still pointing at it points back at its biz_holder, else at prev_id. 0 / -1. */
+int jsql_biz_latest(struct jsql *b, const struct jrec *const *recs, size_t n);
+int jsql_biz_aborted(struct jsql *b, const struct jrec *const *recs, size_t n);
+
 /* A record as JSON (what an operator needs to replay it by hand). */
 void jsql_record_json(struct sbuf *sb, const struct jrec *r);
 

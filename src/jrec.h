@@ -35,6 +35,9 @@ struct jrec {
     char actor[JREC_ACTOR_MAX];   /* thread and Redis key that acted, e.g. "mover hg:{3}:delay" */
     char host[JREC_HOST_MAX];     /* client address, or the instance's host name */
     char instance[64];            /* instance that made the change ("" = this one) */
+    uint64_t biz_holder;          /* to JS_ABORTED: the job that held the push's bizKey (a duplicate,
+                                     a replace, a conflict), 0 when none is known: biz_latest
+                                     points back at it (journal_sql.h) */
     const struct job_spec *job;   /* JR_INSERT: borrowed until the durable submission completes */
     struct job_spec *replacement; /* JR_REPLACE: owned by the journal once submitted */
 };

@@ -75,6 +75,11 @@ static int delete_batch(MYSQL *db, const char *state, int64_t cutoff, uint64_t *
             sb_printf(&q, "DELETE FROM transition WHERE message_id IN (%s)", still.data);
             if (rc == 0)
                 rc = db_exec(db, q.data, q.len);
+            /* the bizKey lookup's rows for them: a key whose latest job is gone is unknown */
+            sb_reset(&q);
+            sb_printf(&q, "DELETE FROM biz_latest WHERE id IN (%s)", still.data);
+            if (rc == 0)
+                rc = db_exec(db, q.data, q.len);
         }
         if (rc == 0 && db_commit(db) < 0)
             rc = -1;

@@ -17,7 +17,7 @@ static const struct rule rules[] = {
     {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE}, {"/topics", EP_TOPICS},
     {"/topics/", EP_TOPIC},
     {"/console", EP_CONSOLE},     {"/console/", EP_CONSOLE},  {"/fleet", EP_FLEET},
-    {"/throughput", EP_THROUGHPUT}, {"/schedules", EP_SCHEDULES}, {"/schedules/", EP_SCHEDULE},
+    {"/throughput", EP_THROUGHPUT}, {"/schedules", EP_SCHEDULES}, {"/schedules/", EP_SCHEDULE}, {"/jobs", EP_LOOKUP},
 };
 
 /* Paths with their argument in the middle ("/topics/{topic}/jobs"): tried before the rules
@@ -27,6 +27,7 @@ static const struct {
     enum endpoint endpoint;
 } mid_rules[] = {
     {"/topics/", "/jobs", EP_TOPIC_JOBS},
+    {"/topics/", "/purge", EP_PURGE},
 };
 
 static const char *const names[EP_COUNT] = {
@@ -38,6 +39,7 @@ static const char *const names[EP_COUNT] = {
     [EP_TOPICS] = "topics",       [EP_TOPIC] = "topic",
     [EP_CONSOLE] = "console",     [EP_TOPIC_JOBS] = "topic_jobs", [EP_FLEET] = "fleet",
     [EP_THROUGHPUT] = "throughput", [EP_SCHEDULES] = "schedules", [EP_SCHEDULE] = "schedule",
+    [EP_LOOKUP] = "lookup", [EP_PURGE] = "purge",
 };
 
 static int hexval(char c)
@@ -132,6 +134,7 @@ int router_method_allowed(enum endpoint ep, enum method m, const char **allow)
 {
     switch (ep) {
     case EP_PUSH:
+    case EP_PURGE: /* destructive: never on a GET a crawler or a prefetch might send */
         *allow = "POST";
         return m == METHOD_POST;
     case EP_GET:
@@ -163,7 +166,8 @@ int router_is_admin(enum endpoint ep, enum method m)
         return m == METHOD_PUT || m == METHOD_DELETE;
     if (ep == EP_SCHEDULES)
         return m == METHOD_POST;
-    return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS;
+    return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS ||
+           ep == EP_PURGE;
 }
 
 const char *endpoint_name(enum endpoint ep)

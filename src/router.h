@@ -29,6 +29,8 @@ enum endpoint {
     EP_THROUGHPUT,
     EP_SCHEDULES,   /* /schedules */
     EP_SCHEDULE,    /* /schedules/{id} */
+    EP_LOOKUP,      /* /jobs?topic=&bizKey= */
+    EP_PURGE,       /* /topics/{topic}/purge */
     EP_COUNT
 };
 

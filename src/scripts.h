@@ -30,6 +30,7 @@ enum script_id {
     SCRIPT_FARDELETE,
     SCRIPT_UNPAGE,
     SCRIPT_FARBIZ,
+    SCRIPT_PURGE,
     SCRIPT_COUNT
 };
 

@@ -913,6 +913,51 @@ int store_topic_counts(struct store *s, const char *topic, size_t len, store_rea
     return 0;
 }
 
+/* ---- the holder of a bizKey ---- */
+
+static void on_biz_holder(redisReply *r, void *arg)
+{
+    struct call *c = arg;
+    store_holder_fn fn = (store_holder_fn)c->fn;
+    uint64_t id = 0;
+    int status = -1;
+    if (r != NULL && r->type == REDIS_REPLY_NIL) {
+        status = 0;
+    } else if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        /* "<id key>" for a job in Redis, "<id key>@<runAt>" for a far one */
+        const char *at = memchr(r->str, '@', r->len);
+        size_t klen = at ? (size_t)(at - r->str) : r->len;
+        status = id_from_key(r->str, klen, &id) == 0 ? 1 : -1;
+    }
+    fn(status, id, c->arg);
+    free(c);
+}
+
+int store_biz_holder(struct store *s, const char *topic, size_t topic_len, const char *biz, size_t biz_len,
+                     store_holder_fn fn, void *arg)
+{
+    /* HGET <prefix>:{shard}:biz:<topic> <bizKey> */
+    char key[200];
+    if (topic_len > TOPIC_MAX)
+        return -1;
+    int klen = rkey(key, sizeof key - TOPIC_MAX - 1, s->prefix, topic_shard(topic, topic_len, s->shards), "biz:");
+    if (klen <= 0)
+        return -1;
+    memcpy(key + klen, topic, topic_len);
+    const char *argv[3] = {"HGET", key, biz};
+    size_t alens[3] = {4, (size_t)klen + topic_len, biz_len};
+    struct call *c = malloc(sizeof *c);
+    if (c == NULL)
+        return -1;
+    c->fn = (void *)fn;
+    c->arg = arg;
+    if (rconn_command(s->rc, on_biz_holder, c, 3, argv, alens) < 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
 static void on_topicset(redisReply *r, void *arg)
 {
     struct call *c = arg;

@@ -223,6 +223,14 @@ typedef void (*store_done_fn)(int ok, void *arg);
  * the newest seq). */
 int store_topicset(struct store *s, const char *topic, size_t len, const char *value, store_done_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* ---- the holder of a bizKey (the topic's index: lib.lua biz_holder) ---- */
+/* status: 1 held (id = the holder, near or far), 0 not held, -1 the command failed or the
+ * entry did not decode. */
+typedef void (*store_holder_fn)(int status, uint64_t id, void *arg);
+/* One HGET on the topic's shard. */
+int store_biz_holder(struct store *s, const char *topic, size_t topic_len, const char *biz, size_t biz_len,
+                     store_holder_fn fn, void *arg) __attribute__((warn_unused_result));
+
 /* ---- running totals of some topics (lib.lua tally; GET /throughput) ---- */
 struct topic_tally {
     int64_t pushed, delivered, first, late_ms; /* late_ms: summed over the first deliveries */

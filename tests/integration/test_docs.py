@@ -48,7 +48,7 @@ class DocsTest(unittest.TestCase):
         doc = read("docs/api.md")
         for path in ["/push", "/get/", "/finish", "/release", "/touch", "/delete", "/reschedule",
                      "/jobs/", "/dead/", "/reStore?", "/reStore/", "/health", "/stats", "/metrics",
-                     "/jobs?state=", "/throughput", "/fleet", "/console/"]:
+                     "/jobs?state=", "/throughput", "/fleet", "/console/", "/jobs?topic=", "/purge?state="]:
             self.assertRegex(doc, r"curl [^\n]*" + re.escape(path), f"no curl example for {path}")
 
     def test_readme_opens_with_the_two_commands(self):

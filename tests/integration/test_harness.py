@@ -80,7 +80,7 @@ class SharedStackTest(HourglassTestCase):
         self.assertNotEqual(a.redis_db, b.redis_db)
         self.assertFalse(a.prefix.startswith(b.prefix) or b.prefix.startswith(a.prefix))
         for ns in (a, b):
-            self.assertEqual(ns.mariadb.tables(ns.database), ["far_biz", "far_count", "far_job", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
+            self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_job", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
             self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"), [("1",), ("2",), ("3",), ("4",), ("5",)])
         a.execute("INSERT INTO transition (message_id, version, from_state, to_state, at, actor, host, instance) "
                   "VALUES (1, 1, '', 'ready', 0, 't', 'h', 'i')")
@@ -96,7 +96,7 @@ class SharedStackTest(HourglassTestCase):
         ns = self.namespace()
         ns.mariadb.apply_schema(ns.database)  # second time
         ns.mariadb.apply_schema(ns.database)  # third time
-        self.assertEqual(ns.mariadb.tables(ns.database), ["far_biz", "far_count", "far_job", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
+        self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_job", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
         self.assertEqual(ns.query("SELECT COUNT(*) FROM schema_version"), [("5",)])
 
     def test_hourglass_user_connects_over_tcp(self):

@@ -99,7 +99,7 @@ class SchemaTest(HourglassTestCase):
         first = apply()
         self.assertEqual((first.returncode, first.stderr.strip()), (0, ""), first)
         tables = m.tables(ns.database)
-        self.assertEqual(tables, ["far_biz", "far_count", "far_job", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
+        self.assertEqual(tables, ["biz_latest", "far_biz", "far_count", "far_job", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
 
         d = start_ready(self, namespace=ns)
         jid = expect_ok(d.push({"topic": "sc", "body": {"k": 1}}), "push")["id"]

@@ -328,6 +328,43 @@ START_TEST(far_inserts_index_count_and_keep_bizkeys)
 }
 END_TEST
 
+START_TEST(biz_latest_upserts_only_bizkey_pushes)
+{
+    char body[] = "1", key[] = "k-'1";
+    struct job_spec plain = {.topic = "orders", .topic_len = 6, .body = body, .body_len = 1, .run_at = 1};
+    struct job_spec keyed = plain;
+    keyed.biz_key = key;
+    keyed.biz_len = 4;
+    struct jrec r[3] = {{.kind = JR_INSERT, .to = JS_DELAYED, .id = 20, .job = &plain},
+                        {.kind = JR_INSERT, .to = JS_FAR, .id = 21, .job = &keyed},
+                        transition(22, 3, JS_READY, JS_RESERVED)};
+    const struct jrec *p[3] = {&r[0], &r[1], &r[2]};
+    ck_assert_int_eq(jsql_biz_latest(&b, p, 3), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_str_eq(c.scripts[0],
+                     "INSERT INTO biz_latest (topic,biz_key,id) VALUES ('orders','k-\\'1',21) ON DUPLICATE KEY "
+                     "UPDATE prev_id = IF(VALUES(id) > id, id, prev_id), id = GREATEST(id, VALUES(id));");
+}
+END_TEST
+
+START_TEST(aborted_pushes_give_the_key_back)
+{
+    struct jrec dup = transition(30, 2, JS_DELAYED, JS_ABORTED), lost = transition(31, 2, JS_READY, JS_ABORTED);
+    struct jrec other = transition(32, 2, JS_READY, JS_RESERVED);
+    dup.biz_holder = 9;
+    const struct jrec *p[3] = {&dup, &lost, &other};
+    ck_assert_int_eq(jsql_biz_aborted(&b, p, 3), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 1);
+    ck_assert_str_eq(c.scripts[0],
+                     "UPDATE biz_latest b JOIN message m ON m.topic = b.topic AND m.biz_key = b.biz_key SET "
+                     "b.id = 9 WHERE m.id = 30 AND b.id = 30;"
+                     "UPDATE biz_latest b JOIN message m ON m.topic = b.topic AND m.biz_key = b.biz_key SET "
+                     "b.id = COALESCE(b.prev_id, b.id) WHERE m.id = 31 AND b.id = 31;");
+}
+END_TEST
+
 START_TEST(far_changes_are_guarded_on_the_row_being_far)
 {
     struct jrec del = transition(77, 2, JS_FAR, JS_DELETED);
@@ -403,6 +440,8 @@ static Suite *suite(void)
     tcase_add_test(tc, refused_row_keeps_the_record_as_json);
     tcase_add_test(tc, far_inserts_index_count_and_keep_bizkeys);
     tcase_add_test(tc, far_changes_are_guarded_on_the_row_being_far);
+    tcase_add_test(tc, biz_latest_upserts_only_bizkey_pushes);
+    tcase_add_test(tc, aborted_pushes_give_the_key_back);
     suite_add_tcase(s, tc);
     return s;
 }

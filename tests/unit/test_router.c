@@ -136,13 +136,40 @@ START_TEST(test_percent_decoded_args)
 }
 END_TEST
 
+START_TEST(test_lookup_and_purge)
+{
+    struct route r;
+    const char *allow;
+    /* "/jobs" alone is the lookup by bizKey; "/jobs/{id}" stays the inspect by id */
+    ck_assert_int_eq(match("/jobs", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_LOOKUP);
+    ck_assert_str_eq(r.arg, "");
+    ck_assert_int_eq(match("/jobs/12", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_JOBS);
+    ck_assert(router_method_allowed(EP_LOOKUP, METHOD_GET, &allow));
+    ck_assert(!router_method_allowed(EP_LOOKUP, METHOD_POST, &allow));
+    ck_assert(!router_is_admin(EP_LOOKUP, METHOD_GET));
+    /* the topic is the middle segment, percent-decoded */
+    ck_assert_int_eq(match("/topics/a%3Ab/purge", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_PURGE);
+    ck_assert_str_eq(r.arg, "a:b");
+    ck_assert_int_eq(match("/topics/purge", &r), ROUTE_OK); /* the topic named "purge" */
+    ck_assert_int_eq(r.endpoint, EP_TOPIC);
+    ck_assert(router_method_allowed(EP_PURGE, METHOD_POST, &allow));
+    ck_assert_str_eq(allow, "POST");
+    ck_assert(!router_method_allowed(EP_PURGE, METHOD_GET, &allow));
+    ck_assert(router_is_admin(EP_PURGE, METHOD_POST));
+}
+END_TEST
+
 START_TEST(test_not_found)
 {
     static const char *const paths[] = {
         "",          "/",          "push",        "/pus",        "/pushx",     "/Push",     "/PUSH",
-        "/restore",  "/RESTORE",   "/reStoreX",   "/get",        "/jobs",      "/dead",     "//push",
+        "/restore",  "/RESTORE",   "/reStoreX",   "/get",        "/jobsx",     "/dead",     "//push",
         "/push/",    "/health/",   "/metrics/",   "/stats/x",    "/finish/1",  "/api/push", "/get-x/t",
-        "/jobsx/1",  "/push?x=1",  "/health/..",  "/./health",
+        "/jobsx/1",  "/push?x=1",  "/health/..",  "/./health", "/topics//purge",
+        "/topics/a/b/purge", "/topics/t/purgex",
     };
     struct route r;
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
@@ -301,7 +328,8 @@ END_TEST
 START_TEST(test_admin_endpoints)
 {
     for (int ep = 0; ep < EP_COUNT; ep++) {
-        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS;
+        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS ||
+                   ep == EP_PURGE;
         ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s", endpoint_name((enum endpoint)ep));
     }
     /* a topic's settings: anyone reads them, only an admin changes them */
@@ -382,6 +410,7 @@ static Suite *router_suite(void)
     tcase_add_test(tc, test_only_len_bytes_count);
     tcase_add_test(tc, test_percent_decoded_args);
     tcase_add_test(tc, test_not_found);
+    tcase_add_test(tc, test_lookup_and_purge);
     tcase_add_test(tc, test_nested_segments);
     tcase_add_test(tc, test_bad_escapes);
     tcase_add_test(tc, test_nul_refused);

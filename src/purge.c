@@ -1,0 +1,558 @@
+/* purge.c — POST /topics/{topic}/purge (purge.h says what it promises).
+ *
+ * The request is checked on its worker, then the whole purge runs on a MySQL pool thread, as
+ * /reStore does: a purge of 100,000 jobs takes a while, and the loop must go on serving. The
+ * thread has the pool's MySQL connection (the far tier) and a blocking Redis connection of its
+ * own (rsync.h), and each round walks:
+ *
+ *   far jobs (delayed, MySQL tier) — far_job's range for the topic's shard, a page of keys at a
+ *     time, kept to the topic's rows still 'far'; per batch one transaction that locks those
+ *     message rows first (the order every writer of the far tables keeps), writes their
+ *     far → deleted transitions and deletes their far_job and far_biz rows and count; then
+ *     fardelete.lua per job: a job the pager paged in meanwhile is deleted in Redis too, and
+ *     one it is about to page in is tombstoned, exactly as a by-id far delete (architecture.md,
+ *     "Tiers"). Far jobs go first: one the pager takes into Redis during the purge is then
+ *     met by the walk of the delay zset that follows;
+ *   the delay zset, the ready zset, the dead zset — purge.lua from a position, batch by batch.
+ *
+ * Every job purged in Redis left its `deleted` transition in the shard's outbox; the purge waits
+ * for the journal when it falls behind (journal_accepting) and, at the end, for the outbox to
+ * be carried (outbox_barrier), then answers the total. */
+#include "purge.h"
+#include "api.h"
+#include "api_util.h"
+#include "db.h"
+#include "dbtask.h"
+#include "ids.h"
+#include "journal.h"
+#include "log.h"
+#include "metrics.h"
+#include "outbox.h"
+#include "rcodec.h"
+#include "rsync.h"
+#include "app.h"
+#include "clock.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PURGE_ROUNDS_MAX    20     /* a safety bound: two rounds are the rule */
+#define PURGE_FAR_PAGE      1000   /* far_job keys read per query */
+#define PURGE_JOURNAL_WAIT  30000  /* ms the journal may refuse more transitions before we give up */
+
+unsigned purge_parse_state(const char *s, size_t len)
+{
+    static const struct {
+        const char *name;
+        unsigned mask;
+    } names[] = {{"delayed", PURGE_DELAYED}, {"ready", PURGE_READY}, {"dead", PURGE_DEAD}, {"all", PURGE_ALL}};
+    for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].name) == len && memcmp(names[i].name, s, len) == 0)
+            return names[i].mask;
+    return 0;
+}
+
+struct purge_task {
+    struct request *r;
+    const struct config *cfg;
+    char topic[TOPIC_MAX + 1];
+    size_t topic_len;
+    int shard;
+    unsigned states;
+    char who[STORE_WHO_MAX];        /* for the scripts' outbox entries */
+    char actor[JREC_ACTOR_MAX];     /* for the far rows' transitions */
+    char host[JREC_HOST_MAX];
+    char instance[64];
+    uint64_t max_id;                /* jobs above it were pushed after the purge began */
+    char max_key[ID_KEY_LEN + 1];
+    /* outcome */
+    long long deleted;
+    const char *failed;             /* NULL, or what failed: "MySQL", "Redis", "journal", "shutdown" */
+};
+
+/* ---- waiting for the outbox (its callback runs on the outbox thread) ---- */
+
+struct barrier_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, ok;
+    atomic_int refs; /* the waiter and the callback: the last one frees */
+};
+
+static void barrier_unref(struct barrier_wait *w)
+{
+    if (atomic_fetch_sub(&w->refs, 1) == 1) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+    }
+}
+
+static void on_barrier(int ok, void *arg)
+{
+    struct barrier_wait *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    w->ok = ok;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    barrier_unref(w);
+}
+
+/* 1 once every outbox entry made so far is committed in MySQL; 0 when that cannot be had. */
+static int wait_outbox(void)
+{
+    struct barrier_wait *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return 0;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    atomic_init(&w->refs, 2);
+    if (outbox_barrier(NULL, on_barrier, w) < 0) {
+        atomic_store(&w->refs, 1);
+        barrier_unref(w);
+        return 0;
+    }
+    int ok = 0;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done && !dbtask_stopping()) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    ok = w->done && w->ok;
+    pthread_mutex_unlock(&w->mu);
+    barrier_unref(w);
+    return ok;
+}
+
+/* Back-pressure: wait while the journal refuses more transitions. 0, or -1 (t->failed set). */
+static int wait_journal(struct purge_task *t)
+{
+    int64_t until = clock_unix_ms() + PURGE_JOURNAL_WAIT;
+    while (!journal_accepting()) {
+        if (dbtask_stopping()) {
+            t->failed = "shutdown";
+            return -1;
+        }
+        if (clock_unix_ms() > until) {
+            t->failed = "journal";
+            return -1;
+        }
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* ---- near jobs: one state's index, purge.lua batch by batch ---- */
+
+static int purge_near(struct purge_task *t, redisContext *c, int state, long long *deleted)
+{
+    char score[32] = "", idkey[ID_KEY_LEN + 1] = "";
+    for (;;) {
+        if (wait_journal(t) < 0)
+            return -1;
+        struct rargv b;
+        int rc = rargv_init(&b, 14, 5, 0);
+        if (rc == 0) {
+            rargv_key(&b, t->cfg->redis_prefix, t->shard, "jobs");
+            rargv_str(&b, t->topic, t->topic_len);
+            rargv_int(&b, state);
+            rargv_str(&b, score, strlen(score));
+            rargv_str(&b, idkey, strlen(idkey));
+            rargv_int(&b, PURGE_BATCH);
+            rargv_int(&b, PURGE_SCAN);
+            rargv_str(&b, t->max_key, strlen(t->max_key));
+            rargv_int(&b, clock_unix_ms());
+            rargv_str(&b, t->who, strlen(t->who));
+            rc = rsync_append_eval(c, SCRIPT_PURGE, b.argc, b.argv, b.lens);
+        }
+        rargv_free(&b);
+        redisReply *reply = rc == 0 ? rsync_reply(c) : NULL;
+        size_t slen = 0, klen = 0;
+        const char *s = rreply_is_array(reply, 3) ? rreply_str(reply, 0, &slen) : NULL;
+        const char *k = s ? rreply_str(reply, 1, &klen) : NULL;
+        if (s == NULL || k == NULL || slen >= sizeof score || klen >= sizeof idkey) {
+            log_error("purge: topic %s: purge.lua failed: %s", t->topic,
+                      reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "no answer");
+            if (reply)
+                freeReplyObject(reply);
+            t->failed = "Redis";
+            return -1;
+        }
+        long long n = rreply_int(reply, 2);
+        memcpy(score, s, slen);
+        score[slen] = '\0';
+        memcpy(idkey, k, klen);
+        idkey[klen] = '\0';
+        freeReplyObject(reply);
+        if (n > 0) {
+            *deleted += n;
+            metrics_transition(state, JS_DELETED, (int)n);
+        }
+        if (slen == 0) /* the index was walked to its end */
+            return 0;
+        if (dbtask_stopping()) {
+            t->failed = "shutdown";
+            return -1;
+        }
+    }
+}
+
+/* ---- far jobs (MySQL tier) ---- */
+
+struct far_row {
+    uint64_t id;
+    int64_t run_at;
+    char biz[4 * BIZKEY_MAX + 1];
+};
+
+/* Run `sql` and return its result (caller frees), NULL on failure (logged). */
+static MYSQL_RES *query(MYSQL *db, const struct sbuf *sql)
+{
+    if (sql->oom || mysql_real_query(db, sql->data, sql->len) != 0) {
+        log_error("purge: MySQL: %s", sql->oom ? "out of memory" : mysql_error(db));
+        return NULL;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    if (res == NULL)
+        log_error("purge: MySQL: %s", mysql_error(db));
+    return res;
+}
+
+static void put_ids(struct sbuf *sb, const uint64_t *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sb_putc(sb, ',');
+        sb_json_uint(sb, ids[i]);
+    }
+}
+
+/* The ids among keys[0..n) that are this topic's far jobs pushed before the purge began (a
+ * consistent read, no lock). -1 on failure. */
+static long far_candidates(struct purge_task *t, MYSQL *db, const uint64_t *keys, size_t n, uint64_t *out)
+{
+    struct sbuf q = SBUF_INIT;
+    sb_puts(&q, "SELECT id FROM message WHERE id IN (");
+    put_ids(&q, keys, n);
+    sb_puts(&q, ") AND state = 'far' AND topic = ");
+    db_quote(db, &q, t->topic, t->topic_len);
+    sb_puts(&q, " AND id <= ");
+    sb_json_uint(&q, t->max_id);
+    MYSQL_RES *res = query(db, &q);
+    sb_free(&q);
+    mysql_commit(db);
+    if (res == NULL)
+        return -1;
+    long m = 0;
+    MYSQL_ROW row;
+    while ((row = mysql_fetch_row(res)) != NULL)
+        out[m++] = strtoull(row[0], NULL, 10);
+    mysql_free_result(res);
+    return m;
+}
+
+/* One statement of the delete transaction; 0 / -1. */
+static int exec(MYSQL *db, struct sbuf *q)
+{
+    int rc = q->oom ? -1 : db_exec(db, q->data, q->len);
+    sb_reset(q);
+    return rc;
+}
+
+/* Delete cands[0..n) that are still far, in one transaction, as JR_FAR_LEAVE does one by one.
+ * The rows deleted go to rows[] (with their bizKeys, for fardelete.lua). -1 on failure. */
+static long far_delete_rows(struct purge_task *t, MYSQL *db, const uint64_t *cands, size_t n, struct far_row *rows)
+{
+    struct sbuf q = SBUF_INIT;
+    long m = 0;
+    /* lock the message rows first, as every writer of the far tables does */
+    sb_puts(&q, "SELECT id, run_at, biz_key FROM message WHERE id IN (");
+    put_ids(&q, cands, n);
+    sb_puts(&q, ") AND state = 'far' FOR UPDATE");
+    MYSQL_RES *res = query(db, &q);
+    sb_reset(&q);
+    if (res == NULL)
+        goto fail;
+    MYSQL_ROW row;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    while ((row = mysql_fetch_row(res)) != NULL) {
+        struct far_row *f = &rows[m++];
+        f->id = strtoull(row[0], NULL, 10);
+        f->run_at = strtoll(row[1], NULL, 10);
+        snprintf(f->biz, sizeof f->biz, "%s", row[2] ? row[2] : "");
+        lo = f->run_at < lo ? f->run_at : lo;
+        hi = f->run_at > hi ? f->run_at : hi;
+    }
+    mysql_free_result(res);
+    if (m == 0) {
+        mysql_commit(db);
+        sb_free(&q);
+        return 0;
+    }
+    uint64_t *ids = malloc((size_t)m * sizeof *ids);
+    if (ids == NULL)
+        goto fail;
+    for (long i = 0; i < m; i++)
+        ids[i] = rows[i].id;
+    int64_t now = clock_unix_ms();
+
+    sb_puts(&q, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', 'deleted', ");
+    sb_json_int(&q, now);
+    sb_putc(&q, ',');
+    db_quote(db, &q, t->actor, strlen(t->actor));
+    sb_putc(&q, ',');
+    db_quote(db, &q, t->host, strlen(t->host));
+    sb_putc(&q, ',');
+    db_quote(db, &q, t->instance, strlen(t->instance));
+    sb_puts(&q, ", attempts FROM message WHERE id IN (");
+    put_ids(&q, ids, (size_t)m);
+    sb_putc(&q, ')');
+    int rc = exec(db, &q);
+
+    sb_puts(&q, "UPDATE message SET state = 'deleted', version = version + 1, updated_at = ");
+    sb_json_int(&q, now);
+    sb_puts(&q, " WHERE state = 'far' AND id IN (");
+    put_ids(&q, ids, (size_t)m);
+    sb_putc(&q, ')');
+    rc = rc < 0 ? rc : exec(db, &q);
+
+    sb_printf(&q, "DELETE FROM far_job WHERE shard = %d AND run_at BETWEEN %lld AND %lld AND id IN (", t->shard,
+              (long long)lo, (long long)hi);
+    put_ids(&q, ids, (size_t)m);
+    sb_putc(&q, ')');
+    rc = rc < 0 ? rc : exec(db, &q);
+
+    sb_puts(&q, "DELETE FROM far_biz WHERE id IN (");
+    put_ids(&q, ids, (size_t)m);
+    sb_putc(&q, ')');
+    rc = rc < 0 ? rc : exec(db, &q);
+
+    sb_printf(&q, "UPDATE far_count SET jobs = jobs - %ld WHERE topic = ", m);
+    db_quote(db, &q, t->topic, t->topic_len);
+    rc = rc < 0 ? rc : exec(db, &q);
+    free(ids);
+    if (rc < 0 || db_commit(db) < 0)
+        goto fail;
+    sb_free(&q);
+    return m;
+fail:
+    mysql_rollback(db);
+    sb_free(&q);
+    return -1;
+}
+
+/* fardelete.lua for each row deleted: deleted in Redis too if the pager had paged it, else
+ * tombstoned; its bizKey entry released. Pipelined. 0 / -1. */
+static int far_delete_redis(struct purge_task *t, redisContext *c, const struct far_row *rows, long n)
+{
+    int64_t now = clock_unix_ms();
+    long sent = 0;
+    for (long i = 0; i < n; i++) {
+        struct rargv b;
+        int rc = rargv_init(&b, 10, 1, 1);
+        if (rc == 0) {
+            rargv_key(&b, t->cfg->redis_prefix, t->shard, "jobs");
+            rargv_id(&b, rows[i].id);
+            rargv_int(&b, now);
+            rargv_str(&b, t->who, strlen(t->who));
+            rargv_str(&b, t->topic, t->topic_len);
+            rargv_str(&b, rows[i].biz, strlen(rows[i].biz));
+            rc = rsync_append_eval(c, SCRIPT_FARDELETE, b.argc, b.argv, b.lens);
+        }
+        rargv_free(&b);
+        if (rc < 0)
+            break;
+        sent++;
+    }
+    int failed = sent < n;
+    for (long i = 0; i < sent; i++) {
+        redisReply *reply = rsync_reply(c);
+        if (reply == NULL) {
+            failed = 1;
+            break;
+        }
+        if (!rreply_is_array(reply, 1))
+            failed = 1;
+        freeReplyObject(reply);
+    }
+    if (failed) {
+        log_warn("purge: topic %s: far jobs are deleted in MySQL, but Redis did not take all their tombstones; "
+                 "their bizKey entries may linger until /reStore", t->topic);
+        t->failed = "Redis";
+        return -1;
+    }
+    return 0;
+}
+
+static int purge_far(struct purge_task *t, MYSQL *db, redisContext *c, long long *deleted)
+{
+    uint64_t *keys = malloc(PURGE_FAR_PAGE * sizeof *keys), *cands = malloc(PURGE_FAR_PAGE * sizeof *cands);
+    struct far_row *rows = malloc(PURGE_BATCH * sizeof *rows);
+    int64_t after_run = -1;
+    uint64_t after_id = 0;
+    int rc = -1;
+    if (keys == NULL || cands == NULL || rows == NULL) {
+        t->failed = "memory";
+        goto out;
+    }
+    for (;;) {
+        if (dbtask_stopping()) {
+            t->failed = "shutdown";
+            goto out;
+        }
+        /* a page of the shard's far_job keys, in key order (one range of its primary key) */
+        struct sbuf q = SBUF_INIT;
+        sb_printf(&q,
+                  "SELECT run_at, id FROM far_job WHERE shard = %d AND (run_at > %lld OR (run_at = %lld AND id > "
+                  "%llu)) ORDER BY run_at, id LIMIT %d",
+                  t->shard, (long long)after_run, (long long)after_run, (unsigned long long)after_id,
+                  PURGE_FAR_PAGE);
+        MYSQL_RES *res = query(db, &q);
+        sb_free(&q);
+        if (res == NULL) {
+            mysql_rollback(db);
+            t->failed = "MySQL";
+            goto out;
+        }
+        size_t nkeys = 0;
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res)) != NULL) {
+            after_run = strtoll(row[0], NULL, 10);
+            after_id = strtoull(row[1], NULL, 10);
+            keys[nkeys++] = after_id;
+        }
+        mysql_free_result(res);
+        if (nkeys == 0) {
+            mysql_commit(db);
+            rc = 0;
+            goto out;
+        }
+        long ncands = far_candidates(t, db, keys, nkeys, cands);
+        if (ncands < 0) {
+            t->failed = "MySQL";
+            goto out;
+        }
+        for (long first = 0; first < ncands; first += PURGE_BATCH) {
+            size_t n = (size_t)(ncands - first < PURGE_BATCH ? ncands - first : PURGE_BATCH);
+            long m = far_delete_rows(t, db, cands + first, n, rows);
+            if (m < 0) {
+                t->failed = "MySQL";
+                goto out;
+            }
+            if (m > 0) {
+                *deleted += m;
+                metrics_transition(JS_FAR, JS_DELETED, (int)m);
+                if (far_delete_redis(t, c, rows, m) < 0)
+                    goto out;
+            }
+        }
+    }
+out:
+    free(keys);
+    free(cands);
+    free(rows);
+    return rc;
+}
+
+/* ---- the task ---- */
+
+static void purge_run(MYSQL *db, void *arg)
+{
+    struct purge_task *t = arg;
+    if (db == NULL) {
+        t->failed = "MySQL";
+        return;
+    }
+    char err[256];
+    redisContext *c = rsync_connect(t->cfg, 1, NULL, err, sizeof err);
+    if (c == NULL) {
+        log_error("purge: %s", err);
+        t->failed = "Redis";
+        return;
+    }
+    static const int near_states[] = {JS_DELAYED, JS_READY, JS_DEAD};
+    static const unsigned near_masks[] = {PURGE_DELAYED, PURGE_READY, PURGE_DEAD};
+    int64_t started = clock_unix_ms();
+    for (int round = 0; round < PURGE_ROUNDS_MAX && t->failed == NULL; round++) {
+        long long before = t->deleted;
+        if ((t->states & PURGE_DELAYED) && purge_far(t, db, c, &t->deleted) < 0)
+            break;
+        for (size_t i = 0; i < 3 && t->failed == NULL; i++)
+            if (t->states & near_masks[i])
+                purge_near(t, c, near_states[i], &t->deleted);
+        if (t->deleted == before)
+            break;
+    }
+    redisFree(c);
+    if (t->failed == NULL && !wait_outbox())
+        t->failed = "journal";
+    log_info("purge: topic %s: %lld jobs deleted in %lld ms%s%s", t->topic, t->deleted,
+             (long long)(clock_unix_ms() - started), t->failed ? "; stopped: " : "", t->failed ? t->failed : "");
+}
+
+static void purge_done(void *arg)
+{
+    struct purge_task *t = arg;
+    if (t->failed == NULL) {
+        struct sbuf sb = SBUF_INIT;
+        sb_printf(&sb, "{\"deleted\":%lld}", t->deleted);
+        respond_json(t->r, 200, &sb);
+        sb_free(&sb);
+        return;
+    }
+    respond_header(t->r, "Retry-After", "1");
+    respond_error(t->r, 503, "unavailable",
+                  "the purge stopped (%s unavailable) after deleting %lld jobs; purge again to finish", t->failed,
+                  t->deleted);
+}
+
+void api_purge(struct request *r)
+{
+    static const char *const allowed[] = {"state", NULL};
+    if (api_params_only(r, allowed) < 0)
+        return;
+    const char *state = params_get(&r->params, "state");
+    unsigned states = state ? purge_parse_state(state, strlen(state)) : 0;
+    if (states == 0) {
+        respond_error(r, 400, "bad_request", "state must be one of delayed, ready, dead, all");
+        return;
+    }
+    if (!topic_valid(r->route.arg, r->route.arg_len)) {
+        respond_error(r, 400, "bad_request", "topic must be 1-%d characters of [A-Za-z0-9_.:-]", TOPIC_MAX);
+        return;
+    }
+    if (api_require_redis(r) < 0)
+        return;
+    if (!journal_up()) {
+        respond_unavailable(r, "MySQL");
+        return;
+    }
+    struct purge_task *t = api_state_new(r, sizeof *t, NULL);
+    if (t == NULL)
+        return;
+    const struct app *app = r->ctx->app;
+    t->r = r;
+    t->cfg = &app->cfg;
+    memcpy(t->topic, r->route.arg, r->route.arg_len);
+    t->topic_len = r->route.arg_len;
+    t->shard = topic_shard(t->topic, t->topic_len, app->cfg.redis_shards);
+    t->states = states;
+    store_who(t->who, sizeof t->who, app->instance, "purge", r->client);
+    store_actor(t->actor, sizeof t->actor, "purge", app->cfg.redis_prefix, t->shard, "jobs");
+    snprintf(t->host, sizeof t->host, "%s", r->client);
+    snprintf(t->instance, sizeof t->instance, "%s", app->instance);
+    /* a second of slack for the fleet's clocks: a job pushed just before on an instance whose
+     * clock runs a little ahead is still purged */
+    t->max_id = id_max_at(clock_unix_ms() + 1000);
+    id_to_key(t->max_id, t->max_key);
+    if (dbtask_submit(purge_run, purge_done, r->ctx->inbox, t) < 0)
+        respond_unavailable(r, "MySQL");
+}
