@@ -1,7 +1,8 @@
 // hourglass console — one page, plain DOM, no framework and nothing from other origins.
 //
-// Hash routes (#/topics, #/topic/NAME, #/job/ID, #/fleet, #/restore) each render into <main>
-// from the daemon's HTTP API (docs/api.md); every list is paged by the server. Errors the API
+// Hash routes (#/topics, #/topic/NAME, #/job/ID, #/schedules, #/fleet, #/restore) each render
+// into <main> from the daemon's HTTP API (docs/api.md); every list that can grow large is paged
+// by the server (schedules are few: GET /schedules answers all of them). Errors the API
 // answers ({"error","message"}) are shown in the banner at the top, never only in the JS
 // console. The token field is kept in sessionStorage and sent as Authorization: Bearer.
 'use strict';
@@ -133,7 +134,8 @@
     else location.hash = hash;
   }
 
-  const views = {topics: viewTopics, topic: viewTopic, job: viewJob, fleet: viewFleet, restore: viewRestore};
+  const views = {topics: viewTopics, topic: viewTopic, job: viewJob, schedules: viewSchedules, fleet: viewFleet,
+    restore: viewRestore};
 
   async function route() {
     generation++;
@@ -637,6 +639,176 @@
         h('section', {class: 'card'}, h('h3', {}, 'History'),
           j.historyError ? h('p', {class: 'muted'}, j.historyError) : null,
           history.length ? timeline : h('p', {class: 'muted'}, 'No transitions journaled yet.'))));
+  }
+
+  // ---- schedules: a job pushed at each fire of a cron expression or an interval ---------------
+
+  // catchUp: what fires missed while no instance ran become
+  const CATCH_UP = [
+    ['skip', 'drop them', 'missed fires are dropped (counted as skipped)'],
+    ['one', 'one job', 'missed fires make one job, for the last of them'],
+    ['all', 'a job each', 'every missed fire makes its job'],
+  ];
+
+  function scheduleExpr(sc) {
+    if (sc.cron != null) return [h('code', {}, sc.cron), ' ', h('span', {class: 'muted'}, sc.tz || 'UTC')];
+    return h('span', {title: fmtDur(sc.every)}, `every ${+(sc.every / 1000).toFixed(3)} s`);
+  }
+
+  async function viewSchedules(main, r, live) {
+    const tbody = h('tbody');
+    const summary = h('span', {class: 'muted'});
+    const table = h('table', {class: 'grid schedules'},
+      h('thead', {}, h('tr', {},
+        h('th', {}, 'Topic'), h('th', {}, 'When'), h('th', {}, 'Job'),
+        h('th', {title: 'what a fire missed while no instance ran becomes'}, 'catch-up'), h('th', {}, 'State'),
+        h('th', {}, 'Next fire'),
+        h('th', {class: 'num', title: 'fires missed while no instance ran, made into jobs (catchUp one or all)'}, 'missed made'),
+        h('th', {class: 'num', title: 'fires missed while no instance ran, dropped'}, 'skipped'),
+        h('th', {}, ''))),
+      tbody);
+    replaceView(main,
+      h('section', {class: 'card'}, h('div', {class: 'bar'}, h('h2', {}, 'Schedules'), summary), table),
+      h('section', {class: 'card'}, h('h3', {}, 'New schedule'), createForm()));
+
+    const rows = new Map(); // schedule id -> its row, kept across refreshes
+    function row(sc) {
+      let tr = rows.get(sc.id);
+      if (!tr) {
+        tr = h('tr', {'data-schedule': sc.id},
+          h('td', {'data-field': 'topic'}), h('td', {'data-field': 'when'}), h('td', {'data-field': 'job'}),
+          h('td', {'data-field': 'catchUp'}), h('td', {'data-field': 'state'}), h('td', {'data-field': 'next'}),
+          h('td', {class: 'num', 'data-missed': 'made'}), h('td', {class: 'num', 'data-missed': 'skipped'}),
+          h('td', {class: 'actions'}));
+        rows.set(sc.id, tr);
+      }
+      return tr;
+    }
+    function fill(tr, sc) {
+      const cell = (k) => $(`[data-field="${k}"]`, tr);
+      refill(cell('topic'), sc.topic, () => h('a', {href: `#/topic/${enc(sc.topic)}`}, sc.topic));
+      refill(cell('when'), JSON.stringify([sc.cron, sc.tz, sc.every]), () => scheduleExpr(sc));
+      const job = sc.job || {};
+      refill(cell('job'), JSON.stringify(job), () => bodyPreview('body' in job ? job.body : job));
+      cell('catchUp').textContent = sc.catchUp;
+      cell('catchUp').title = (CATCH_UP.find(([k]) => k === sc.catchUp) || ['', '', ''])[2];
+      refill(cell('state'), String(sc.paused), () => (sc.paused
+        ? h('span', {class: 'badge paused', title: 'fires nothing until resumed'}, 'paused')
+        : h('span', {class: 'good'}, 'active')));
+      const next = cell('next');
+      next.dataset.next = sc.next == null ? '' : sc.next;
+      refill(next, `${sc.next} ${sc.paused}`, () => (sc.next == null ? h('span', {class: 'muted'}, 'never')
+        : [h('span', {class: sc.paused ? 'muted' : null, title: sc.paused ? 'when resumed; nothing fires while paused' : null},
+          fmtTime(sc.next)), ' ', h('span', {class: 'muted'}, '(', when(sc.next), ')')]));
+      for (const k of ['made', 'skipped']) {
+        const td = $(`[data-missed="${k}"]`, tr);
+        td.dataset.value = sc.missed ? sc.missed[k] : '';
+        td.textContent = fmtInt(sc.missed ? sc.missed[k] : null);
+      }
+      refill($('.actions', tr), String(sc.paused), () => [
+        h('button', {type: 'button', class: 'small', 'data-action': sc.paused ? 'resume' : 'pause',
+          title: sc.paused ? 'fire again from the next fire time' : 'fire nothing until resumed',
+          onclick: async (ev) => {
+            ev.target.disabled = true;
+            try {
+              await api(`/schedules/${enc(sc.id)}`, {method: 'PUT', body: {paused: !sc.paused}});
+              await refresh();
+            } catch (e) {
+              showError(e);
+              ev.target.disabled = false;
+            }
+          }}, sc.paused ? 'Resume' : 'Pause'),
+        confirmButton('Delete', {'data-action': 'delete-schedule', title: 'delete the schedule (jobs it pushed stay)'}, async () => {
+          try {
+            await api(`/schedules/${enc(sc.id)}`, {method: 'DELETE'});
+          } catch (e) {
+            showError(e);
+            delete $('.actions', tr).dataset.sig; // the next refresh gives the row its buttons back
+          }
+          await refresh();
+        })]);
+    }
+
+    // An action refreshes at once, beside the timer's refreshes: an answer older than the one
+    // shown is dropped (it would put back a pause button just clicked).
+    let asked = 0;
+    let shown = 0;
+    async function refresh() {
+      const mine = ++asked;
+      let d;
+      try {
+        d = await api('/schedules');
+      } catch (e) {
+        if (e.status !== 404 || e.path !== '/schedules') throw e;
+        if (!live()) return;
+        placeRows(tbody, [h('tr', {}, h('td', {colspan: 9, class: 'muted'}, 'This daemon has no /schedules endpoint.'))]);
+        return;
+      }
+      if (!live() || mine < shown) return;
+      shown = mine;
+      const list = d.schedules || [];
+      for (const sc of list) fill(row(sc), sc);
+      const ids = new Set(list.map((sc) => sc.id));
+      for (const id of [...rows.keys()]) if (!ids.has(id)) rows.delete(id);
+      placeRows(tbody, list.length ? list.map((sc) => rows.get(sc.id))
+        : [h('tr', {}, h('td', {colspan: 9, class: 'muted'}, 'No schedules yet.'))]);
+      const paused = list.filter((sc) => sc.paused).length;
+      summary.textContent = `${fmtInt(list.length)} schedules${paused ? `, ${fmtInt(paused)} paused` : ''}`;
+    }
+
+    // POST /schedules from the form; what the API refuses is shown under it, in its words.
+    function createForm() {
+      const problem = h('p', {class: 'form-error', role: 'alert', 'data-error': 'schedule', hidden: true});
+      const say = (text) => {
+        problem.textContent = text;
+        problem.hidden = !text;
+      };
+      const input = (name, label, attrs) => h('label', {}, label, h('input', {name, autocomplete: 'off', ...attrs}));
+      return h('form', {class: 'settings', 'data-form': 'schedule', onsubmit: async (ev) => {
+        ev.preventDefault();
+        const f = ev.target;
+        const spec = {topic: f.topic.value.trim()};
+        // what is filled in is sent as it is: the daemon says what is wrong or missing
+        if (f.cron.value.trim()) spec.cron = f.cron.value.trim();
+        if (f.every.value.trim()) spec.every = Number(f.every.value);
+        if (f.tz.value.trim()) spec.tz = f.tz.value.trim();
+        spec.job = {};
+        if (f.body.value.trim()) {
+          try {
+            spec.job.body = JSON.parse(f.body.value);
+          } catch (e) {
+            say(`job body is not JSON: ${e.message}`);
+            return;
+          }
+        }
+        spec.catchUp = f.catchUp.value;
+        const submit = $('button[type="submit"]', f);
+        submit.disabled = true;
+        try {
+          await api('/schedules', {method: 'POST', body: spec});
+          say('');
+          f.reset();
+          await refresh();
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 400) say(e.message);
+          else showError(e);
+        } finally {
+          submit.disabled = false;
+        }
+      }},
+      input('topic', 'topic', {required: true, placeholder: 'reports.nightly'}),
+      input('cron', 'cron (minute hour day-of-month month day-of-week)', {placeholder: '30 2 * * *', spellcheck: 'false'}),
+      input('tz', 'tz (cron only; default UTC)', {placeholder: 'Europe/Berlin', spellcheck: 'false'}),
+      input('every', 'or every (ms, instead of cron)', {type: 'number', min: 1000, step: 1, placeholder: '60000'}),
+      h('label', {}, 'catchUp', h('select', {name: 'catchUp'},
+        CATCH_UP.map(([k, short, what]) => h('option', {value: k, title: what}, `${k} — ${short}`)))),
+      h('label', {class: 'wide'}, 'job body (JSON, pushed as the body of each fire’s job)',
+        h('textarea', {name: 'body', rows: 2, spellcheck: 'false', placeholder: '{"report": "nightly"}'})),
+      problem,
+      h('div', {class: 'buttons'}, h('button', {type: 'submit', 'data-action': 'create-schedule'}, 'Create schedule')));
+    }
+
+    await every(4000, live, refresh);
   }
 
   // ---- fleet: this instance's health, the instances, the plots -------------------------------

@@ -90,6 +90,24 @@ async function rowCounts(topic) {
   return out;
 }
 
+// the cells a schedule's row shows, by name
+async function scheduleCells(row) {
+  return row.evaluate((tr) => {
+    const out = {};
+    for (const td of tr.querySelectorAll('[data-field]')) out[td.dataset.field] = td.textContent.replace(/\s+/g, ' ').trim();
+    for (const td of tr.querySelectorAll('[data-missed]')) out[`missed.${td.dataset.missed}`] = td.textContent.trim();
+    out.nextMs = tr.querySelector('[data-field="next"]').dataset.next;
+    return out;
+  });
+}
+
+// the console's local time of a unix ms ("YYYY-MM-DD HH:MM:SS"; node and chromium share the zone)
+function localTime(ms) {
+  const d = new Date(ms);
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
 // ---- the data, the browser ---------------------------------------------------------------
 
 before(async () => {
@@ -258,6 +276,102 @@ test('a restore runs from the page and shows its result', async () => {
   const scanned = Number((await result.locator('[data-field="scanned"] td').first().textContent()).replace(/[^0-9]/g, ''));
   assert.ok(scanned >= 1, `scanned ${scanned}`);
   await shot('restore');
+});
+
+test('schedules are listed, paused, resumed, deleted and created from the page', async () => {
+  // 04:30 is on every day of Berlin's calendar (02:30 is not on the day clocks go forward)
+  const cron = await ok('POST', '/schedules', {topic: `${P}nightly`, cron: '30 4 * * *', tz: 'Europe/Berlin',
+    job: {body: {report: 'nightly'}, priority: 3}, catchUp: 'one'});
+  const tick = await ok('POST', '/schedules', {topic: `${P}tick`, every: 3600000, job: {body: {tick: 1}}, catchUp: 'skip'});
+  await ok('PUT', `/schedules/${tick.id}`, {paused: true});
+  // the next fire of a daily 04:30 in Berlin is 04:30 Berlin time within a day
+  const berlin = new Intl.DateTimeFormat('en-GB', {timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit', second: '2-digit'});
+  assert.equal(berlin.format(new Date(cron.next)), '04:30:00');
+  assert.ok(cron.next > Date.now() && cron.next <= Date.now() + 25 * 3600e3, `next ${cron.next}`);
+
+  await page.goto(`${BASE}/console/#/topics`);
+  await page.locator('[data-nav="schedules"]').click();
+  const rowCron = page.locator(`[data-schedule="${cron.id}"]`);
+  const rowTick = page.locator(`[data-schedule="${tick.id}"]`);
+  await rowCron.waitFor();
+  await rowTick.waitFor();
+  // each row against what the API answers now (a refresh may land in between: eventually)
+  const matches = async (row, id, expect) => {
+    const api = await ok('GET', `/schedules/${id}`);
+    const c = await scheduleCells(row);
+    assert.equal(c.topic, api.topic);
+    assert.equal(c.catchUp, api.catchUp);
+    assert.equal(c['missed.made'], String(api.missed.made));
+    assert.equal(c['missed.skipped'], String(api.missed.skipped));
+    assert.equal(c.nextMs, String(api.next));
+    assert.ok(c.next.includes(localTime(api.next)), `next: ${c.next} lacks ${localTime(api.next)}`);
+    for (const [k, v] of Object.entries(expect)) assert.equal(c[k], v, `${k} of ${id}`);
+    return true;
+  };
+  await eventually('the cron schedule\'s row', () => matches(rowCron, cron.id,
+    {when: '30 4 * * * Europe/Berlin', state: 'active', catchUp: 'one', job: '{"report":"nightly"}'}));
+  await eventually('the interval schedule\'s row', () => matches(rowTick, tick.id,
+    {when: 'every 3600 s', state: 'paused', catchUp: 'skip', job: '{"tick":1}'}));
+  await shot('schedules');
+
+  // pause one, resume the other, with the row's buttons
+  await rowCron.locator('[data-action="pause"]').click();
+  await rowCron.locator('[data-action="resume"]').waitFor();
+  assert.equal((await ok('GET', `/schedules/${cron.id}`)).paused, true);
+  assert.equal(await rowCron.locator('[data-field="state"]').textContent(), 'paused');
+  await rowTick.locator('[data-action="resume"]').click();
+  await rowTick.locator('[data-action="pause"]').waitFor();
+  assert.equal((await ok('GET', `/schedules/${tick.id}`)).paused, false);
+  assert.equal(await rowTick.locator('[data-field="state"]').textContent(), 'active');
+  await rowCron.locator('[data-action="resume"]').click();
+  await rowCron.locator('[data-action="pause"]').waitFor();
+  assert.equal((await ok('GET', `/schedules/${cron.id}`)).paused, false);
+
+  // delete asks once more: the first click deletes nothing
+  const del = rowTick.locator('[data-action="delete-schedule"]');
+  await del.click();
+  assert.match(await del.textContent(), /Really/);
+  assert.equal((await call('GET', `/schedules/${tick.id}`)).status, 200);
+  await del.click();
+  await rowTick.waitFor({state: 'detached'});
+  assert.equal((await call('GET', `/schedules/${tick.id}`)).status, 404);
+  assert.ok(!(await ok('GET', '/schedules')).schedules.some((s) => s.id === tick.id));
+  assert.equal(await rowCron.count(), 1);
+
+  // one made with the form
+  const form = page.locator('[data-form="schedule"]');
+  await form.locator('[name="topic"]').fill(`${P}form`);
+  await form.locator('[name="cron"]').fill('15 */6 * * 1-5');
+  await form.locator('[name="tz"]').fill('America/New_York');
+  await form.locator('[name="body"]').fill('{"from": "the form", "n": [1, 2]}');
+  await form.locator('[name="catchUp"]').selectOption('all');
+  await form.locator('[data-action="create-schedule"]').click();
+  const made = await eventually('the form\'s schedule in the API', async () =>
+    (await ok('GET', '/schedules')).schedules.find((s) => s.topic === `${P}form`));
+  assert.equal(made.cron, '15 */6 * * 1-5');
+  assert.equal(made.tz, 'America/New_York');
+  assert.equal(made.catchUp, 'all');
+  assert.equal(made.paused, false);
+  assert.deepEqual(made.job, {body: {from: 'the form', n: [1, 2]}});
+  await page.locator(`[data-schedule="${made.id}"]`).waitFor();
+  assert.equal(await page.locator('[data-error="schedule"]').isVisible(), false);
+
+  // a bad cron: the API's 400 message, word for word, under the form; nothing is made
+  const bad = {topic: `${P}bad`, cron: '61 2 * * *', job: {}, catchUp: 'skip'};
+  const refused = await call('POST', '/schedules', bad);
+  assert.equal(refused.status, 400);
+  assert.match(refused.json.message, /^cron: minute: /);
+  expectFailedLoad(`${BASE}/schedules`);
+  await form.locator('[name="topic"]').fill(bad.topic);
+  await form.locator('[name="cron"]').fill(bad.cron);
+  await form.locator('[data-action="create-schedule"]').click();
+  const problem = page.locator('[data-error="schedule"]');
+  await problem.waitFor({state: 'visible'});
+  assert.equal(await problem.textContent(), refused.json.message);
+  assert.equal(await form.locator('[name="cron"]').inputValue(), bad.cron, 'the form keeps what was refused');
+  await shot('schedules-refused');
+  const names = (await ok('GET', '/schedules')).schedules.map((s) => s.topic).sort();
+  assert.deepEqual(names, [`${P}form`, `${P}nightly`]);
 });
 
 test('with 50,000 topics the table shows a page, and pages and filters on the server', async () => {
