@@ -116,6 +116,13 @@ int schedule_db_set_paused(MYSQL *db, uint64_t id, int paused, int64_t now, char
 int schedule_db_advance(MYSQL *db, uint64_t id, int64_t from, const struct schedule_due *due, char *err,
                         size_t errlen);
 
+/* Which of the fires at[0..n) of `s` already have a job: made[i] = 1 when the bizKey of fire i
+ * names a job that is not aborted (biz_latest, written in the push's own commit). For a fire
+ * pushed by an instance that died before moving the watermark: its job may be gone from Redis
+ * already (delivered and finished), where the bizKey dedupe no longer sees it. 0 / -1. */
+int schedule_db_made(MYSQL *db, const struct schedule *s, const int64_t *at, int n, char *made, char *err,
+                     size_t errlen);
+
 /* A short text that changes whenever any schedule is added, changed or deleted (not when a
  * watermark moves): instances poll it and reload on a change. 0 / -1. */
 int schedule_db_signature(MYSQL *db, char *out, size_t cap);

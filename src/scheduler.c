@@ -36,6 +36,7 @@ struct entry {
     struct sched sc;
     struct tz *tz;       /* NULL for an interval */
     int usable;          /* its expression and zone loaded (else logged once and left) */
+    int verify;          /* before the next push, ask MySQL which fires already have a job */
     int64_t retry_at;    /* after an unavailable answer */
 };
 
@@ -157,6 +158,7 @@ static struct entry *load(MYSQL *db, int *n)
             continue;
         }
         e[i].usable = 1;
+        e[i].verify = 1; /* another instance, or this one before a crash, may have pushed fires past the watermark */
     }
     free(rows);
     *n = k;
@@ -174,6 +176,23 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
     if (schedule_due(&e->s, &e->sc, now, S.cfg->schedule_grace, SCHEDULER_LOOKAHEAD_MS, at, cap, &due) == 0)
         return 0;
     char err[256];
+    if (due.n > 0 && e->verify) {
+        /* Fires pushed before the watermark moved (a crash, a takeover): their jobs may be
+         * finished and gone from Redis, where the bizKey dedupe would not see them. */
+        char made[SCHEDULE_CATCHUP_MAX];
+        if (schedule_db_made(db, &e->s, at, due.n, made, err, sizeof err) < 0) {
+            log_warn("scheduler: schedule %llu: %s", (unsigned long long)e->s.id, err);
+            return -1;
+        }
+        int k = 0;
+        for (int i = 0; i < due.n; i++)
+            if (!made[i])
+                at[k++] = at[i];
+        if (k < due.n)
+            log_info("scheduler: schedule %llu: %d fires had been made already (before the watermark moved)",
+                     (unsigned long long)e->s.id, due.n - k);
+        due.n = k;
+    }
     if (due.n > 0) {
         char answer[256];
         int status = push_fires(&e->s, at, due.n, answer, sizeof answer);
@@ -182,6 +201,7 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
             log_warn("scheduler: schedule %llu: pushing %d fires: %d %s; trying again in %d ms",
                      (unsigned long long)e->s.id, due.n, status, answer, RETRY_MS);
             e->retry_at = now + RETRY_MS;
+            e->verify = 1; /* an unanswered push may have been made */
             return 0;
         }
         if (status >= 400) {
@@ -204,6 +224,7 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
     }
     if (rc == 1) {
         e->s.fired_through = due.through;
+        e->verify = 0;
         return 0;
     }
     /* Someone else moved it (ownership changed hands) or the schedule is gone: read it again. */
@@ -211,6 +232,7 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
     rc = schedule_db_get(db, e->s.id, &fresh, err, sizeof err);
     if (rc < 0)
         return -1;
+    e->verify = 1; /* whoever moved it may have pushed fires beyond it */
     if (rc == 1) {
         e->s.fired_through = fresh.fired_through;
         e->s.paused = fresh.paused;

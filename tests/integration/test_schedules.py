@@ -278,6 +278,38 @@ class FiringTest(CoreTestCase):
             self.assertLessEqual(ready[t], plain[t] + 50, (k, ready[t] - t, plain[t] - t))
 
 
+class LostWatermarkTest(CoreTestCase):
+    def test_fires_pushed_before_a_lost_watermark_are_not_made_again(self):
+        """The window a crash leaves: fires pushed and answered, their watermark never written.
+        The fault seam breaks the scheduler's connection on its 2nd-4th watermark updates; the
+        consumer finishes every job at once, so the bizKeys are gone from Redis long before the
+        scheduler (reconnected a second later) comes back to those fire times: only MySQL can
+        say they were made."""
+        d = Daemon()
+        self.addCleanup(d.close)
+        spec = "scheduler:mysql.exec=fail@2+3"
+        d.env["HOURGLASS_FAULTS"] = spec
+        d.start()
+        self.wait_healthy(d)
+        self.assertIn(f"HOURGLASS_FAULTS is set ({spec})", d.log())
+        topic = TOPIC + ".lost"
+        consumer = Consumer([d], topic)
+        self.addCleanup(consumer.close)
+        sid = self.assertJsonOk(create(d, topic=topic, every=1000, job={}, catchUp="all"))["id"]
+        created = self.assertJsonOk(d.request("GET", f"/schedules/{sid}"))["createdAt"]
+        wait_until(lambda: d.log().count("fires had been made already") >= 3, 20, 0.2,
+                   "the scheduler to find, three times, fires made before the watermark was lost")
+        time.sleep(2)
+        self.assertJsonOk(d.request("DELETE", f"/schedules/{sid}"))
+        time.sleep(1.5)
+        consumer.close()
+        times = fire_times(d, sid)
+        self.assertEqual(len(times), len(set(times)), "a fire made twice")
+        self.assertEqual(times, list(range(created + 1000, times[-1] + 1, 1000)), "a fire missing")
+        delivered = sorted(int(g[0].split("@")[1]) for g in consumer.got)
+        self.assertEqual(delivered, times, "each fire delivered once")
+
+
 class CatchUpTest(CoreTestCase):
     def test_policies_after_downtime(self):
         d = self.start_daemon({"queue": {"schedule_grace": 2000}})
