@@ -24,6 +24,10 @@
 #  12  /reStore into an emptied Redis with those 10,000,000 far jobs pending (and 1,000 near)
 #  13  a bucket of 1,000,000 far jobs due within one minute, paged in ahead (horizon 2 min: lead
 #      60 s): lateness p50/p99/max of their deliveries to long-polling consumers
+# Purge (issue 18; horizon 0 as figures 0-8):
+#  14  figure 2's steady 1,000 jobs/s on other topics while POST /topics/{topic}/purge deletes
+#      100,000 delayed jobs of one topic, vs the same load just before on the same data: lateness
+#      p99 ratio, and how long the purge took
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
 # quick: every size and duration cut down (said in the output), 4-5 minutes.
 # full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~20 minutes, plus perf profiles of
@@ -46,7 +50,8 @@
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
-# webhook amqp farpush farbacklog bucket; the last three are the tiers' figures 9-10, 11-12, 13), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
+# webhook amqp farpush farbacklog bucket purge; farpush, farbacklog and bucket are the tiers'
+# figures 9-10, 11-12, 13; purge is figure 14), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
 # due time for every job to arrive; 0 = no near jobs beside the bucket),
@@ -109,7 +114,9 @@ BASE_CONNS=$WRK_CONNS
 # Both servers run with their defaults: one HTTP thread per core.
 HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge}
+PURGE_N=100000       # figure 14: delayed jobs of one topic purged beside figure 2's load (both modes),
+PURGE_LAT_SECS=20    # measured for this long before and during the purge (both modes: a p99 of 6 s is noise)
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
 FAR=2592000000       # 30 days: backlog jobs never come due during the run
 MEM_BODY=16          # figure 6: each job's body is a 16-byte JSON string
@@ -782,6 +789,33 @@ if has_phase lateness; then
     fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
     steady lat1k 1000
     steady lat5k 5000
+fi
+
+if has_phase purge; then
+    # Figure 14: a purge of PURGE_N delayed jobs of one topic beside figure 2's steady 1,000
+    # jobs/s on other topics, against the same load just before it on the same data.
+    reset_data
+    start_daemon false
+    fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+    say "purge: filling $PURGE_N delayed jobs (due in 30 days) into topic purge.0"
+    fill purge "$PURGE_N" "$FAR" 1 "$MEM_BODY" purge_fill
+    rec purge_n "$PURGE_N"
+    rec purge_lat_secs "$PURGE_LAT_SECS"
+    lat_secs_saved=$LAT_SECS
+    LAT_SECS=$PURGE_LAT_SECS
+    steady plat0 1000
+    say "purge: POST /topics/purge.0/purge?state=all, with the same load beside it"
+    curl -s -m 900 -X POST -o "$RAW/purge.json" -w '%{http_code} %{time_total}\n' \
+        "$URL/topics/purge.0/purge?state=all" >"$RAW/purge.status" 2>&1 &
+    purge_pid=$!
+    steady platp 1000
+    LAT_SECS=$lat_secs_saved
+    wait "$purge_pid" || echo "bench: the purge request failed" >&2
+    rec purge_status "$(cut -d' ' -f1 "$RAW/purge.status")"
+    rec purge_secs "$(cut -d' ' -f2 "$RAW/purge.status")"
+    rec purge_deleted "$(sed -n 's/.*"deleted":\([0-9]*\).*/\1/p' "$RAW/purge.json")"
+    rec purge_left "$(curl -s "$URL/topics/purge.0" | sed -n 's/.*"delayed":\([0-9]*\).*/\1/p')"
+    say "purge: $(getv purge_deleted) of $PURGE_N deleted in $(getv purge_secs) s (HTTP $(getv purge_status)); $(getv purge_left) left"
 fi
 
 if has_phase consume; then
