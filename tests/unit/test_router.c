@@ -162,6 +162,32 @@ START_TEST(test_lookup_and_purge)
 }
 END_TEST
 
+START_TEST(test_schedules)
+{
+    struct route r;
+    const char *allow;
+    ck_assert_int_eq(match("/schedules", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_SCHEDULES);
+    ck_assert_int_eq(match("/schedules/384241991366135808", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_SCHEDULE);
+    ck_assert_str_eq(r.arg, "384241991366135808");
+    /* reading is for any client; creating, pausing and deleting are admin */
+    ck_assert(router_method_allowed(EP_SCHEDULES, METHOD_GET, &allow));
+    ck_assert(router_method_allowed(EP_SCHEDULES, METHOD_POST, &allow));
+    ck_assert(!router_method_allowed(EP_SCHEDULES, METHOD_DELETE, &allow));
+    ck_assert_str_eq(allow, "GET, HEAD, POST");
+    ck_assert(!router_is_admin(EP_SCHEDULES, METHOD_GET));
+    ck_assert(router_is_admin(EP_SCHEDULES, METHOD_POST));
+    ck_assert(router_method_allowed(EP_SCHEDULE, METHOD_PUT, &allow));
+    ck_assert(router_method_allowed(EP_SCHEDULE, METHOD_DELETE, &allow));
+    ck_assert(!router_method_allowed(EP_SCHEDULE, METHOD_POST, &allow));
+    ck_assert(!router_is_admin(EP_SCHEDULE, METHOD_GET));
+    ck_assert(router_is_admin(EP_SCHEDULE, METHOD_PUT));
+    ck_assert(router_is_admin(EP_SCHEDULE, METHOD_DELETE));
+    ck_assert_int_ne(match("/schedules/1/x", &r) == ROUTE_OK && r.endpoint == EP_SCHEDULE, 1);
+}
+END_TEST
+
 START_TEST(test_not_found)
 {
     static const char *const paths[] = {
@@ -424,6 +450,7 @@ static Suite *router_suite(void)
     tcase_add_test(tc, test_allow_header_matches_rules);
     tcase_add_test(tc, test_admin_endpoints);
     tcase_add_test(tc, test_endpoint_names);
+    tcase_add_test(tc, test_schedules);
     suite_add_tcase(s, tc);
     return s;
 }
