@@ -120,6 +120,31 @@ end
 
 local function ready_score(prio, due) return prio * PRIO_SCALE + due end
 
+-- a > b in the order Redis gives members of one score (bytes); Lua's own string comparison
+-- follows the server's locale.
+local function bytes_after(a, b)
+    for i = 1, math.min(#a, #b) do
+        local x, y = string.byte(a, i), string.byte(b, i)
+        if x ~= y then return x > y end
+    end
+    return #a > #b
+end
+
+-- The rank in zset `key` of the first entry after (after_score, after_idkey), whether that
+-- entry is still there or not: past the lower scores, then a binary search among the equal
+-- ones ('' after_score: 0, the first). Walks of an index a call at a time resume from here
+-- (topicjobs.lua, purge.lua).
+local function rank_after(key, after_score, after_idkey)
+    if after_score == "" then return 0 end
+    local rank = redis.call("ZCOUNT", key, "-inf", "(" .. after_score)
+    local hi = redis.call("ZCOUNT", key, "-inf", after_score)
+    while rank < hi do
+        local mid = math.floor((rank + hi) / 2)
+        if bytes_after(redis.call("ZRANGE", key, mid, mid)[1], after_idkey) then hi = mid else rank = mid + 1 end
+    end
+    return rank
+end
+
 -- `cmd key` with the elements of `list` (field/value or score/member pairs), in commands of
 -- at most 1,000 pairs: unpack() is bounded by Lua's C stack (LUAI_MAXCSTACK = 8000 values).
 local function call_in_chunks(cmd, key, list)

@@ -19,25 +19,7 @@ local now, who = tonumber(ARGV[8]), ARGV[9]
 local key = K_DELAY
 if want == READY then key = ready_key(topic) elseif want == DEAD then key = dead_key(topic) end
 
--- a > b in the order Redis gives members of one score (bytes), as topicjobs.lua
-local function bytes_after(a, b)
-    for i = 1, math.min(#a, #b) do
-        local x, y = string.byte(a, i), string.byte(b, i)
-        if x ~= y then return x > y end
-    end
-    return #a > #b
-end
-
--- the rank of the first entry after (after_score, after_idkey), whether it is still there or not
-local rank = 0
-if after_score ~= "" then
-    rank = redis.call("ZCOUNT", key, "-inf", "(" .. after_score)
-    local hi = redis.call("ZCOUNT", key, "-inf", after_score)
-    while rank < hi do
-        local mid = math.floor((rank + hi) / 2)
-        if bytes_after(redis.call("ZRANGE", key, mid, mid)[1], after_idkey) then hi = mid else rank = mid + 1 end
-    end
-end
+local rank = rank_after(key, after_score, after_idkey)
 
 local deleted, scanned, reached_end = 0, 0, false
 local last_score, last_idkey = after_score, after_idkey

@@ -20,27 +20,7 @@ local limit, scan = tonumber(ARGV[5]), tonumber(ARGV[6])
 local key = K_DELAY
 if want == READY then key = ready_key(topic) elseif want == DEAD then key = dead_key(topic) end
 
--- a > b in the order Redis gives members of one score (bytes); Lua's own string comparison
--- follows the server's locale.
-local function bytes_after(a, b)
-    for i = 1, math.min(#a, #b) do
-        local x, y = string.byte(a, i), string.byte(b, i)
-        if x ~= y then return x > y end
-    end
-    return #a > #b
-end
-
--- The rank of the first entry after (after_score, after_idkey), whether that entry is still
--- there or not: past the lower scores, then a binary search among the equal ones.
-local rank = 0
-if after_score ~= "" then
-    rank = redis.call("ZCOUNT", key, "-inf", "(" .. after_score)
-    local hi = redis.call("ZCOUNT", key, "-inf", after_score)
-    while rank < hi do
-        local mid = math.floor((rank + hi) / 2)
-        if bytes_after(redis.call("ZRANGE", key, mid, mid)[1], after_idkey) then hi = mid else rank = mid + 1 end
-    end
-end
+local rank = rank_after(key, after_score, after_idkey)
 
 local total = redis.call("ZCARD", key)
 local out, scanned = {}, 0
