@@ -428,6 +428,10 @@ static int select_rows(MYSQL *db, struct sbuf *sql, struct schedule **out, char 
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (n == 0) { /* nothing to hand over (the one-slot array was only there to be non-NULL) */
+        free(list);
+        list = NULL;
+    }
     *out = list;
     return n;
 }
