@@ -375,10 +375,8 @@ void api_delete(struct request *r)
     struct id_state *st = begin(r, allowed, 0);
     if (st == NULL)
         return;
-    if (!journal_up()) {
-        respond_unavailable(r, "MySQL");
+    if (api_require_mysql(r) < 0)
         return;
-    }
     if (store_inspect(&r->ctx->store, st->id, on_delete_checked, st) < 0)
         respond_unavailable(r, "Redis");
 }

@@ -460,12 +460,8 @@ void api_push(struct request *r)
         return;
     }
     /* Known-down dependencies answer at once, before anything is written. */
-    if (api_require_redis(r) < 0)
+    if (api_require_redis(r) < 0 || api_require_mysql(r) < 0)
         return;
-    if (!journal_up()) {
-        respond_unavailable(r, "MySQL");
-        return;
-    }
 
     st->recs = calloc((size_t)st->n, sizeof *st->recs);
     st->outcomes = calloc((size_t)st->n, sizeof *st->outcomes);

@@ -76,6 +76,15 @@ int api_require_redis(struct request *r)
     return 0;
 }
 
+int api_require_mysql(struct request *r)
+{
+    if (!journal_up()) {
+        respond_unavailable(r, "MySQL");
+        return -1;
+    }
+    return 0;
+}
+
 int api_require_journal_room(struct request *r)
 {
     if (!journal_accepting()) {

@@ -29,6 +29,10 @@ void *api_state_new(struct request *r, size_t size, void (*free_fn)(void *));
 int api_require_redis(struct request *r);
 int api_require_journal_room(struct request *r);
 
+/* Check the journal's MySQL connection is up (for what must be committed before its answer).
+ * 0, or -1 after answering 503. */
+int api_require_mysql(struct request *r);
+
 /* A job id as a JSON string (ids pass 2^53, so never a JSON number). */
 void api_json_id(struct sbuf *sb, uint64_t id);
 

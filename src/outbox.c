@@ -107,6 +107,66 @@ static void settle_barriers(int64_t before, int ok)
     }
 }
 
+/* outbox_wait's state, shared with the barrier's callback (on the outbox thread): whichever
+ * lets go last frees it. */
+struct outbox_waiter {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, ok, refs;
+};
+
+static void waiter_put(struct outbox_waiter *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->lock);
+    if (last) {
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        free(w);
+    }
+}
+
+static void waiter_done(int ok, void *arg)
+{
+    struct outbox_waiter *w = arg;
+    pthread_mutex_lock(&w->lock);
+    w->done = 1;
+    w->ok = ok;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    waiter_put(w);
+}
+
+int outbox_wait(int (*tick)(int second, void *arg), void *arg)
+{
+    struct outbox_waiter *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return 0;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    w->refs = 2;
+    if (outbox_barrier(NULL, waiter_done, w) < 0) {
+        w->refs = 1;
+        waiter_put(w);
+        return 0;
+    }
+    int stop = 0;
+    pthread_mutex_lock(&w->lock);
+    for (int second = 1; !w->done && !stop; second++) {
+        clock_cond_wait_us(&w->cond, &w->lock, 1000000);
+        if (w->done)
+            break;
+        pthread_mutex_unlock(&w->lock);
+        stop = tick(second, arg);
+        pthread_mutex_lock(&w->lock);
+    }
+    int ok = w->done && w->ok;
+    pthread_mutex_unlock(&w->lock);
+    waiter_put(w);
+    return ok;
+}
+
 int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
 {
     struct barrier *b = calloc(1, sizeof *b);

@@ -37,4 +37,10 @@ void outbox_stop(int deadline_ms);
  * itself, and must only hand the outcome over (signal a waiter). */
 int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg) __attribute__((warn_unused_result));
 
+/* outbox_barrier for a thread that may block (a pool task: /reStore, a purge): wait until every
+ * outbox entry that existed before the call is committed in MySQL. While it waits, tick(arg)
+ * runs about once a second (with the number of the second); a tick answering nonzero gives
+ * up. 1 once caught up; 0 when not (the barrier failed, or a tick gave up). */
+int outbox_wait(int (*tick)(int second, void *arg), void *arg);
+
 #endif

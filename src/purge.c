@@ -33,12 +33,9 @@
 #include "app.h"
 #include "clock.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PURGE_ROUNDS_MAX    20     /* a safety bound: two rounds are the rule */
@@ -76,61 +73,11 @@ struct purge_task {
     const char *failed;             /* NULL, or what failed: "MySQL", "Redis", "journal", "shutdown" */
 };
 
-/* ---- waiting for the outbox (its callback runs on the outbox thread) ---- */
-
-struct barrier_wait {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done, ok;
-    atomic_int refs; /* the waiter and the callback: the last one frees */
-};
-
-static void barrier_unref(struct barrier_wait *w)
+static int stop_waiting(int second, void *arg)
 {
-    if (atomic_fetch_sub(&w->refs, 1) == 1) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        free(w);
-    }
-}
-
-static void on_barrier(int ok, void *arg)
-{
-    struct barrier_wait *w = arg;
-    pthread_mutex_lock(&w->mu);
-    w->done = 1;
-    w->ok = ok;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    barrier_unref(w);
-}
-
-/* 1 once every outbox entry made so far is committed in MySQL; 0 when that cannot be had. */
-static int wait_outbox(void)
-{
-    struct barrier_wait *w = calloc(1, sizeof *w);
-    if (w == NULL)
-        return 0;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
-    atomic_init(&w->refs, 2);
-    if (outbox_barrier(NULL, on_barrier, w) < 0) {
-        atomic_store(&w->refs, 1);
-        barrier_unref(w);
-        return 0;
-    }
-    int ok = 0;
-    pthread_mutex_lock(&w->mu);
-    while (!w->done && !dbtask_stopping()) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-    }
-    ok = w->done && w->ok;
-    pthread_mutex_unlock(&w->mu);
-    barrier_unref(w);
-    return ok;
+    (void)second;
+    (void)arg;
+    return dbtask_stopping();
 }
 
 /* Back-pressure: wait while the journal refuses more transitions. 0, or -1 (t->failed set). */
@@ -510,7 +457,7 @@ static void purge_run(MYSQL *db, void *arg)
     }
     redisFree(c);
     int64_t walked = clock_unix_ms();
-    if (t->failed == NULL && !wait_outbox())
+    if (t->failed == NULL && !outbox_wait(stop_waiting, NULL))
         t->failed = "journal";
     log_info("purge: topic %s: %lld jobs deleted in %lld ms (%lld walking the indexes, then %lld until the journal "
              "had every transition)%s%s",
@@ -549,12 +496,8 @@ void api_purge(struct request *r)
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of [A-Za-z0-9_.:-]", TOPIC_MAX);
         return;
     }
-    if (api_require_redis(r) < 0)
+    if (api_require_redis(r) < 0 || api_require_mysql(r) < 0)
         return;
-    if (!journal_up()) {
-        respond_unavailable(r, "MySQL");
-        return;
-    }
     struct purge_task *t = api_state_new(r, sizeof *t, NULL);
     if (t == NULL)
         return;

@@ -27,7 +27,6 @@
 #include "reinsert.h"
 #include "rsync.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,69 +75,31 @@ static int renew_flags(redisContext *c, const struct config *cfg, int64_t *set_a
 /* ---- waiting for the outbox ----
  * A job that ended just before the restoring flags went up left no tombstone; if its end is
  * still in the outbox, the MySQL snapshot says it is live and the restore would bring it
- * back. So the restore waits until every outbox entry older than the flags is committed. The
- * wait is shared with the outbox thread's callback: whichever lets go last frees it. */
-struct outbox_wait {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done, ok, refs;
+ * back. So the restore waits until every outbox entry older than the flags is committed,
+ * renewing the flags meanwhile. */
+static int renew_flags(redisContext *c, const struct config *cfg, int64_t *set_at);
+
+struct outbox_tick {
+    redisContext *c;
+    const struct config *cfg;
+    int64_t *flags_set;
 };
 
-static void outbox_wait_put(struct outbox_wait *w)
+static int outbox_tick(int second, void *arg)
 {
-    pthread_mutex_lock(&w->lock);
-    int last = --w->refs == 0;
-    pthread_mutex_unlock(&w->lock);
-    if (last) {
-        pthread_mutex_destroy(&w->lock);
-        pthread_cond_destroy(&w->cond);
-        free(w);
-    }
+    struct outbox_tick *t = arg;
+    if (second == 2) /* once, and not for the usual few milliseconds */
+        log_info("restore: waiting for the journal to commit the outbox entries older than this restore "
+                 "(%ld waiting); the restoring flags are renewed meanwhile",
+                 journal_backlog());
+    return dbtask_stopping() || renew_flags(t->c, t->cfg, t->flags_set) < 0;
 }
-
-static void outbox_caught_up(int ok, void *arg)
-{
-    struct outbox_wait *w = arg;
-    pthread_mutex_lock(&w->lock);
-    w->done = 1;
-    w->ok = ok;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-    outbox_wait_put(w);
-}
-
-static int renew_flags(redisContext *c, const struct config *cfg, int64_t *set_at);
 
 /* 0 once the outbox has caught up; -1 when it cannot (MySQL or Redis down, or stopping). */
 static int wait_for_outbox(redisContext *c, const struct config *cfg, int64_t *flags_set)
 {
-    struct outbox_wait *w = calloc(1, sizeof *w);
-    if (w == NULL)
-        return -1;
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, NULL);
-    w->refs = 2;
-    if (outbox_barrier(NULL, outbox_caught_up, w) < 0) {
-        w->refs = 1;
-        outbox_wait_put(w);
-        return -1;
-    }
-    int ok = 0, stop = 0, slices = 0;
-    pthread_mutex_lock(&w->lock);
-    while (!w->done && !stop) {
-        clock_cond_wait_us(&w->cond, &w->lock, 1000000);
-        pthread_mutex_unlock(&w->lock);
-        if (++slices == 2) /* once, and not for the usual few milliseconds */
-            log_info("restore: waiting for the journal to commit the outbox entries older than this restore "
-                     "(%ld waiting); the restoring flags are renewed meanwhile",
-                     journal_backlog());
-        stop = dbtask_stopping() || renew_flags(c, cfg, flags_set) < 0;
-        pthread_mutex_lock(&w->lock);
-    }
-    ok = w->done && w->ok;
-    pthread_mutex_unlock(&w->lock);
-    outbox_wait_put(w);
-    return ok ? 0 : -1;
+    struct outbox_tick t = {c, cfg, flags_set};
+    return outbox_wait(outbox_tick, &t) ? 0 : -1;
 }
 
 /* Tell every instance's loss detection (lossmark.h) that the shards are repaired now. */
