@@ -29,6 +29,8 @@ struct sched_state {
     struct schedule s;     /* OP_CREATE: the new one; OP_GET/OP_PAUSE: the one read */
     struct schedule *list; /* OP_LIST */
     int n;                 /* OP_LIST: rows; else 1 found / 0 not / -1 MySQL failed */
+    int64_t next;          /* next fire of `s`, or of each of `list` (nexts) */
+    int64_t *nexts;
     char err[256];
 };
 
@@ -37,10 +39,12 @@ static void sched_state_free(void *p)
     struct sched_state *st = p;
     schedule_clear(&st->s);
     schedule_list_free(st->list, st->n > 0 ? st->n : 0);
+    free(st->nexts);
     free(st);
 }
 
-/* The next fire after `now` (CRON_NEVER when its zone cannot be loaded any more). */
+/* The next fire after `now` (CRON_NEVER when its zone cannot be loaded any more). Reads the
+ * zone's file: on the pool thread, never on the worker's loop. */
 static int64_t next_fire(const struct schedule *s, int64_t now)
 {
     struct tz *tz = NULL;
@@ -81,6 +85,12 @@ static void run(MYSQL *db, void *arg)
             st->n = schedule_db_get(db, st->id, &st->s, st->err, sizeof st->err);
         break;
     }
+    int64_t now = clock_unix_ms();
+    if (st->op == OP_LIST && st->n > 0 && (st->nexts = malloc((size_t)st->n * sizeof *st->nexts)) != NULL)
+        for (int i = 0; i < st->n; i++)
+            st->nexts[i] = next_fire(&st->list[i], now);
+    else if (st->op != OP_LIST && st->op != OP_DELETE && st->n == 1)
+        st->next = next_fire(&st->s, now);
 }
 
 static void done(void *arg)
@@ -96,17 +106,19 @@ static void done(void *arg)
         respond_error(r, 404, "not_found", "no such schedule");
         return;
     }
+    if (st->op == OP_LIST && st->n > 0 && st->nexts == NULL) {
+        respond_unavailable(r, "memory");
+        return;
+    }
     struct sbuf sb = SBUF_INIT;
-    int64_t now = clock_unix_ms();
     switch (st->op) {
     case OP_CREATE:
         sb_puts(&sb, "{\"id\":");
         api_json_id(&sb, st->s.id);
-        int64_t next = next_fire(&st->s, now);
-        if (next == CRON_NEVER)
+        if (st->next == CRON_NEVER)
             sb_puts(&sb, ",\"next\":null}");
         else
-            sb_printf(&sb, ",\"next\":%lld}", (long long)next);
+            sb_printf(&sb, ",\"next\":%lld}", (long long)st->next);
         respond_json(r, 200, &sb);
         break;
     case OP_LIST:
@@ -114,7 +126,7 @@ static void done(void *arg)
         for (int i = 0; i < st->n && i < LIST_MAX; i++) {
             if (i)
                 sb_putc(&sb, ',');
-            schedule_json(&sb, &st->list[i], next_fire(&st->list[i], now));
+            schedule_json(&sb, &st->list[i], st->nexts[i]);
         }
         sb_puts(&sb, "]}");
         respond_json(r, 200, &sb);
@@ -125,7 +137,7 @@ static void done(void *arg)
         break;
     case OP_GET:
     case OP_PAUSE:
-        schedule_json(&sb, &st->s, next_fire(&st->s, now));
+        schedule_json(&sb, &st->s, st->next);
         respond_json(r, 200, &sb);
         break;
     }
