@@ -83,12 +83,17 @@ struct shard_view {
     long long bucket_start; /* shard_paged when that bucket began */
 };
 
-/* With horizon 0 no push is far, but far jobs of an earlier configuration still page in: with
- * the largest lead and bucket. */
+/* As far ahead as the horizon allows, less a margin of min(60 s, horizon / 2) between what is
+ * paged and where far pushes begin (now + horizon): Redis is meant to hold what is due within
+ * the horizon anyway, and the longer the lead, the bigger the burst that is in Redis before it
+ * is due (1 h of lead at ~10,000 jobs/s is tens of millions). With horizon 0 no push is far,
+ * but far jobs of an earlier configuration still page in, 60 s ahead. */
 int64_t pager_lead_ms(const struct config *cfg)
 {
-    int64_t half = cfg->horizon / 2;
-    return half < 60000 && cfg->horizon > 0 ? half : 60000;
+    if (cfg->horizon <= 0)
+        return 60000;
+    int64_t margin = cfg->horizon / 2 < 60000 ? cfg->horizon / 2 : 60000;
+    return cfg->horizon - margin;
 }
 
 int64_t pager_bucket_ms(const struct config *cfg)

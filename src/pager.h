@@ -23,8 +23,8 @@
  * A crash anywhere leaves far_job rows for what was not committed in 3; paging them again is
  * harmless (2 skips what Redis holds or what ended), so nothing is lost or delivered twice.
  *
- * lead = min(60 s, horizon / 2); bucket = min(10 s, max(50 ms, horizon / 8)); a push is far only
- * beyond now + horizon > now + lead + bucket, so paging never runs behind a push. (A far row due
+ * lead = horizon - min(60 s, horizon / 2); bucket = min(10 s, max(50 ms, horizon / 8)); a push is
+ * far only beyond now + horizon > now + lead + bucket, so paging never runs behind a push. (A far row due
  * before what was paged — another instance's clock, a reschedule — is still found: each pass
  * reads the shard's far_job rows from the start of the range, and paged rows leave it.) With
  * horizon 0 nothing is pushed far; rows of an earlier setting page in with lead 60 s. */

@@ -12,7 +12,7 @@ Real Redis and MariaDB (the harness's), one or two hourglassd instances per clas
 * PagerCrashTest: kill -9 of the pager mid-bucket, then a restart or a takeover.
 
 What the horizon settings below mean (the spec's formulas):
-    lead   = min(60 s, horizon / 2)          how far ahead of its due time a job is paged in
+    lead   = horizon - min(60 s, horizon / 2) how far ahead of its due time a job is paged in
     bucket = clamp(horizon / 8, 50 ms, 10 s) paging granularity
     a job due at T is in Redis by about T - lead (its whole bucket is loaded at once, so it
     may be up to one bucket earlier), give or take one 100 ms pager tick.
@@ -52,7 +52,7 @@ DAY = 86_400_000
 
 def spec_timing(horizon: int) -> tuple[int, int]:
     """(lead, bucket) in ms as the spec defines them."""
-    return min(60_000, horizon // 2), max(50, min(10_000, horizon // 8))
+    return horizon - min(60_000, horizon // 2), max(50, min(10_000, horizon // 8))
 
 
 class Client:
