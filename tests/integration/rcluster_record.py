@@ -4,10 +4,11 @@
 
 Starts a 3-master + 3-replica cluster (rcluster.py) and prints, as C string literals, the raw
 RESP bytes of: CLUSTER SLOTS at the start (and under the other two preferred endpoint types),
-the MOVED and ASK errors, CLUSTER SLOTS with a slot half-way through a migration, after slots
-100..109 moved from the first master to the second (a range split), and after that second
-master was SIGKILLed and its replica took over. The unit test's expectations (ports, ids)
-follow the recording: re-recording means updating them.
+the MOVED and ASK errors, CLUSTER SLOTS after slots 100..109 moved from the first master to
+the second (a range split), and after that second master was SIGKILLed and its replica took
+over. It checks that CLUSTER SLOTS does not change while a slot is half-way through a migration
+(that shows only as ASK). The unit test's expectations (ports, ids) follow the recording:
+re-recording means updating them.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ def main() -> int:
         src = c.begin_migration(105, m[1])
         c.move_keys(105, src, m[1], count=1)
         rec["REC_ASK"] = next(r for r in (command_raw(src.port, "GET", k) for k in keys) if r.startswith(b"-ASK"))
-        rec["REC_MIGRATING"] = command_raw(src.port, "CLUSTER", "SLOTS")
+        # a migration shows only as ASK: CLUSTER SLOTS is what it was, so it is not printed
+        if command_raw(src.port, "CLUSTER", "SLOTS") != rec["REC_INITIAL"]:
+            print("/* NOTE: CLUSTER SLOTS changed during the migration of slot 105 */")
         c.move_keys(105, src, m[1])
         c.end_migration(105, m[1])
         c.wait_stable()

@@ -4,8 +4,10 @@
  * 3-replica Redis 7.0.15 cluster on loopback (tests/integration/rcluster_record.py prints
  * them) and turned back into redisReply trees by hiredis's own reader, as the daemon will
  * get them. The cluster's masters were M0 = :22659 (slots 0-5460, replica :28161), M1 = :30333
- * (5461-10922, replica :23526) and M2 = :24924 (10923-16383, replica :25765). Hand-written
- * replies cover what a healthy cluster never says (wrong types, ranges, ports). */
+ * (5461-10922, replica :23526) and M2 = :24924 (10923-16383, replica :25765). CLUSTER SLOTS
+ * with slot 105 half-way through a migration was byte for byte REC_INITIAL (a migration shows
+ * only as ASK), so it is not repeated. Hand-written replies cover what a healthy cluster never
+ * says (wrong types, ranges, ports). */
 #include "cluster.h"
 
 #include <check.h>
@@ -76,18 +78,6 @@ static const char REC_MOVED_HOSTNAME_UNSET[] =
 
 static const char REC_ASK[] =
     "-ASK 105 127.0.0.1:30333\r\n";
-
-static const char REC_MIGRATING[] =
-    "*3\r\n*4\r\n:0\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n"
-    "$40\r\nbb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:28161\r\n$40\r\n922ff5014239bb515b46961a1ca99cc196cdbb1b\r\n"
-    "*0\r\n*4\r\n:5461\r\n:10922\r\n*4\r\n$9\r\n127.0.0.1\r\n:30333\r\n"
-    "$40\r\n357c28f4bcb0dff7230361f9eecbc7560a350733\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:23526\r\n$40\r\n2b818eca075d93bf7ba57b1a6508832bc60e3f49\r\n"
-    "*0\r\n*4\r\n:10923\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:24924\r\n"
-    "$40\r\n5700df6e33f85fd36b8eb6c4b0da7676443f9d8a\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:25765\r\n$40\r\n965ab1825697f5c7e09738a49d57da8f86edfa22\r\n"
-    "*0\r\n";
 
 static const char REC_SPLIT[] =
     "*5\r\n*4\r\n:0\r\n:99\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n$40\r\n"
@@ -271,19 +261,6 @@ START_TEST(test_map_initial)
     ck_assert_int_eq(cluster_map_key_master(m, "{user1000}.following", 20), 0);
     cluster_map_free(m);
     cluster_map_free(NULL);
-}
-END_TEST
-
-START_TEST(test_map_while_migrating_is_unchanged)
-{
-    /* a slot half-way through a migration still belongs to its source: CLUSTER SLOTS does not
-     * show it; the client learns of it by ASK */
-    struct cluster_map *a = map_ok(REC_INITIAL), *b = map_ok(REC_MIGRATING);
-    check_invariants(b);
-    ck_assert_int_eq(cluster_map_lookup(b, 105), 0);
-    ck_assert_mem_eq(a->owner, b->owner, sizeof a->owner);
-    cluster_map_free(a);
-    cluster_map_free(b);
 }
 END_TEST
 
@@ -774,7 +751,6 @@ static Suite *cluster_suite(void)
     tc = tcase_create("map");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_map_initial);
-    tcase_add_test(tc, test_map_while_migrating_is_unchanged);
     tcase_add_test(tc, test_map_split_range);
     tcase_add_test(tc, test_map_after_failover);
     tcase_add_test(tc, test_map_unknown_endpoint_means_asked_host);
