@@ -378,24 +378,28 @@ static void wait_then_resend(struct cmd *c, int delay_ms)
     evtimer_add(c->retry_timer, &tv);
 }
 
+/* Send c again a little later, as for TRYAGAIN, unless that would pass its timeout. */
+static void retry_later(struct cmd *c, const char *why)
+{
+    int delay = 0;
+    if (rcluster_next_step(CLUSTER_ERR_TRYAGAIN, c->redirects, c->retries, elapsed_ms(c), c->rc->timeout_ms, &delay) ==
+        RCLUSTER_RETRY)
+        wait_then_resend(c, delay);
+    else
+        give_up(c, why);
+}
+
 /* Send c again (after a redirect or a backoff). If its node is not connected: wait if that
  * node is still on its way up (new), fail at once if it went down. */
 static void resend(struct cmd *c)
 {
-    struct rcluster *rc = c->rc;
-    struct node *n = route(rc, c);
+    struct node *n = route(c->rc, c);
     if (n != NULL && send_to(c, n) == 0)
         return;
-    if (n != NULL && n->was_up) {
+    if (n != NULL && n->was_up)
         give_up(c, "the slot's master is down");
-        return;
-    }
-    int delay = 0;
-    if (rcluster_next_step(CLUSTER_ERR_TRYAGAIN, c->redirects, c->retries, elapsed_ms(c), rc->timeout_ms, &delay) ==
-        RCLUSTER_RETRY)
-        wait_then_resend(c, delay);
     else
-        give_up(c, n ? "the slot's new master did not come up in time" : "no master known for the slot");
+        retry_later(c, n ? "the slot's new master did not come up in time" : "no master known for the slot");
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -462,9 +466,16 @@ static void on_cmd_reply(redisReply *reply, void *arg)
         }
         c->redirects++;
         c->asking = kind == CLUSTER_ERR_ASK;
-        /* A node nobody can name ("?"): the map read just asked for will name it. */
         snprintf(c->target, sizeof c->target, "%s", rd.addr);
-        resend(c);
+        if (rd.addr[0] != '\0') {
+            resend(c);
+        } else {
+            /* A node nobody can name ("?"): re-sent now it would only bounce off the old
+             * owner again; the map read asked for will name the new one. */
+            c->asking = 0;
+            want_read(rc);
+            retry_later(c, "redirected to a node that cannot be named");
+        }
     }
 }
 
