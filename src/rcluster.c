@@ -29,17 +29,17 @@
 #include <string.h>
 #include <strings.h>
 
-#define TICK_MS 100
+#define TICK_MS   100
 #define SEEDS_MAX 64
 
 struct node {
     struct rcluster *rc;
     struct rconn *conn;
     char addr[CLUSTER_ADDR_MAX];
-    int master;         /* index into rc->map->masters, -1 when the map names it no master */
-    int was_up;         /* its connection has been up at least once */
-    int inflight;       /* our callbacks still due on conn (commands, ASKING, map reads) */
-    int64_t wanted_us;  /* last time a command was routed to it */
+    int master;                     /* index into rc->map->masters, -1 when the map names it no master */
+    int was_up;                     /* its connection has been up at least once */
+    int inflight;                   /* our callbacks still due on conn (commands, ASKING, map reads) */
+    int64_t wanted_us;              /* last time a command was routed to it */
     struct rcluster_node_status st; /* counters; the other fields are filled when read */
     struct node *next;
 };
@@ -49,10 +49,10 @@ struct cmd {
     struct cmd *prev, *next;
     rconn_reply_fn fn;
     void *arg;
-    int slot;                      /* -1: keyless, any master */
-    int script;                    /* script id for EVALSHA, -1 for a plain command */
+    int slot;   /* -1: keyless, any master */
+    int script; /* script id for EVALSHA, -1 for a plain command */
     int argc;
-    const char **argv;             /* into this allocation */
+    const char **argv; /* into this allocation */
     size_t *lens;
     int redirects, retries;
     int64_t started_us, sent_us;
@@ -78,18 +78,18 @@ struct rcluster {
     int nseeds;
 
     struct cluster_map *map;
-    struct node **owners;       /* map master i -> its node (never NULL once applied) */
+    struct node **owners; /* map master i -> its node (never NULL once applied) */
     struct node *nodes;
-    struct cmd *cmds;           /* not yet answered to the caller */
-    int rr;                     /* round robin: keyless commands, map reads */
+    struct cmd *cmds; /* not yet answered to the caller */
+    int rr;           /* round robin: keyless commands, map reads */
 
-    struct event *read_timer;   /* a map read is due */
+    struct event *read_timer; /* a map read is due */
     struct event *tick;
-    int reading;                /* a CLUSTER SLOTS in flight (or a probe trying) */
-    int read_again;             /* a read was asked for while one was in flight */
+    int reading;    /* a CLUSTER SLOTS in flight (or a probe trying) */
+    int read_again; /* a read was asked for while one was in flight */
     int64_t last_read_us;
-    struct node *probe;         /* not in nodes */
-    int probe_done;             /* answered (or failed): close it at the next tick */
+    struct node *probe; /* not in nodes */
+    int probe_done;     /* answered (or failed): close it at the next tick */
     int64_t probe_since_us;
     int probe_next;
 
@@ -102,7 +102,8 @@ struct rcluster {
 
 int rcluster_command_slot(int argc, const char **argv, const size_t *lens)
 {
-    static const char *const with_numkeys[] = {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"};
+    static const char *const with_numkeys[] = {"EVAL",       "EVALSHA", "EVAL_RO",
+                                               "EVALSHA_RO", "FCALL",   "FCALL_RO"};
     if (argc < 2 || argv == NULL || lens == NULL)
         return -1;
     for (size_t i = 0; i < sizeof with_numkeys / sizeof with_numkeys[0]; i++) {
@@ -121,8 +122,8 @@ int rcluster_command_slot(int argc, const char **argv, const size_t *lens)
     return cluster_keyslot(argv[1], lens[1]);
 }
 
-enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries, int64_t elapsed_ms,
-                                      int timeout_ms, int *delay_ms)
+enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries,
+                                      int64_t elapsed_ms, int timeout_ms, int *delay_ms)
 {
     switch (kind) {
     case CLUSTER_ERR_MOVED:
@@ -343,8 +344,9 @@ static int send_to(struct cmd *c, struct node *n)
             return -1;
         n->inflight++;
     }
-    int r = c->script >= 0 ? rconn_eval(n->conn, (enum script_id)c->script, c->argc, c->argv, c->lens, on_cmd_reply, c)
-                           : rconn_command(n->conn, on_cmd_reply, c, c->argc, c->argv, c->lens);
+    int r = c->script >= 0
+                ? rconn_eval(n->conn, (enum script_id)c->script, c->argc, c->argv, c->lens, on_cmd_reply, c)
+                : rconn_command(n->conn, on_cmd_reply, c, c->argc, c->argv, c->lens);
     if (r != 0)
         return -1;
     n->inflight++;
@@ -382,8 +384,8 @@ static void wait_then_resend(struct cmd *c, int delay_ms)
 static void retry_later(struct cmd *c, const char *why)
 {
     int delay = 0;
-    if (rcluster_next_step(CLUSTER_ERR_TRYAGAIN, c->redirects, c->retries, elapsed_ms(c), c->rc->timeout_ms, &delay) ==
-        RCLUSTER_RETRY)
+    if (rcluster_next_step(CLUSTER_ERR_TRYAGAIN, c->redirects, c->retries, elapsed_ms(c), c->rc->timeout_ms,
+                           &delay) == RCLUSTER_RETRY)
         wait_then_resend(c, delay);
     else
         give_up(c, why);
@@ -429,7 +431,8 @@ static void on_cmd_reply(redisReply *reply, void *arg)
     enum cluster_error_kind kind =
         reply->type == REDIS_REPLY_ERROR ? cluster_error_kind(reply->str, reply->len) : CLUSTER_ERR_OTHER;
     int delay = 0;
-    enum rcluster_step step = rcluster_next_step(kind, c->redirects, c->retries, elapsed_ms(c), rc->timeout_ms, &delay);
+    enum rcluster_step step =
+        rcluster_next_step(kind, c->redirects, c->retries, elapsed_ms(c), rc->timeout_ms, &delay);
     switch (kind) {
     case CLUSTER_ERR_MOVED:
         n->st.moved++;
@@ -575,8 +578,8 @@ static void apply_map(struct rcluster *rc, struct cluster_map *m)
     }
     if (map_differs(rc->map, m)) {
         rc->stats.map_changes++;
-        log_info("redis %s: cluster map: %d masters, %d of %d slots served", rc->name, m->nmasters, m->covered,
-                 CLUSTER_SLOTS);
+        log_info("redis %s: cluster map: %d masters, %d of %d slots served", rc->name, m->nmasters,
+                 m->covered, CLUSTER_SLOTS);
     }
     for (struct node *n = rc->nodes; n; n = n->next)
         n->master = -1;

@@ -39,12 +39,12 @@
 struct event_base;
 struct rcluster;
 
-#define RCLUSTER_MAX_REDIRECTS 5     /* MOVED + ASK one command follows before it fails */
-#define RCLUSTER_REFRESH_MIN_MS 100  /* between two map reads */
+#define RCLUSTER_MAX_REDIRECTS   5   /* MOVED + ASK one command follows before it fails */
+#define RCLUSTER_REFRESH_MIN_MS  100 /* between two map reads */
 #define RCLUSTER_DOWN_REFRESH_MS 200 /* between map reads while a master is down */
 #define RCLUSTER_IDLE_REFRESH_MS 10000
-#define RCLUSTER_RETRY_FIRST_MS 10   /* TRYAGAIN/CLUSTERDOWN backoff: 10, 20, 40... */
-#define RCLUSTER_RETRY_MAX_MS 200
+#define RCLUSTER_RETRY_FIRST_MS  10 /* TRYAGAIN/CLUSTERDOWN backoff: 10, 20, 40... */
+#define RCLUSTER_RETRY_MAX_MS    200
 
 struct rcluster_config {
     const char *name;     /* for logs; each node's rconn is "<name>@<port>" */
@@ -89,24 +89,24 @@ int rcluster_command_all(struct rcluster *rc, rcluster_each_fn fn, void *arg, in
 /* One node, for /health and /metrics. Counters count since the node was first connected to. */
 struct rcluster_node_status {
     char addr[CLUSTER_ADDR_MAX];
-    int up;              /* its connection is usable */
-    int master;          /* a master of the current map */
-    int nslots;          /* slots it serves in the current map */
-    int nreplicas;       /* replicas the map lists for it (synced ones only: cluster.h) */
-    uint64_t sent;       /* commands sent to it (re-sends included) */
-    uint64_t answered;   /* replies, error replies included */
-    uint64_t failed;     /* failed on it: NULL from rconn (dropped, timeout, error reply) */
+    int up;                         /* its connection is usable */
+    int master;                     /* a master of the current map */
+    int nslots;                     /* slots it serves in the current map */
+    int nreplicas;                  /* replicas the map lists for it (synced ones only: cluster.h) */
+    uint64_t sent;                  /* commands sent to it (re-sends included) */
+    uint64_t answered;              /* replies, error replies included */
+    uint64_t failed;                /* failed on it: NULL from rconn (dropped, timeout, error reply) */
     uint64_t moved, asked, retried; /* MOVED, ASK, TRYAGAIN/CLUSTERDOWN answers it gave */
-    uint64_t latency_us; /* sum over the replies counted in `answered` */
+    uint64_t latency_us;            /* sum over the replies counted in `answered` */
 };
 
 /* Cluster-wide counters. */
 struct rcluster_stats {
-    uint64_t map_reads;       /* CLUSTER SLOTS sent */
-    uint64_t map_changes;     /* maps applied that differ from the one before */
-    uint64_t map_errors;      /* reads that failed or did not parse (the old map was kept) */
-    uint64_t gave_up;         /* commands failed after too many redirects or retries */
-    int nmasters, covered;    /* of the current map (0, 0 before the first) */
+    uint64_t map_reads;    /* CLUSTER SLOTS sent */
+    uint64_t map_changes;  /* maps applied that differ from the one before */
+    uint64_t map_errors;   /* reads that failed or did not parse (the old map was kept) */
+    uint64_t gave_up;      /* commands failed after too many redirects or retries */
+    int nmasters, covered; /* of the current map (0, 0 before the first) */
 };
 
 /* Up to max nodes (masters of the map first, then nodes being let go) into out; returns how
@@ -125,12 +125,12 @@ int rcluster_command_slot(int argc, const char **argv, const size_t *lens);
  * `redirects` redirects and was retried `retries` times, `elapsed_ms` after it was first sent.
  * CLUSTER_ERR_TRYAGAIN also stands for "the target is not connected yet" on a re-send. */
 enum rcluster_step {
-    RCLUSTER_DELIVER,  /* not about the cluster: hand the reply to the caller */
-    RCLUSTER_FOLLOW,   /* MOVED/ASK: send it where the redirect says, now */
-    RCLUSTER_RETRY,    /* send it again after *delay_ms */
-    RCLUSTER_GIVE_UP,  /* fail it (reply NULL) */
+    RCLUSTER_DELIVER, /* not about the cluster: hand the reply to the caller */
+    RCLUSTER_FOLLOW,  /* MOVED/ASK: send it where the redirect says, now */
+    RCLUSTER_RETRY,   /* send it again after *delay_ms */
+    RCLUSTER_GIVE_UP, /* fail it (reply NULL) */
 };
-enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries, int64_t elapsed_ms,
-                                      int timeout_ms, int *delay_ms);
+enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries,
+                                      int64_t elapsed_ms, int timeout_ms, int *delay_ms);
 
 #endif

@@ -172,6 +172,9 @@ class RclusterConnTest(unittest.TestCase):
         for k in moving:
             self.assertEqual(int(dest.cli("GET", k)), f["values"][keys.index(k)])
         nodes = final["nodes"]
+        print(f"\nmigration: {sum(f['ok'])} INCRs and {sum(f['eok'])} scripts, none failed; ASK {sum(n['asked'] for n in nodes)}, "
+              f"MOVED {sum(n['moved'] for n in nodes)}, map reads {final['stats']['map_reads']}, "
+              f"slowest answer {max(iv['max_ok_ms'] for iv in t.intervals)} ms")
         self.assertGreater(sum(n["asked"] for n in nodes), 0, nodes)
         self.assertGreater(sum(n["moved"] for n in nodes), 0, nodes)
         self.assertEqual(final["stats"]["gave_up"], 0)

@@ -29,9 +29,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define KEYS_MAX 256
-#define PACE_MS 4
-#define REPORT_MS 250
+#define KEYS_MAX   256
+#define PACE_MS    4
+#define REPORT_MS  250
 #define TIMEOUT_MS 2000 /* the daemon's default [redis] timeout */
 
 static struct event_base *base;
@@ -44,7 +44,7 @@ struct chain {
     char jobs_key[64]; /* hg:{TAG}:jobs, in the key's slot */
     int busy, next_is_eval;
     int64_t sent_us;
-    long ok, fail, eok, efail;          /* this interval */
+    long ok, fail, eok, efail; /* this interval */
     long total_ok, total_fail, total_eok, total_efail;
     long long final;
     int final_done;
@@ -80,17 +80,20 @@ static void print_nodes(void)
     int n = rcluster_nodes(rc, st, 16);
     printf("\"nodes\": [");
     for (int i = 0; i < n && i < 16; i++)
-        printf("%s{\"addr\": \"%s\", \"up\": %d, \"master\": %d, \"nslots\": %d, \"sent\": %llu, \"answered\": %llu, "
+        printf("%s{\"addr\": \"%s\", \"up\": %d, \"master\": %d, \"nslots\": %d, \"sent\": %llu, "
+               "\"answered\": %llu, "
                "\"failed\": %llu, \"moved\": %llu, \"asked\": %llu, \"retried\": %llu}",
-               i ? ", " : "", st[i].addr, st[i].up, st[i].master, st[i].nslots, (unsigned long long)st[i].sent,
-               (unsigned long long)st[i].answered, (unsigned long long)st[i].failed, (unsigned long long)st[i].moved,
+               i ? ", " : "", st[i].addr, st[i].up, st[i].master, st[i].nslots,
+               (unsigned long long)st[i].sent, (unsigned long long)st[i].answered,
+               (unsigned long long)st[i].failed, (unsigned long long)st[i].moved,
                (unsigned long long)st[i].asked, (unsigned long long)st[i].retried);
     struct rcluster_stats s;
     rcluster_stats(rc, &s);
-    printf("], \"stats\": {\"map_reads\": %llu, \"map_changes\": %llu, \"map_errors\": %llu, \"gave_up\": %llu, "
-           "\"nmasters\": %d, \"covered\": %d}",
-           (unsigned long long)s.map_reads, (unsigned long long)s.map_changes, (unsigned long long)s.map_errors,
-           (unsigned long long)s.gave_up, s.nmasters, s.covered);
+    printf(
+        "], \"stats\": {\"map_reads\": %llu, \"map_changes\": %llu, \"map_errors\": %llu, \"gave_up\": %llu, "
+        "\"nmasters\": %d, \"covered\": %d}",
+        (unsigned long long)s.map_reads, (unsigned long long)s.map_changes, (unsigned long long)s.map_errors,
+        (unsigned long long)s.gave_up, s.nmasters, s.covered);
 }
 
 /* ---- check ---- */
@@ -167,8 +170,8 @@ static int cmd_check(int nkeys, char **keys)
     const char *info[] = {"INFO", "server"};
     const size_t info_lens[] = {4, 6};
     int infos_sent = all_masters(2, info, info_lens);
-    printf("{\"script_loads\": [%d, %d], \"infos\": [%d, %d], \"sha\": \"%s\", \"keys\": [", loads_sent, loads_ok,
-           infos_sent, each_ok, loaded_sha);
+    printf("{\"script_loads\": [%d, %d], \"infos\": [%d, %d], \"sha\": \"%s\", \"keys\": [", loads_sent,
+           loads_ok, infos_sent, each_ok, loaded_sha);
     for (int i = 0; i < nkeys; i++) {
         const char *k = keys[i];
         char value[80], tag[CLUSTER_TAG_MAX + 16], jobs[64];
@@ -180,8 +183,8 @@ static int cmd_check(int nkeys, char **keys)
         const char *sargv[] = {"SET", k, value};
         const size_t slens[] = {3, strlen(k), strlen(value)};
         int r = rcluster_command(rc, -1, on_answer, &set, 3, sargv, slens);
-        printf("%s{\"key\": \"%s\", \"slot\": %d, \"set\": %s", i ? ", " : "", k, cluster_keyslot(k, strlen(k)),
-               wait_answer(&set, r));
+        printf("%s{\"key\": \"%s\", \"slot\": %d, \"set\": %s", i ? ", " : "", k,
+               cluster_keyslot(k, strlen(k)), wait_answer(&set, r));
         const char *gargv[] = {"GET", k};
         const size_t glens[] = {3, strlen(k)};
         r = rcluster_command(rc, -1, on_answer, &get, 2, gargv, glens);
@@ -307,7 +310,9 @@ static void on_stdin(evutil_socket_t fd, short what, void *arg)
 static void on_final(redisReply *reply, void *arg)
 {
     struct chain *c = arg;
-    c->final = reply && reply->type == REDIS_REPLY_STRING ? atoll(reply->str) : reply && reply->type == REDIS_REPLY_NIL ? 0 : -1;
+    c->final = reply && reply->type == REDIS_REPLY_STRING ? atoll(reply->str)
+               : reply && reply->type == REDIS_REPLY_NIL  ? 0
+                                                          : -1;
     c->final_done = 1;
 }
 
@@ -371,7 +376,8 @@ static int cmd_traffic(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 4 || (strcmp(argv[2], "check") != 0 && strcmp(argv[2], "traffic") != 0) || argc - 3 > KEYS_MAX) {
+    if (argc < 4 || (strcmp(argv[2], "check") != 0 && strcmp(argv[2], "traffic") != 0) ||
+        argc - 3 > KEYS_MAX) {
         fprintf(stderr, "usage: rcluster_drive SEEDS check|traffic KEY...\n");
         return 2;
     }

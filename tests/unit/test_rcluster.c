@@ -4,14 +4,13 @@
  * tests/integration/test_rcluster_conn.py. */
 #include "cluster.h"
 #include "log.h"
+#include "refused_port.h"
 #include "rcluster.h"
 
 #include <check.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 static int slot_of(int argc, const char **argv)
@@ -22,7 +21,8 @@ static int slot_of(int argc, const char **argv)
     return rcluster_command_slot(argc, argv, lens);
 }
 
-#define SLOT(...) slot_of(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *), (const char *[]){__VA_ARGS__})
+#define SLOT(...)                                                                                            \
+    slot_of(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *), (const char *[]){__VA_ARGS__})
 
 START_TEST(test_command_slot)
 {
@@ -31,7 +31,8 @@ START_TEST(test_command_slot)
     ck_assert_int_eq(SLOT("SET", "hg:{3}:jobs", "x"), jobs);
     ck_assert_int_eq(SLOT("INCR", "{3}"), cluster_keyslot("3", 1));
     /* scripts route by their first KEY, not by the sha or numkeys */
-    ck_assert_int_eq(SLOT("EVALSHA", "0123456789012345678901234567890123456789", "1", "hg:{3}:jobs", "a"), jobs);
+    ck_assert_int_eq(SLOT("EVALSHA", "0123456789012345678901234567890123456789", "1", "hg:{3}:jobs", "a"),
+                     jobs);
     ck_assert_int_eq(SLOT("evalsha", "0123", "2", "hg:{3}:jobs", "hg:{3}:delay"), jobs);
     ck_assert_int_eq(SLOT("EVAL", "return 1", "1", "hg:{3}:jobs"), jobs);
     ck_assert_int_eq(SLOT("FCALL", "f", "1", "hg:{3}:jobs"), jobs);
@@ -57,7 +58,8 @@ START_TEST(test_redirects_are_bounded)
     }
     ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_MOVED, RCLUSTER_MAX_REDIRECTS, 0, 0, 2000, &delay),
                      RCLUSTER_GIVE_UP);
-    ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_ASK, RCLUSTER_MAX_REDIRECTS, 0, 0, 2000, &delay), RCLUSTER_GIVE_UP);
+    ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_ASK, RCLUSTER_MAX_REDIRECTS, 0, 0, 2000, &delay),
+                     RCLUSTER_GIVE_UP);
     ck_assert_int_eq(delay, -1); /* untouched unless RETRY */
 }
 END_TEST
@@ -71,8 +73,8 @@ START_TEST(test_retries_stay_within_the_timeout)
         for (int kind = CLUSTER_ERR_TRYAGAIN; kind <= CLUSTER_ERR_DOWN; kind++) {
             int64_t elapsed = 0;
             int retries = 0, delay = 0, last = 0;
-            while (rcluster_next_step((enum cluster_error_kind)kind, 0, retries, elapsed, timeouts[t], &delay) ==
-                   RCLUSTER_RETRY) {
+            while (rcluster_next_step((enum cluster_error_kind)kind, 0, retries, elapsed, timeouts[t],
+                                      &delay) == RCLUSTER_RETRY) {
                 ck_assert_int_ge(delay, RCLUSTER_RETRY_FIRST_MS);
                 ck_assert_int_le(delay, RCLUSTER_RETRY_MAX_MS);
                 ck_assert_int_ge(delay, last); /* backs off, never speeds up */
@@ -116,25 +118,13 @@ START_TEST(test_bad_seeds_refused)
 }
 END_TEST
 
-/* A port nothing listens on (bound, never listening: connects are refused). */
-static int dead_port(int *fd)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    *fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(*fd, 0);
-    ck_assert_int_eq(bind(*fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
-    return ntohs(a.sin_port);
-}
-
 /* No map yet (every seed refuses): commands are refused at once, their callbacks never run;
  * the seeds are tried in turn; free is clean. */
 START_TEST(test_no_map_refuses_fast)
 {
     int fd1, fd2;
     char seeds[64];
-    snprintf(seeds, sizeof seeds, " 127.0.0.1:%d , 127.0.0.1:%d ", dead_port(&fd1), dead_port(&fd2));
+    snprintf(seeds, sizeof seeds, " 127.0.0.1:%d , 127.0.0.1:%d ", refused_port(&fd1), refused_port(&fd2));
     struct event_base *base = event_base_new();
     struct rcluster_config cfg = {"t", seeds, "", 200, 0};
     struct rcluster *rc = rcluster_new(base, &cfg);
