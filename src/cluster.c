@@ -412,6 +412,27 @@ enum cluster_redirect_kind cluster_redirect_parse(const char *s, size_t len, con
     return kind;
 }
 
+enum cluster_error_kind cluster_error_kind(const char *s, size_t len)
+{
+    static const struct {
+        const char *word; /* the first word, and the separator after it */
+        enum cluster_error_kind kind;
+    } words[] = {
+        {"MOVED ", CLUSTER_ERR_MOVED},
+        {"ASK ", CLUSTER_ERR_ASK},
+        {"TRYAGAIN ", CLUSTER_ERR_TRYAGAIN},
+        {"CLUSTERDOWN ", CLUSTER_ERR_DOWN},
+    };
+    if (s == NULL)
+        return CLUSTER_ERR_OTHER;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        size_t n = strlen(words[i].word);
+        if (len >= n && memcmp(s, words[i].word, n) == 0)
+            return words[i].kind;
+    }
+    return CLUSTER_ERR_OTHER;
+}
+
 /* ---- shard tags ---- */
 
 int cluster_shard_slot(int n, int shards)

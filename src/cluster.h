@@ -108,6 +108,21 @@ struct cluster_redirect {
 enum cluster_redirect_kind cluster_redirect_parse(const char *s, size_t len, const char *asked_host,
                                                   struct cluster_redirect *out);
 
+/* Error replies about the cluster rather than the command. MOVED and ASK name where the slot
+ * lives (cluster_redirect_parse reads them); TRYAGAIN (a multi-key command while its slot
+ * migrates) and CLUSTERDOWN (no quorum, or the slot has no master yet) pass by themselves, so
+ * the command is worth sending again a little later. */
+enum cluster_error_kind {
+    CLUSTER_ERR_OTHER = 0,  /* not about the cluster: the command's own failure */
+    CLUSTER_ERR_MOVED,
+    CLUSTER_ERR_ASK,
+    CLUSTER_ERR_TRYAGAIN,
+    CLUSTER_ERR_DOWN,
+};
+
+/* Which of these an error reply (hiredis's str/len, without the '-') is, by its first word. */
+enum cluster_error_kind cluster_error_kind(const char *s, size_t len);
+
 /* The fixed slot of shard n (0 <= n < shards, 1 <= shards <= 16384): the middle slot of the
  * n-th of `shards` equal slices of 0..16383. -1 for bad arguments. */
 int cluster_shard_slot(int n, int shards);

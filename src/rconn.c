@@ -34,6 +34,7 @@
  * fails, the cause is remembered for the HTTP layer (503 message, /health) and counted. */
 #include "rconn.h"
 #include "clock.h"
+#include "cluster.h"
 #include "log.h"
 #include "metrics.h"
 #include "resolve.h"
@@ -73,6 +74,7 @@ struct rconn {
     int db;
     int timeout_ms;
     int load_scripts;
+    int pass_cluster_errors; /* rconn_pass_cluster_errors */
 
     rconn_state_fn on_state;
     void *state_arg;
@@ -428,6 +430,9 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
         if (rc->cause == RCAUSE_NONE || !rc->cause_sticky)
             set_error_str(rc, RCAUSE_DOWN, ac && ac->errstr[0] ? ac->errstr : "connection lost");
         count_error(rc->cause);
+    } else if (reply->type == REDIS_REPLY_ERROR && rc->pass_cluster_errors &&
+               cluster_error_kind(reply->str, reply->len) != CLUSTER_ERR_OTHER) {
+        /* Where the slot lives, or a cluster settling: the owner re-routes the command. */
     } else if (reply->type == REDIS_REPLY_ERROR) {
         enum rconn_cause cause = rconn_classify(reply->str, reply->len);
         count_error(cause);
@@ -846,6 +851,11 @@ int rconn_subscribe(struct rconn *rc, const char *const *channels, int n, rconn_
     rc->on_message = on_message;
     rc->message_arg = arg;
     return 0;
+}
+
+void rconn_pass_cluster_errors(struct rconn *rc)
+{
+    rc->pass_cluster_errors = 1;
 }
 
 void rconn_free(struct rconn *rc)

@@ -57,6 +57,13 @@ struct rconn *rconn_new(struct event_base *base, const struct rconn_config *cfg,
  * Call once, right after rconn_new; no commands may be sent on it afterwards. */
 int rconn_subscribe(struct rconn *rc, const char *const *channels, int n, rconn_message_fn on_message, void *arg);
 
+/* For a Redis Cluster node (rcluster.c): MOVED, ASK, TRYAGAIN and CLUSTERDOWN error replies
+ * reach the callback as they are (type REDIS_REPLY_ERROR) instead of failing the command, and
+ * are neither logged, counted nor kept as the connection's trouble: they say where a slot
+ * lives or that the cluster is settling, and the caller follows them. Every other error reply
+ * still fails the command with NULL. Call right after rconn_new. */
+void rconn_pass_cluster_errors(struct rconn *rc);
+
 /* Close; pending callbacks run with reply = NULL before this returns. */
 void rconn_free(struct rconn *rc);
 

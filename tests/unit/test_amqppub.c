@@ -6,6 +6,7 @@
 #include "amqpurl.h"
 #include "clock.h"
 #include "log.h"
+#include "refused_port.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -383,18 +384,6 @@ START_TEST(test_new_rejects_a_bad_url)
     amqppub_free(NULL);
 }
 END_TEST
-
-/* A port with nothing listening (bound, never listened: connect is refused). */
-static int refused_port(int *fd)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    *fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(*fd, 0);
-    ck_assert_int_eq(bind(*fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
-    return ntohs(a.sin_port);
-}
 
 START_TEST(test_refused_then_backoff)
 {

@@ -533,6 +533,27 @@ START_TEST(test_redirect_recorded)
 }
 END_TEST
 
+/* The first word decides; the rest of the text is Redis's and may change between versions. */
+START_TEST(test_error_kinds)
+{
+#define KIND(s) cluster_error_kind(s, strlen(s))
+    ck_assert_int_eq(KIND("MOVED 3999 127.0.0.1:6381"), CLUSTER_ERR_MOVED);
+    ck_assert_int_eq(KIND("ASK 105 127.0.0.1:7001"), CLUSTER_ERR_ASK);
+    ck_assert_int_eq(KIND("TRYAGAIN Multiple keys request during rehashing of slot"), CLUSTER_ERR_TRYAGAIN);
+    ck_assert_int_eq(KIND("CLUSTERDOWN The cluster is down"), CLUSTER_ERR_DOWN);
+    ck_assert_int_eq(KIND("CLUSTERDOWN Hash slot not served"), CLUSTER_ERR_DOWN);
+    ck_assert_int_eq(KIND("NOSCRIPT No matching script. Please use EVAL."), CLUSTER_ERR_OTHER);
+    ck_assert_int_eq(KIND("READONLY You can't write against a read only replica."), CLUSTER_ERR_OTHER);
+    ck_assert_int_eq(KIND("ERR MOVED is not a command"), CLUSTER_ERR_OTHER);
+    ck_assert_int_eq(KIND("MOVEDX 1 a:1"), CLUSTER_ERR_OTHER);
+    ck_assert_int_eq(KIND("ASK"), CLUSTER_ERR_OTHER);
+    ck_assert_int_eq(KIND(""), CLUSTER_ERR_OTHER);
+    ck_assert_int_eq(cluster_error_kind(NULL, 0), CLUSTER_ERR_OTHER);
+    ck_assert_int_eq(cluster_error_kind("MOVED 1 a:1", 5), CLUSTER_ERR_OTHER); /* len is honoured */
+#undef KIND
+}
+END_TEST
+
 START_TEST(test_redirect_forms)
 {
     struct cluster_redirect rd;
@@ -778,6 +799,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(tc, test_spread_default_split);
     tcase_add_test(tc, test_spread_any_even_split);
     tcase_add_test(tc, test_spread_after_failover_and_split);
+    tcase_add_test(tc, test_error_kinds);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -504,6 +504,73 @@ START_TEST(test_script_error_is_not_down)
 }
 END_TEST
 
+struct raw_result {
+    int done, type;
+    char text[128];
+};
+
+static void on_raw(redisReply *reply, void *arg)
+{
+    struct raw_result *r = arg;
+    r->done++;
+    r->type = reply ? reply->type : -1;
+    snprintf(r->text, sizeof r->text, "%s", reply && reply->str ? reply->str : "");
+}
+
+static struct raw_result eval_raw(struct rconn *rc)
+{
+    const char *argv[4];
+    size_t lens[4];
+    argv[3] = "hg:{0}:jobs";
+    lens[3] = strlen(argv[3]);
+    struct raw_result r = {0};
+    ck_assert_int_eq(rconn_eval(rc, SCRIPT_PUSH, 4, argv, lens, on_raw, &r), 0);
+    ck_assert_msg(RUN_UNTIL(r.done, 3000), "no callback");
+    ck_assert_int_eq(r.done, 1);
+    return r;
+}
+
+/* rcluster.c's hook: MOVED/ASK/TRYAGAIN/CLUSTERDOWN reach the callback as the error replies
+ * they are, and are no trouble of the connection (not recorded, not counted, still up).
+ * Other errors still fail with NULL; without the opt-in a redirect fails like any error. */
+START_TEST(test_cluster_errors_passed_on)
+{
+    struct rconn *rc = start(1000);
+    uint64_t errors0 = metrics_counter_get(MC_REDIS_ERRORS);
+    struct rconn_error e;
+    fake_set_error("MOVED 3999 127.0.0.1:6381");
+    struct raw_result r = eval_raw(rc);
+    ck_assert_int_eq(r.type, -1); /* not opted in: a failure like any other */
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_OTHER);
+    finish(rc);
+
+    rc = start(1000);
+    rconn_pass_cluster_errors(rc);
+    errors0 = metrics_counter_get(MC_REDIS_ERRORS);
+    const char *passed[] = {"MOVED 3999 127.0.0.1:6381", "ASK 105 127.0.0.1:6382",
+                            "TRYAGAIN Multiple keys request during rehashing of slot",
+                            "CLUSTERDOWN The cluster is down"};
+    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) {
+        fake_set_error(passed[i]);
+        r = eval_raw(rc);
+        ck_assert_int_eq(r.type, REDIS_REPLY_ERROR);
+        ck_assert_str_eq(r.text, passed[i]);
+        ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_NONE);
+        ck_assert(rconn_is_up(rc));
+    }
+    ck_assert_uint_eq(metrics_counter_get(MC_REDIS_ERRORS), errors0);
+    fake_set_error("OOM command not allowed when used memory > 'maxmemory'.");
+    r = eval_raw(rc);
+    ck_assert_int_eq(r.type, -1);
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_OOM);
+    fake_set_error(NULL);
+    r = eval_raw(rc);
+    ck_assert_int_eq(r.type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(downs, 0);
+    finish(rc);
+}
+END_TEST
+
 /* A failover left us on a replica: READONLY drops the connection, which counts as down with
  * the cause, keeps reconnecting (ROLE at set-up keeps it down), and is back by itself once
  * the server is a master again. */
@@ -842,6 +909,7 @@ int main(void)
     tcase_add_test(tc, test_classify);
     tcase_add_test(tc, test_oom_named_counted_cleared);
     tcase_add_test(tc, test_script_error_is_not_down);
+    tcase_add_test(tc, test_cluster_errors_passed_on);
     tcase_add_test(tc, test_readonly_reconnects_until_master);
     tcase_add_test(tc, test_loading_reconnects);
     tcase_add_test(tc, test_setup_on_replica_stays_down);
