@@ -16,6 +16,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,11 @@
 #define REDIS_TIER_EVERY_MS 10000 /* HVALS of every shard's counters: O(topics) for Redis */
 #define REQUESTS_MAX 256
 #define STOP_DEADLINE_MS 1000
+/* Step 3 threads. A chunk's commit takes longer than reading it and putting it into Redis
+ * (~60 against ~45 ms per 1,000 rows), so one committer would hold the reader up; chunks of
+ * different shards lock disjoint rows (message ids, far_job keys, topics and far_mark rows are
+ * all per shard), so two commit side by side, and a shard's chunks keep their order on one. */
+#define COMMITTERS 2
 
 /* jobs paged per bucket, for hourglass_pager_bucket_jobs */
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
@@ -39,7 +46,7 @@ struct conns {
     MYSQL *db;
     redisContext *c;
 };
-enum { PAGER, COMMITTER };
+enum { PAGER, COMMITTER }; /* published[PAGER], published[COMMITTER + i] */
 
 struct page_req {
     int shard;
@@ -56,12 +63,12 @@ static struct {
     pthread_cond_t cond;
     int stop;                            /* under mu */
     int64_t stop_deadline_us;            /* under mu */
-    struct conns published[2];           /* under mu: the threads' connections (PAGER, COMMITTER), for
-                                            pager_stop to cut when a call outlives its deadline */
-    pthread_t committer;                 /* step 3 (the pipeline below) */
-    int committer_started;
-    struct chunk *slot;                  /* under mu: the chunk handed to the committer */
-    int committing, commit_failed, committer_stop;
+    struct conns published[1 + COMMITTERS]; /* under mu: the threads' connections, for pager_stop to
+                                               cut when a call outlives its deadline */
+    pthread_t committer[COMMITTERS];     /* step 3 (the pipeline below) */
+    struct chunk *slot[COMMITTERS];      /* under mu: the chunk handed to each committer */
+    int committing[COMMITTERS];          /* under mu */
+    int commit_failed, committer_stop;
     _Atomic long long shard_paged[MAX_SHARDS];
     char owned[MAX_SHARDS];              /* under mu */
     struct page_req req[REQUESTS_MAX];   /* under mu */
@@ -259,7 +266,9 @@ static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
 /* Step 2: restore.lua for the rows that are far jobs (the shard's "paging" flag set first), in
  * calls of at most SCRIPT_JOBS pipelined: Redis runs one script at a time, so a call's length
  * is what everyone else may wait (a 1,000-job call holds it for ~10 ms, more than the lateness
- * paging may add). */
+ * paging may add). All of a chunk's calls go in one round trip: on a busy Redis each round trip
+ * waits behind everyone else's commands, and rounds of 2 x 100 jobs made step 2 twice as long
+ * and a million-job bucket late (figure 13's runs, 2026-11-26). */
 #define SCRIPT_JOBS 200
 static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now)
 {
@@ -645,17 +654,18 @@ static void conns_close(struct conns *k, int thread)
     *k = (struct conns){NULL, NULL};
 }
 
-/* Hand a chunk to the committer (waiting while it still has one queued). -1 when a commit
- * failed since the last call (the chunk is dropped: its rows are paged again). */
+/* Hand a chunk to its shard's committer (waiting while that one still has one queued). -1 when
+ * a commit failed since the last call (the chunk is dropped: its rows are paged again). */
 static int hand_off(struct chunk *ch)
 {
+    int i = ch->shard % COMMITTERS;
     pthread_mutex_lock(&P.mu);
-    while (P.slot != NULL && !P.commit_failed)
+    while (P.slot[i] != NULL && !P.commit_failed)
         pthread_cond_wait(&P.cond, &P.mu);
     int failed = P.commit_failed;
     P.commit_failed = 0;
     if (!failed) {
-        P.slot = ch;
+        P.slot[i] = ch;
         pthread_cond_broadcast(&P.cond);
     }
     pthread_mutex_unlock(&P.mu);
@@ -664,11 +674,20 @@ static int hand_off(struct chunk *ch)
     return failed ? -1 : 0;
 }
 
+/* Under mu: a chunk handed off or being committed. */
+static int commits_pending(void)
+{
+    for (int i = 0; i < COMMITTERS; i++)
+        if (P.slot[i] != NULL || P.committing[i])
+            return 1;
+    return 0;
+}
+
 /* Wait until everything handed off is committed. 0, or -1 when a commit failed. */
 static int drain_commits(void)
 {
     pthread_mutex_lock(&P.mu);
-    while ((P.slot != NULL || P.committing) && !P.commit_failed)
+    while (commits_pending() && !P.commit_failed)
         pthread_cond_wait(&P.cond, &P.mu);
     int failed = P.commit_failed;
     P.commit_failed = 0;
@@ -750,35 +769,37 @@ static int commit_chunk(MYSQL *db, redisContext *c, struct chunk *ch)
     return rc;
 }
 
-static void *committer_main(void *unused)
+static void *committer_main(void *arg)
 {
-    (void)unused;
-    log_set_thread_name("pager-commit");
+    int self = (int)(intptr_t)arg;
+    char name[16];
+    snprintf(name, sizeof name, "pager-commit-%d", self);
+    log_set_thread_name(name);
     struct conns k = {NULL, NULL};
     int64_t last_complaint = 0;
     for (;;) {
         pthread_mutex_lock(&P.mu);
-        while (P.slot == NULL && !P.committer_stop)
+        while (P.slot[self] == NULL && !P.committer_stop)
             pthread_cond_wait(&P.cond, &P.mu);
-        struct chunk *ch = P.slot;
-        P.slot = NULL;
-        P.committing = ch != NULL;
+        struct chunk *ch = P.slot[self];
+        P.slot[self] = NULL;
+        P.committing[self] = ch != NULL;
         pthread_mutex_unlock(&P.mu);
         if (ch == NULL)
             break;
-        int failed = conns_open(&k, COMMITTER, &last_complaint) < 0 || commit_chunk(k.db, k.c, ch) < 0;
+        int failed = conns_open(&k, COMMITTER + self, &last_complaint) < 0 || commit_chunk(k.db, k.c, ch) < 0;
         chunk_free(ch);
         if (failed) {
             log_warn("pager: a commit failed (%s); its rows are paged again", k.db ? mysql_error(k.db) : "no MySQL");
-            conns_close(&k, COMMITTER);
+            conns_close(&k, COMMITTER + self);
         }
         pthread_mutex_lock(&P.mu);
-        P.committing = 0;
+        P.committing[self] = 0;
         P.commit_failed |= failed;
         pthread_cond_broadcast(&P.cond);
         pthread_mutex_unlock(&P.mu);
     }
-    conns_close(&k, COMMITTER);
+    conns_close(&k, COMMITTER + self);
     mysql_thread_end();
     return NULL;
 }
@@ -945,7 +966,7 @@ static void cut_connections(void)
 {
     pthread_mutex_lock(&P.mu);
     log_warn("pager: a call outlived the stop deadline; cutting its connections");
-    for (int t = PAGER; t <= COMMITTER; t++) {
+    for (int t = PAGER; t <= COMMITTER + COMMITTERS - 1; t++) {
         if (P.published[t].c)
             shutdown(P.published[t].c->fd, SHUT_RDWR);
         if (P.published[t].db)
@@ -1021,14 +1042,17 @@ int pager_start(struct app *app)
         return -1;
     memset(P.owned, 1, sizeof P.owned); /* alone until the fleet says otherwise, like the mover */
     store_who(P.who, sizeof P.who, app->instance, "pager", app->hostname);
-    if (pthread_create(&P.committer, NULL, committer_main, NULL) != 0)
-        return -1;
-    if (pthread_create(&P.thread, NULL, pager_main, NULL) != 0) {
+    int made = 0;
+    while (made < COMMITTERS && pthread_create(&P.committer[made], NULL, committer_main, (void *)(intptr_t)made) == 0)
+        made++;
+    if (made < COMMITTERS || pthread_create(&P.thread, NULL, pager_main, NULL) != 0) {
         pthread_mutex_lock(&P.mu);
         P.committer_stop = 1;
         pthread_cond_broadcast(&P.cond);
         pthread_mutex_unlock(&P.mu);
-        pthread_join(P.committer, NULL);
+        for (int i = 0; i < made; i++)
+            pthread_join(P.committer[i], NULL);
+        P.committer_stop = 0;
         return -1;
     }
     P.started = 1;
@@ -1041,10 +1065,13 @@ void pager_stop(void)
         return;
     clock_stop_thread(P.thread, &P.mu, &P.cond, &P.stop, &P.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
     int64_t unused_deadline;
-    clock_stop_thread(P.committer, &P.mu, &P.cond, &P.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
-                      cut_connections);
-    chunk_free(P.slot); /* handed off but not committed: paged again by whoever pages next */
-    P.slot = NULL;
+    for (int i = 0; i < COMMITTERS; i++) {
+        clock_stop_thread(P.committer[i], &P.mu, &P.cond, &P.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
+                          cut_connections);
+        chunk_free(P.slot[i]); /* handed off but not committed: paged again by whoever pages next */
+        P.slot[i] = NULL;
+    }
+    P.committer_stop = 0;
     P.started = 0;
     free(P.counts);
     P.counts = NULL;

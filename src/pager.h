@@ -20,6 +20,8 @@
  *      moved on (an earlier step paged it and died before its commit) loses its key and count
  *      too. A row that changed between 1 and 3 (deleted, rescheduled: its key is gone) is
  *      taken back out of Redis (unpage.lua, guarded on the version written in 2).
+ * Step 3 runs on two committer threads, shard s on committer s mod 2, while the pager reads and
+ * sends the next chunks: different shards' chunks lock disjoint rows, a shard's keep their order.
  * A crash anywhere leaves far_job rows for what was not committed in 3; paging them again is
  * harmless (2 skips what Redis holds or what ended), so nothing is lost or delivered twice.
  *
@@ -43,7 +45,7 @@ struct sbuf;
 int64_t pager_lead_ms(const struct config *cfg);
 int64_t pager_bucket_ms(const struct config *cfg);
 
-/* Start the thread (also with horizon 0: it keeps the far counts, which restore and older far
+/* Start the threads (also with horizon 0: it keeps the far counts, which restore and older far
  * rows may still need). 0 / -1. */
 int pager_start(struct app *app);
 /* Stop it (a chunk in progress is finished or abandoned; both are safe). */
