@@ -69,6 +69,8 @@ def main():
     ap.add_argument("--chunk", type=int, default=500000)
     ap.add_argument("--id-ms-ago", type=int, default=86400000)
     ap.add_argument("--no-balance", action="store_true")
+    ap.add_argument("--state", choices=("far", "delayed"), default="far",
+                    help="delayed: near jobs (message rows only), for /reStore to put into Redis")
     a = ap.parse_args()
     if a.jobs < 1 or a.body_bytes < 2 or a.shards < 1 or a.shards > 256 or a.topics < 1:
         sys.exit("farload: bad options")
@@ -96,19 +98,21 @@ def main():
         w("START TRANSACTION;\n")
         w("INSERT INTO message (id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, backoff, state, "
           "version, created_at, updated_at)\n")
-        w(f"  SELECT {idexpr}, m.topic, NULL, '{body}', {runat}, 5, {a.ttr}, {a.tries}, 0, NULL, 'far', 1, "
+        w(f"  SELECT {idexpr}, m.topic, NULL, '{body}', {runat}, 5, {a.ttr}, {a.tries}, 0, NULL, '{a.state}', 1, "
           f"{now}, {now}\n")
         w(f"  FROM seq_0_to_{n - 1} s JOIN farload_topic m ON m.t = {i} MOD {a.topics};\n")
-        w("INSERT INTO far_job (shard, run_at, id)\n")
-        w(f"  SELECT m.shard, {runat}, {idexpr}\n")
-        w(f"  FROM seq_0_to_{n - 1} s JOIN farload_topic m ON m.t = {i} MOD {a.topics};\n")
+        if a.state == "far":
+            w("INSERT INTO far_job (shard, run_at, id)\n")
+            w(f"  SELECT m.shard, {runat}, {idexpr}\n")
+            w(f"  FROM seq_0_to_{n - 1} s JOIN farload_topic m ON m.t = {i} MOD {a.topics};\n")
         w("COMMIT;\n")
     counts = [0] * a.topics
     for t in range(a.topics):
         counts[t] = a.jobs // a.topics + (1 if t < a.jobs % a.topics else 0)
-    w("INSERT INTO far_count (topic, jobs) VALUES " + ",".join(
-        f"('{prefix}.{t}',{counts[t]})" for t in range(a.topics) if counts[t]) +
-      " ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs);\n")
+    if a.state == "far":
+        w("INSERT INTO far_count (topic, jobs) VALUES " + ",".join(
+            f"('{prefix}.{t}',{counts[t]})" for t in range(a.topics) if counts[t]) +
+          " ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs);\n")
     w("DROP TEMPORARY TABLE farload_topic;\n")
 
 

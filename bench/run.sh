@@ -22,8 +22,8 @@
 #  11  near-job push rate and lateness p99 with 10,000,000 far jobs pending vs none (the far jobs
 #      bulk-loaded straight into MySQL by bench/farload.py, due over 1-30 days)
 #  12  /reStore into an emptied Redis with those 10,000,000 far jobs pending (and 1,000 near)
-#  13  a bucket of 1,000,000 far jobs due within one minute, paged in ahead (horizon 2 min: lead
-#      60 s): lateness p50/p99/max of their deliveries to long-polling consumers
+#  13  a bucket of 1,000,000 far jobs due within one minute, paged in ahead (horizon 3 min: lead
+#      2 min): lateness p50/p99/max of their deliveries to long-polling consumers
 # Purge (issue 18; horizon 0 as figures 0-8):
 #  14  figure 2's steady 1,000 jobs/s on other topics while POST /topics/{topic}/purge deletes
 #      100,000 delayed jobs of one topic, vs the same load just before on the same data: lateness
@@ -55,7 +55,7 @@
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
 # due time for every job to arrive; 0 = no near jobs beside the bucket),
-# HG_BENCH_KEEP [0], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
+# HG_BENCH_KEEP [0], HG_BENCH_LOG_LEVEL [warn: the daemon's [log] level], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
 # to be quiet (other processes using under HG_BENCH_QUIET_MAX [0.3] cores over 5 s); the
 # load seen before and during every measurement is recorded either way.
 # HG_BENCH_NICE [unset]: run the whole suite (servers, daemon, load generators) at this nice
@@ -147,8 +147,10 @@ if [ "$MODE" = full ]; then
     FAR_N=10000000       # figures 11, 12
     BUCKET_N=1000000     # figure 13: jobs due within BUCKET_SPREAD ms,
     BUCKET_SPREAD=60000
-    BUCKET_HORIZON=120000 # paged in ahead by lead = min(60 s, horizon / 2) = 60 s, in 10 s buckets
-    BUCKET_AHEAD=100000  # the bucket's first job is due this long after the load starts
+    BUCKET_HORIZON=180000 # paged in ahead by lead = horizon - min(60 s, horizon / 2) = 120 s, in 10 s buckets
+    BUCKET_AHEAD=150000  # the bucket's first job is due this long after the load starts (> load + lead)
+    BUCKET_AHEAD_NEAR=120000 # the baseline's: the load, then /reStore (~15 + ~50 s)
+    BUCKET_BACKLOG=4000000 # [mysql] backlog: the burst's ~2 transitions per job wait in the outbox
     PROFILE=${HG_BENCH_PROFILE:-1}
 else
     WRK_SECS=5
@@ -163,6 +165,8 @@ else
     BUCKET_SPREAD=6000
     BUCKET_HORIZON=20000 # lead 10 s, 2.5 s buckets
     BUCKET_AHEAD=20000
+    BUCKET_AHEAD_NEAR=25000
+    BUCKET_BACKLOG=1000000
     PROFILE=${HG_BENCH_PROFILE:-0}
 fi
 
@@ -345,9 +349,10 @@ user = hourglass
 password = hourglass
 database = hourglass
 per_row_commit = $2
+backlog = ${BACKLOG:-1000000}
 
 [log]
-level = warn
+level = ${HG_BENCH_LOG_LEVEL:-warn}
 file = $WORK/daemon.log
 EOF
     if [ -n "$AMQP_URL" ]; then
@@ -968,6 +973,7 @@ far_load() {
     say "$1: bulk-loading $2 far jobs into MySQL (bench/farload.py)"
     t0=$(date +%s.%N)
     python3 "$BENCH/farload.py" --jobs "$2" --run-at "$3" --spread "$4" --ttr "$5" --prefix "$1" --topics 16 \
+        --state "${FARLOAD_STATE:-far}" \
         --shards 8 --body-bytes "$MEM_BODY" 2>"$WORK/farload-$1.err" >"$WORK/farload-$1.sql" ||
         die "bench/farload.py failed ($WORK/farload-$1.err)"
     sqlroot hourglass <"$WORK/farload-$1.sql" || die "loading $2 far jobs failed"
@@ -1072,7 +1078,8 @@ pager_sampler() {
             /^hourglass_transitions_total\{from="delayed",to="ready"\} / { mv = $2 }
             /^hourglass_delivery_lateness_seconds_count / { d = $2 }
             /^hourglass_journal_backlog / { j = $2 }
-            END { printf "%s %s %s %s %s %s %s %s %s\n", t, v(p), v(r), v(m), v(l), v(mv), v(d), v(j), cpu }'
+            END { printf "%s %s %s %s %s %s %s %s %s", t, v(p), v(r), v(m), v(l), v(mv), v(d), v(j), cpu }'
+        rcli info memory 2>/dev/null | awk -F: '/^used_memory:/ { printf " %d", $2 } END { print "" }' | tr -d '\r'
         sleep 0.25
     done >"$1"
 }
@@ -1166,28 +1173,43 @@ if [ "$HAS_TIERS" = 1 ] && has_phase farbacklog; then
     HORIZON=0
 fi
 
-if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
+# bucket_run TAG far|near: figure 13's bucket, as far jobs paged in (far), or as the same jobs
+# already in Redis before the first is due (near: the baseline, through /reStore).
+bucket_run() {
     # Figure 13: BUCKET_N far jobs (ttr 0: deleted on delivery, nothing to finish), due within
     # BUCKET_SPREAD ms starting BUCKET_AHEAD ms after the load starts, bulk-loaded into MySQL;
-    # the daemon (horizon BUCKET_HORIZON: lead = min(60 s, horizon / 2)) pages them in ahead,
+    # the daemon (horizon BUCKET_HORIZON: lead = horizon - min(60 s, horizon / 2)) pages them in ahead,
     # 64 consumers (4 per topic, count=100) long-poll them; lateness = receipt - runAt, each once.
-    HORIZON=$BUCKET_HORIZON
+    tag=$1
     reset_data
-    b_from=$(($(date +%s%3N) + BUCKET_AHEAD))
+    if [ "$2" = far ]; then
+        b_from=$(($(date +%s%3N) + BUCKET_AHEAD))
+    else
+        b_from=$(($(date +%s%3N) + BUCKET_AHEAD_NEAR))
+    fi
     b_until=$((b_from + BUCKET_SPREAD - 1))
-    rec bucket_from "$b_from"
-    far_load bucket "$BUCKET_N" "$b_from" "$BUCKET_SPREAD" 0
+    rec "${tag}_from" "$b_from"
+    FARLOAD_STATE=far
+    [ "$2" = far ] || FARLOAD_STATE=delayed
+    far_load "$tag" "$BUCKET_N" "$b_from" "$BUCKET_SPREAD" 0
+    FARLOAD_STATE=far
     start_daemon false
-    lead=$((BUCKET_HORIZON / 2))
-    [ $lead -le 60000 ] || lead=60000
-    rec bucket_lead "$lead"
-    rec bucket_started_before_s "$(echo "$b_from $(date +%s%3N)" | awk '{ printf "%.3f", ($1 - $2) / 1000 }')"
-    [ $(($(date +%s%3N) + lead)) -lt "$b_from" ] ||
-        say "bucket: warning: the daemon started less than the lead before the first job is due (the load was slow)"
-    pager_sampler "$RAW/bucket-paging.txt" &
+    if [ "$2" = near ]; then # the baseline: the same jobs, all in Redis before the first is due
+        t0=$(date +%s.%N)
+        code=$(curl -s -o "$WORK/$tag-restore.json" -w '%{http_code}' -m 300 "$URL/reStore?expire=true")
+        rec "${tag}_restore_secs" "$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.3f", $1 - $2 }')"
+        rec "${tag}_restore_status" "$code"
+        say "$tag: /reStore put the $BUCKET_N near jobs into Redis in $(getv "${tag}_restore_secs") s (HTTP $code)"
+    fi
+    lead=$(curl -s -m 5 "$URL/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pager"]["lead"])')
+    rec "${tag}_lead" "$lead"
+    rec "${tag}_started_before_s" "$(echo "$b_from $(date +%s%3N)" | awk '{ printf "%.3f", ($1 - $2) / 1000 }')"
+    [ "$2" = near ] || [ $(($(date +%s%3N) + lead)) -lt "$b_from" ] ||
+        say "$tag: warning: the daemon started less than the lead before the first job is due (the load was slow)"
+    pager_sampler "$RAW/$tag-paging.txt" &
     SAMPLER_PID=$!
-    say "bucket: $BUCKET_N jobs due from $(getv bucket_started_before_s) s from now over $((BUCKET_SPREAD / 1000)) s; horizon $BUCKET_HORIZON ms (lead $lead ms); 64 consumers"
-    scrape bucket 0
+    say "$tag: $BUCKET_N $2 jobs due from $(getv "${tag}_started_before_s") s from now over $((BUCKET_SPREAD / 1000)) s; horizon $BUCKET_HORIZON ms (lead $lead ms); 64 consumers"
+    scrape "$tag" 0
     cpu_begin "$DPID"
     # Meanwhile, until the bucket comes due, figure 2's 1,000 jobs/s of near jobs (delays 1-3 s,
     # their own topics and consumers): does paging the bucket in make them late?
@@ -1195,57 +1217,61 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
     bp_pid=""
     # full: perf record -a from here until the bucket comes due (the paging, with figure 2's load)
     b_perf=""
-    if [ "$PROFILE" = 1 ] && command -v perf >/dev/null 2>&1 && [ "$bp_secs" -ge 5 ]; then
-        perf record -a -F 499 -o "$WORK/perf-bucket.data" -- sleep $((bp_secs + LAT_DMAX / 1000)) \
-            >/dev/null 2>"$WORK/perf-bucket.err" &
+    if [ "$PROFILE" = 1 ] && [ "$2" = far ] && command -v perf >/dev/null 2>&1 && [ "$bp_secs" -ge 5 ]; then
+        perf record -a -F 499 -o "$WORK/perf-$tag.data" -- sleep $((bp_secs + LAT_DMAX / 1000)) \
+            >/dev/null 2>"$WORK/perf-$tag.err" &
         b_perf=$!
     fi
+    # (the baseline runs the same near load while its bucket waits in Redis: no paging beside it)
+    bp=bpage
+    [ "$2" = far ] || bp=bpage0
     if [ "$bp_secs" -ge 5 ] && [ "$BUCKET_NEAR" = 1 ]; then
-        say "bpage: steady 1000 jobs/s for ${bp_secs}s while the bucket pages in"
+        say "$bp: steady 1000 jobs/s for ${bp_secs}s while the bucket $([ "$2" = far ] && echo pages in || echo waits in Redis)"
         "$LATENESS" steady "127.0.0.1:$HPORT" --rate 1000 --duration "$bp_secs" --delay-min "$LAT_DMIN" \
             --delay-max "$LAT_DMAX" --producers "$LAT_PRODUCERS" --topics "$LAT_TOPICS" --consumers "$LAT_CONSUMERS" \
-            --count "$LAT_COUNT" --consumer-topics "$LAT_CTOPICS" --prefix bpage --samples "$RAW/lat-bpage.cdf" \
-            --series "$RAW/lat-bpage.series" --max-seconds 900 >"$RAW/lat-bpage.txt" 2>"$RAW/lat-bpage.err" &
+            --count "$LAT_COUNT" --consumer-topics "$LAT_CTOPICS" --prefix "$bp" --samples "$RAW/lat-$bp.cdf" \
+            --series "$RAW/lat-$bp.series" --max-seconds 900 >"$RAW/lat-$bp.txt" 2>"$RAW/lat-$bp.err" &
         bp_pid=$!
     fi
-    "$LATENESS" bucket "127.0.0.1:$HPORT" --prefix "$(getv bucket_prefix)" --jobs "$BUCKET_N" --topics 16 \
+    "$LATENESS" bucket "127.0.0.1:$HPORT" --prefix "$(getv "${tag}_prefix")" --jobs "$BUCKET_N" --topics 16 \
         --consumers 64 --count 100 --finish 0 --from-ms "$b_from" --until-ms "$b_until" --grace "$BUCKET_GRACE" \
-        --samples "$RAW/lat-bucket.cdf" --series "$RAW/lat-bucket.series" --max-seconds 900 \
-        >"$RAW/lat-bucket.txt" 2>"$RAW/lat-bucket.err" || {
-        cat "$RAW/lat-bucket.err" >&2
-        rec bucket_tool_failed 1
+        --samples "$RAW/lat-$tag.cdf" --series "$RAW/lat-$tag.series" --max-seconds 900 \
+        >"$RAW/lat-$tag.txt" 2>"$RAW/lat-$tag.err" || {
+        cat "$RAW/lat-$tag.err" >&2
+        rec "${tag}_tool_failed" 1
     }
     if [ -n "$bp_pid" ]; then
         wait "$bp_pid" || {
-            cat "$RAW/lat-bpage.err" >&2
-            rec bpage_tool_failed 1
+            cat "$RAW/lat-$bp.err" >&2
+            rec "${bp}_tool_failed" 1
         }
-        rec_prefixed bpage <"$RAW/lat-bpage.txt"
-        rec bpage_secs "$bp_secs"
+        rec_prefixed "$bp" <"$RAW/lat-$bp.txt"
+        rec "${bp}_secs" "$bp_secs"
     fi
-    cpu_end bucket
-    scrape bucket 1
+    cpu_end "$tag"
+    scrape "$tag" 1
     if [ -n "$b_perf" ]; then
         wait "$b_perf" 2>/dev/null || true
         {
             echo "# perf record -a -F 499 from the daemon's start until the bucket of $BUCKET_N far jobs came due (the pager paging it in, lead $lead ms, beside 1,000 near jobs/s), $(date -u)"
             echo
-            perf_report "$WORK/perf-bucket.data"
-        } >"$RESULTS/$TS-perf-bucket.txt"
-        rm -f "$WORK/perf-bucket.data"
-        say "bucket: profile of the paging in $RESULTS/$TS-perf-bucket.txt"
+            perf_report "$WORK/perf-$tag.data"
+        } >"$RESULTS/$TS-perf-$tag.txt"
+        rm -f "$WORK/perf-$tag.data"
+        say "$tag: profile in $RESULTS/$TS-perf-$tag.txt"
     fi
     kill -TERM "$SAMPLER_PID" 2>/dev/null || true
     wait "$SAMPLER_PID" 2>/dev/null || true
     SAMPLER_PID=""
-    rec_prefixed bucket <"$RAW/lat-bucket.txt"
+    rec_prefixed "$tag" <"$RAW/lat-$tag.txt"
     python3 -c '
 import sys
-path, n, t0 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, n, t0, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 first = last = None
 lag = 0.0
 p0 = plast = None
 paged_at_due = None
+mem = 0
 for line in open(path):
     f = line.split()
     if len(f) < 5 or f[1] == "-":
@@ -1261,36 +1287,48 @@ for line in open(path):
         paged_at_due = p - p0
     if f[4] != "-":
         lag = max(lag, float(f[4]))
+    if len(f) > 11:
+        mem = max(mem, int(f[11]))
 # the paged counter goes up as the pager commits; "done" = its last increase
-print("bucket_paging_first_s=%s" % ("" if first is None else "%.3f" % ((first - t0) / 1e3)))
-print("bucket_paging_done_s=%s" % ("" if last is None else "%.3f" % ((last - t0) / 1e3)))
-print("bucket_paged=%d" % (0 if p0 is None else plast - p0))
-print("bucket_paged_at_due=%s" % ("" if paged_at_due is None else "%d" % paged_at_due))
-print("bucket_pager_lag_max_s=%.3f" % lag)' "$RAW/bucket-paging.txt" "$BUCKET_N" "$b_from" >>"$ENV"
+print(tag + "_paging_first_s=%s" % ("" if first is None else "%.3f" % ((first - t0) / 1e3)))
+print(tag + "_paging_done_s=%s" % ("" if last is None else "%.3f" % ((last - t0) / 1e3)))
+print(tag + "_paged=%d" % (0 if p0 is None else plast - p0))
+print(tag + "_paged_at_due=%s" % ("" if paged_at_due is None else "%d" % paged_at_due))
+print(tag + "_pager_lag_max_s=%.3f" % lag)
+print(tag + "_redis_mem_max=%d" % mem)' "$RAW/$tag-paging.txt" "$BUCKET_N" "$b_from" "$tag" >>"$ENV"
     # What the bucket left behind once the journal is idle: no far_job row, no far count.
-    journal_idle 120 || echo "bench: the journal still had a backlog 120 s after the bucket" >&2
-    rec bucket_far_left "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
-    rec bucket_far_count_left "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_count')"
-    rec bucket_far_mark_paged "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(paged), 0) FROM far_mark')"
+    journal_idle 600 || echo "bench: the journal still had a backlog 600 s after the bucket" >&2
+    rec "${tag}_far_left" "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    rec "${tag}_far_count_left" "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_count')"
+    rec "${tag}_far_mark_paged" "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(paged), 0) FROM far_mark')"
     # The paging's own lateness: when each job of the bucket became ready in Redis (its first
     # "ready" transition: the mover's at its due time when it was paged in ahead, the pager's
     # when it paged it late) against its runAt. Delivery adds the consume path's own limits
     # (figure 3) on top: that is the lateness above.
     sqlroot -N -B hourglass -e "SELECT GREATEST(0, MIN(t.at) - m.run_at) FROM message m JOIN transition t
-        ON t.message_id = m.id AND t.to_state = 'ready' WHERE m.topic LIKE '$(getv bucket_prefix).%' GROUP BY m.id" |
+        ON t.message_id = m.id AND t.to_state = 'ready' WHERE m.topic LIKE '$(getv "${tag}_prefix").%' GROUP BY m.id" |
         python3 -c '
 import sys
+tag = sys.argv[1]
 v = sorted(int(x) for x in sys.stdin if x.strip())
 q = lambda p: v[min(len(v) - 1, int(p * len(v)))] if v else ""
-print("bucket_ready_n=%d" % len(v))
-print("bucket_ready_ms_p50=%s" % q(0.50))
-print("bucket_ready_ms_p99=%s" % q(0.99))
-print("bucket_ready_ms_max=%s" % (v[-1] if v else ""))' >>"$ENV"
-    rec bucket_states_after "$(sqlroot -N -B hourglass -e "SELECT GROUP_CONCAT(CONCAT(state, ':', n) ORDER BY state)
+print(tag + "_ready_n=%d" % len(v))
+print(tag + "_ready_ms_p50=%s" % q(0.50))
+print(tag + "_ready_ms_p99=%s" % q(0.99))
+print(tag + "_ready_ms_max=%s" % (v[-1] if v else ""))' "$tag" >>"$ENV"
+    rec "${tag}_states_after" "$(sqlroot -N -B hourglass -e "SELECT GROUP_CONCAT(CONCAT(state, ':', n) ORDER BY state)
         FROM (SELECT state, COUNT(*) n FROM message GROUP BY state) s")"
-    say "bucket: lateness p50 $(getv bucket_lat_ms_p50) p99 $(getv bucket_lat_ms_p99) max $(getv bucket_lat_ms_max) ms over $(getv bucket_received) of $BUCKET_N jobs ($(getv bucket_rate)/s); paging began $(getv bucket_paging_first_s) s and ended $(getv bucket_paging_done_s) s from the first due time; $(cores bucket)"
+    say "$tag: lateness p50 $(getv "${tag}_lat_ms_p50") p99 $(getv "${tag}_lat_ms_p99") max $(getv "${tag}_lat_ms_max") ms over $(getv "${tag}_received") of $BUCKET_N jobs ($(getv "${tag}_rate")/s); due -> ready p99 $(getv "${tag}_ready_ms_p99") ms; paging began $(getv "${tag}_paging_first_s") s and ended $(getv "${tag}_paging_done_s") s from the first due time; $(cores "$tag")"
+}
+
+if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
+    HORIZON=$BUCKET_HORIZON
+    BACKLOG=$BUCKET_BACKLOG
+    bucket_run bucket far
+    bucket_run bucketn near
     reset_data
     HORIZON=0
+    BACKLOG=""
 fi
 
 stop_daemon
