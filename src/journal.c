@@ -570,12 +570,14 @@ static void *journal_main(void *unused)
              * local records stay queued for the next connection. */
             if (journal.commit_in_doubt)
                 note_in_doubt(groups);
-            complete(groups, 0);
             mysql_close(db);
             db = NULL;
             last_connect_try = clock_mono_us();
             pthread_mutex_lock(&journal.lock);
+            /* Down first, then the 503s: a client that heard its 503 and asks /health must
+             * not be told MySQL is up (FaultSeamTest waits for health to come back). */
             mark_down_locked();
+            complete(groups, 0);
         } else {
             for (size_t i = 0; i < n; i++)
                 free_rec(&taken[i]);
