@@ -24,7 +24,11 @@
 
 #define CHUNK 1000
 #define MAX_SHARDS 4096
-#define PAGING_FLAG_MS 60000       /* finish/delete leave tombstones this long after a page step */
+/* The shard's "paging" key is a set of page steps whose commit has not landed: step 2 adds
+ * its token, step 3's commit removes it, and finish/delete leave tombstones while the set is
+ * there. A pager that dies leaves its token behind: the key expires this long after the last
+ * step 2 (longer than any lease takeover), so its successor re-pages under tombstones too. */
+#define PAGING_FLAG_MS 60000
 #define TOMBSTONE_KEEP_MS 600000   /* far tombstones outlive any page step by far */
 #define PRUNE_EVERY_MS 10000
 #define COUNTS_EVERY_MS 500
@@ -270,7 +274,7 @@ static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
  * waits behind everyone else's commands, and rounds of 2 x 100 jobs made step 2 twice as long
  * and a million-job bucket late (figure 13's runs, 2026-11-26). */
 #define SCRIPT_JOBS 200
-static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now)
+static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now, char *token, size_t tsize)
 {
     const struct config *cfg = P.cfg;
     struct mrow **put = malloc((size_t)(n ? n : 1) * sizeof *put);
@@ -289,15 +293,19 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
         }
     }
     int calls = 0;
+    token[0] = '\0';
     if (k > 0) {
+        static _Atomic unsigned long long steps;
         char flag[160];
         rkey(flag, sizeof flag, cfg->redis_prefix, shard, "paging");
-        redisAppendCommand(c, "SET %s 1 PX %d", flag, PAGING_FLAG_MS);
+        snprintf(token, tsize, "%s#%llu", P.who, atomic_fetch_add(&steps, 1));
+        redisAppendCommand(c, "SADD %s %s", flag, token);
+        redisAppendCommand(c, "PEXPIRE %s %d", flag, PAGING_FLAG_MS);
         for (int from = 0; from < k && rc == 0; from += SCRIPT_JOBS, calls++)
             rc = reinsert_append(c, cfg, shard, put + from, k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS, now, 1,
                                  0, P.who); /* not journaled: step 3 writes the transitions */
         if (rc == 0)
-            rc = rsync_drain(c, 1);
+            rc = rsync_drain(c, 2);
     }
     for (int call = 0; call < calls && rc == 0; call++) {
         int from = call * SCRIPT_JOBS, m = k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS;
@@ -608,6 +616,7 @@ struct chunk {
     int n;
     MYSQL_RES *res; /* the rows' strings */
     int64_t now, through;
+    char token[STORE_WHO_MAX + 24]; /* its member of the shard's "paging" set; "" = none added */
 };
 
 static void chunk_free(struct chunk *ch)
@@ -739,13 +748,29 @@ static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *wher
     ch->now = clock_unix_ms();
     ch->through = n < CHUNK ? through_if_all : *last_run_at;
     int64_t t1 = clock_mono_us();
-    if (to_redis(c, shard, rows, n, ch->now) < 0) {
+    if (to_redis(c, shard, rows, n, ch->now, ch->token, sizeof ch->token) < 0) {
         chunk_free(ch);
         return -1;
     }
     log_debug("pager: shard %d: %d rows: read %lld us, redis %lld us", shard, n, (long long)(t1 - t0),
               (long long)(clock_mono_us() - t1));
     return hand_off(ch) < 0 ? -1 : n;
+}
+
+/* A step 3 committed: its rows are no longer far in MySQL, so no later pass can page them
+ * again and jobs of theirs that end need no tombstone. Its token leaves the shard's "paging"
+ * set; the set (and the tombstones for every delivery that ends) lasts only while some step is
+ * between 2 and 3, not for a minute into the burst it paged in. Another step's token, a later
+ * one or another instance's after a takeover, keeps the set. 0 / -1 (then the set expires). */
+static int step_committed(redisContext *c, int shard, const char *token)
+{
+    char flag[160];
+    rkey(flag, sizeof flag, P.cfg->redis_prefix, shard, "paging");
+    redisAppendCommand(c, "SREM %s %s", flag, token);
+    if (rsync_drain(c, 1) == 0)
+        return 0;
+    log_warn("pager: shard %d: could not end a page step's flag: %s", shard, c->errstr);
+    return -1;
 }
 
 /* Step 3 of one chunk, on the committer's connections; 0 / -1. */
@@ -760,6 +785,8 @@ static int commit_chunk(MYSQL *db, redisContext *c, struct chunk *ch)
         (nunpage == 0 || take_back(c, ch->shard, unpage, nunpage) == 0))
         rc = 0;
     free(unpage);
+    if (rc == 0 && ch->token[0] != '\0')
+        rc = step_committed(c, ch->shard, ch->token);
     if (rc == 0) {
         atomic_fetch_add(&P.paged, paged);
         atomic_fetch_add(&P.shard_paged[ch->shard], paged);

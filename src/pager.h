@@ -11,8 +11,9 @@
  *   CHUNK at a time in (run_at, id) order (one range of far_job's primary key):
  *   1. read them with their message rows;
  *   2. put them into Redis with restore.lua (insert-if-absent: a job Redis holds is left, a job
- *      that ended meanwhile left a tombstone — the shard's "paging" flag makes finish/delete
- *      leave them — and a bizKey held by another job is not taken), which journals far -> state;
+ *      that ended meanwhile left a tombstone — finish/delete leave them while the shard's
+ *      "paging" set holds a token, one per step between this write and its commit in 3 — and a
+ *      bizKey held by another job is not taken);
  *   3. in one MySQL transaction, with the message rows and far_job keys locked: for each row
  *      still 'far' at the version read, delete its far_job/far_biz rows, mark it delayed/ready
  *      (or deleted, when its bizKey went to another job), subtract it from far_count, and

@@ -14,7 +14,8 @@
 --   base.."restoring"     string present while a restore runs (finish/delete leave tombstones)
 --   base.."gone"          zset   tombstones: id keys finished/deleted during a restore or while
 --                                paging, and far jobs deleted (scored by time; pager.c prunes)
---   base.."paging"        string present while this shard's pager pages (expires by itself)
+--   base.."paging"        set of the pager's page steps between their Redis write and their
+--                         MySQL commit (pager.c; expires by itself after a crash)
 --   base.."log"           stream the journal outbox: one entry per transition (below)
 --   base.."bad"           hash   id key -> a job record that did not decode, set aside by move/reserve
 --   base.."marks"         hash   instance -> its loss-detection mark (mark.lua); "restored" -> when a

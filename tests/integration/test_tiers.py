@@ -629,6 +629,10 @@ class PagingTwoInstancesTest(TiersCase):
         except TimeoutError:
             pass
         self.assertEqual(seen, want, "the tiers' counts after every far job was paged and delivered")
+        # Every page step's token left its shard's "paging" set with its commit: no set is left
+        # to make finishes write tombstones (it used to linger 60 s into the burst it paged in).
+        self.assertEqual(ns.redis_cli("KEYS", ns.prefix + ":{*}:paging"), "",
+                         "a paging set outlived the page steps' commits")
 
         pa, pb = stats(a)["pager"], stats(b)["pager"]
         for p in (pa, pb):
@@ -982,6 +986,23 @@ class FarJobOperationsTest(TiersCase):
                       if job["runAt"] != final[jid]]
         self.assertEqual(wrong_time, [], "delivered with another runAt than its last reschedule's (id, got, want)")
         self.assertOnTime(cons.deliveries)
+
+    def test_a_restore_keeps_the_tombstones_a_page_step_still_needs(self):
+        """A restore drops its tombstones when it ends, but not while a page step is between its
+        Redis write and its commit (a token in the shard's paging set): were the pager to die
+        then, its successor re-pages those rows and must skip the jobs that ended meanwhile."""
+        ns = self.d.namespace
+        paging, gone = ns.prefix + ":{0}:paging", ns.prefix + ":{0}:gone"
+        ns.redis_cli("SADD", paging, "a-pager#1")
+        ns.redis_cli("PEXPIRE", paging, "60000")
+        ns.redis_cli("ZADD", gone, str(now_ms()), "12345")
+        self.addCleanup(ns.redis_cli, "DEL", paging, gone)
+        ok(self.d.restore(), "/reStore with a page step in flight")
+        self.assertNotEqual(ns.redis_cli("ZSCORE", gone, "12345"), "", "the tombstone survived the restore")
+        # the step committed (its token left): the next restore's end drops them as it always did
+        ns.redis_cli("SREM", paging, "a-pager#1")
+        ok(self.d.restore(), "/reStore with no page step in flight")
+        self.assertEqual(ns.redis_cli("EXISTS", gone), "0", "the restore dropped its tombstones")
 
     def test_release_beyond_the_horizon_stays_in_redis(self):
         d = self.d
