@@ -319,7 +319,9 @@ def tiers(env, row, rps_row, lat_row, noise, errs):
         lag = num(env, "bucket_pager_lag_max_s")
         if lag is not None:
             notes.append(f"pager lag max {lag:.2f} s")
-        notes.append(f"horizon {(num(env, 'bucket_horizon') or 0) / 1000:g} s, lead {(num(env, 'bucket_lead') or 0) / 1000:g} s")
+        notes.append(f"horizon {(num(env, 'bucket_horizon') or 0) / 1000:g} s, lead {(num(env, 'bucket_lead') or 0) / 1000:g} s"
+                     + (f", paced until {num(env, 'bucket_pace_slack_ms') / 1000:g} s before due"
+                        if num(env, "bucket_pace_slack_ms") else ", not paced"))
         mem = num(env, "bucket_redis_mem_max")
         if mem:
             notes.append(f"Redis used_memory peak {mem / 1e6:,.0f} MB")

@@ -147,8 +147,8 @@ if [ "$MODE" = full ]; then
     FAR_N=10000000       # figures 11, 12
     BUCKET_N=1000000     # figure 13: jobs due within BUCKET_SPREAD ms,
     BUCKET_SPREAD=60000
-    BUCKET_HORIZON=180000 # paged in ahead by lead = horizon - min(60 s, horizon / 2) = 120 s, in 10 s buckets
-    BUCKET_AHEAD=150000  # the bucket's first job is due this long after the load starts (> load + lead)
+    BUCKET_HORIZON=600000 # lead = horizon - min(60 s, horizon / 2) = 540 s, 10 s buckets, pacing slack 135 s
+    BUCKET_AHEAD=545000  # the bucket's first job is due this long after the load starts (~ load + lead)
     BUCKET_AHEAD_NEAR=120000 # the baseline's: the load, then /reStore (~15 + ~50 s)
     BUCKET_BACKLOG=4000000 # [mysql] backlog: the burst's ~2 transitions per job wait in the outbox
     PROFILE=${HG_BENCH_PROFILE:-1}
@@ -163,8 +163,8 @@ else
     FAR_N=1000000
     BUCKET_N=100000      # the same due rate as full's (16,667 jobs/s), for 6 s
     BUCKET_SPREAD=6000
-    BUCKET_HORIZON=20000 # lead 10 s, 2.5 s buckets
-    BUCKET_AHEAD=20000
+    BUCKET_HORIZON=150000 # lead 90 s, 10 s buckets, pacing slack 60 s
+    BUCKET_AHEAD=88000
     BUCKET_AHEAD_NEAR=25000
     BUCKET_BACKLOG=1000000
     PROFILE=${HG_BENCH_PROFILE:-0}
@@ -1204,16 +1204,22 @@ bucket_run() {
     lead=$(curl -s -m 5 "$URL/stats" | python3 -c 'import json, sys; print(json.load(sys.stdin)["pager"]["lead"])')
     rec "${tag}_lead" "$lead"
     rec "${tag}_started_before_s" "$(echo "$b_from $(date +%s%3N)" | awk '{ printf "%.3f", ($1 - $2) / 1000 }')"
-    [ "$2" = near ] || [ $(($(date +%s%3N) + lead)) -lt "$b_from" ] ||
-        say "$tag: warning: the daemon started less than the lead before the first job is due (the load was slow)"
+    [ "$2" = near ] || [ $(($(date +%s%3N) + lead / 4)) -lt "$b_from" ] ||
+        say "$tag: warning: the daemon started less than a quarter of the lead before the first job is due (the load was slow): no time to pace"
     pager_sampler "$RAW/$tag-paging.txt" &
     SAMPLER_PID=$!
     say "$tag: $BUCKET_N $2 jobs due from $(getv "${tag}_started_before_s") s from now over $((BUCKET_SPREAD / 1000)) s; horizon $BUCKET_HORIZON ms (lead $lead ms); 64 consumers"
     scrape "$tag" 0
     cpu_begin "$DPID"
-    # Meanwhile, until the bucket comes due, figure 2's 1,000 jobs/s of near jobs (delays 1-3 s,
-    # their own topics and consumers): does paging the bucket in make them late?
-    bp_secs=$(((b_from - $(date +%s%3N)) / 1000 - LAT_DMAX / 1000))
+    # Meanwhile, while the bucket pages in, figure 2's 1,000 jobs/s of near jobs (delays 1-3 s,
+    # their own topics and consumers): does paging the bucket in make them late? The pager paces
+    # a bucket until its first job is due within the slack (pager.h: max(lead / 4, 60 s) for a
+    # lead over a minute) and pages what is left flat out then: the near load runs until then
+    # (the baseline's until its bucket is due, less the near jobs' delay).
+    b_slack=0
+    [ "$2" = near ] || [ "$lead" -le 60000 ] || b_slack=$((lead / 4 > 60000 ? lead / 4 : 60000))
+    rec "${tag}_pace_slack_ms" "$b_slack"
+    bp_secs=$(((b_from - b_slack - $(date +%s%3N)) / 1000 - LAT_DMAX / 1000))
     bp_pid=""
     # full: perf record -a from here until the bucket comes due (the paging, with figure 2's load)
     b_perf=""

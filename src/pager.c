@@ -23,6 +23,7 @@
 #include <string.h>
 
 #define CHUNK 1000
+#define PACED_CHUNK 250 /* paced: smaller MySQL transactions, so each holds a core for less */
 #define MAX_SHARDS 4096
 /* The shard's "paging" key is a set of page steps whose commit has not landed: step 2 adds
  * its token, step 3's commit removes it, and finish/delete leave tombstones while the set is
@@ -89,7 +90,8 @@ static struct {
 
 /* The thread's own view of each shard. */
 struct shard_view {
-    int64_t paged_through; /* every far job due before it is in Redis (this process's knowledge) */
+    int64_t paged_through; /* every far job due before it is in Redis (this process's knowledge;
+                              0 until its first chunk: not counted in the lag) */
     int64_t bound;         /* the bucket end the current pass pages up to */
     long long bucket_start; /* shard_paged when that bucket began */
 };
@@ -115,6 +117,14 @@ int64_t pager_bucket_ms(const struct config *cfg)
     if (b < 50)
         b = 50;
     return b < 10000 ? b : 10000;
+}
+
+int64_t pager_pace_slack_ms(const struct config *cfg)
+{
+    int64_t lead = pager_lead_ms(cfg), quarter = lead / 4;
+    if (lead <= 60000)
+        return lead; /* never paced */
+    return quarter > 60000 ? quarter : 60000;
 }
 
 static int64_t bucket_end(const struct config *cfg, int64_t t)
@@ -267,14 +277,17 @@ static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
     }
 }
 
-/* Step 2: restore.lua for the rows that are far jobs (the shard's "paging" flag set first), in
- * calls of at most SCRIPT_JOBS pipelined: Redis runs one script at a time, so a call's length
- * is what everyone else may wait (a 1,000-job call holds it for ~10 ms, more than the lateness
- * paging may add). All of a chunk's calls go in one round trip: on a busy Redis each round trip
- * waits behind everyone else's commands, and rounds of 2 x 100 jobs made step 2 twice as long
- * and a million-job bucket late (figure 13's runs, 2026-11-26). */
+/* Step 2: restore.lua for the rows that are far jobs (a token for this step in the shard's
+ * "paging" set first), in calls of at most SCRIPT_JOBS: Redis runs one script at a time, so a
+ * call's length is what everyone else may wait (a 1,000-job call holds it for ~10 ms, more
+ * than the lateness paging may add). At full speed all of a chunk's calls go in one round
+ * trip: on a busy Redis each round trip waits behind everyone else's commands, and rounds of
+ * 2 x 100 jobs made step 2 twice as long and a million-job bucket late (figure 13's runs,
+ * 2026-11-26). Paced (`paced`, see page_pass) there is time to spare: one call per round trip,
+ * so Redis is never held for more than one call's ~2 ms at a time. */
 #define SCRIPT_JOBS 200
-static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now, char *token, size_t tsize)
+static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now, int paced, char *token,
+                    size_t tsize)
 {
     const struct config *cfg = P.cfg;
     struct mrow **put = malloc((size_t)(n ? n : 1) * sizeof *put);
@@ -292,7 +305,6 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
             put[k++] = &rows[i].m;
         }
     }
-    int calls = 0;
     token[0] = '\0';
     if (k > 0) {
         static _Atomic unsigned long long steps;
@@ -301,29 +313,33 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
         snprintf(token, tsize, "%s#%llu", P.who, atomic_fetch_add(&steps, 1));
         redisAppendCommand(c, "SADD %s %s", flag, token);
         redisAppendCommand(c, "PEXPIRE %s %d", flag, PAGING_FLAG_MS);
-        for (int from = 0; from < k && rc == 0; from += SCRIPT_JOBS, calls++)
-            rc = reinsert_append(c, cfg, shard, put + from, k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS, now, 1,
-                                 0, P.who); /* not journaled: step 3 writes the transitions */
-        if (rc == 0)
-            rc = rsync_drain(c, 2);
     }
-    for (int call = 0; call < calls && rc == 0; call++) {
-        int from = call * SCRIPT_JOBS, m = k - from < SCRIPT_JOBS ? k - from : SCRIPT_JOBS;
-        redisReply *r = rsync_reply(c);
-        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)m) {
-            log_warn("pager: shard %d: Redis failed restore.lua: %s", shard, r && r->str ? r->str : c->errstr);
-            rc = -1;
-        } else {
-            for (int j = 0; j < m; j++) {
-                int to = 0;
-                unsigned ver = 0;
-                whose[from + j]->out = reinsert_outcome(r->element[j], &to, &ver);
-                if (whose[from + j]->out == OUT_RESTORED)
-                    metrics_transition(JS_FAR, to, 1);
+    int per_round = paced ? SCRIPT_JOBS : k; /* jobs per round trip */
+    for (int round = 0; round * per_round < k && rc == 0; round++) {
+        int lo = round * per_round, hi = lo + per_round < k ? lo + per_round : k, calls = 0;
+        for (int from = lo; from < hi && rc == 0; from += SCRIPT_JOBS, calls++)
+            rc = reinsert_append(c, cfg, shard, put + from, hi - from < SCRIPT_JOBS ? hi - from : SCRIPT_JOBS, now, 1,
+                                 0, P.who); /* not journaled: step 3 writes the transitions */
+        if (rc == 0 && round == 0)
+            rc = rsync_drain(c, 2); /* the token's SADD and PEXPIRE */
+        for (int call = 0; call < calls && rc == 0; call++) {
+            int from = lo + call * SCRIPT_JOBS, m = hi - from < SCRIPT_JOBS ? hi - from : SCRIPT_JOBS;
+            redisReply *r = rsync_reply(c);
+            if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)m) {
+                log_warn("pager: shard %d: Redis failed restore.lua: %s", shard, r && r->str ? r->str : c->errstr);
+                rc = -1;
+            } else {
+                for (int j = 0; j < m; j++) {
+                    int to = 0;
+                    unsigned ver = 0;
+                    whose[from + j]->out = reinsert_outcome(r->element[j], &to, &ver);
+                    if (whose[from + j]->out == OUT_RESTORED)
+                        metrics_transition(JS_FAR, to, 1);
+                }
             }
+            if (r)
+                freeReplyObject(r);
         }
-        if (r)
-            freeReplyObject(r);
     }
     free(put);
     free(whose);
@@ -705,15 +721,15 @@ static int drain_commits(void)
 }
 
 /* Steps 1 and 2 for the rows `where` selects (a condition on f), then hand-off. Returns rows
- * read, -1 on failure; *last = the last row's key. */
+ * read, -1 on failure; *last = the last row's key. `paced`: see to_redis. */
 static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *where, int64_t through_if_all,
-                         int64_t *last_run_at, uint64_t *last_id)
+                         int paced, int64_t *last_run_at, uint64_t *last_id)
 {
     char sql[640];
     snprintf(sql, sizeof sql,
              "SELECT %s FROM far_job f LEFT JOIN message m ON m.id = f.id WHERE f.shard = %d AND %s "
              "ORDER BY f.run_at, f.id LIMIT %d",
-             ROW_COLUMNS, shard, where, CHUNK);
+             ROW_COLUMNS, shard, where, paced ? PACED_CHUNK : CHUNK);
     int64_t t0 = clock_mono_us();
     if (mysql_query(db, sql) != 0)
         return -1;
@@ -746,9 +762,9 @@ static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *wher
     *last_run_at = rows[n - 1].far_run_at;
     *last_id = rows[n - 1].far_id;
     ch->now = clock_unix_ms();
-    ch->through = n < CHUNK ? through_if_all : *last_run_at;
+    ch->through = n < (paced ? PACED_CHUNK : CHUNK) ? through_if_all : *last_run_at;
     int64_t t1 = clock_mono_us();
-    if (to_redis(c, shard, rows, n, ch->now, ch->token, sizeof ch->token) < 0) {
+    if (to_redis(c, shard, rows, n, ch->now, paced, ch->token, sizeof ch->token) < 0) {
         chunk_free(ch);
         return -1;
     }
@@ -856,7 +872,7 @@ static void note_lag(const struct pass *p)
     const struct config *cfg = P.cfg;
     int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
     for (int s = 0; s < cfg->redis_shards; s++)
-        if (p->owned[s] && want - p->views[s].paged_through > lag)
+        if (p->owned[s] && p->views[s].paged_through != 0 && want - p->views[s].paged_through > lag)
             lag = want - p->views[s].paged_through;
     atomic_store(&P.lag_ms, lag);
 }
@@ -875,7 +891,7 @@ static int between_chunks(struct pass *p)
         uint64_t last_id;
         snprintf(where, sizeof where, "f.run_at = %lld AND f.id = %llu", (long long)req[i].run_at,
                  (unsigned long long)req[i].id);
-        if (read_and_send(p->db, p->c, req[i].shard, where, 0, &last, &last_id) < 0)
+        if (read_and_send(p->db, p->c, req[i].shard, where, 0, 0, &last, &last_id) < 0)
             return -1;
     }
     int64_t now = clock_unix_ms();
@@ -886,6 +902,88 @@ static int between_chunks(struct pass *p)
     }
     note_lag(p);
     return 0;
+}
+
+/* Wait until the monotonic time `until_us`, or less: a stop, or a reschedule's page-now
+ * request (served between chunks, never held up by pacing). */
+static void pace_until(int64_t until_us)
+{
+    pthread_mutex_lock(&P.mu);
+    for (;;) {
+        int64_t left = until_us - clock_mono_us();
+        if (P.stop || P.nreq > 0 || left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)(left / 1000000);
+        ts.tv_nsec += (long)(left % 1000000) * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&P.cond, &P.mu, &ts);
+    }
+    pthread_mutex_unlock(&P.mu);
+}
+
+/* A pass's pacing (pager.h, "Pacing"): the jobs it pages, and the time by which it must have
+ * paged them to leave the rest of the lead for full speed. */
+struct pace {
+    int64_t deadline;   /* unix ms; paced while now is before it (0: never) */
+    long long left;     /* jobs still to page by then */
+    int64_t next_us;    /* monotonic: the next chunk may start then */
+};
+
+/* Count what the pass will page (bounded: a count that large means full speed anyway) and
+ * its earliest due time; the deadline is that less pager_pace_slack_ms. 0 / -1. */
+#define PACE_COUNT_MAX 5000000
+static int pace_begin(struct pass *p, int64_t bound, struct pace *pc)
+{
+    const struct config *cfg = P.cfg;
+    *pc = (struct pace){0, 0, 0};
+    int64_t slack = pager_pace_slack_ms(cfg), now = clock_unix_ms();
+    if (slack >= pager_lead_ms(cfg))
+        return 0; /* never paced */
+    struct sbuf sql = SBUF_INIT;
+    sb_printf(&sql, "SELECT COUNT(*), MIN(run_at) FROM (SELECT run_at FROM far_job WHERE run_at < %lld AND shard IN (",
+              (long long)bound);
+    int any = 0;
+    for (int s = 0; s < cfg->redis_shards; s++)
+        if (p->owned[s])
+            sb_printf(&sql, "%s%d", any++ ? "," : "", s);
+    if (!any) {
+        sb_free(&sql);
+        return 0;
+    }
+    sb_printf(&sql, ") LIMIT %d) x", PACE_COUNT_MAX);
+    MYSQL_RES *res = query(p->db, &sql);
+    mysql_commit(p->db); /* end the read's snapshot */
+    if (res == NULL)
+        return -1;
+    MYSQL_ROW row = mysql_fetch_row(res);
+    if (row && row[0] && row[1]) {
+        pc->left = strtoll(row[0], NULL, 10);
+        int64_t deadline = strtoll(row[1], NULL, 10) - slack;
+        if (pc->left < PACE_COUNT_MAX && deadline > now)
+            pc->deadline = deadline;
+    }
+    mysql_free_result(res);
+    return 0;
+}
+
+/* After a paced chunk of n jobs: wait as long as the jobs left allow — they are spread evenly
+ * until the deadline, at PAGER_PACED_RATE at least. */
+static void pace_chunk(struct pace *pc, int n)
+{
+    pc->left -= n;
+    int64_t now_us = clock_mono_us(), ms_left = pc->deadline - clock_unix_ms();
+    if (ms_left <= 0)
+        return;
+    double rate = pc->left > 0 ? (double)pc->left * 1000.0 / (double)ms_left : 0;
+    if (rate < PAGER_PACED_RATE)
+        rate = PAGER_PACED_RATE;
+    pc->next_us = (pc->next_us > now_us ? pc->next_us : now_us) + (int64_t)((double)n * 1e6 / rate);
+    pace_until(pc->next_us);
 }
 
 /* One pass: every owned shard up to the end of the bucket now + lead falls in, a chunk of each
@@ -919,6 +1017,11 @@ static int page_pass(struct pass *p)
     }
     atomic_store(&P.shards_paging, nowned);
     int rc = 0;
+    struct pace pace;
+    if (pace_begin(p, bound, &pace) < 0) {
+        free(cur);
+        return -1;
+    }
     for (int any = 1; any && rc == 0 && !stopping();) {
         any = 0;
         for (int s = 0; s < cfg->redis_shards && rc == 0; s++) {
@@ -931,12 +1034,15 @@ static int page_pass(struct pass *p)
                 snprintf(where, sizeof where,
                          "f.run_at < %lld AND f.run_at >= %lld AND (f.run_at > %lld OR f.id > %llu)", (long long)bound,
                          (long long)cur[s].run_at, (long long)cur[s].run_at, (unsigned long long)cur[s].id);
-            int n = read_and_send(p->db, p->c, s, where, bound, &cur[s].run_at, &cur[s].id);
+            int paced = clock_unix_ms() < pace.deadline;
+            int n = read_and_send(p->db, p->c, s, where, bound, paced, &cur[s].run_at, &cur[s].id);
             if (n < 0) {
                 rc = -1;
                 break;
             }
-            if (n < CHUNK) {
+            if (paced)
+                pace_chunk(&pace, n);
+            if (n < (paced ? PACED_CHUNK : CHUNK)) {
                 cur[s].active = 0;
                 p->views[s].paged_through = bound; /* once its last chunk commits (drained below) */
             } else {

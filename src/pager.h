@@ -46,6 +46,19 @@ struct sbuf;
 int64_t pager_lead_ms(const struct config *cfg);
 int64_t pager_bucket_ms(const struct config *cfg);
 
+/* Pacing. Paging flat out saturates a small machine (MySQL's step 3 above all) and makes every
+ * other job late while it lasts (figure 13). So a pass first counts what it will page and
+ * finds the earliest due time among it; while that job is due more than pager_pace_slack_ms
+ * away, the pass spreads its jobs evenly over the time until then (at PAGER_PACED_RATE jobs/s
+ * at least, in chunks of 250 rather than 1,000, one restore.lua call per round trip), and from
+ * then on, or when the count is huge, it pages at full speed: pacing leaves at least the
+ * slack for full speed (15 minutes at the default hour: ~10 M jobs here), so it does not make
+ * a bucket late that flat-out paging had in time. With the default hour (lead 59 min) a
+ * million jobs due in one minute page in at the floor rate, over ~8 minutes. Slack =
+ * max(lead / 4, 60 s); a lead of a minute or less (short horizons: tests) is never paced. */
+#define PAGER_PACED_RATE 2000
+int64_t pager_pace_slack_ms(const struct config *cfg);
+
 /* Start the threads (also with horizon 0: it keeps the far counts, which restore and older far
  * rows may still need). 0 / -1. */
 int pager_start(struct app *app);

@@ -10,6 +10,8 @@ Real Redis and MariaDB (the harness's), one or two hourglassd instances per clas
 * FarJobOperationsTest: inspect, delete, reschedule both ways, bizKey dedupe and replace of
   far jobs; deletes racing the pager; release beyond the horizon.
 * PagerCrashTest: kill -9 of the pager mid-bucket, then a restart or a takeover.
+* PagerPacingTest: a bucket with time to spare is paged at the paced rate, and a reschedule's
+  page-now is not held up by the pacing.
 
 What the horizon settings below mean (the spec's formulas):
     lead   = horizon - min(60 s, horizon / 2) how far ahead of its due time a job is paged in
@@ -647,6 +649,83 @@ class PagingTwoInstancesTest(TiersCase):
                 self.assertGreater(sum(metric_values(m, "hourglass_pager_bucket_jobs_count").values()), 0,
                                    "hourglass_pager_bucket_jobs counted the buckets paged")
             self.assertTrue(metric_values(m, "hourglass_pager_lag_seconds"), "hourglass_pager_lag_seconds")
+
+
+# --------------------------------------------------------------------------- pacing
+
+class PagerPacingTest(TiersCase):
+    """Pacing (pager.h, "Pacing"): a pass with time to spare spreads its jobs over it instead of
+    paging flat out (which saturates a small machine and makes every other job late), and a
+    reschedule's page-now is not held up by it.
+
+    N far jobs are pushed by an instance with a 3 s horizon, due ~85 s later; a second instance
+    with a 150 s horizon (lead 90 s, slack 60 s: pacing applies) then finds them all in its
+    first pass, the earliest due ~80 s away: a deadline ~20 s away, so they go at the floor rate,
+    PAGER_PACED_RATE = 2,000 jobs/s — 10 s for 20,000, where flat out takes ~1.5 s here."""
+
+    N = 20_000
+    PACED_RATE = 2000  # src/pager.h
+
+    def test_an_early_bucket_is_paced_and_a_page_now_is_not_held_up(self):
+        a = self.start_daemon({"queue": {"horizon": 3000}, "http": {"max_body": 4 << 20}})
+        a.wait_ready(30)
+        ns = a.namespace
+        T = now_ms() + 85_000
+        topics = topics_one_per_shard("pace.t")
+        jobs = [{"topic": topics[i % len(topics)], "body": {"i": i}, "runAt": T + i % 1000} for i in range(self.N)]
+        ids = [i for got in pmap(lambda k: self.push_ids(a, jobs[k:k + 1000]), range(0, self.N, 1000), workers=3)
+               for i in got]
+        run_at = dict(zip(ids, (j["runAt"] for j in jobs)))
+        a.stop()
+        self.assertEqual(int(ns.query("SELECT COUNT(*) FROM far_job")[0][0]), self.N)
+
+        b = self.start_daemon({"queue": {"horizon": 150_000}, "http": {"max_body": 4 << 20}}, namespace=ns)
+        b.wait_ready(30)
+        self.assertEqual(stats(b)["pager"]["lead"], 90_000)
+        # the last jobs of the bucket (runAt T + 999) page in last: one of them, still far
+        # half-way through, is rescheduled to be due in 2 s
+        late_ones = [i for i in ids if run_at[i] == T + 999]
+        t_first = t_last = None
+        page_now: dict = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            left = int(ns.query("SELECT COUNT(*) FROM far_job")[0][0])
+            t = time.monotonic()
+            if left < self.N and t_first is None:
+                t_first = t
+            if left == 0:
+                t_last = t
+                break
+            if not page_now and left < self.N // 2:
+                jid = next(i for i in late_ones if "tier" in self.inspect(b, i))
+                cons = Consumers([b], [topics[ids.index(jid) % len(topics)]], finish=True)
+                self.addCleanup(cons.stop)
+                rr = ok(b.reschedule(jid, delay=2000), "reschedule far -> near while the pager paces")
+                page_now = {"id": jid, "runAt": rr["runAt"], "at": t}
+                # served between two chunks, not after the pacing: in Redis before it is due
+                self.wait_paged(b, jid, 2.0)
+            time.sleep(0.05)
+        self.assertIsNotNone(t_last, "the pager did not page the bucket within 60 s")
+        took = t_last - t_first
+        print(f"\n[tiers] pacing: {self.N} jobs paged in {took:.1f} s ({self.N / took:.0f}/s); "
+              f"page-now of {page_now.get('id')} mid-way", flush=True)
+        # spread: at the floor rate, (N - a first chunk of up to 1,000) / rate at least; flat out
+        # would be ~1.5 s. A slow machine only makes this longer.
+        self.assertGreaterEqual(took, (self.N - 1000) / self.PACED_RATE * 0.9, "the bucket was paged flat out")
+        self.assertTrue(page_now, "the pager finished before half of the bucket: nothing rescheduled mid-way")
+        self.assertLess(now_ms(), T - 40_000, "paged well before the jobs are due (pacing keeps the slack)")
+        # the rescheduled one was delivered at its new time (a consumer waits for it since)
+        self.wait_for(lambda: cons.count() >= 1, (page_now["runAt"] - now_ms()) / 1000 + 5,
+                      "the rescheduled job to be delivered", lambda: str(cons.errors[:3]))
+        cons.stop()
+        self.assertEqual([(x[0], x[2]["runAt"]) for x in cons.deliveries], [(page_now["id"], page_now["runAt"])])
+        self.assertOnTime(cons.deliveries)
+        # every job is in Redis, waiting: /stats counts them delayed, none far
+        def tiers() -> tuple:  # (the rescheduled one was delivered and finished)
+            t = stats(b)["totals"]
+            return t.get("far"), t.get("delayed", 0) + t.get("ready", 0) + t.get("reserved", 0)
+        self.wait_for(lambda: tiers() == (0, self.N - 1), 3, "/stats: every job in Redis, none far",
+                      lambda: str(stats(b)["totals"]))
 
 
 # --------------------------------------------------------------------------- 3: by-id operations on far jobs

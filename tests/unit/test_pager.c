@@ -52,12 +52,30 @@ START_TEST(paging_stays_behind_the_far_boundary)
 }
 END_TEST
 
+START_TEST(pacing_leaves_full_speed_time_and_spares_short_leads)
+{
+    for (int64_t h = 1000; h <= 36000000; h += h < 200000 ? 500 : 60000) {
+        struct config cfg = {.horizon = h};
+        int64_t l = lead(h), slack = pager_pace_slack_ms(&cfg);
+        ck_assert_int_ge(slack, l < 60000 ? l : 60000);
+        if (l <= 60000)
+            ck_assert_int_ge(slack, l); /* a short lead (tests' horizons) is never paced */
+        else
+            ck_assert_int_ge(slack, l / 4); /* pacing gives up at 3/4 of the lead: full speed after */
+    }
+    /* the default hour: a million jobs due in one minute fit in the paced part of the lead */
+    struct config hour = {.horizon = 3600000};
+    ck_assert_int_ge((lead(3600000) - pager_pace_slack_ms(&hour)) / 1000 * PAGER_PACED_RATE, 1000000);
+}
+END_TEST
+
 static Suite *pager_suite(void)
 {
     Suite *s = suite_create("pager");
     TCase *tc = tcase_create("timing");
     tcase_add_test(tc, lead_and_bucket_of_common_horizons);
     tcase_add_test(tc, paging_stays_behind_the_far_boundary);
+    tcase_add_test(tc, pacing_leaves_full_speed_time_and_spares_short_leads);
     suite_add_tcase(s, tc);
     return s;
 }
