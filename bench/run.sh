@@ -54,7 +54,9 @@
 # figures 9-10, 11-12, 13; purge is figure 14), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
-# due time for every job to arrive; 0 = no near jobs beside the bucket),
+# due time for every job to arrive; 0 = no near jobs beside the bucket), HG_BENCH_BUCKET_HORIZON and
+# HG_BENCH_BUCKET_AHEAD [by mode, ms: figure 13's horizon, and when its first job is due after the
+# load starts; full: 1200000 and 800000, the bucket paged at the 2,000 jobs/s pacing floor],
 # HG_BENCH_KEEP [0], HG_BENCH_LOG_LEVEL [warn: the daemon's [log] level], HG_BENCH_QUIET_WAIT [0]: seconds to wait, before starting, for the machine
 # to be quiet (other processes using under HG_BENCH_QUIET_MAX [0.3] cores over 5 s); the
 # load seen before and during every measurement is recorded either way.
@@ -147,8 +149,10 @@ if [ "$MODE" = full ]; then
     FAR_N=10000000       # figures 11, 12
     BUCKET_N=1000000     # figure 13: jobs due within BUCKET_SPREAD ms,
     BUCKET_SPREAD=60000
-    BUCKET_HORIZON=600000 # lead = horizon - min(60 s, horizon / 2) = 540 s, 10 s buckets, pacing slack 135 s
-    BUCKET_AHEAD=545000  # the bucket's first job is due this long after the load starts (~ load + lead)
+    BUCKET_HORIZON=${HG_BENCH_BUCKET_HORIZON:-1200000} # lead = horizon - min(60 s, horizon / 2) = 1140 s, 10 s buckets, pacing slack 285 s
+    BUCKET_AHEAD=${HG_BENCH_BUCKET_AHEAD:-800000} # the first job is due this long after the load starts: the whole
+    # bucket is in the window at once, and the ~500 s before the slack page it at the 2,000 jobs/s floor, as the
+    # default hour does
     BUCKET_AHEAD_NEAR=120000 # the baseline's: the load, then /reStore (~15 + ~50 s)
     BUCKET_BACKLOG=4000000 # [mysql] backlog: the burst's ~2 transitions per job wait in the outbox
     PROFILE=${HG_BENCH_PROFILE:-1}
@@ -163,8 +167,8 @@ else
     FAR_N=1000000
     BUCKET_N=100000      # the same due rate as full's (16,667 jobs/s), for 6 s
     BUCKET_SPREAD=6000
-    BUCKET_HORIZON=150000 # lead 90 s, 10 s buckets, pacing slack 60 s
-    BUCKET_AHEAD=88000
+    BUCKET_HORIZON=${HG_BENCH_BUCKET_HORIZON:-150000} # lead 90 s, 10 s buckets, pacing slack 60 s
+    BUCKET_AHEAD=${HG_BENCH_BUCKET_AHEAD:-88000}
     BUCKET_AHEAD_NEAR=25000
     BUCKET_BACKLOG=1000000
     PROFILE=${HG_BENCH_PROFILE:-0}
