@@ -934,8 +934,10 @@ struct pace {
     int64_t next_us;    /* monotonic: the next chunk may start then */
 };
 
-/* Count what the pass will page (bounded: a count that large means full speed anyway) and
- * its earliest due time; the deadline is that less pager_pace_slack_ms. 0 / -1. */
+/* Count what the pass will page and its earliest due time, in one scan of the key range the
+ * pass reads (index only, no temporary table: far cheaper than paging the rows); the deadline
+ * is that time less pager_pace_slack_ms. A count of PACE_COUNT_MAX or more is paged flat out:
+ * a backlog that size is behind, not early. 0 / -1. */
 #define PACE_COUNT_MAX 5000000
 static int pace_begin(struct pass *p, int64_t bound, struct pace *pc)
 {
@@ -945,8 +947,7 @@ static int pace_begin(struct pass *p, int64_t bound, struct pace *pc)
     if (slack >= pager_lead_ms(cfg))
         return 0; /* never paced */
     struct sbuf sql = SBUF_INIT;
-    sb_printf(&sql, "SELECT COUNT(*), MIN(run_at) FROM (SELECT run_at FROM far_job WHERE run_at < %lld AND shard IN (",
-              (long long)bound);
+    sb_printf(&sql, "SELECT COUNT(*), MIN(run_at) FROM far_job WHERE run_at < %lld AND shard IN (", (long long)bound);
     int any = 0;
     for (int s = 0; s < cfg->redis_shards; s++)
         if (p->owned[s])
@@ -955,7 +956,7 @@ static int pace_begin(struct pass *p, int64_t bound, struct pace *pc)
         sb_free(&sql);
         return 0;
     }
-    sb_printf(&sql, ") LIMIT %d) x", PACE_COUNT_MAX);
+    sb_putc(&sql, ')');
     MYSQL_RES *res = query(p->db, &sql);
     mysql_commit(p->db); /* end the read's snapshot */
     if (res == NULL)
