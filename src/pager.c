@@ -913,15 +913,7 @@ static void pace_until(int64_t until_us)
         int64_t left = until_us - clock_mono_us();
         if (P.stop || P.nreq > 0 || left <= 0)
             break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += (time_t)(left / 1000000);
-        ts.tv_nsec += (long)(left % 1000000) * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&P.cond, &P.mu, &ts);
+        clock_cond_wait_us(&P.cond, &P.mu, left);
     }
     pthread_mutex_unlock(&P.mu);
 }
@@ -1081,16 +1073,8 @@ static int prune_tombstones(redisContext *c, const char *owned)
 static void wait_tick(void)
 {
     pthread_mutex_lock(&P.mu);
-    if (!P.stop && P.nreq == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += PAGER_TICK_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&P.cond, &P.mu, &ts);
-    }
+    if (!P.stop && P.nreq == 0)
+        clock_cond_wait_us(&P.cond, &P.mu, PAGER_TICK_MS * 1000);
     pthread_mutex_unlock(&P.mu);
 }
 
@@ -1151,12 +1135,8 @@ static void *pager_main(void *unused)
                      c && c->err ? c->errstr : "");
             conns_close(&k, PAGER);
             pthread_mutex_lock(&P.mu);
-            if (!P.stop) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 1;
-                pthread_cond_timedwait(&P.cond, &P.mu, &ts);
-            }
+            if (!P.stop)
+                clock_cond_wait_us(&P.cond, &P.mu, 1000000);
             pthread_mutex_unlock(&P.mu);
             continue;
         }
