@@ -24,6 +24,7 @@
 
 #define CHUNK 1000
 #define PACED_CHUNK 250 /* paced: smaller MySQL transactions, so each holds a core for less */
+#define CHUNK_ROWS(paced) ((paced) ? PACED_CHUNK : CHUNK) /* rows a chunk reads; fewer: the range's end */
 #define MAX_SHARDS 4096
 /* The shard's "paging" key is a set of page steps whose commit has not landed: step 2 adds
  * its token, step 3's commit removes it, and finish/delete leave tombstones while the set is
@@ -729,7 +730,7 @@ static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *wher
     snprintf(sql, sizeof sql,
              "SELECT %s FROM far_job f LEFT JOIN message m ON m.id = f.id WHERE f.shard = %d AND %s "
              "ORDER BY f.run_at, f.id LIMIT %d",
-             ROW_COLUMNS, shard, where, paced ? PACED_CHUNK : CHUNK);
+             ROW_COLUMNS, shard, where, CHUNK_ROWS(paced));
     int64_t t0 = clock_mono_us();
     if (mysql_query(db, sql) != 0)
         return -1;
@@ -762,7 +763,7 @@ static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *wher
     *last_run_at = rows[n - 1].far_run_at;
     *last_id = rows[n - 1].far_id;
     ch->now = clock_unix_ms();
-    ch->through = n < (paced ? PACED_CHUNK : CHUNK) ? through_if_all : *last_run_at;
+    ch->through = n < CHUNK_ROWS(paced) ? through_if_all : *last_run_at;
     int64_t t1 = clock_mono_us();
     if (to_redis(c, shard, rows, n, ch->now, paced, ch->token, sizeof ch->token) < 0) {
         chunk_free(ch);
@@ -1035,7 +1036,7 @@ static int page_pass(struct pass *p)
             }
             if (paced)
                 pace_chunk(&pace, n);
-            if (n < (paced ? PACED_CHUNK : CHUNK)) {
+            if (n < CHUNK_ROWS(paced)) {
                 cur[s].active = 0;
                 p->views[s].paged_through = bound; /* once its last chunk commits (drained below) */
             } else {
