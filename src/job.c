@@ -37,6 +37,14 @@ int topic_valid(const char *s, size_t len)
     return 1;
 }
 
+int topic_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c != 0)
+        return c;
+    return (alen > blen) - (alen < blen);
+}
+
 int topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, char *err, size_t errlen)
 {
     int n = 0;

@@ -264,9 +264,18 @@ int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n)
     return 0;
 }
 
-int jsql_far_counts(struct jsql *b, const struct jrec *const *recs, size_t n)
+static int cmp_rec_topic(const void *a, const void *b)
 {
-    /* one row per run of a topic (a push's jobs usually share one) */
+    const struct job_spec *x = (*(const struct jrec *const *)a)->job, *y = (*(const struct jrec *const *)b)->job;
+    return topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
+}
+
+int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n)
+{
+    /* In topic order: one row per topic, and the rows locked in the order the pager locks
+     * them too (job.h, topic_cmp). */
+    if (n > 1)
+        qsort(recs, n, sizeof *recs, cmp_rec_topic);
     for (size_t i = 0; i < n;) {
         const struct job_spec *j = recs[i]->job;
         size_t k = i + 1;

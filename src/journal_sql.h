@@ -63,11 +63,12 @@ int jsql_send(struct jsql *b);
  * the locks are taken in the order every writer of these tables keeps: message rows, far_job,
  * far_count last.
  * jsql_far_inserts: far_job rows (and far_biz rows for bizKeys) of new far jobs (JR_INSERT to
- * JS_FAR); jsql_far_counts: their far_count additions, one row per run of a topic.
+ * JS_FAR); jsql_far_counts: their far_count additions, one row per topic, in topic_cmp order
+ * (job.h; it sorts recs[0..n) so).
  * jsql_far_change: a JR_FAR_LEAVE or JR_FAR_MOVE record, the k-th of the script's;
  * jsql_far_leave_counts: the far_count subtractions of changes[0..n) (the same k's). 0 / -1. */
 int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n);
-int jsql_far_counts(struct jsql *b, const struct jrec *const *recs, size_t n);
+int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n);
 int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance);
 int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, size_t n);
 
