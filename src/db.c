@@ -114,6 +114,11 @@ int db_error_is_connection(MYSQL *db)
     }
 }
 
+int db_errno_is_lock_conflict(unsigned err)
+{
+    return err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT;
+}
+
 /* ---- the fault seam (fault.h) ----
  * Faults are made with the real connection so that every error path runs as it would:
  * "fail" shuts the socket before the statement is sent (the server rolls back, the client

@@ -52,6 +52,10 @@ int db_enable_scripts(MYSQL *db) __attribute__((warn_unused_result));
 
 /* Was this error a lost/broken connection (reconnect and retry) rather than a bad statement? */
 int db_error_is_connection(MYSQL *db);
+/* Was error number `err` a deadlock or a lock wait timeout: the transaction (or, for a lock
+ * wait, its statement) rolled back by the server, the connection itself still good? Such
+ * errors also count as db_error_is_connection, for callers that simply reconnect. */
+int db_errno_is_lock_conflict(unsigned err);
 
 /* Append `s` escaped and single-quoted for SQL (uses the connection's charset). */
 struct sbuf;

@@ -73,6 +73,7 @@ static struct {
      * the ids of pushes whose rows may have been committed although they were answered 503. */
     int commit_in_doubt;
     char last_error[512];     /* the server's words for the last batch it refused */
+    unsigned last_errno;      /* and its number */
 } journal = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 int journal_up(void)
@@ -325,6 +326,7 @@ out:
     if (rc < 0) {
         *lost_connection = db_error_is_connection(db) || mysql_errno(db) == 0;
         /* the rollback clears the error: keep what the server said, for refused_record */
+        journal.last_errno = mysql_errno(db);
         snprintf(journal.last_error, sizeof journal.last_error, "%u: %s", mysql_errno(db), mysql_error(db));
         mysql_rollback(db);
     }
@@ -445,6 +447,19 @@ static int park_refused(MYSQL *db, const struct jrec *r, const char *error)
     return rc;
 }
 
+/* A deadlock (InnoDB rolled the whole transaction back) or a lock wait that timed out (the
+ * rollback in write_batch undoes the rest): the connection is fine and nothing of the cycle
+ * is committed, so it is written again on the same connection, up to LOCK_RETRIES times,
+ * rather than marking MySQL down and answering the cycle's pushes 503. Two writers of the
+ * same rows (the pager and the journal, say) can meet this under load however carefully they
+ * order their locks (job.h, topic_cmp). */
+#define LOCK_RETRIES 3
+
+static int lock_conflict_victim(void)
+{
+    return !journal.commit_in_doubt && db_errno_is_lock_conflict(journal.last_errno);
+}
+
 /* Write records one by one; those the server refuses go to refused_record, counted (so one
  * bad record cannot block the journal, and none is lost silently). -1 only when the
  * connection broke meanwhile. */
@@ -555,6 +570,13 @@ static void *journal_main(void *unused)
         int lost = 0;
         journal.commit_in_doubt = 0;
         int rc = write_all(db, &groups, taken, n, &lost);
+        for (int again = 1; again <= LOCK_RETRIES && rc < 0 && lost && lock_conflict_victim(); again++) {
+            log_warn("journal: MySQL rolled this cycle back on a lock (%s); writing it again (%d of %d)",
+                     journal.last_error, again, LOCK_RETRIES);
+            metrics_inc(MC_JOURNAL_LOCK_RETRIES, 1);
+            lost = 0;
+            rc = write_all(db, &groups, taken, n, &lost);
+        }
         int64_t t1 = clock_mono_us();
         if (rc == 0) {
             metrics_observe(MH_MYSQL_COMMIT, (double)(t1 - t0) / 1e6);

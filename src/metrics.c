@@ -34,6 +34,8 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_DOUBT_SETTLED] = {"hourglass_doubt_settled_total", "outcomes in doubt (lost COMMIT or Redis replies) settled"},
     [MC_OUTBOX_UNREADABLE] = {"hourglass_outbox_unreadable_total", "outbox entries that could not be read, kept in <prefix>:{n}:logbad"},
     [MC_JOURNAL_REFUSED] = {"hourglass_journal_refused_total", "journal records MySQL refused, kept in refused_record"},
+    [MC_JOURNAL_LOCK_RETRIES] = {"hourglass_journal_lock_retries_total",
+                                 "journal cycles written again after MySQL chose them as a deadlock victim or their lock wait timed out"},
     [MC_DEAD_EXPIRED] = {"hourglass_dead_expired_total", "dead jobs removed from Redis at the retention age"},
     [MC_REDIS_LOSSES] = {"hourglass_redis_losses_total",
                          "times a shard was found holding older data than this instance wrote, or none"},

@@ -33,6 +33,7 @@ enum metric_counter {
     MC_DEAD_EXPIRED,
     MC_REDIS_LOSSES,
     MC_JOURNAL_REFUSED,
+    MC_JOURNAL_LOCK_RETRIES,
     MC_OUTBOX_UNREADABLE,
     MC_DOUBT_SETTLED,
     MC_BAD_RECORDS,     /* job records a script found missing or corrupt (quarantined, not dropped) */

@@ -17,9 +17,12 @@ timeout, whichever statement or connect attempt it queued behind.
 from __future__ import annotations
 
 import http.client
+import queue
+import subprocess
 import threading
 import time
 
+import harness
 from harness import HourglassTestCase, id_key, now_ms
 from test_journal_common import (drain, expect_ok, journal_idle, mysql_overrides, pmap, start_ready,
                                  stats, topic_counts, totals, wait_or_fail)
@@ -320,3 +323,99 @@ class NothingDroppedTest(HourglassTestCase):
         metrics = d.metrics().text
         self.assertRegex(metrics, r"hourglass_journal_refused_total 1\b")
         self.assertRegex(metrics, r"hourglass_outbox_unreadable_total 1\b")
+
+
+class SqlSession:
+    """An interactive `mariadb` client on the namespace's database: statements are sent as
+    written and their output read line by line, so a test can hold a transaction open across
+    steps (locks that a daemon's own transaction then meets)."""
+
+    def __init__(self, tc, ns):
+        self.proc = subprocess.Popen(
+            [harness._which("mariadb"), "--no-defaults", "-uroot", f"--socket={ns.mariadb.socket}", "-D",
+             ns.database, "-N", "-B", "--unbuffered"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        tc.addCleanup(self.close)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def send(self, sql: str) -> None:
+        self.proc.stdin.write(sql + "\n")
+        self.proc.stdin.flush()
+
+    def expect(self, marker: str, timeout: float) -> list[str]:
+        """Lines read until `marker` (SELECT 'marker' ends what was sent); AssertionError if it
+        does not come within timeout."""
+        seen, deadline = [], time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"the SQL session did not reach {marker!r} in {timeout} s; it said {seen}")
+            if line == marker:
+                return seen
+            seen.append(line)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+class LockConflictTest(HourglassTestCase):
+    """A deadlock is not a lost connection. When InnoDB picks the journal's cycle as the victim
+    of a deadlock with another writer (the pager, an operator's session), the cycle is rolled
+    back whole and the connection is fine: the journal writes it again, and the pushes in it are
+    answered 200 once it commits, not 503 with MySQL marked down for a reconnect."""
+
+    def test_a_cycle_chosen_as_a_deadlock_victim_is_written_again(self):
+        d = start_ready(self)
+        ns = d.namespace
+        far = 7_200_000  # beyond the default 1 h horizon: the journal writes far_job and far_count
+        expect_ok(d.push({"topic": "dl", "body": 0, "delay": far}), "a first far push (dl's far_count row)")
+        ns.execute("CREATE TABLE dl_scratch (n INT PRIMARY KEY) ENGINE=InnoDB")
+
+        def deadlocks() -> int:
+            return int(ns.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")[0][1])
+        deadlocks_before = deadlocks()
+
+        # A session holds dl's far_count row, and has written enough (1,000 rows) that InnoDB
+        # will pick the journal's transaction, not this one, as the deadlock's victim.
+        s = SqlSession(self, ns)
+        s.send("BEGIN; INSERT INTO dl_scratch WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c "
+               "WHERE n < 1000) SELECT n FROM c; UPDATE far_count SET jobs = jobs WHERE topic = 'dl'; SELECT 'held';")
+        s.expect("held", 10)
+
+        # A far push: its cycle inserts the message and far_job rows, then waits for dl's row.
+        out: dict = {}
+        th = threading.Thread(target=lambda: out.update(r=d.push({"topic": "dl", "body": 1, "delay": far},
+                                                                  timeout=60)), daemon=True)
+        th.start()
+        wait_or_fail(self, lambda: ns.query("SELECT COUNT(*) FROM information_schema.INNODB_TRX "
+                                            "WHERE trx_state = 'LOCK WAIT'") != [("0",)],
+                     10, "the journal's cycle to wait for the session's lock", lambda: d.log_tail(20))
+
+        # The session now waits for the far_job row the cycle inserted: a deadlock.
+        s.send("SELECT COUNT(*) FROM far_job FOR UPDATE; SELECT 'scanned';")
+        s.expect("scanned", 20)
+        self.assertGreater(deadlocks(), deadlocks_before, "InnoDB saw a deadlock (else this test shows nothing)")
+        s.send("ROLLBACK; SELECT 'done';")
+        s.expect("done", 10)
+
+        th.join(60)
+        self.assertStatus(out.get("r"), 200, "the push whose cycle was the deadlock's victim")
+        jid = out["r"].json()["id"]
+        self.assertEqual(ns.query(f"SELECT state FROM message WHERE id = {jid}"), [("far",)])
+        self.assertEqual(ns.query("SELECT jobs FROM far_count WHERE topic = 'dl'"), [("2",)],
+                         "counted once: the rolled-back cycle's count went with it")
+        self.assertIn("writing it again (1 of 3)", d.log())
+        metrics = d.metrics().text
+        self.assertRegex(metrics, r"hourglass_journal_lock_retries_total 1\b")
+        self.assertRegex(metrics, r"hourglass_mysql_reconnects_total 0\b", "MySQL never counted as down")
+        expect_ok(d.push({"topic": "dl", "body": 2, "delay": far}), "the next push")
