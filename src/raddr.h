@@ -9,6 +9,8 @@
 
 #include "cluster.h"
 
+#define RADDR_SEEDS_MAX 64 /* seed nodes a list may name */
+
 /* One address into host (hostlen bytes) and *port, *is_unix (the path is then in host, port 0).
  * An IPv6 host must be bracketed ("::1" is not "::" port 1); the port is 1..65535. 0 / -1. */
 int raddr_parse(const char *address, char *host, size_t hostlen, int *port, int *is_unix);

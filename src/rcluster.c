@@ -31,7 +31,6 @@
 #include <strings.h>
 
 #define TICK_MS   100
-#define SEEDS_MAX 64
 
 struct node {
     struct rcluster *rc;
@@ -75,7 +74,7 @@ struct rcluster {
     char password[256];
     int timeout_ms;
     int load_scripts;
-    char seeds[SEEDS_MAX][CLUSTER_ADDR_MAX];
+    char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
     int nseeds;
 
     struct cluster_map *map;
@@ -768,7 +767,7 @@ struct rcluster *rcluster_new(struct event_base *base, const struct rcluster_con
     rc->read_timer = evtimer_new(base, on_read_timer, rc);
     rc->tick = event_new(base, -1, EV_PERSIST, on_tick, rc);
     char err[CLUSTER_ADDR_MAX + 64];
-    rc->nseeds = raddr_seeds(cfg->seeds, rc->seeds, SEEDS_MAX, err, sizeof err);
+    rc->nseeds = raddr_seeds(cfg->seeds, rc->seeds, RADDR_SEEDS_MAX, err, sizeof err);
     if (rc->nseeds < 0)
         log_error("%s: %s", rc->name, err);
     if (rc->nseeds < 0 || rc->read_timer == NULL || rc->tick == NULL) {
