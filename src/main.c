@@ -30,6 +30,7 @@
 #include "rsync.h"
 #include "scripts.h"
 #include "sdnotify.h"
+#include "shardtag.h"
 #include "topics.h"
 #include "worker.h"
 
@@ -185,6 +186,33 @@ static void check_mysql_schema(const struct config *cfg)
     }
     if (rc < 0)
         log_warn("MySQL schema check failed (%s); the journal checks again when it connects", err);
+}
+
+/* The shard tag table (shardtag.h), before any thread builds a key. HOURGLASS_TEST_SHARD_TAGS
+ * = cluster lays the keys out with cluster tags on a single Redis, so that tests run the
+ * scripts on such keys while cluster mode is not wired yet; never set it in production. */
+static int init_shard_tags(const struct config *cfg)
+{
+    enum shardtag_scheme scheme = cfg->redis_cluster ? SHARDTAG_CLUSTER : SHARDTAG_PLAIN;
+    const char *knob = getenv("HOURGLASS_TEST_SHARD_TAGS");
+    if (knob && knob[0]) {
+        if (shardtag_scheme_parse(knob, &scheme) < 0) {
+            fprintf(stderr, "hourglassd: HOURGLASS_TEST_SHARD_TAGS=%s: must be plain or cluster\n", knob);
+            return -1;
+        }
+        log_warn("HOURGLASS_TEST_SHARD_TAGS is set (%s): shard keys get %s tags whatever [redis] cluster says; "
+                 "this is for tests only", knob, shardtag_scheme_name(scheme));
+    }
+    char err[160];
+    int64_t t0 = clock_mono_us();
+    if (shardtag_init(cfg->redis_shards, scheme, err, sizeof err) < 0) {
+        fprintf(stderr, "hourglassd: %s\n", err);
+        return -1;
+    }
+    if (scheme == SHARDTAG_CLUSTER)
+        log_info("shard tags: %d cluster tags computed in %lld us (shard 0: {%s})", cfg->redis_shards,
+                 (long long)(clock_mono_us() - t0), shardtag(0, NULL));
+    return 0;
 }
 
 /* ---- signals ---- */
@@ -346,7 +374,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "hourglassd: cannot open [log] file %s: %s\n", cfg->log_file, strerror(errno));
         return 1;
     }
-    if (scripts_init() < 0 || arm_fault_seam() < 0)
+    if (scripts_init() < 0 || arm_fault_seam() < 0 || init_shard_tags(cfg) < 0)
         return 1;
     signal(SIGPIPE, SIG_IGN);
     if (evthread_use_pthreads() < 0 || mysql_library_init(0, NULL, NULL) != 0) {
