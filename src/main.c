@@ -133,7 +133,7 @@ static void open_listeners(const char *listen_addr, int n, int *fds)
     freeaddrinfo(res);
 }
 
-/* The shard count is part of the data layout (layout.h): refuse to run with a different one.
+/* The shard count and shard tags are part of the data layout (layout.h): refuse to run with others.
  * Redis unreachable is no reason not to start (requests get 503 until it is); a wrong
  * password or db is. */
 static void check_redis_layout(struct app *app)
@@ -152,14 +152,22 @@ static void check_redis_layout(struct app *app)
         fprintf(stderr, "hourglassd: Redis: %s\n", err);
         exit(1);
     }
-    int recorded = 0;
-    enum layout_verdict v = layout_check_blocking(c, cfg->redis_prefix, cfg->redis_shards, &recorded);
+    struct layout_record found;
+    enum layout_verdict v = layout_check_blocking(c, cfg->redis_prefix, cfg->redis_shards, &found);
     redisFree(c);
     if (v == LAYOUT_DIFFERS) {
-        fprintf(stderr,
-                "hourglassd: the data under prefix \"%s\" was written with [redis] shards = %d, this config says %d.\n"
-                "  The shard count is fixed for the life of the data: set shards = %d (or use another prefix).\n",
-                cfg->redis_prefix, recorded, cfg->redis_shards, recorded);
+        layout_explain(&found, cfg->redis_prefix, cfg->redis_shards, err, sizeof err);
+        if (found.shards != cfg->redis_shards)
+            fprintf(stderr,
+                    "hourglassd: %s.\n"
+                    "  The shard count is fixed for the life of the data: set shards = %d (or use another prefix).\n",
+                    err, found.shards);
+        else
+            fprintf(stderr,
+                    "hourglassd: %s.\n"
+                    "  Shard tags are fixed for the life of the data: set [redis] cluster to match it, or use another "
+                    "prefix (and /reStore from MySQL into it).\n",
+                    err);
         exit(1);
     }
     atomic_store(&app->layout, v);
