@@ -10,7 +10,7 @@
  *            '.', which is how the scripts read the shard back (src/lua/lib.lua).
  *
  * The table is computed once, by shardtag_init in main() before any thread starts (a cluster
- * tag costs ~16384 CRCs: ~45 ms for all 256 of 256 shards), and only read afterwards, so any
+ * tag costs ~16384 CRCs: ~40 ms for all 256 of 256 shards here), and only read afterwards, so any
  * thread may look a tag up without a lock, and a lookup is an array index. Before
  * shardtag_init every lookup fails: a forgotten init shows at once instead of writing keys
  * under a guessed scheme. */
