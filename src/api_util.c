@@ -69,7 +69,7 @@ int api_require_redis(struct request *r)
     int layout = atomic_load(&r->ctx->app->layout);
     if (layout != 1) {
         respond_error(r, 503, "unavailable",
-                      layout < 0 ? "this instance's [redis] shards differs from the one the data was written with"
+                      layout < 0 ? "this instance's [redis] shards or shard tags differ from the data's (see the log)"
                                  : "Redis is being checked; retry shortly");
         return -1;
     }

@@ -34,7 +34,7 @@ struct app {
 
     atomic_int draining;      /* SIGTERM received: answer what is in flight, take nothing new */
     atomic_int worker_id;     /* id-generator worker number held, -1 when none */
-    atomic_int layout;        /* [redis] shards checked against the data: 1 ok, 0 not yet, -1 differs */
+    atomic_int layout;        /* [redis] shards and shard tags checked against the data: 1 ok, 0 not yet, -1 differ */
     atomic_int_fast64_t parked; /* parked long-polls across workers (for max_parked) */
     atomic_int redis_workers_up; /* HTTP workers whose own Redis connection is up (for /health) */
     /* Redis found holding older data than this instance wrote (lossmark.h): when (unix ms; 0 =

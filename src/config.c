@@ -7,6 +7,7 @@
 #include "config.h"
 #include "amqpurl.h"
 #include "log.h"
+#include "raddr.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -61,7 +62,10 @@ static const struct cfg_key keys[] = {
      "burst allowed above rate_limit; 0 = same as rate_limit"},
 
     {"redis", "address", CT_STR, "127.0.0.1:6379", 0, CONFIG_STR_MAX - 1, F(redis_address), 0,
-     "host:port, or unix:/path/to/socket"},
+     "host:port, or unix:/path/to/socket; with cluster = true, seed nodes host:port,host:port"},
+    {"redis", "cluster", CT_BOOL, "false", 0, 1, F(redis_cluster), 0,
+     "Redis Cluster: each shard's keys carry a hash tag that spreads the shards over the masters (fixed for "
+     "the life of the data); not wired into the daemon yet, which refuses to start with true"},
     {"redis", "password", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(redis_password), 1, "AUTH password"},
     {"redis", "db", CT_INT, "0", 0, 1023, F(redis_db), 0, "database number"},
     {"redis", "prefix", CT_STR, "hg", 1, 63, F(redis_prefix), 0, "prefix of every key and channel"},
@@ -373,6 +377,24 @@ int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* [redis] address, read by the parser every connection uses (raddr.h): -t accepts what connects. */
+static int check_redis_address(const struct config *cfg, char *err, size_t errlen)
+{
+    const char *a = cfg->redis_address;
+    char why[CONFIG_STR_MAX + 96], host[CONFIG_STR_MAX];
+    int port, is_unix;
+    if (cfg->redis_cluster && raddr_seeds(a, NULL, RADDR_SEEDS_MAX, why, sizeof why) < 0) {
+        snprintf(err, errlen, "[redis] address: %s (cluster = true takes seed nodes host:port,host:port)", why);
+        return -1;
+    }
+    if (!cfg->redis_cluster && raddr_parse(a, host, sizeof host, &port, &is_unix) < 0) {
+        snprintf(err, errlen, "[redis] address: \"%s\" is not host:port, [IPv6]:port or unix:/path (port 1..65535)%s",
+                 a, strchr(a, ',') ? "; a list of seed nodes needs cluster = true" : "");
+        return -1;
+    }
+    return 0;
+}
+
 int config_validate(struct config *cfg, char *err, size_t errlen)
 {
     if (cfg->http_threads == 0) {
@@ -386,6 +408,8 @@ int config_validate(struct config *cfg, char *err, size_t errlen)
             snprintf(err, errlen, "[redis] prefix: only letters, digits, '_', '-' and '.' are allowed");
             return -1;
         }
+    if (check_redis_address(cfg, err, errlen) < 0)
+        return -1;
     /* The port must be a number getaddrinfo() takes as is: it silently reads "" as port 0 and
      * "99999" as 99999 mod 65536, and resolves service names. */
     const char *colon = strrchr(cfg->listen, ':');

@@ -30,7 +30,8 @@ struct config {
     int rate_burst;            /* bucket size for rate_limit */
 
     /* [redis] */
-    char redis_address[CONFIG_STR_MAX]; /* host:port or unix:/path */
+    char redis_address[CONFIG_STR_MAX]; /* host:port or unix:/path; cluster: host:port,host:port */
+    int redis_cluster;                  /* a Redis Cluster: shard tags spread over its masters (shardtag.h) */
     char redis_password[CONFIG_STR_MAX];
     int redis_db;
     char redis_prefix[64];

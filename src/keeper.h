@@ -4,7 +4,7 @@
  *   pubsub.c   wake-ups for the mover, ready topics for the HTTP workers;
  *   idlease.c  this instance's id-generator worker number;
  *   fleet.c    heartbeat, the live instances, which shards this instance moves;
- *   layout.c   the shard count checked against the data;
+ *   layout.c   the shard count and shard tags checked against the data;
  *   the outbox's length (store_outbox_len) for the journal's back-pressure;
  *   retention.c scheduled on the MySQL pool every [mysql] retention_interval seconds, and
  *   expiry.c, which removes dead jobs from Redis at the same age.

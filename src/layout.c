@@ -4,80 +4,106 @@
 #include "log.h"
 #include "rconn.h"
 #include "sbuf.h"
+#include "scripts.h"
+#include "shardtag.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* HSETNX <key> shards N, then HGET <key> shards: the argv of both commands. */
-struct layout_cmds {
+/* EVALSHA layout 1 <prefix>:{w}:meta <shards> <tags>: argv[0..2] filled by the sender. */
+struct layout_call {
     char key[160], count[INT_TEXT_MAX];
-    const char *set[4], *get[3];
-    size_t setlen[4], getlen[3];
+    const char *argv[6];
+    size_t lens[6];
 };
 
-static void build(struct layout_cmds *c, const char *prefix, int shards)
+static void build(struct layout_call *c, const char *prefix, int shards)
 {
     size_t klen = str_put(c->key, sizeof c->key, 0, prefix);
     klen = str_put(c->key, sizeof c->key, klen, ":{w}:meta");
-    size_t nlen = int_to_text(shards, c->count);
-    const char *set[] = {"HSETNX", c->key, "shards", c->count};
-    size_t setlen[] = {6, klen, 6, nlen};
-    const char *get[] = {"HGET", c->key, "shards"};
-    size_t getlen[] = {4, klen, 6};
-    memcpy(c->set, set, sizeof set);
-    memcpy(c->setlen, setlen, sizeof setlen);
-    memcpy(c->get, get, sizeof get);
-    memcpy(c->getlen, getlen, sizeof getlen);
+    const char *tags = shardtag_scheme_name(shardtag_scheme());
+    c->argv[3] = c->key;
+    c->lens[3] = klen;
+    c->argv[4] = c->count;
+    c->lens[4] = int_to_text(shards, c->count);
+    c->argv[5] = tags;
+    c->lens[5] = strlen(tags);
 }
 
-static enum layout_verdict verdict(const redisReply *r, int shards, int *recorded)
+static enum layout_verdict verdict(const redisReply *r, int shards, struct layout_record *found)
 {
-    if (r == NULL || r->type != REDIS_REPLY_STRING)
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING)
         return LAYOUT_UNKNOWN;
-    *recorded = atoi(r->str);
-    return *recorded == shards ? LAYOUT_OK : LAYOUT_DIFFERS;
+    found->shards = atoi(r->element[0]->str);
+    snprintf(found->tags, sizeof found->tags, "%s", r->element[1]->str);
+    int same = found->shards == shards && strcmp(found->tags, shardtag_scheme_name(shardtag_scheme())) == 0;
+    return same ? LAYOUT_OK : LAYOUT_DIFFERS;
 }
 
-enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards, int *recorded)
+/* How each scheme tags shard 3, for the operator. */
+static const char *tags_described(const char *tags)
 {
-    struct layout_cmds cmds;
-    build(&cmds, prefix, shards);
-    redisReply *r = redisCommandArgv(c, 4, cmds.set, cmds.setlen);
-    if (r)
-        freeReplyObject(r);
-    r = redisCommandArgv(c, 3, cmds.get, cmds.getlen);
-    enum layout_verdict v = verdict(r, shards, recorded);
+    if (strcmp(tags, "plain") == 0)
+        return "plain shard tags, {3}: a single Redis, [redis] cluster = false";
+    if (strcmp(tags, "cluster") == 0)
+        return "cluster shard tags, {3.2520}: [redis] cluster = true";
+    return "an unknown shard tag scheme";
+}
+
+void layout_explain(const struct layout_record *found, const char *prefix, int shards, char *out, size_t cap)
+{
+    if (found->shards != shards)
+        snprintf(out, cap, "the data under prefix \"%s\" was written with [redis] shards = %d, this instance has %d",
+                 prefix, found->shards, shards);
+    else
+        snprintf(out, cap, "the data under prefix \"%s\" was written with %s (\"%s\"), this instance uses %s", prefix,
+                 tags_described(found->tags), found->tags, tags_described(shardtag_scheme_name(shardtag_scheme())));
+}
+
+enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards,
+                                          struct layout_record *found)
+{
+    /* EVAL, not EVALSHA: the start-up connection loads no scripts */
+    struct layout_call call;
+    build(&call, prefix, shards);
+    call.argv[0] = "EVAL";
+    call.lens[0] = 4;
+    call.argv[1] = script_text(SCRIPT_LAYOUT);
+    call.lens[1] = strlen(call.argv[1]);
+    call.argv[2] = "1";
+    call.lens[2] = 1;
+    redisReply *r = redisCommandArgv(c, 6, call.argv, call.lens);
+    enum layout_verdict v = verdict(r, shards, found);
     if (r)
         freeReplyObject(r);
     return v;
 }
 
-static void on_claimed(redisReply *r, void *arg)
-{
-}
-
 static void on_layout(redisReply *r, void *arg)
 {
     struct app *app = arg;
-    int recorded = 0, shards = app->cfg.redis_shards;
-    enum layout_verdict v = verdict(r, shards, &recorded);
+    struct layout_record found;
+    int shards = app->cfg.redis_shards;
+    enum layout_verdict v = verdict(r, shards, &found);
     if (v == LAYOUT_UNKNOWN)
         return; /* checked again on the next tick */
     int was = atomic_exchange(&app->layout, (int)v);
     if (v == LAYOUT_OK && was != LAYOUT_OK)
-        log_info("redis: data layout checked ([redis] shards = %d)", shards);
-    if (v == LAYOUT_DIFFERS && was != LAYOUT_DIFFERS)
-        log_error("redis: the data under prefix \"%s\" was written with [redis] shards = %d, this instance has "
-                  "%d; it refuses requests until the configuration matches",
-                  app->cfg.redis_prefix, recorded, shards);
+        log_info("redis: data layout checked ([redis] shards = %d, %s shard tags)", shards, found.tags);
+    if (v == LAYOUT_DIFFERS && was != LAYOUT_DIFFERS) {
+        char why[512];
+        layout_explain(&found, app->cfg.redis_prefix, shards, why, sizeof why);
+        log_error("redis: %s; it refuses requests until the configuration matches", why);
+    }
 }
 
 void layout_check(struct rconn *rc, struct app *app)
 {
-    struct layout_cmds cmds;
-    build(&cmds, app->cfg.redis_prefix, app->cfg.redis_shards);
-    if (rconn_command(rc, on_claimed, NULL, 4, cmds.set, cmds.setlen) < 0 ||
-        rconn_command(rc, on_layout, app, 3, cmds.get, cmds.getlen) < 0)
+    struct layout_call call;
+    build(&call, app->cfg.redis_prefix, app->cfg.redis_shards);
+    if (rconn_eval(rc, SCRIPT_LAYOUT, 6, call.argv, call.lens, on_layout, app) < 0)
         log_debug("redis: could not check the data layout now; next tick");
 }

@@ -63,7 +63,7 @@ static void on_mark(enum store_mark_verdict v, int64_t restored, void *arg)
 
 void lossmark_tick(struct lossmark *lm)
 {
-    /* Nothing is written into data laid out for another shard count (layout.h). */
+    /* Nothing is written into data laid out for another shard count or tags (layout.h). */
     if (atomic_load(&lm->app->layout) != LAYOUT_OK)
         return;
     int64_t now = clock_unix_ms();

@@ -23,6 +23,7 @@
 #include "rcluster.h"
 #include "clock.h"
 #include "log.h"
+#include "raddr.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -30,7 +31,6 @@
 #include <strings.h>
 
 #define TICK_MS   100
-#define SEEDS_MAX 64
 
 struct node {
     struct rcluster *rc;
@@ -74,7 +74,7 @@ struct rcluster {
     char password[256];
     int timeout_ms;
     int load_scripts;
-    char seeds[SEEDS_MAX][CLUSTER_ADDR_MAX];
+    char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
     int nseeds;
 
     struct cluster_map *map;
@@ -462,7 +462,7 @@ static void on_cmd_reply(redisReply *reply, void *arg)
         char host[CLUSTER_ADDR_MAX];
         int port, is_unix;
         struct cluster_redirect rd;
-        if (rconn_parse_address(n->addr, host, sizeof host, &port, &is_unix) < 0 ||
+        if (raddr_parse(n->addr, host, sizeof host, &port, &is_unix) < 0 ||
             cluster_redirect_parse(reply->str, reply->len, host, &rd) == CLUSTER_NOT_REDIRECT) {
             give_up(c, reply->str);
             return;
@@ -608,7 +608,7 @@ static void on_map_reply(redisReply *reply, void *arg)
     struct cluster_map *m = NULL;
     if (reply == NULL) {
         snprintf(err, sizeof err, "no answer from %s", n->addr);
-    } else if (rconn_parse_address(n->addr, host, sizeof host, &port, &is_unix) == 0) {
+    } else if (raddr_parse(n->addr, host, sizeof host, &port, &is_unix) == 0) {
         m = cluster_map_parse(reply, host, err, sizeof err);
     } else {
         snprintf(err, sizeof err, "bad address %s", n->addr);
@@ -754,34 +754,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- life ---- */
 
-static int parse_seeds(struct rcluster *rc, const char *list)
-{
-    const char *p = list;
-    while (p && *p) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        while (len > 0 && (*p == ' ' || *p == '\t')) {
-            p++;
-            len--;
-        }
-        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-            len--;
-        if (len > 0) {
-            char host[CLUSTER_ADDR_MAX];
-            int port, is_unix;
-            if (rc->nseeds == SEEDS_MAX || len >= CLUSTER_ADDR_MAX)
-                return -1;
-            memcpy(rc->seeds[rc->nseeds], p, len);
-            rc->seeds[rc->nseeds][len] = '\0';
-            if (rconn_parse_address(rc->seeds[rc->nseeds], host, sizeof host, &port, &is_unix) < 0 || is_unix)
-                return -1;
-            rc->nseeds++;
-        }
-        p = end ? end + 1 : NULL;
-    }
-    return rc->nseeds > 0 ? 0 : -1;
-}
-
 struct rcluster *rcluster_new(struct event_base *base, const struct rcluster_config *cfg)
 {
     struct rcluster *rc = calloc(1, sizeof *rc);
@@ -794,7 +766,11 @@ struct rcluster *rcluster_new(struct event_base *base, const struct rcluster_con
     rc->load_scripts = cfg->load_scripts;
     rc->read_timer = evtimer_new(base, on_read_timer, rc);
     rc->tick = event_new(base, -1, EV_PERSIST, on_tick, rc);
-    if (parse_seeds(rc, cfg->seeds) < 0 || rc->read_timer == NULL || rc->tick == NULL) {
+    char err[CLUSTER_ADDR_MAX + 64];
+    rc->nseeds = raddr_seeds(cfg->seeds, rc->seeds, RADDR_SEEDS_MAX, err, sizeof err);
+    if (rc->nseeds < 0)
+        log_error("%s: %s", rc->name, err);
+    if (rc->nseeds < 0 || rc->read_timer == NULL || rc->tick == NULL) {
         if (rc->read_timer)
             event_free(rc->read_timer);
         if (rc->tick)

@@ -1,15 +1,33 @@
 /* rcodec.c — see rcodec.h. */
 #include "rcodec.h"
 #include "ids.h"
+#include "shardtag.h"
 
-#include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 int rkey(char *buf, size_t cap, const char *prefix, int shard, const char *suffix)
 {
-    int n = snprintf(buf, cap, "%s:{%d}:%s", prefix, shard, suffix);
-    return n < 0 || (size_t)n >= cap ? -1 : n;
+    size_t tlen, plen = strlen(prefix), slen = strlen(suffix);
+    const char *tag = shardtag(shard, &tlen);
+    size_t n = plen + 2 + tlen + 2 + slen;
+    if (tag == NULL || n >= cap || n > INT_MAX) {
+        if (cap > 0)
+            buf[0] = '\0';
+        return -1;
+    }
+    char *p = buf;
+    memcpy(p, prefix, plen);
+    p += plen;
+    *p++ = ':';
+    *p++ = '{';
+    memcpy(p, tag, tlen);
+    p += tlen;
+    *p++ = '}';
+    *p++ = ':';
+    memcpy(p, suffix, slen + 1);
+    return (int)n;
 }
 
 /* ---- reply helpers ---- */

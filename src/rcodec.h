@@ -37,8 +37,9 @@ struct rargv {
     char ids_small[RARGV_SMALL_IDS][ID_KEY_LEN + 1];
 };
 
-/* "<prefix>:{<shard>}:<suffix>" into buf (every key of a shard shares the hash tag {<shard>},
- * so each script stays inside one Redis Cluster slot); its length, or -1 when it does not fit. */
+/* "<prefix>:{<tag>}:<suffix>" into buf, the tag being the shard's (shardtag.h: "3", or "3.2520"
+ * under Cluster): every key of a shard shares it, so each script stays inside one Redis Cluster
+ * slot. Its length, or -1 (and buf "") when it does not fit or the shard has no tag. */
 int rkey(char *buf, size_t cap, const char *prefix, int shard, const char *suffix);
 
 /* Room for `cap` arguments (3 reserved), `nums` numbers and `ids` id keys. 0, or -1 when out
@@ -47,7 +48,7 @@ int rargv_init(struct rargv *b, int cap, int nums, int ids) __attribute__((warn_
 void rargv_free(struct rargv *b);
 
 /* Append a string (not copied), a decimal number, a job id's key form, or the shard key
- * "<prefix>:{<shard>}:<suffix>" (kept in the builder; one per builder). */
+ * "<prefix>:{<tag>}:<suffix>" (rkey; kept in the builder; one per builder). */
 void rargv_str(struct rargv *b, const char *s, size_t len);
 void rargv_int(struct rargv *b, int64_t v);
 void rargv_id(struct rargv *b, uint64_t id);

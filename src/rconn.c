@@ -37,6 +37,7 @@
 #include "cluster.h"
 #include "log.h"
 #include "metrics.h"
+#include "raddr.h"
 #include "resolve.h"
 
 #include <event2/event.h>
@@ -237,42 +238,6 @@ static void count_error(enum rconn_cause cause)
 }
 
 static void connect_now(struct rconn *rc);
-
-int rconn_parse_address(const char *address, char *host, size_t hostlen, int *port, int *is_unix)
-{
-    if (strncmp(address, "unix:", 5) == 0) {
-        if (address[5] == '\0' || strlen(address + 5) >= hostlen)
-            return -1;
-        strcpy(host, address + 5);
-        *port = 0;
-        *is_unix = 1;
-        return 0;
-    }
-    *is_unix = 0;
-    const char *colon = strrchr(address, ':');
-    if (colon == NULL || colon == address)
-        return -1;
-    const char *h = address;
-    size_t hlen = (size_t)(colon - address);
-    if (h[0] == '[') {
-        if (hlen < 3 || h[hlen - 1] != ']')
-            return -1;
-        h++;
-        hlen -= 2;
-    } else if (memchr(h, ':', hlen) != NULL) {
-        return -1; /* an IPv6 host must be bracketed: "::1" is not "::" port 1 */
-    }
-    if (hlen >= hostlen)
-        return -1;
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || p <= 0 || p > 65535)
-        return -1;
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    *port = (int)p;
-    return 0;
-}
 
 static void set_state(struct rconn *rc, enum rc_state state)
 {
@@ -722,7 +687,7 @@ static void on_resolved(const struct resolve_result *res, void *arg)
     rc->lookup = NULL;
     char host[256];
     int port, is_unix;
-    rconn_parse_address(rc->address, host, sizeof host, &port, &is_unix);
+    raddr_parse(rc->address, host, sizeof host, &port, &is_unix);
     if (res->error) {
         char text[sizeof host + 128]; /* set_error cuts it to RCONN_ERROR_TEXT */
         snprintf(text, sizeof text, "cannot resolve %s: %s", host, res->error_text ? res->error_text : "?");
@@ -741,7 +706,7 @@ static void connect_now(struct rconn *rc)
 {
     char host[256];
     int port, is_unix;
-    if (rc->lookup != NULL || rconn_parse_address(rc->address, host, sizeof host, &port, &is_unix) < 0)
+    if (rc->lookup != NULL || raddr_parse(rc->address, host, sizeof host, &port, &is_unix) < 0)
         return;
     if (is_unix || resolve_is_numeric(host)) {
         connect_to(rc, host, port, is_unix);
@@ -807,7 +772,7 @@ struct rconn *rconn_new(struct event_base *base, const struct rconn_config *cfg,
 {
     char host[256];
     int port, is_unix;
-    if (rconn_parse_address(cfg->address, host, sizeof host, &port, &is_unix) < 0)
+    if (raddr_parse(cfg->address, host, sizeof host, &port, &is_unix) < 0)
         return NULL;
     struct rconn *rc = calloc(1, sizeof *rc);
     if (rc == NULL)

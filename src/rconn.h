@@ -116,7 +116,4 @@ enum rconn_fault { RCONN_FAULT_NONE, RCONN_FAULT_FAIL, RCONN_FAULT_DROP, RCONN_F
 typedef enum rconn_fault (*rconn_fault_fn)(const struct rconn *rc, enum rconn_fault_at at, int script, void *arg);
 void rconn_set_fault_hook(rconn_fault_fn fn, void *arg);
 
-/* Parse "host:port", "[v6]:port" or "unix:/path" (exposed for tests). 0 / -1. */
-int rconn_parse_address(const char *address, char *host, size_t hostlen, int *port, int *is_unix);
-
 #endif

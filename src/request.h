@@ -114,7 +114,7 @@ const char *request_path(const struct request *r);
 /* Add a response header before answering. */
 void respond_header(struct request *r, const char *name, const char *value);
 
-/* "<worker> <prefix>:{<shard>}:<what>": the actor of a transition this request made. */
+/* "<worker> <prefix>:{<tag>}:<what>": the actor of a transition this request made (store_actor). */
 void request_actor(const struct request *r, int shard, const char *what, char *out, size_t cap);
 
 #endif

@@ -1,6 +1,6 @@
 /* rsync.c — see rsync.h. */
 #include "rsync.h"
-#include "rconn.h"
+#include "raddr.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +14,7 @@ redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsy
     if (why == NULL)
         why = &ignored;
     *why = RSYNC_UNREACHABLE;
-    if (rconn_parse_address(cfg->redis_address, host, sizeof host, &port, &is_unix) < 0) {
+    if (raddr_parse(cfg->redis_address, host, sizeof host, &port, &is_unix) < 0) {
         snprintf(err, errlen, "bad [redis] address");
         return NULL;
     }

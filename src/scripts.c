@@ -13,7 +13,7 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_JOBSCAN] = "jobscan",    [SCRIPT_ALIGN] = "align",  [SCRIPT_MARK] = "mark",
     [SCRIPT_TOPICSET] = "topicset",
     [SCRIPT_TOPICJOBS] = "topicjobs", [SCRIPT_FARDELETE] = "fardelete", [SCRIPT_UNPAGE] = "unpage",
-    [SCRIPT_FARBIZ] = "farbiz", [SCRIPT_PURGE] = "purge",
+    [SCRIPT_FARBIZ] = "farbiz", [SCRIPT_PURGE] = "purge", [SCRIPT_LAYOUT] = "layout",
 };
 
 static const struct script_source *bound[SCRIPT_COUNT];

@@ -31,6 +31,7 @@ enum script_id {
     SCRIPT_UNPAGE,
     SCRIPT_FARBIZ,
     SCRIPT_PURGE,
+    SCRIPT_LAYOUT,
     SCRIPT_COUNT
 };
 

@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "rconn.h"
 #include "sbuf.h"
+#include "shardtag.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +27,14 @@ void store_who(char *out, size_t cap, const char *instance, const char *thread, 
 void store_actor(char *out, size_t cap, const char *thread, const char *prefix, int shard, const char *what)
 {
     char num[INT_TEXT_MAX];
-    int_to_text(shard, num);
+    const char *tag = shardtag(shard, NULL);
+    if (tag == NULL) /* a description, not a key: the shard's number will do */
+        int_to_text(shard, num);
     size_t n = str_put(out, cap, 0, thread);
     n = str_put(out, cap, n, " ");
     n = str_put(out, cap, n, prefix);
     n = str_put(out, cap, n, ":{");
-    n = str_put(out, cap, n, num);
+    n = str_put(out, cap, n, tag ? tag : num);
     n = str_put(out, cap, n, "}:");
     str_put(out, cap, n, what);
 }

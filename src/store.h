@@ -32,8 +32,9 @@ struct store {
 /* Format `who` for the outbox: instance, thread, client host. */
 void store_who(char *out, size_t cap, const char *instance, const char *thread, const char *host);
 
-/* "<thread> <prefix>:{<shard>}:<what>": who made a transition, as the transition table records it
- * (what = the Redis key acted on: jobs, ready, delay...). Truncated to cap. */
+/* "<thread> <prefix>:{<tag>}:<what>": who made a transition, as the transition table records it
+ * (the Redis key acted on, with the shard's tag: shardtag.h; what = jobs, ready, delay...).
+ * Truncated to cap. */
 void store_actor(char *out, size_t cap, const char *thread, const char *prefix, int shard, const char *what);
 
 

@@ -374,7 +374,7 @@ static int sync_redis(uint64_t max_seq)
         return -1;
     char key[256];
     for (int s = 0; s < shards; s++) {
-        snprintf(key, sizeof key, "%s:{%d}:topic", cfg->redis_prefix, s);
+        rkey(key, sizeof key, cfg->redis_prefix, s, "topic");
         redisAppendCommand(c, "HGET %s ~synced", key);
     }
     uint64_t *synced = calloc((size_t)shards, sizeof *synced);

@@ -1,7 +1,11 @@
 -- lib.lua — prelude prepended to every script (scripts/embed-lua.sh).
 --
 -- Every script runs on ONE shard: KEYS[1] is "<prefix>:{<shard>}:jobs" and every other key
--- it touches shares the "{<shard>}" hash tag, so the layout is Redis Cluster ready.
+-- it touches shares the "{<shard>}" hash tag, so the layout is Redis Cluster ready. The tag is
+-- the shard number ("3") with [redis] cluster = false, or "<n>.<k>" ("3.2520") with true: a
+-- tag that puts the shard's slot where it spreads the shards over the masters (src/shardtag.h).
+-- Either way the shard number is what comes before the '.', and keys are made from KEYS[1]'s
+-- own base, so a script never touches another tag.
 --
 -- Keys of a shard (base = "<prefix>:{<shard>}:"):
 --   base.."jobs"          hash   id key -> job record (below)
@@ -46,7 +50,7 @@ local PRIO_SCALE = 10000000000000 -- 1e13 ms: later than year 2286, so priority 
 
 local base = string.sub(KEYS[1], 1, -5) -- strip "jobs"
 local prefix = string.match(base, "^(.*):{")
-local shard = string.match(base, ":{(%d+)}:$")
+local shard = string.match(base, ":{(%d+)}:$") or string.match(base, ":{(%d+)%.%d+}:$")
 local K_JOBS, K_DELAY, K_COUNT = KEYS[1], base .. "delay", base .. "count"
 
 local function ready_key(topic) return base .. "ready:" .. topic end

@@ -510,6 +510,55 @@ START_TEST(test_validate_cross_keys)
 }
 END_TEST
 
+/* [redis] address is read by the parser the connections use (raddr.h); with cluster = true it
+ * is a list of seed nodes, and a list without it is named as such. */
+START_TEST(test_validate_redis_address)
+{
+    config_defaults(&cfg);
+    ck_assert_int_eq(cfg.redis_cluster, 0);
+    static const char *const single[] = {"127.0.0.1:6379", "[::1]:6379", "unix:/run/redis.sock", "redis.internal:1"};
+    char text[400];
+    for (size_t i = 0; i < sizeof single / sizeof single[0]; i++) {
+        snprintf(text, sizeof text, "[redis]\naddress = %s\n", single[i]);
+        ck_assert_int_eq(load(text), 0);
+        ck_assert_msg(validate() == 0, "address %s refused: %s", single[i], err);
+    }
+    ck_assert_int_eq(load("[redis]\naddress = 10.0.0.1:7000,10.0.0.2:7000\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_msg(strstr(err, "[redis] address") && strstr(err, "seed nodes needs cluster = true"), "%s", err);
+    static const char *const bad_single[] = {"redis", "127.0.0.1:0", "::1:6379", "unix:", ""};
+    for (size_t i = 0; i < sizeof bad_single / sizeof bad_single[0]; i++) {
+        snprintf(text, sizeof text, "[redis]\naddress = \"%s\"\n", bad_single[i]);
+        ck_assert_int_eq(load(text), 0);
+        ck_assert_msg(validate() == -1, "address \"%s\" accepted", bad_single[i]);
+        ck_assert_msg(strstr(err, "[redis] address") != NULL, "%s", err);
+    }
+
+    static const char *const seeds[] = {"10.0.0.1:7000", "10.0.0.1:7000, 10.0.0.2:7000 ,[fd00::3]:7000"};
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        snprintf(text, sizeof text, "[redis]\ncluster = true\naddress = %s\n", seeds[i]);
+        ck_assert_int_eq(load(text), 0);
+        ck_assert_int_eq(cfg.redis_cluster, 1);
+        ck_assert_msg(validate() == 0, "seeds %s refused: %s", seeds[i], err);
+    }
+    static const struct {
+        const char *address, *says;
+    } bad_seeds[] = {
+        {"unix:/run/redis.sock", "seed \"unix:/run/redis.sock\""},
+        {"10.0.0.1:7000,redis", "seed \"redis\""},
+        {"10.0.0.1:7000;10.0.0.2:7000", "seed \"10.0.0.1:7000;10.0.0.2:7000\""},
+        {" , ", "no seed node"},
+    };
+    for (size_t i = 0; i < sizeof bad_seeds / sizeof bad_seeds[0]; i++) {
+        snprintf(text, sizeof text, "[redis]\ncluster = yes\naddress = \"%s\"\n", bad_seeds[i].address);
+        ck_assert_int_eq(load(text), 0);
+        ck_assert_msg(validate() == -1, "seeds \"%s\" accepted", bad_seeds[i].address);
+        ck_assert_msg(strstr(err, "[redis] address") && strstr(err, bad_seeds[i].says), "%s", err);
+    }
+    load_fails("[redis]\ncluster = maybe\n", 2, "cluster");
+}
+END_TEST
+
 /* ---- printing ---- */
 
 static char *print_config(const struct config *c)
@@ -637,6 +686,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_validate_tokens);
     tcase_add_test(tc, test_validate_listen);
     tcase_add_test(tc, test_validate_cross_keys);
+    tcase_add_test(tc, test_validate_redis_address);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("print");

@@ -868,29 +868,6 @@ END_TEST
 
 #endif /* RCONN_OLD_API */
 
-/* The one address parser every Redis connection uses (the blocking one too, rsync.c): an
- * IPv6 host keeps its colons ([::1]:6379 once broke a start-up check that split on the last
- * ':' itself). */
-START_TEST(test_parse_address)
-{
-    char host[64];
-    int port = 0, is_unix = 0;
-    ck_assert_int_eq(rconn_parse_address("[::1]:6379", host, sizeof host, &port, &is_unix), 0);
-    ck_assert_str_eq(host, "::1");
-    ck_assert_int_eq(port, 6379);
-    ck_assert_int_eq(is_unix, 0);
-    ck_assert_int_eq(rconn_parse_address("127.0.0.1:16379", host, sizeof host, &port, &is_unix), 0);
-    ck_assert_str_eq(host, "127.0.0.1");
-    ck_assert_int_eq(port, 16379);
-    ck_assert_int_eq(rconn_parse_address("unix:/run/redis.sock", host, sizeof host, &port, &is_unix), 0);
-    ck_assert_str_eq(host, "/run/redis.sock");
-    ck_assert_int_eq(is_unix, 1);
-    static const char *const bad[] = {"[::1]", "::1", "host", ":6379", "[]:1", "h:0", "h:65536", "h:12x", "unix:"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        ck_assert_msg(rconn_parse_address(bad[i], host, sizeof host, &port, &is_unix) < 0, "%s parsed", bad[i]);
-}
-END_TEST
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon does: a dropped connection is not a crash */
@@ -901,7 +878,6 @@ int main(void)
     Suite *s = suite_create("rconn");
     TCase *tc = tcase_create("state");
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_parse_address);
     tcase_add_test(tc, test_connect_setup_up);
     tcase_add_test(tc, test_noscript_every_flush_reloads_and_retries);
     tcase_add_test(tc, test_noscript_under_pipelined_traffic);
