@@ -147,6 +147,47 @@ class RedisClusterHarnessTest(unittest.TestCase):
         err = command_raw(src.port, "NOSUCHCOMMAND")
         self.assertEqual(json.loads(probe("redirect", harness.HOST, stdin=err))["kind"], "none")
 
+    # -- dd: what a Lua script meets while its slot migrates (the daemon's scripts declare only
+    #    KEYS[1], "<prefix>:{tag}:jobs", and derive the rest: docs/architecture.md, "Redis
+    #    Cluster", scripts during a slot migration). A learning test: it pins Redis's own
+    #    behaviour, so an upgrade that changes it fails here first.
+    def test_dd_scripts_during_a_slot_migration(self) -> None:
+        c = self.cluster
+        src, dest = c.masters()[0], c.masters()[1]
+        slot = 200
+        tag = key_in_slots(slot, slot).split("{")[1].rstrip("}")  # "k:{<tag>}"
+        base = f"x:{{{tag}}}:"
+        self.assertEqual(keyslot(base + "jobs"), slot)
+        src.cli("HSET", base + "jobs", "a", "1")
+        src.cli("ZADD", base + "delay", "1", "a")
+        self.assertIs(c.begin_migration(slot, dest), src)
+        src.cli("MIGRATE", harness.HOST, dest.port, "", 0, 5000, "KEYS", base + "delay")
+
+        def run(script: str, *keys: str) -> bytes:
+            return command_raw(src.port, "EVAL", script, len(keys), *keys)
+        derive = "local b = string.sub(KEYS[1], 1, -5) "
+        # an undeclared key that has moved: the script fails when it reaches it...
+        self.assertIn(b"non local key", run(derive + "return redis.call('ZCARD', b .. 'delay')", base + "jobs"))
+        # ...and what it wrote before stays written: the script is torn
+        r = run(derive + "redis.call('HSET', KEYS[1], 'w', '1') return redis.call('ZADD', b .. 'delay', 2, 'w')",
+                base + "jobs")
+        self.assertIn(b"non local key", r)
+        self.assertEqual(src.cli("HGET", base + "jobs", "w"), "1", "the write before the failing access stayed")
+        # a key that exists nowhere yet cannot be made on the source either
+        self.assertIn(b"non local key", run(derive + "return redis.call('RPUSH', b .. 'ready', 'w')", base + "jobs"))
+        # declared keys are checked before the script runs: nothing runs, TRYAGAIN (a key
+        # moved, or one that does not exist yet)
+        self.assertTrue(run("redis.call('HSET', KEYS[1], 'z', '1') return redis.call('ZCARD', KEYS[2])",
+                            base + "jobs", base + "delay").startswith(b"-TRYAGAIN"))
+        self.assertTrue(run("return redis.call('RPUSH', KEYS[2], 'x')", base + "jobs", base + "new")
+                        .startswith(b"-TRYAGAIN"))
+        self.assertIsNone(src.cli("HGET", base + "jobs", "z") or None, "a refused script wrote nothing")
+        # once the slot is handed over, the same script runs whole on the new owner
+        c.move_keys(slot, src, dest)
+        c.end_migration(slot, dest)
+        c.wait_stable()
+        self.assertEqual(dest.cli("EVAL", derive + "return redis.call('ZCARD', b .. 'delay')", 1, base + "jobs"), "1")
+
     # -- e: a master dies
     def test_e_kill_master_fails_over(self) -> None:
         c = self.cluster
