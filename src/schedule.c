@@ -332,9 +332,15 @@ static void db_err(MYSQL *db, char *err, size_t errlen)
     snprintf(err, errlen, "MySQL: %s", mysql_error(db));
 }
 
-static int run(MYSQL *db, struct sbuf *sql, char *err, size_t errlen)
+/* Send one statement (sql is freed). Writes and commits go through db.h (db_exec, db_commit):
+ * the fault seam's points, so a test can lose the watermark after the fires were pushed (the
+ * window a crash leaves); reads do not, so the seam's arrivals on the scheduler thread count
+ * its writes alone, whatever it polls. */
+static int send_sql(MYSQL *db, struct sbuf *sql, int is_write, char *err, size_t errlen)
 {
-    int rc = sql->oom ? -1 : mysql_real_query(db, sql->data, sql->len);
+    int rc = sql->oom    ? -1
+             : is_write ? db_exec(db, sql->data, sql->len)
+                        : mysql_real_query(db, sql->data, (unsigned long)sql->len);
     sb_free(sql);
     if (rc != 0) {
         db_err(db, err, errlen);
@@ -344,10 +350,21 @@ static int run(MYSQL *db, struct sbuf *sql, char *err, size_t errlen)
     return 0;
 }
 
+static int run(MYSQL *db, struct sbuf *sql, char *err, size_t errlen)
+{
+    return send_sql(db, sql, 1, err, errlen);
+}
+
+static int query(MYSQL *db, struct sbuf *sql, char *err, size_t errlen)
+{
+    return send_sql(db, sql, 0, err, errlen);
+}
+
 static int commit(MYSQL *db, char *err, size_t errlen)
 {
-    if (mysql_commit(db) != 0) {
+    if (db_commit(db) != 0) {
         db_err(db, err, errlen);
+        mysql_rollback(db);
         return -1;
     }
     return 0;
@@ -406,7 +423,7 @@ static int read_row(MYSQL_ROW row, unsigned long *lens, struct schedule *s)
 static int select_rows(MYSQL *db, struct sbuf *sql, struct schedule **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (run(db, sql, err, errlen) < 0)
+    if (query(db, sql, err, errlen) < 0)
         return -1;
     MYSQL_RES *res = mysql_store_result(db);
     mysql_commit(db); /* end the read's snapshot: the next read sees newer commits */
@@ -503,25 +520,13 @@ int schedule_db_set_paused(MYSQL *db, uint64_t id, int paused, int64_t now, char
 int schedule_db_advance(MYSQL *db, uint64_t id, int64_t from, const struct schedule_due *due, char *err,
                         size_t errlen)
 {
-    /* db_exec and db_commit: the fault seam's points, so a test can lose the watermark after
-     * the fires were pushed (the window a crash leaves) */
     struct sbuf sql = SBUF_INIT;
     sb_printf(&sql,
               "UPDATE schedule SET fired_through = %lld, missed_made = missed_made + %lld, missed_skipped = "
               "missed_skipped + %lld WHERE id = %llu AND fired_through = %lld",
               (long long)due->through, (long long)due->caught_up, (long long)due->skipped, (unsigned long long)id,
               (long long)from);
-    int rc = sql.oom ? -1 : db_exec(db, sql.data, sql.len);
-    sb_free(&sql);
-    my_ulonglong affected = rc == 0 ? mysql_affected_rows(db) : 0;
-    if (rc == 0)
-        rc = db_commit(db);
-    if (rc < 0) {
-        db_err(db, err, errlen);
-        mysql_rollback(db);
-        return -1;
-    }
-    return affected > 0 ? 1 : 0;
+    return change(db, &sql, err, errlen);
 }
 
 int schedule_db_made(MYSQL *db, const struct schedule *s, const int64_t *at, int n, char *made, char *err,
@@ -539,7 +544,7 @@ int schedule_db_made(MYSQL *db, const struct schedule *s, const int64_t *at, int
     for (int i = 0; i < n; i++)
         sb_printf(&sql, "%s'%.*s@%lld'", i ? "," : "", dlen, dec, (long long)at[i]);
     sb_putc(&sql, ')');
-    if (run(db, &sql, err, errlen) < 0)
+    if (query(db, &sql, err, errlen) < 0)
         return -1;
     MYSQL_RES *res = mysql_store_result(db);
     mysql_commit(db);
