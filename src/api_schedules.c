@@ -19,6 +19,7 @@
 #define LIST_MAX 10000 /* a listing answers at most this many (a fleet has tens, not thousands) */
 
 enum op { OP_CREATE, OP_LIST, OP_GET, OP_DELETE, OP_PAUSE };
+#define BAD_ZONE (-2) /* OP_CREATE: the schedule's zone does not load (err says why): 400 */
 
 struct sched_state {
     struct request *r;
@@ -28,7 +29,7 @@ struct sched_state {
     int64_t now;
     struct schedule s;     /* OP_CREATE: the new one; OP_GET/OP_PAUSE: the one read */
     struct schedule *list; /* OP_LIST */
-    int n;                 /* OP_LIST: rows; else 1 found / 0 not / -1 MySQL failed */
+    int n;                 /* OP_LIST: rows; else 1 found / 0 not / -1 MySQL failed / BAD_ZONE */
     int64_t next;          /* next fire of `s`, or of each of `list` (nexts) */
     int64_t *nexts;
     char err[256];
@@ -61,6 +62,12 @@ static int64_t next_fire(const struct schedule *s, int64_t now)
 static void run(MYSQL *db, void *arg)
 {
     struct sched_state *st = arg;
+    /* the zone's file is read here, not on the worker's loop (schedule_parse checked its name),
+     * and before MySQL is needed: a bad zone is the client's 400 whatever MySQL's state */
+    if (st->op == OP_CREATE && schedule_check_zone(&st->s, st->err, sizeof st->err) < 0) {
+        st->n = BAD_ZONE;
+        return;
+    }
     if (db == NULL) {
         st->n = -1;
         snprintf(st->err, sizeof st->err, "MySQL unreachable");
@@ -97,6 +104,10 @@ static void done(void *arg)
 {
     struct sched_state *st = arg;
     struct request *r = st->r;
+    if (st->n == BAD_ZONE) {
+        respond_error(r, 400, "bad_request", "%s", st->err);
+        return;
+    }
     if (st->n < 0) {
         log_warn("schedules: %s", st->err);
         respond_unavailable(r, "MySQL");

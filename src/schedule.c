@@ -95,6 +95,20 @@ static int check_job(json_t *job, const char *topic, const struct job_limits *li
     return 0;
 }
 
+int schedule_check_zone(const struct schedule *s, char *err, size_t errlen)
+{
+    if (s->cron[0] == '\0')
+        return 0;
+    char zerr[256];
+    struct tz *z = tz_load(s->tz, zerr, sizeof zerr);
+    if (z == NULL) {
+        snprintf(err, errlen, "tz: %s", zerr);
+        return -1;
+    }
+    tz_free(z);
+    return 0;
+}
+
 int schedule_parse(const char *json, size_t len, const struct job_limits *lim, struct schedule *out, char *err,
                    size_t errlen)
 {
@@ -159,13 +173,6 @@ int schedule_parse(const char *json, size_t len, const struct job_limits *lim, s
             snprintf(err, errlen, "cron: %s", cerr);
             goto out;
         }
-        char zerr[256];
-        struct tz *z = tz_load(out->tz, zerr, sizeof zerr);
-        if (z == NULL) {
-            snprintf(err, errlen, "tz: %s", zerr);
-            goto out;
-        }
-        tz_free(z);
     } else {
         if (!json_is_integer(every) || json_integer_value(every) < SCHEDULE_EVERY_MIN ||
             json_integer_value(every) > lim->max_delay) {

@@ -53,10 +53,16 @@ struct schedule {
 };
 
 /* Parse a POST /schedules body into *out (id and times left 0 for the caller). Every field is
- * checked, the cron expression against its zone, and the job template as /push would check
- * it (limits `lim`). 0; -1 with a message naming the field in err. */
+ * checked — the zone's name by its form only: no file is read, so it is safe on an event
+ * loop — and the job template as /push would check it (limits `lim`). 0; -1 with a message
+ * naming the field in err. */
 int schedule_parse(const char *json, size_t len, const struct job_limits *lim, struct schedule *out, char *err,
                    size_t errlen) __attribute__((warn_unused_result));
+
+/* Does a cron schedule's zone exist (its file in the tz database reads as a zone)? Always yes
+ * for an interval. Reads a file: call it off the event loop (POST /schedules does, on the
+ * MySQL task thread, before the insert). 0; -1 with "tz: ..." in err. */
+int schedule_check_zone(const struct schedule *s, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Free what *s owns (not s). */
 void schedule_clear(struct schedule *s);
