@@ -425,8 +425,12 @@ class FleetThroughNginxTest(HourglassTestCase):
 
         topics = pick_topics()
         # Every instance must be in the fleet before the run (ownership is computed from it).
-        wait_until(lambda: all(len(d.stats().json()["fleet"]["instances"]) == 3 for d in daemons),
-                   10, 0.1, "three live instances in every /stats")
+        # The daemons were not waited for: one still starting answers /stats 503, "not yet".
+        def live_instances(d) -> int:
+            r = d.stats()
+            return len(r.json()["fleet"]["instances"]) if r.status == 200 else 0
+        wait_until(lambda: all(live_instances(d) == 3 for d in daemons), 10, 0.1,
+                   "three live instances in every /stats")
         r = nginx.push({"topic": "e2e.warmup", "body": "warm-up", "ttr": 0})
         self.assertStatus(r, 200, "a push through nginx")
         self.assertStatus(nginx.get("e2e.warmup", timeout=5), 200, "a get through nginx")
