@@ -84,6 +84,20 @@ struct stats_query {
     int64_t limit;
 };
 
+/* The keeper's part (mover, fleet). Before the keeper runs (the workers answer from their
+ * start) and while it stops, the same members, empty: a client waiting for the fleet to form
+ * sees no instances yet, not a /stats without "fleet". */
+static void keeper_json(struct app *app, struct sbuf *sb)
+{
+    void *keeper = atomic_load(&app->keeper_stats_arg);
+    if (keeper && app->keeper_stats_json) {
+        app->keeper_stats_json(keeper, sb);
+        return;
+    }
+    sb_printf(sb, ",\"mover\":{\"shards\":%d,\"owned\":0,\"moved\":0,\"leasesExpired\":0},\"fleet\":{\"instances\":[]}",
+              app->cfg.redis_shards);
+}
+
 #define STATS_LIMIT_DEFAULT 1000
 #define STATS_LIMIT_MAX 10000
 
@@ -154,8 +168,7 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
     scheduler_stats_json(&sb);
     free(far);
     journal_json(&sb, app, outbox);
-    if (app->keeper_stats_json)
-        app->keeper_stats_json(app->keeper_stats_arg, &sb);
+    keeper_json(app, &sb);
     sb_putc(&sb, '}');
     respond_json(r, 200, &sb);
     sb_free(&sb);
@@ -210,8 +223,7 @@ static void on_fleet_outbox(long outbox, int failed, void *arg)
     journal_json(&sb, app, outbox);
     if (failed)
         sb_puts(&sb, ",\"outboxUnknown\":true");
-    if (app->keeper_stats_json)
-        app->keeper_stats_json(app->keeper_stats_arg, &sb);
+    keeper_json(app, &sb);
     sb_puts(&sb, ",\"latenessBounds\":");
     metrics_hist_bounds_json(MH_LATENESS, &sb);
     sb_putc(&sb, '}');

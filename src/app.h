@@ -28,9 +28,11 @@ struct app {
     int nworkers;             /* HTTP workers */
     struct ratelimit *ratelimit; /* NULL when [http] rate_limit = 0 */
     /* Appends the housekeeping thread's part of /stats (",\"mover\":{...}" ...); thread-safe.
-     * Set by main (keeper.h), so the HTTP side needs no header of the thread above it. */
+     * Set by main (keeper.h), so the HTTP side needs no header of the thread above it: the
+     * function before any worker starts, its argument (the keeper) once the keeper runs and
+     * NULL again before it stops. The workers answer while it is NULL (api_stats_keeper). */
     void (*keeper_stats_json)(void *arg, struct sbuf *sb);
-    void *keeper_stats_arg;
+    _Atomic(void *) keeper_stats_arg;
 
     atomic_int draining;      /* SIGTERM received: answer what is in flight, take nothing new */
     atomic_int worker_id;     /* id-generator worker number held, -1 when none */

@@ -423,6 +423,7 @@ int main(int argc, char **argv)
         return 1;
     }
     app.nworkers = cfg->http_threads;
+    app.keeper_stats_json = keeper_stats_json; /* its argument once the keeper runs (below) */
     struct workers ws = {calloc((size_t)app.nworkers, sizeof *ws.w), app.nworkers, NULL};
     for (int i = 0; ws.w && i < ws.n; i++) {
         ws.w[i] = calloc(1, sizeof **ws.w);
@@ -445,8 +446,7 @@ int main(int argc, char **argv)
     struct keeper *keeper = keeper_start(&app, notify_workers, &ws);
     if (keeper == NULL)
         return 1;
-    app.keeper_stats_arg = keeper;
-    app.keeper_stats_json = keeper_stats_json;
+    atomic_store(&app.keeper_stats_arg, keeper);
 
     struct signals sigs = {&app, event_base_new(), 0};
     struct event *ev_term = evsignal_new(sigs.base, SIGTERM, on_term, &sigs);
@@ -468,7 +468,7 @@ int main(int argc, char **argv)
      * run: a push whose call went unanswered must be written down as in doubt. */
     for (int i = 0; i < ws.n; i++)
         worker_close_redis(ws.w[i]);
-    app.keeper_stats_json = NULL; /* every worker has stopped: nothing asks for it any more */
+    atomic_store(&app.keeper_stats_arg, NULL); /* every worker has stopped: nothing asks for it any more */
     keeper_stop(keeper); /* no more ready notifications reach the delivery thread */
     pager_stop();        /* a page step in progress ends; what it did not commit is paged again */
     /* deliveries in flight get a moment to finish and write their outcomes (the journal and
