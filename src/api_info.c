@@ -85,17 +85,11 @@ struct stats_query {
 };
 
 /* The keeper's part (mover, fleet). Before the keeper runs (the workers answer from their
- * start) and while it stops, the same members, empty: a client waiting for the fleet to form
- * sees no instances yet, not a /stats without "fleet". */
+ * start) and while it stops, the same members, empty (keeper_stats_json with NULL): a client
+ * waiting for the fleet to form sees no instances yet, not a /stats without "fleet". */
 static void keeper_json(struct app *app, struct sbuf *sb)
 {
-    void *keeper = atomic_load(&app->keeper_stats_arg);
-    if (keeper && app->keeper_stats_json) {
-        app->keeper_stats_json(keeper, sb);
-        return;
-    }
-    sb_printf(sb, ",\"mover\":{\"shards\":%d,\"owned\":0,\"moved\":0,\"leasesExpired\":0},\"fleet\":{\"instances\":[]}",
-              app->cfg.redis_shards);
+    app->keeper_stats_json(atomic_load(&app->keeper_stats_arg), app->cfg.redis_shards, sb);
 }
 
 #define STATS_LIMIT_DEFAULT 1000

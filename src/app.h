@@ -30,8 +30,8 @@ struct app {
     /* Appends the housekeeping thread's part of /stats (",\"mover\":{...}" ...); thread-safe.
      * Set by main (keeper.h), so the HTTP side needs no header of the thread above it: the
      * function before any worker starts, its argument (the keeper) once the keeper runs and
-     * NULL again before it stops. The workers answer while it is NULL (api_stats_keeper). */
-    void (*keeper_stats_json)(void *arg, struct sbuf *sb);
+     * NULL again before it stops; with NULL it writes the same members, empty. */
+    void (*keeper_stats_json)(void *arg, int shards, struct sbuf *sb);
     _Atomic(void *) keeper_stats_arg;
 
     atomic_int draining;      /* SIGTERM received: answer what is in flight, take nothing new */

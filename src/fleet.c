@@ -145,16 +145,16 @@ void fleet_leave(struct fleet *f)
 
 void fleet_stats_json(struct fleet *f, struct sbuf *sb)
 {
-    if (f == NULL)
-        return;
-    pthread_mutex_lock(&f->lock);
     sb_puts(sb, ",\"fleet\":{\"instances\":");
-    if (f->view.len)
+    if (f)
+        pthread_mutex_lock(&f->lock);
+    if (f && f->view.len)
         sb_put(sb, f->view.data, f->view.len);
     else
         sb_puts(sb, "[]");
+    if (f)
+        pthread_mutex_unlock(&f->lock);
     sb_putc(sb, '}');
-    pthread_mutex_unlock(&f->lock);
 }
 
 struct fleet *fleet_new(struct app *app, struct rconn *rc, fleet_owned_fn on_change, void *arg)

@@ -30,7 +30,8 @@ void fleet_tick(struct fleet *f, const char *local_stats);
 /* Leave the registry now (shutdown), so the others take over this instance's shards. */
 void fleet_leave(struct fleet *f);
 
-/* Append ,"fleet":{"instances":[...]} from the last heartbeat. Thread-safe. */
+/* Append ,"fleet":{"instances":[...]} from the last heartbeat ([] with f NULL, or before
+ * the first). Thread-safe. */
 void fleet_stats_json(struct fleet *f, struct sbuf *sb);
 
 /* Rendezvous owner of `shard` among names[0..n) (exposed for unit tests). */

@@ -258,13 +258,11 @@ void keeper_stop(struct keeper *k)
     keeper_free(k);
 }
 
-void keeper_stats_json(void *arg, struct sbuf *sb)
+void keeper_stats_json(void *arg, int shards, struct sbuf *sb)
 {
     struct keeper *k = arg;
-    if (k == NULL)
-        return;
-    sb_printf(sb, ",\"mover\":{\"shards\":%d,\"owned\":%lld,\"moved\":%lld,\"leasesExpired\":%lld}",
-              k->app->cfg.redis_shards, (long long)metrics_gauge_get(MG_OWNED_SHARDS), mover_moved_total(k->mover),
-              mover_expired_total(k->mover));
-    fleet_stats_json(k->fleet, sb);
+    sb_printf(sb, ",\"mover\":{\"shards\":%d,\"owned\":%lld,\"moved\":%lld,\"leasesExpired\":%lld}", shards,
+              k ? (long long)metrics_gauge_get(MG_OWNED_SHARDS) : 0LL, k ? mover_moved_total(k->mover) : 0LL,
+              k ? mover_expired_total(k->mover) : 0LL);
+    fleet_stats_json(k ? k->fleet : NULL, sb);
 }

@@ -28,7 +28,8 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn on_ready, void *arg
 /* Stop the thread (releasing the id lease, leaving the fleet) and free everything. */
 void keeper_stop(struct keeper *k);
 
-/* Append ,"mover":{...},"fleet":{...} to a /stats object. Thread-safe (app->keeper_stats_json). */
-void keeper_stats_json(void *keeper, struct sbuf *sb);
+/* Append ,"mover":{...},"fleet":{...} to a /stats object: with keeper NULL (not running yet,
+ * or stopping) the same members, empty. Thread-safe (app->keeper_stats_json). */
+void keeper_stats_json(void *keeper, int shards, struct sbuf *sb);
 
 #endif
