@@ -93,8 +93,15 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen)
     return 0;
 }
 
+int db_errno_is_lock_conflict(unsigned err)
+{
+    return err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT;
+}
+
 int db_error_is_connection(MYSQL *db)
 {
+    if (db_errno_is_lock_conflict(mysql_errno(db)))
+        return 1; /* the transaction is gone: callers that simply reconnect retry it too */
     switch (mysql_errno(db)) {
     case CR_SERVER_GONE_ERROR:
     case CR_SERVER_LOST:
@@ -105,18 +112,11 @@ int db_error_is_connection(MYSQL *db)
     case ER_SERVER_SHUTDOWN:
     case ER_CONNECTION_KILLED:
     case ER_QUERY_INTERRUPTED:
-    case ER_LOCK_WAIT_TIMEOUT:
-    case ER_LOCK_DEADLOCK:
     case ER_OPTION_PREVENTS_STATEMENT: /* read-only server during failover */
         return 1;
     default:
         return mysql_errno(db) >= 2000 && mysql_errno(db) < 3000; /* client-side errors */
     }
-}
-
-int db_errno_is_lock_conflict(unsigned err)
-{
-    return err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT;
 }
 
 /* ---- the fault seam (fault.h) ----
