@@ -32,6 +32,7 @@ struct sched_state {
     int n;                 /* OP_LIST: rows; else 1 found / 0 not / -1 MySQL failed / BAD_ZONE */
     int64_t next;          /* next fire of `s`, or of each of `list` (nexts) */
     int64_t *nexts;
+    struct tz *zone;       /* OP_CREATE: the schedule's zone, read once for the check and `next` */
     char err[256];
 };
 
@@ -41,20 +42,29 @@ static void sched_state_free(void *p)
     schedule_clear(&st->s);
     schedule_list_free(st->list, st->n > 0 ? st->n : 0);
     free(st->nexts);
+    tz_free(st->zone);
     free(st);
+}
+
+/* The next fire after `now` in zone tz (schedule_load_zone's). */
+static int64_t next_fire_in(const struct schedule *s, const struct tz *tz, int64_t now)
+{
+    struct sched sc;
+    char err[256];
+    if (schedule_sched(s, tz, &sc, err, sizeof err) < 0)
+        return CRON_NEVER;
+    return sched_next(&sc, now > s->fired_through || s->paused ? now : s->fired_through);
 }
 
 /* The next fire after `now` (CRON_NEVER when its zone cannot be loaded any more). Reads the
  * zone's file: on the pool thread, never on the worker's loop. */
 static int64_t next_fire(const struct schedule *s, int64_t now)
 {
-    struct tz *tz = NULL;
-    struct sched sc;
+    struct tz *tz;
     char err[256];
-    int64_t next = CRON_NEVER;
-    if ((s->cron[0] == '\0' || (tz = tz_load(s->tz, err, sizeof err)) != NULL) &&
-        schedule_sched(s, tz, &sc, err, sizeof err) == 0)
-        next = sched_next(&sc, now > s->fired_through || s->paused ? now : s->fired_through);
+    if (schedule_load_zone(s, &tz, err, sizeof err) < 0)
+        return CRON_NEVER;
+    int64_t next = next_fire_in(s, tz, now);
     tz_free(tz);
     return next;
 }
@@ -64,7 +74,7 @@ static void run(MYSQL *db, void *arg)
     struct sched_state *st = arg;
     /* the zone's file is read here, not on the worker's loop (schedule_parse checked its name),
      * and before MySQL is needed: a bad zone is the client's 400 whatever MySQL's state */
-    if (st->op == OP_CREATE && schedule_check_zone(&st->s, st->err, sizeof st->err) < 0) {
+    if (st->op == OP_CREATE && schedule_load_zone(&st->s, &st->zone, st->err, sizeof st->err) < 0) {
         st->n = BAD_ZONE;
         return;
     }
@@ -96,6 +106,8 @@ static void run(MYSQL *db, void *arg)
     if (st->op == OP_LIST && st->n > 0 && (st->nexts = malloc((size_t)st->n * sizeof *st->nexts)) != NULL)
         for (int i = 0; i < st->n; i++)
             st->nexts[i] = next_fire(&st->list[i], now);
+    else if (st->op == OP_CREATE && st->n == 1)
+        st->next = next_fire_in(&st->s, st->zone, now);
     else if (st->op != OP_LIST && st->op != OP_DELETE && st->n == 1)
         st->next = next_fire(&st->s, now);
 }

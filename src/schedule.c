@@ -95,17 +95,16 @@ static int check_job(json_t *job, const char *topic, const struct job_limits *li
     return 0;
 }
 
-int schedule_check_zone(const struct schedule *s, char *err, size_t errlen)
+int schedule_load_zone(const struct schedule *s, struct tz **zone, char *err, size_t errlen)
 {
+    *zone = NULL;
     if (s->cron[0] == '\0')
         return 0;
     char zerr[256];
-    struct tz *z = tz_load(s->tz, zerr, sizeof zerr);
-    if (z == NULL) {
+    if ((*zone = tz_load(s->tz, zerr, sizeof zerr)) == NULL) {
         snprintf(err, errlen, "tz: %s", zerr);
         return -1;
     }
-    tz_free(z);
     return 0;
 }
 

@@ -59,10 +59,11 @@ struct schedule {
 int schedule_parse(const char *json, size_t len, const struct job_limits *lim, struct schedule *out, char *err,
                    size_t errlen) __attribute__((warn_unused_result));
 
-/* Does a cron schedule's zone exist (its file in the tz database reads as a zone)? Always yes
- * for an interval. Reads a file: call it off the event loop (POST /schedules does, on the
- * MySQL task thread, before the insert). 0; -1 with "tz: ..." in err. */
-int schedule_check_zone(const struct schedule *s, char *err, size_t errlen) __attribute__((warn_unused_result));
+/* A cron schedule's zone from the tz database, into *zone (the caller's: tz_free); NULL for an
+ * interval, which has none. Reads a file: call it off the event loop (POST /schedules does, on
+ * the MySQL task thread, before the insert). 0; -1 with "tz: ..." in err (*zone NULL). */
+int schedule_load_zone(const struct schedule *s, struct tz **zone, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* Free what *s owns (not s). */
 void schedule_clear(struct schedule *s);

@@ -77,19 +77,25 @@ START_TEST(test_bad_bodies_name_the_field)
     parse_bad("{\"topic\":\"t\",\"cron\":\"0 0 30 2 *\",\"job\":{}}", "cron: ");
     parse_bad("{\"topic\":\"t\",\"cron\":5,\"job\":{}}", "cron: ");
     /* a well-formed name of no zone passes the parse (no file is read on the event loop) and is
-     * refused by schedule_check_zone, which reads the zone's file */
+     * refused by schedule_load_zone, which reads the zone's file */
     struct schedule mars;
     parse_ok("{\"topic\":\"t\",\"cron\":\"* * * * *\",\"tz\":\"Mars/Olympus\",\"job\":{}}", &mars);
     char err[256] = "";
-    ck_assert_int_eq(schedule_check_zone(&mars, err, sizeof err), -1);
+    struct tz *zone = (struct tz *)&mars; /* not NULL: the call must set it */
+    ck_assert_int_eq(schedule_load_zone(&mars, &zone, err, sizeof err), -1);
+    ck_assert_ptr_null(zone);
     ck_assert_str_eq(err, "tz: unknown time zone \"Mars/Olympus\"");
     schedule_clear(&mars);
     struct schedule berlin, every;
     parse_ok("{\"topic\":\"t\",\"cron\":\"* * * * *\",\"tz\":\"Europe/Berlin\",\"job\":{}}", &berlin);
-    ck_assert_int_eq(schedule_check_zone(&berlin, err, sizeof err), 0);
+    ck_assert_int_eq(schedule_load_zone(&berlin, &zone, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(zone);
+    ck_assert_str_eq(tz_name(zone), "Europe/Berlin");
+    tz_free(zone);
     schedule_clear(&berlin);
     parse_ok("{\"topic\":\"t\",\"every\":1000,\"job\":{}}", &every);
-    ck_assert_int_eq(schedule_check_zone(&every, err, sizeof err), 0); /* an interval has no zone to read */
+    ck_assert_int_eq(schedule_load_zone(&every, &zone, err, sizeof err), 0);
+    ck_assert_ptr_null(zone); /* an interval has no zone to read */
     schedule_clear(&every);
     parse_bad("{\"topic\":\"t\",\"cron\":\"* * * * *\",\"tz\":\"../etc/passwd\",\"job\":{}}", "tz: ");
     parse_bad("{\"topic\":\"t\",\"cron\":\"* * * * *\",\"tz\":3,\"job\":{}}", "tz: ");
