@@ -21,6 +21,13 @@ enum rsync_failure {
 redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
                             size_t errlen);
 
+/* The same to the server that holds `key`: with [redis] cluster, the master that serves its
+ * slot in the map the first seed that answers gives (CLUSTER SLOTS; db 0); else the one
+ * server, as rsync_connect. The key is not read: any key of the slot will do ("{w}" for
+ * every {w} key). A failure names the last seed tried. */
+redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
+                                enum rsync_failure *why, char *err, size_t errlen);
+
 /* Queue EVALSHA of `script` (argv[0..2] reserved, as rconn_eval). Send with rsync_reply. */
 int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens);
 
