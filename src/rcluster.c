@@ -476,6 +476,11 @@ static void on_cmd_reply(redisReply *reply, void *arg)
     } else if (step == RCLUSTER_RETRY) {
         c->target[0] = '\0'; /* the map's owner again: it ASKs anew if the slot still moves */
         c->asking = 0;
+        /* A fresh attempt: the redirect bound is for redirects in a row (a ping-pong between
+         * two nodes); the retries themselves are bounded by the timeout. During a migration a
+         * command may be ASKed, refused (TRYAGAIN, a guarded script) and ASKed again many
+         * times, then MOVED once the slot is handed over. */
+        c->redirects = 0;
         wait_then_resend(c, delay);
     } else {
         char host[CLUSTER_ADDR_MAX];

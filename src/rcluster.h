@@ -13,7 +13,8 @@
  * ASK is answered with ASKING + the command on the named node's connection, back to back.
  * TRYAGAIN (a multi-key command during a migration), a guarded script's "non local key"
  * (cluster.h: CLUSTER_ERR_NONLOCAL) and CLUSTERDOWN are retried after a short
- * backoff. Each command follows at most RCLUSTER_MAX_REDIRECTS redirects and is retried only
+ * backoff. Each command follows at most RCLUSTER_MAX_REDIRECTS redirects in a row (a retry
+ * starts the count again) and is retried only
  * until timeout_ms after it was first sent; then it fails (reply NULL) like an rconn command.
  * Connections to nodes that are no longer masters are closed once nothing waits on them.
  *
