@@ -2,8 +2,10 @@
 #include "rsync.h"
 #include "cluster.h"
 #include "raddr.h"
+#include "shardtag.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Connect to one server: address, db (0 for a cluster node), scripts. */
@@ -63,32 +65,47 @@ redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsy
     return connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why ? why : &ignored, err, errlen);
 }
 
-/* The master that serves `slot`, by the map (CLUSTER SLOTS) one seed gives, into out. */
-static int slot_master(const struct config *cfg, const char *seed, int slot, char *out, size_t cap,
-                       enum rsync_failure *why, char *err, size_t errlen)
+/* The slot map (CLUSTER SLOTS) of the first seed that answers with one. NULL with err. */
+static struct cluster_map *read_map(const struct config *cfg, enum rsync_failure *why, char *err, size_t errlen)
 {
-    redisContext *c = connect_to(cfg, seed, 0, 0, why, err, errlen);
-    if (c == NULL)
-        return -1;
-    char host[CLUSTER_ADDR_MAX];
-    int port, is_unix;
-    redisReply *r = redisCommand(c, "CLUSTER SLOTS");
-    struct cluster_map *m = NULL;
-    if (r == NULL)
-        snprintf(err, errlen, "%s: %s", seed, c->errstr);
-    else if (raddr_parse(seed, host, sizeof host, &port, &is_unix) == 0 &&
-             (m = cluster_map_parse(r, host, err, errlen)) == NULL)
-        *why = RSYNC_REFUSED; /* it answered, but no map: not a cluster node? (err says) */
-    int i = m ? cluster_map_lookup(m, slot) : -1;
-    if (m != NULL && i < 0)
-        snprintf(err, errlen, "%s: no master serves slot %d (the cluster is not whole)", seed, slot);
-    if (i >= 0)
-        snprintf(out, cap, "%s", m->masters[i].node.addr);
-    cluster_map_free(m);
-    if (r)
-        freeReplyObject(r);
-    redisFree(c);
-    return i >= 0 ? 0 : -1;
+    char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
+    *why = RSYNC_UNREACHABLE;
+    int n = raddr_seeds(cfg->redis_address, seeds, RADDR_SEEDS_MAX, err, errlen);
+    for (int i = 0; i < n; i++) {
+        redisContext *c = connect_to(cfg, seeds[i], 0, 0, why, err, errlen);
+        if (c == NULL)
+            continue;
+        char host[CLUSTER_ADDR_MAX];
+        int port, is_unix;
+        redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+        struct cluster_map *m = NULL;
+        if (r == NULL)
+            snprintf(err, errlen, "%s: %s", seeds[i], c->errstr);
+        else if (raddr_parse(seeds[i], host, sizeof host, &port, &is_unix) == 0 &&
+                 (m = cluster_map_parse(r, host, err, errlen)) == NULL)
+            *why = RSYNC_REFUSED; /* it answered, but no map: not a cluster node? (err says) */
+        if (r)
+            freeReplyObject(r);
+        redisFree(c);
+        if (m != NULL)
+            return m;
+    }
+    return NULL;
+}
+
+/* Map master i's context in conns (connected on first use). NULL with err. */
+static redisContext *master_conn(const struct config *cfg, const struct cluster_map *m, int i,
+                                 redisContext **conns, int load_scripts, enum rsync_failure *why, char *err,
+                                 size_t errlen)
+{
+    if (i < 0) {
+        snprintf(err, errlen, "a slot has no master (the cluster is not whole)");
+        *why = RSYNC_UNREACHABLE;
+        return NULL;
+    }
+    if (conns[i] == NULL)
+        conns[i] = connect_to(cfg, m->masters[i].node.addr, 0, load_scripts, why, err, errlen);
+    return conns[i];
 }
 
 redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
@@ -99,13 +116,72 @@ redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_
         why = &ignored;
     if (!cfg->redis_cluster)
         return connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why, err, errlen);
-    char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX], master[CLUSTER_ADDR_MAX];
-    *why = RSYNC_UNREACHABLE;
-    int n = raddr_seeds(cfg->redis_address, seeds, RADDR_SEEDS_MAX, err, errlen);
-    for (int i = 0; i < n; i++)
-        if (slot_master(cfg, seeds[i], cluster_keyslot(key, len), master, sizeof master, why, err, errlen) == 0)
-            return connect_to(cfg, master, 0, load_scripts, why, err, errlen);
-    return NULL;
+    struct cluster_map *m = read_map(cfg, why, err, errlen);
+    redisContext *c = NULL;
+    if (m != NULL)
+        master_conn(cfg, m, cluster_map_lookup(m, cluster_keyslot(key, len)), &c, load_scripts, why, err, errlen);
+    cluster_map_free(m);
+    return c;
+}
+
+struct rsync_shards {
+    int shards, nconns;
+    redisContext **by_shard; /* shard -> one of conns */
+    redisContext **conns;    /* one per server (map master index) */
+};
+
+void rsync_shards_free(struct rsync_shards *set)
+{
+    if (set == NULL)
+        return;
+    for (int i = 0; i < set->nconns; i++)
+        if (set->conns[i])
+            redisFree(set->conns[i]);
+    free(set->conns);
+    free(set->by_shard);
+    free(set);
+}
+
+struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
+                                       size_t errlen)
+{
+    enum rsync_failure ignored;
+    if (why == NULL)
+        why = &ignored;
+    struct cluster_map *m = NULL;
+    if (cfg->redis_cluster && (m = read_map(cfg, why, err, errlen)) == NULL)
+        return NULL;
+    struct rsync_shards *set = calloc(1, sizeof *set);
+    int nconns = m ? m->nmasters : 1;
+    if (set == NULL || (set->by_shard = calloc((size_t)cfg->redis_shards, sizeof *set->by_shard)) == NULL ||
+        (set->conns = calloc((size_t)nconns, sizeof *set->conns)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        cluster_map_free(m);
+        rsync_shards_free(set);
+        return NULL;
+    }
+    set->shards = cfg->redis_shards;
+    set->nconns = nconns;
+    for (int n = 0; n < set->shards; n++) {
+        size_t len = 0;
+        const char *tag = shardtag(n, &len);
+        int i = m ? cluster_map_lookup(m, tag ? cluster_keyslot(tag, len) : -1) : 0;
+        if (m == NULL && set->conns[0] == NULL)
+            set->conns[0] = connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why, err, errlen);
+        set->by_shard[n] = m ? master_conn(cfg, m, i, set->conns, load_scripts, why, err, errlen) : set->conns[0];
+        if (set->by_shard[n] == NULL) {
+            cluster_map_free(m);
+            rsync_shards_free(set);
+            return NULL;
+        }
+    }
+    cluster_map_free(m);
+    return set;
+}
+
+redisContext *rsync_shard(const struct rsync_shards *set, int shard)
+{
+    return set->by_shard[shard];
 }
 
 int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)

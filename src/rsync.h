@@ -28,6 +28,22 @@ redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsy
 redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
                                 enum rsync_failure *why, char *err, size_t errlen);
 
+/* Blocking connections for every shard: the one server for a single Redis; for a cluster, one
+ * per master that serves a shard, by the map the first seed that answers gives (read once).
+ * After a failover or a migration a shard's commands fail (MOVED, a lost connection): the
+ * caller frees the set and opens a new one, as it reconnects a lost context today. */
+struct rsync_shards;
+
+/* NULL with err (and *why unless NULL) filled. */
+struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
+                                       size_t errlen);
+
+/* The context that serves shard (0 <= shard < [redis] shards): commands pipelined on it are
+ * answered in order, as on any context, whichever other shards share it. */
+redisContext *rsync_shard(const struct rsync_shards *set, int shard);
+
+void rsync_shards_free(struct rsync_shards *set);
+
 /* Queue EVALSHA of `script` (argv[0..2] reserved, as rconn_eval). Send with rsync_reply. */
 int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens);
 

@@ -267,6 +267,34 @@ class ClusterWireTest(CoreTestCase):
         h = self.assertJsonOk(d.health())
         self.assertEqual(h["redis"], "up", h)
 
+    # -- d
+    def test_d_topic_settings_caught_up_per_shard(self):
+        """topics.c's blocking catch-up (rsync_shards): a shard whose copy of the settings was
+        lost (as a failover may lose it) gets them back on the master that serves it."""
+        d = self.cluster_daemon()
+        prefix = d.config["redis"]["prefix"]
+        names = [f"set.{i}" for i in range(12)]  # over several shards
+        for t in names:
+            self.assertJsonOk(d.request("PUT", f"/topics/{t}", body={"paused": True}))
+
+        def holders() -> dict:
+            out = {}
+            for m in self.cluster.masters():
+                for key in (k for k in m.cli("KEYS", f"{prefix}:*:topic").split("\n") if k):
+                    out[key] = m
+            return out
+        copies = wait_until(lambda: len(holders()) > 2 and holders(), 10, 0.1, "the settings on several shards")
+        self.assertGreater(len({m.address for m in copies.values()}), 1, "shards on more than one master")
+        for key, m in copies.items():
+            self.assertIs(self.owner(keyslot(key)), m)
+            m.cli("DEL", key)  # lost
+        wait_until(lambda: set(holders()) == set(copies), 10, 0.1, "every shard's settings written back")
+        for key, m in copies.items():
+            self.assertTrue(m.cli("HGET", key, "~synced"), key)
+        self.assertIn("was behind", d.log())
+        self.push(d, names[0], 1)
+        self.assertEqual(d.get(names[0], timeout=0).status, 204, "the topic is paused")
+
 
 if __name__ == "__main__":
     import unittest
