@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* Connect to one server: address, db (0 for a cluster node), scripts. */
 static redisContext *connect_to(const struct config *cfg, const char *address, int db, int load_scripts,
@@ -56,13 +57,6 @@ static redisContext *connect_to(const struct config *cfg, const char *address, i
         freeReplyObject(r);
     }
     return c;
-}
-
-redisContext *rsync_connect(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
-                            size_t errlen)
-{
-    enum rsync_failure ignored;
-    return connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why ? why : &ignored, err, errlen);
 }
 
 /* The slot map (CLUSTER SLOTS) of the first seed that answers with one. NULL with err. */
@@ -117,15 +111,33 @@ redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_
     if (!cfg->redis_cluster)
         return connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why, err, errlen);
     struct cluster_map *m = read_map(cfg, why, err, errlen);
+    int i = m ? cluster_map_lookup(m, cluster_keyslot(key, len)) : -1;
     redisContext *c = NULL;
-    if (m != NULL)
-        master_conn(cfg, m, cluster_map_lookup(m, cluster_keyslot(key, len)), &c, load_scripts, why, err, errlen);
+    if (i >= 0)
+        c = connect_to(cfg, m->masters[i].node.addr, 0, load_scripts, why, err, errlen);
+    else if (m != NULL)
+        snprintf(err, errlen, "no master serves the slot of %.*s (the cluster is not whole)", (int)len, key);
     cluster_map_free(m);
     return c;
 }
 
+redisContext *rsync_connect_shard(const struct config *cfg, int shard, int load_scripts, enum rsync_failure *why,
+                                  char *err, size_t errlen)
+{
+    char key[CLUSTER_TAG_MAX + 2];
+    size_t len = 0;
+    const char *tag = shardtag(shard, &len);
+    if (tag == NULL || len + 2 >= sizeof key) {
+        snprintf(err, errlen, "no shard %d", shard);
+        return NULL;
+    }
+    snprintf(key, sizeof key, "{%s}", tag);
+    return rsync_connect_key(cfg, key, len + 2, load_scripts, why, err, errlen);
+}
+
 struct rsync_shards {
     int shards, nconns;
+    int cluster;             /* every shard a slot of its own */
     redisContext **by_shard; /* shard -> one of conns */
     redisContext **conns;    /* one per server (map master index) */
 };
@@ -162,6 +174,7 @@ struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_script
     }
     set->shards = cfg->redis_shards;
     set->nconns = nconns;
+    set->cluster = m != NULL;
     for (int n = 0; n < set->shards; n++) {
         size_t len = 0;
         const char *tag = shardtag(n, &len);
@@ -182,6 +195,57 @@ struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_script
 redisContext *rsync_shard(const struct rsync_shards *set, int shard)
 {
     return set->by_shard[shard];
+}
+
+int rsync_shards_first(const struct rsync_shards *set, int shard)
+{
+    if (set->cluster)
+        return shard;
+    int first = 0;
+    while (set->by_shard[first] != set->by_shard[shard])
+        first++;
+    return first;
+}
+
+void rsync_shards_shutdown(const struct rsync_shards *set)
+{
+    for (int i = 0; i < set->nconns; i++)
+        if (set->conns[i])
+            shutdown(set->conns[i]->fd, SHUT_RDWR);
+}
+
+int rsync_shards_drain(struct rsync_shards *set)
+{
+    int ok = 0;
+    for (int n = 0; n < set->shards; n++) {
+        redisReply *r = rsync_shard_reply(set->by_shard[n]);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR)
+            ok = -1;
+        if (r)
+            freeReplyObject(r);
+        if (r == NULL)
+            break; /* the connection is gone: the caller opens a new set */
+    }
+    return ok;
+}
+
+const char *rsync_shards_errstr(const struct rsync_shards *set)
+{
+    for (int i = 0; i < set->nconns; i++)
+        if (set->conns[i] && set->conns[i]->errstr[0])
+            return set->conns[i]->errstr;
+    return "";
+}
+
+redisReply *rsync_shard_reply(redisContext *c)
+{
+    redisReply *r = rsync_reply(c);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR && cluster_error_kind(r->str, r->len) != CLUSTER_ERR_OTHER) {
+        snprintf(c->errstr, sizeof c->errstr, "%.*s", (int)(sizeof c->errstr - 1), r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
 }
 
 int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)
