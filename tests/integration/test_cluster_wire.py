@@ -105,6 +105,11 @@ class ClusterWireTest(CoreTestCase):
         job = self.get_one(d, "cw.late", timeout=6)  # the mover made it ready, woken over pub/sub
         self.assertEqual(job["id"], late)
         self.assertJsonOk(d.finish(late))
+        # the outbox (rsync_shards: a connection per master) carried every transition to MySQL
+        for id_ in [late, *list(ids.values())[:6]]:
+            self.wait_history(d, id_, ["ready", "reserved", "finished"] if id_ != late
+                              else ["delayed", "ready", "reserved", "finished"])
+        wait_until(lambda: self.journal_idle(d), 10, 0.1, "the outbox drained")
 
         by_node = self.keys_by_node(prefix)
         tags = set()
@@ -294,6 +299,78 @@ class ClusterWireTest(CoreTestCase):
         self.assertIn("was behind", d.log())
         self.push(d, names[0], 1)
         self.assertEqual(d.get(names[0], timeout=0).status, 204, "the topic is paused")
+
+    # -- e
+    def test_e_restore_after_a_failover_that_lost_writes(self):
+        """A master killed -9, its heir without the dead master's last writes (here: none of
+        the prefix's keys, the worst case): /reStore (rsync_shards: the restoring flags, the
+        align pass, restore.lua per shard on its master) puts back every acknowledged live job,
+        never a deleted or finished one; the reconciler and ids work on."""
+        c = self.cluster
+        d = self.cluster_daemon()
+        prefix = d.config["redis"]["prefix"]
+        topics = [f"rs.{i}" for i in range(16)]
+        pushed = {self.push(d, t, {"t": t}): t for t in topics for _ in range(3)}
+        deleted = set(list(pushed)[::5])
+        for id_ in deleted:
+            self.assertJsonOk(d.delete(id_))
+        finished = set()
+        for t in topics[:4]:
+            job = self.get_one(d, t)
+            if job["id"] not in deleted:
+                self.assertJsonOk(d.finish(job["id"]))
+                finished.add(job["id"])
+        wait_until(lambda: self.journal_idle(d), 15, 0.1, "every transition in MySQL")
+        victim = c.masters()[1]
+        _, heir, _ = c.kill_master(1)
+        heir_keys = [k for k in heir.cli("KEYS", f"{prefix}:*").split("\n") if k]
+        lost = [k for k in heir_keys if "{w}" not in k]
+        self.assertTrue(lost, "the heir held some of the prefix's shards")
+        heir.cli("DEL", *lost)  # the writes the failover dropped
+        wait_until(lambda: d.push({"topic": "rs.probe", "body": 0}).status == 200, 15, 0.1, "pushes again")
+        r = wait_until(lambda: (lambda x: x if x.status == 200 else None)(d.restore(expire=True)), 20, 0.5,
+                       "/reStore to run")
+        out = r.json()
+        self.assertGreater(out["restored"], 0, out)
+        want = set(pushed) - deleted - finished
+        got = set()
+        for t in topics:
+            while True:
+                g = d.get(t, timeout=0)
+                if g.status == 204:
+                    break
+                job = self.assertJsonOk(g)
+                self.assertNotIn(job["id"], got, "delivered twice")
+                got.add(job["id"])
+                self.assertJsonOk(d.finish(job["id"]))
+        self.assertEqual(got, want, f"restore answered {out}")
+        self.assertFalse(got & deleted, "a deleted job came back")
+        ids = {self.push(d, "rs.after", i) for i in range(20)}
+        self.assertEqual(len(ids), 20)
+        self.assertFalse(ids & set(pushed), "ids stay unique")
+
+    # -- f
+    def test_f_pager_and_purge(self):
+        """The pager (rsync_shards) pages a job due beyond the horizon into its shard's master in
+        time; a topic purge (its shard's master) deletes a topic's jobs."""
+        d = Daemon(overrides={"redis": {"cluster": True, "address": ",".join(self.cluster.seeds()), "db": 0},
+                              "queue": {"horizon": 2000}})
+        d.env[KNOB] = "partial"
+        self.addCleanup(d.close)
+        d.start()
+        self.wait_healthy(d, timeout=20)
+        far = self.push(d, "pg.far", {"far": True}, delay=5000)
+        paged = self.wait_history(d, far, ["far", "delayed"])  # MySQL only, then paged in
+        self.assertIn("pager", paged["history"][1]["by"], paged["history"])
+        job = self.get_one(d, "pg.far", timeout=12)
+        self.assertEqual(job["id"], far)
+        self.assertJsonOk(d.finish(far))
+
+        ids = [self.push(d, "pg.purge", i) for i in range(30)]
+        r = self.assertJsonOk(d.request("POST", "/topics/pg.purge/purge", params={"state": "all"}))
+        self.assertEqual(r["deleted"], len(ids), r)
+        self.assertEqual(d.get("pg.purge", timeout=0).status, 204)
+        self.assertEqual(self.state(d, ids[0]), "deleted")
 
 
 if __name__ == "__main__":
