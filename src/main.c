@@ -199,7 +199,7 @@ static void check_mysql_schema(const struct config *cfg)
 
 /* The shard tag table (shardtag.h), before any thread builds a key. HOURGLASS_TEST_SHARD_TAGS
  * = cluster lays the keys out with cluster tags on a single Redis, so that tests run the
- * scripts on such keys while cluster mode is not wired yet; never set it in production. */
+ * scripts (guarded) on such keys without a cluster; never set it in production. */
 static int init_shard_tags(const struct config *cfg)
 {
     enum shardtag_scheme scheme = cfg->redis_cluster ? SHARDTAG_CLUSTER : SHARDTAG_PLAIN;
@@ -363,22 +363,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "hourglassd: %s\n", err);
         return 1;
     }
-    /* A valid setting this build cannot run yet: its blocking Redis connections (rsync.c) are
-     * not routed per node (issue 14). Refused, by -t too, rather than run half-wired. The
-     * test-only knob HOURGLASS_TEST_CLUSTER=partial starts it anyway (not -t), so that tests
-     * run what is routed (the worker, keeper and delivery threads, the subscriber, the
-     * start-up layout check) against a real cluster; never set it in production. */
-    const char *partial = getenv("HOURGLASS_TEST_CLUSTER");
-    int cluster_knob = partial && strcmp(partial, "partial") == 0 && !check_only;
-    if (partial && partial[0] && strcmp(partial, "partial") != 0) {
-        fprintf(stderr, "hourglassd: HOURGLASS_TEST_CLUSTER=%s: must be partial\n", partial);
-        return 1;
-    }
-    if (app.cfg.redis_cluster && !print_only && !cluster_knob) {
-        fprintf(stderr, "hourglassd: %s: [redis] cluster = true: Redis Cluster mode is not wired into the daemon yet "
-                        "(issue 14); use a single Redis with cluster = false\n", conf_path);
-        return 1;
-    }
     if (check_only) {
         printf("hourglassd: %s: configuration OK\n", conf_path);
         return 0;
@@ -394,9 +378,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "hourglassd: cannot open [log] file %s: %s\n", cfg->log_file, strerror(errno));
         return 1;
     }
-    if (cfg->redis_cluster)
-        log_warn("HOURGLASS_TEST_CLUSTER=partial: [redis] cluster = true with the asynchronous connections "
-                 "routed and the blocking ones (outbox, pager, restore, purge, topics, doubt) not; tests only");
     if (scripts_init() < 0 || arm_fault_seam() < 0 || init_shard_tags(cfg) < 0)
         return 1;
     signal(SIGPIPE, SIG_IGN);

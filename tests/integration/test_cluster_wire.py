@@ -1,11 +1,8 @@
-"""The daemon's asynchronous Redis traffic routed through src/rcluster.c (issue 14, step 4),
-against a real cluster of 3 masters + 3 replicas (tests/integration/rcluster.py).
-
-`[redis] cluster = true` is still refused (test_cluster_layout asserts it): the blocking
-connections (rsync.c: outbox, pager, restore, purge, topics, doubt) are not routed per node
-yet. The test-only HOURGLASS_TEST_CLUSTER=partial starts such a daemon anyway, so what is
-routed runs here: the workers, the keeper (mover, id lease, fleet, layout recheck), the
-delivery thread, the subscriber, and the start-up layout check on {w}'s master.
+"""The daemon with `[redis] cluster = true` against a real cluster of 3 masters + 3 replicas
+(tests/integration/rcluster.py; issue 14, step 4): the asynchronous traffic through
+src/rcluster.c (workers, keeper, delivery thread: src/rlink.h), the subscriber on one node,
+and the blocking connections per master (src/rsync.h: start-up layout check, outbox, pager,
+restore, reconciler, purge, topic settings).
 
 * a: push -> get -> finish on topics of every shard, and a delayed job made ready by the mover
   (woken over pub/sub): every shard key sits on the master that serves its slot, shards on
@@ -28,7 +25,6 @@ from core_common import CoreTestCase
 from harness import HOST, Daemon, wait_until
 from rcluster import RedisCluster, command_raw, keyslot, resp_parse
 
-KNOB = "HOURGLASS_TEST_CLUSTER"
 SHARDS = 8
 CLUSTER_TAGS = ["0.6957", "1.48242", "2.68352", "3.2520", "4.586", "5.22978", "6.1197", "7.5679"]
 
@@ -57,11 +53,9 @@ class ClusterWireTest(CoreTestCase):
             seeds.remove(first_seed.address)
             seeds.insert(0, first_seed.address)
         d = Daemon(overrides={"redis": {"cluster": True, "address": ",".join(seeds), "db": 0}})
-        d.env[KNOB] = "partial"
         self.addCleanup(d.close)
         d.start()
         self.wait_healthy(d, timeout=20)
-        self.assertIn(f"{KNOB}=partial", d.log())
         return d
 
     def owner(self, slot: int):
@@ -355,7 +349,6 @@ class ClusterWireTest(CoreTestCase):
         time; a topic purge (its shard's master) deletes a topic's jobs."""
         d = Daemon(overrides={"redis": {"cluster": True, "address": ",".join(self.cluster.seeds()), "db": 0},
                               "queue": {"horizon": 2000}})
-        d.env[KNOB] = "partial"
         self.addCleanup(d.close)
         d.start()
         self.wait_healthy(d, timeout=20)
