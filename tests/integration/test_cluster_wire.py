@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
-from core_common import CoreTestCase
+from core_common import Background, CoreTestCase
 from harness import HOST, Daemon, wait_until
 from rcluster import RedisCluster, command_raw, keyslot, resp_parse
 
@@ -257,12 +257,11 @@ class ClusterWireTest(CoreTestCase):
             th.join(30)
         self.assertEqual(failures["other"], 0, "the other masters' shards never failed")
         self.assertEqual(len(moved_to), 1)
-        # a long-poll is answered through the new subscriber (not the 1-s safety tick alone)
-        waiter = threading.Thread(target=lambda: self.assertEqual(self.get_one(d, "after.kill", timeout=10)["body"], 3))
-        waiter.start()
+        # a parked long-poll is answered after the move
+        waiter = Background(self.get_one, d, "after.kill", timeout=10)
         time.sleep(0.3)
         self.push(d, "after.kill", 3)
-        waiter.join(15)
+        self.assertEqual(waiter.join(15)["body"], 3)
         h = self.assertJsonOk(d.health())
         self.assertEqual(h["redis"], "up", h)
 
