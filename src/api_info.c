@@ -8,7 +8,7 @@
 #include "metrics.h"
 #include "pager.h"
 #include "scheduler.h"
-#include "rconn.h"
+#include "rlink.h"
 #include "app.h"
 
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static int health_json(struct request *r, struct sbuf *sb)
     struct app *app = r->ctx->app;
     /* Redis counts as up when every HTTP worker can use it, not only the one answering: a
      * load balancer that sees 200 sends requests to all of them. */
-    int redis = rconn_is_up(r->ctx->redis) && atomic_load(&app->redis_workers_up) == app->nworkers;
+    int redis = rlink_ready(r->ctx->redis) && atomic_load(&app->redis_workers_up) == app->nworkers;
     int mysql = journal_up();
     int draining = atomic_load(&app->draining);
     int ids = atomic_load(&app->worker_id) >= 0; /* without a worker number it cannot take pushes */

@@ -25,7 +25,7 @@
 #include "journal.h"
 #include "log.h"
 #include "metrics.h"
-#include "rconn.h"
+#include "rlink.h"
 #include "app.h"
 
 #include <stdio.h>
@@ -118,7 +118,7 @@ static void respond_push_unavailable(struct push_state *st)
     sb_putc(&ids, ']');
     /* Name what Redis said when it said something (OOM, READONLY...: rconn.h). */
     struct rconn_error rerr;
-    if (rconn_last_error(st->r->ctx->redis, &rerr) != RCAUSE_NONE && rerr.cause != RCAUSE_DOWN) {
+    if (rlink_last_error(st->r->ctx->redis, &rerr) != RCAUSE_NONE && rerr.cause != RCAUSE_DOWN) {
         char msg[RCONN_ERROR_TEXT + 192];
         snprintf(msg, sizeof msg,
                  "Redis failed the push (%s: %s): the jobs in maybeQueued may have been queued (GET /jobs/{id} "
@@ -308,7 +308,7 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
     int maybe_ran = 1;
     struct rconn_error e;
     if (out == NULL && call->n > 0 &&
-        rconn_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE && rconn_cause_refuses(e.cause))
+        rlink_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE && rconn_cause_refuses(e.cause))
         maybe_ran = 0;
     settle_jobs(call->jobs, call->n, out, n, maybe_ran);
     free(call);

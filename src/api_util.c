@@ -4,7 +4,7 @@
 #include "ids.h"
 #include "journal.h"
 #include "metrics.h"
-#include "rconn.h"
+#include "rlink.h"
 #include "sbuf.h"
 #include "app.h"
 
@@ -62,7 +62,7 @@ int api_params_only(struct request *r, const char *const *allowed)
 
 int api_require_redis(struct request *r)
 {
-    if (!rconn_is_up(r->ctx->redis)) {
+    if (!rlink_usable(r->ctx->redis)) {
         respond_unavailable(r, "Redis");
         return -1;
     }

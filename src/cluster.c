@@ -430,6 +430,9 @@ enum cluster_error_kind cluster_error_kind(const char *s, size_t len)
         if (len >= n && memcmp(s, words[i].word, n) == 0)
             return words[i].kind;
     }
+    static const char nonlocal[] = "Script attempted to access a non local key";
+    if (memmem(s, len, nonlocal, sizeof nonlocal - 1) != NULL)
+        return CLUSTER_ERR_NONLOCAL;
     return CLUSTER_ERR_OTHER;
 }
 

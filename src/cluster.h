@@ -118,9 +118,17 @@ enum cluster_error_kind {
     CLUSTER_ERR_ASK,
     CLUSTER_ERR_TRYAGAIN,
     CLUSTER_ERR_DOWN,
+    /* "Script attempted to access a non local key": a script met a key its node does not
+     * serve now — its slot is migrating. Our scripts meet it at their first line (the guard
+     * scripts/embed-lua.sh puts before every script in cluster mode: one EXISTS of KEYS[1]
+     * and a key that never exists, which Redis refuses exactly while the slot migrates or
+     * imports), before any write, so it is retried like TRYAGAIN. */
+    CLUSTER_ERR_NONLOCAL,
 };
 
-/* Which of these an error reply (hiredis's str/len, without the '-') is, by its first word. */
+/* Which of these an error reply (hiredis's str/len, without the '-') is: by its first word,
+ * and CLUSTER_ERR_NONLOCAL by Redis's words anywhere in it (it comes wrapped in the script's
+ * error: "ERR Script attempted to access a non local key in a cluster node script: ..."). */
 enum cluster_error_kind cluster_error_kind(const char *s, size_t len);
 
 /* The fixed slot of shard n (0 <= n < shards, 1 <= shards <= 16384): the middle slot of the

@@ -65,7 +65,7 @@ static const struct cfg_key keys[] = {
      "host:port, or unix:/path/to/socket; with cluster = true, seed nodes host:port,host:port"},
     {"redis", "cluster", CT_BOOL, "false", 0, 1, F(redis_cluster), 0,
      "Redis Cluster: each shard's keys carry a hash tag that spreads the shards over the masters (fixed for "
-     "the life of the data); not wired into the daemon yet, which refuses to start with true"},
+     "the life of the data); every connection goes to the master serving its shard's slot"},
     {"redis", "password", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(redis_password), 1, "AUTH password"},
     {"redis", "db", CT_INT, "0", 0, 1023, F(redis_db), 0, "database number"},
     {"redis", "prefix", CT_STR, "hg", 1, 63, F(redis_prefix), 0, "prefix of every key and channel"},

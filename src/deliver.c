@@ -17,7 +17,7 @@
 #include "log.h"
 #include "loopq.h"
 #include "metrics.h"
-#include "rconn.h"
+#include "rlink.h"
 #include "sign.h"
 #include "store.h"
 #include "topics.h"
@@ -81,7 +81,7 @@ struct deliver {
     pthread_t thread;
     struct event_base *base;
     struct loopq *inbox;
-    struct rconn *redis;
+    struct rlink *redis;
     struct store store;
     char who[STORE_WHO_MAX];
     struct whclient *wh;
@@ -581,7 +581,7 @@ static void deliver_free(struct deliver *d)
     while ((t = hmap_next(&d->topics, &pos, NULL, NULL)) != NULL)
         dtopic_free(t);
     hmap_free(&d->topics);
-    rconn_free(d->redis);
+    rlink_free(d->redis);
     amqppub_free(d->pub);
     if (d->tick)
         event_free(d->tick);
@@ -611,9 +611,9 @@ struct deliver *deliver_start(struct app *app)
     char err[256] = "";
     if (d->base == NULL || (d->inbox = loopq_new(d->base)) == NULL)
         goto fail;
-    struct rconn_config rcfg = {"deliver", cfg->redis_address, cfg->redis_password, cfg->redis_db,
-                                cfg->redis_timeout_ms, 0};
-    if ((d->redis = rconn_new(d->base, &rcfg, NULL, NULL)) == NULL)
+    struct rlink_config rcfg = {"deliver",          cfg->redis_address, cfg->redis_password, cfg->redis_db,
+                                cfg->redis_timeout_ms, 0,                   cfg->redis_cluster};
+    if ((d->redis = rlink_new(d->base, &rcfg, NULL, NULL)) == NULL)
         goto fail;
     d->store.rc = d->redis;
     d->store.prefix = cfg->redis_prefix;

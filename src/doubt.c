@@ -248,8 +248,14 @@ static int read_rows(MYSQL *db, const struct entry *e, size_t n, struct row_view
     return 0;
 }
 
+/* The connection that serves job id's shard. */
+static redisContext *shard_conn(struct rsync_shards *set, const struct config *cfg, uint64_t id)
+{
+    return rsync_shard(set, id_shard(id, cfg->redis_shards));
+}
+
 /* Redis's view of each job: found? its state and version (inspect.lua, pipelined). */
-static int read_jobs(redisContext *c, const struct config *cfg, const struct entry *e, size_t n,
+static int read_jobs(struct rsync_shards *set, const struct config *cfg, const struct entry *e, size_t n,
                      struct row_view *jobs)
 {
     for (size_t i = 0; i < n; i++) {
@@ -258,15 +264,15 @@ static int read_jobs(redisContext *c, const struct config *cfg, const struct ent
         if (rc == 0) {
             rargv_key(&b, cfg->redis_prefix, id_shard(e[i].id, cfg->redis_shards), "jobs");
             rargv_id(&b, e[i].id);
-            rc = rsync_append_eval(c, SCRIPT_INSPECT, b.argc, b.argv, b.lens);
+            rc = rsync_append_eval(shard_conn(set, cfg, e[i].id), SCRIPT_INSPECT, b.argc, b.argv, b.lens);
         }
         rargv_free(&b);
         if (rc < 0)
             return -1;
     }
     int failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        redisReply *r = rsync_reply(c);
+    for (size_t i = 0; i < n; i++) { /* in the order each connection got them */
+        redisReply *r = rsync_shard_reply(shard_conn(set, cfg, e[i].id));
         if (r == NULL)
             return -1;
         if (r->type != REDIS_REPLY_ARRAY)
@@ -346,7 +352,8 @@ static int abort_pushes(MYSQL *db, int shards, const uint64_t *ids, size_t n, un
 }
 
 /* Run delete.lua on jobs[0..n) guarded by the version each had before its delete. */
-static int delete_in_redis(redisContext *c, const struct config *cfg, const struct entry *e, size_t n, long *done)
+static int delete_in_redis(struct rsync_shards *set, const struct config *cfg, const struct entry *e, size_t n,
+                           long *done)
 {
     int64_t now = clock_unix_ms();
     for (size_t i = 0; i < n; i++) {
@@ -358,14 +365,14 @@ static int delete_in_redis(redisContext *c, const struct config *cfg, const stru
             rargv_int(&b, now);
             rargv_str(&b, D.who, strlen(D.who));
             rargv_int(&b, e[i].ver);
-            rc = rsync_append_eval(c, SCRIPT_DELETE, b.argc, b.argv, b.lens);
+            rc = rsync_append_eval(shard_conn(set, cfg, e[i].id), SCRIPT_DELETE, b.argc, b.argv, b.lens);
         }
         rargv_free(&b);
         if (rc < 0)
             return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = rsync_reply(c);
+        redisReply *r = rsync_shard_reply(shard_conn(set, cfg, e[i].id));
         if (r == NULL)
             return -1;
         if (rreply_is_array(r, 1) && rreply_is(r, 0, "ok"))
@@ -399,10 +406,9 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
         goto out;
     }
     char err[256];
-    redisContext *c = rsync_connect(cfg, 1, NULL, err, sizeof err);
+    struct rsync_shards *c = rsync_shards_open(cfg, 1, NULL, err, sizeof err);
     if (c == NULL || read_rows(db, e, n, rows) < 0 || read_jobs(c, cfg, e, n, jobs) < 0) {
-        if (c)
-            redisFree(c);
+        rsync_shards_free(c);
         log_warn("reconciler: %zu outcomes stay in doubt for now (%s)", n, c ? "MySQL or Redis failed" : err);
         goto out;
     }
@@ -421,7 +427,7 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
     int rc = naborts ? abort_pushes(db, cfg->redis_shards, aborts, naborts, &aborted) : 0;
     if (rc == 0 && ndels)
         rc = delete_in_redis(c, cfg, dels, ndels, &deleted);
-    redisFree(c);
+    rsync_shards_free(c);
     if (rc < 0) {
         log_warn("reconciler: %zu outcomes stay in doubt for now (MySQL or Redis failed while settling)", n);
         goto out;

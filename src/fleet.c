@@ -4,7 +4,7 @@
 #include "app.h"
 #include "clock.h"
 #include "log.h"
-#include "rconn.h"
+#include "rlink.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 
 struct fleet {
     struct app *app;
-    struct rconn *rc;
+    struct rlink *rc;
     fleet_owned_fn on_change;
     void *arg;
     int busy;
@@ -121,13 +121,13 @@ static void send_op(struct fleet *f, const char *op, const char *stats, rconn_re
     const char *argv[9] = {NULL, NULL, NULL, f->key, op, now, f->app->instance, stats, live};
     size_t lens[9] = {0, 0, 0, strlen(f->key), strlen(op), strlen(now), strlen(f->app->instance), strlen(stats),
                       strlen(live)};
-    if (rconn_eval(f->rc, SCRIPT_FLEET, 9, argv, lens, fn, f) == 0)
+    if (rlink_eval(f->rc, SCRIPT_FLEET, 9, argv, lens, fn, f) == 0)
         f->busy = 1;
 }
 
 void fleet_tick(struct fleet *f, const char *local_stats)
 {
-    if (!f->busy && rconn_is_up(f->rc))
+    if (!f->busy && rlink_usable(f->rc))
         send_op(f, "beat", local_stats, on_beat);
 }
 
@@ -139,7 +139,7 @@ static void on_left(redisReply *r, void *arg)
 
 void fleet_leave(struct fleet *f)
 {
-    if (rconn_is_up(f->rc))
+    if (rlink_usable(f->rc))
         send_op(f, "leave", "", on_left);
 }
 
@@ -157,7 +157,7 @@ void fleet_stats_json(struct fleet *f, struct sbuf *sb)
     sb_putc(sb, '}');
 }
 
-struct fleet *fleet_new(struct app *app, struct rconn *rc, fleet_owned_fn on_change, void *arg)
+struct fleet *fleet_new(struct app *app, struct rlink *rc, fleet_owned_fn on_change, void *arg)
 {
     struct fleet *f = calloc(1, sizeof *f);
     if (f == NULL)

@@ -14,13 +14,13 @@
 #include "sbuf.h"
 
 struct app;
-struct rconn;
+struct rlink;
 struct fleet;
 
 /* Called on the keeper's loop when the set of shards this instance owns changes. */
 typedef void (*fleet_owned_fn)(const char *owned, int shards, void *arg);
 
-struct fleet *fleet_new(struct app *app, struct rconn *rc, fleet_owned_fn on_change, void *arg);
+struct fleet *fleet_new(struct app *app, struct rlink *rc, fleet_owned_fn on_change, void *arg);
 void fleet_free(struct fleet *f);
 
 /* Heartbeat and recompute ownership; call once a second. `local_stats` is this instance's

@@ -3,7 +3,7 @@
 #include "app.h"
 #include "clock.h"
 #include "log.h"
-#include "rconn.h"
+#include "rlink.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 
 struct idlease {
     struct app *app;
-    struct rconn *rc;
+    struct rlink *rc;
     int held;          /* worker number held, -1 none */
     int trying;        /* number being tried by an acquire in flight */
     int busy;          /* a call is in flight */
@@ -34,7 +34,7 @@ static void call(struct idlease *l, const char *op, int worker, int64_t horizon,
     snprintf(hz, sizeof hz, "%lld", (long long)horizon);
     const char *argv[9] = {NULL, NULL, NULL, l->key, op, wbuf, l->token, ttl, hz};
     size_t lens[9] = {0, 0, 0, strlen(l->key), strlen(op), strlen(wbuf), strlen(l->token), strlen(ttl), strlen(hz)};
-    if (rconn_eval(l->rc, SCRIPT_LEASE, 9, argv, lens, fn, l) == 0) {
+    if (rlink_eval(l->rc, SCRIPT_LEASE, 9, argv, lens, fn, l) == 0) {
         l->busy = 1;
         l->sent_horizon = horizon;
     }
@@ -129,7 +129,7 @@ static void on_fixed(redisReply *r, void *arg)
 
 void idlease_tick(struct idlease *l)
 {
-    if (l->busy || !rconn_is_up(l->rc))
+    if (l->busy || !rlink_usable(l->rc))
         return;
     int64_t horizon = next_horizon(l);
     if (l->app->cfg.worker_id >= 0) {
@@ -150,11 +150,11 @@ static void on_released(redisReply *r, void *arg)
 
 void idlease_release(struct idlease *l)
 {
-    if (l->held >= 0 && rconn_is_up(l->rc))
+    if (l->held >= 0 && rlink_usable(l->rc))
         call(l, "release", l->held, 0, on_released);
 }
 
-struct idlease *idlease_new(struct app *app, struct rconn *rc)
+struct idlease *idlease_new(struct app *app, struct rlink *rc)
 {
     struct idlease *l = calloc(1, sizeof *l);
     if (l == NULL)

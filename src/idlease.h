@@ -11,10 +11,10 @@
 #define HG_IDLEASE_H
 
 struct app;
-struct rconn;
+struct rlink;
 struct idlease;
 
-struct idlease *idlease_new(struct app *app, struct rconn *rc);
+struct idlease *idlease_new(struct app *app, struct rlink *rc);
 void idlease_free(struct idlease *l);
 
 /* Acquire or renew; call about once a second. */

@@ -16,7 +16,7 @@
 #include "metrics.h"
 #include "mover.h"
 #include "pubsub.h"
-#include "rconn.h"
+#include "rlink.h"
 #include "retention.h"
 #include "store.h"
 #include "topics.h"
@@ -32,7 +32,7 @@ struct keeper {
     struct app *app;
     pthread_t thread;
     struct event_base *base;
-    struct rconn *redis;
+    struct rlink *redis;
     struct store store;
     char who[STORE_WHO_MAX];
     struct mover *mover;
@@ -143,7 +143,7 @@ static void on_resync(void *arg)
     k->on_ready(NULL, 0, k->ready_arg);
 }
 
-static void on_redis_state(struct rconn *rc, int up, void *arg)
+static void on_redis_state(int up, void *arg)
 {
     struct keeper *k = arg;
     if (!up)
@@ -178,7 +178,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 static void keeper_free(struct keeper *k)
 {
     pubsub_free(k->pubsub);
-    rconn_free(k->redis);
+    rlink_free(k->redis);
     expiry_free(k->expiry);
     lossmark_free(k->marks);
     mover_free(k->mover);
@@ -213,9 +213,9 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
         event_config_free(ec);
     if (k->base == NULL)
         goto fail;
-    struct rconn_config rcfg = {"keeper", cfg->redis_address, cfg->redis_password, cfg->redis_db,
-                                cfg->redis_timeout_ms, 1};
-    k->redis = rconn_new(k->base, &rcfg, on_redis_state, k);
+    struct rlink_config rcfg = {"keeper",           cfg->redis_address, cfg->redis_password, cfg->redis_db,
+                                cfg->redis_timeout_ms, 1,                   cfg->redis_cluster};
+    k->redis = rlink_new(k->base, &rcfg, on_redis_state, k);
     if (k->redis == NULL)
         goto fail;
     /* transitions the mover makes say "mover" in their history, whichever thread hosts it */
@@ -225,7 +225,7 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->store.shards = cfg->redis_shards;
     k->mover = mover_new(app, k->base, &k->store, k->who);
     struct pubsub_handlers h = {on_wake, on_ready, on_resync, k};
-    k->pubsub = k->mover ? pubsub_start(app, k->base, &h) : NULL;
+    k->pubsub = k->mover ? pubsub_start(app, k->base, &h, k->redis) : NULL;
     k->lease = idlease_new(app, k->redis);
     k->fleet = fleet_new(app, k->redis, on_owned, k);
     k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;

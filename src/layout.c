@@ -2,7 +2,7 @@
 #include "layout.h"
 #include "app.h"
 #include "log.h"
-#include "rconn.h"
+#include "rlink.h"
 #include "sbuf.h"
 #include "scripts.h"
 #include "shardtag.h"
@@ -100,10 +100,10 @@ static void on_layout(redisReply *r, void *arg)
     }
 }
 
-void layout_check(struct rconn *rc, struct app *app)
+void layout_check(struct rlink *rc, struct app *app)
 {
     struct layout_call call;
     build(&call, app->cfg.redis_prefix, app->cfg.redis_shards);
-    if (rconn_eval(rc, SCRIPT_LAYOUT, 6, call.argv, call.lens, on_layout, app) < 0)
+    if (rlink_eval(rc, SCRIPT_LAYOUT, 6, call.argv, call.lens, on_layout, app) < 0)
         log_debug("redis: could not check the data layout now; next tick");
 }

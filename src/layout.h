@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 struct app;
-struct rconn;
+struct rlink;
 
 enum layout_verdict {
     LAYOUT_DIFFERS = -1, /* the data says another shard count or tag scheme */
@@ -35,7 +35,7 @@ enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, i
                                           struct layout_record *found);
 
 /* Asynchronous check on rc: records the verdict in app->layout and logs when it changes. */
-void layout_check(struct rconn *rc, struct app *app);
+void layout_check(struct rlink *rc, struct app *app);
 
 /* The operator's sentence for a LAYOUT_DIFFERS: "the data under prefix "hg" was written with
  * [redis] shards = 8, this instance has 4", or the same of the tag schemes, into out. */

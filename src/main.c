@@ -141,7 +141,8 @@ static void check_redis_layout(struct app *app)
     const struct config *cfg = &app->cfg;
     char err[512];
     enum rsync_failure why;
-    redisContext *c = rsync_connect(cfg, 0, &why, err, sizeof err);
+    /* the record is a {w} key: in a cluster, on the master of {w}'s slot */
+    redisContext *c = rsync_connect_key(cfg, "{w}", 3, 0, &why, err, sizeof err);
     if (c == NULL && why == RSYNC_UNREACHABLE) {
         log_warn("Redis at %s is not reachable now (%s); starting anyway, requests get 503 until it is "
                  "(and the shard count is checked then)",
@@ -198,7 +199,7 @@ static void check_mysql_schema(const struct config *cfg)
 
 /* The shard tag table (shardtag.h), before any thread builds a key. HOURGLASS_TEST_SHARD_TAGS
  * = cluster lays the keys out with cluster tags on a single Redis, so that tests run the
- * scripts on such keys while cluster mode is not wired yet; never set it in production. */
+ * scripts (guarded) on such keys without a cluster; never set it in production. */
 static int init_shard_tags(const struct config *cfg)
 {
     enum shardtag_scheme scheme = cfg->redis_cluster ? SHARDTAG_CLUSTER : SHARDTAG_PLAIN;
@@ -220,6 +221,8 @@ static int init_shard_tags(const struct config *cfg)
     if (scheme == SHARDTAG_CLUSTER)
         log_info("shard tags: %d cluster tags computed in %lld us (shard 0: {%s})", cfg->redis_shards,
                  (long long)(clock_mono_us() - t0), shardtag(0, NULL));
+    /* data laid out for a cluster: every script refuses whole while its slot migrates */
+    scripts_guard(scheme == SHARDTAG_CLUSTER);
     return 0;
 }
 
@@ -358,13 +361,6 @@ int main(int argc, char **argv)
     config_defaults(&app.cfg);
     if (config_load(&app.cfg, conf_path, err, sizeof err) < 0 || config_validate(&app.cfg, err, sizeof err) < 0) {
         fprintf(stderr, "hourglassd: %s\n", err);
-        return 1;
-    }
-    /* A valid setting this build cannot run yet: its Redis connections are not routed through
-     * rcluster.c (issue 14). Refused, by -t too, rather than run against one node of a cluster. */
-    if (app.cfg.redis_cluster && !print_only) {
-        fprintf(stderr, "hourglassd: %s: [redis] cluster = true: Redis Cluster mode is not wired into the daemon yet "
-                        "(issue 14); use a single Redis with cluster = false\n", conf_path);
         return 1;
     }
     if (check_only) {

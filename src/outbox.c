@@ -1,6 +1,7 @@
 /* outbox.c — see outbox.h. */
 #include "outbox.h"
 #include "clock.h"
+#include "cluster.h"
 #include "ids.h"
 #include "log.h"
 #include "loopq.h"
@@ -61,7 +62,7 @@ static struct {
     int64_t stop_deadline_us;
     const struct config *cfg;
     char consumer[64];
-    redisContext *c;             /* written by the thread under lock; read by it without */
+    struct rsync_shards *set;    /* written by the thread under lock; read by it without */
     int64_t last_connect_us, last_claim_us;
     int shards;
     struct shard_state *s;
@@ -191,16 +192,22 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
 
 /* ---- Redis ---- */
 
-/* Set or clear the connection under the lock, so that cut_connection never shuts a socket
- * that redisFree has closed (its number may already belong to someone else). */
-static void set_connection(redisContext *c)
+/* Set or clear the connections under the lock, so that cut_connection never shuts a socket
+ * that redisFree has closed (its number may already belong to someone else). One per shard
+ * (rsync_shards: the same one for every shard of a single Redis, a cluster master's for its
+ * shards); commands pipelined on a shard's connection are read back from it in order. */
+static void set_connection(struct rsync_shards *set)
 {
     pthread_mutex_lock(&outbox.lock);
-    redisContext *old = outbox.c;
-    outbox.c = c;
+    struct rsync_shards *old = outbox.set;
+    outbox.set = set;
     pthread_mutex_unlock(&outbox.lock);
-    if (old)
-        redisFree(old);
+    rsync_shards_free(old);
+}
+
+static redisContext *conn(int shard)
+{
+    return rsync_shard(outbox.set, shard);
 }
 
 /* outbox_stop, past its deadline: make the Redis call the thread is blocked in fail now
@@ -208,9 +215,9 @@ static void set_connection(redisContext *c)
 static void cut_connection(void)
 {
     pthread_mutex_lock(&outbox.lock);
-    if (outbox.c) {
+    if (outbox.set) {
         log_warn("outbox: a Redis call outlived the stop deadline; cutting the connection");
-        shutdown(outbox.c->fd, SHUT_RDWR);
+        rsync_shards_shutdown(outbox.set);
     }
     pthread_mutex_unlock(&outbox.lock);
 }
@@ -227,15 +234,15 @@ static void disconnect(void)
 
 static int ensure_connected(void)
 {
-    if (outbox.c)
+    if (outbox.set)
         return 0;
     int64_t now = clock_mono_us();
     if (now - outbox.last_connect_us < RETRY_US)
         return -1;
     outbox.last_connect_us = now;
     char err[256];
-    set_connection(rsync_connect(outbox.cfg, 1, NULL, err, sizeof err));
-    if (outbox.c == NULL) {
+    set_connection(rsync_shards_open(outbox.cfg, 1, NULL, err, sizeof err));
+    if (outbox.set == NULL) {
         log_debug("outbox: cannot connect to Redis: %s", err);
         return -1;
     }
@@ -244,7 +251,12 @@ static int ensure_connected(void)
 
 static void create_group(int shard)
 {
-    redisReply *r = redisCommand(outbox.c, "XGROUP CREATE %s " GROUP " 0 MKSTREAM", outbox.s[shard].key);
+    redisReply *r = redisCommand(conn(shard), "XGROUP CREATE %s " GROUP " 0 MKSTREAM", outbox.s[shard].key);
+    if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYGROUP", 9) != 0 &&
+        cluster_error_kind(r->str, r->len) != CLUSTER_ERR_OTHER) {
+        freeReplyObject(r); /* the map changed: connect again */
+        r = NULL;
+    }
     if (r && (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0))
         outbox.s[shard].group_ok = 1;
     if (r)
@@ -416,6 +428,9 @@ static int shard_of_key(const char *key)
     return -1;
 }
 
+static int append_read_new(int first, const char *count);
+static int take_new(redisReply *r, int per, int *np, int *fullp);
+
 /* Read a batch: our pending entries first (after a failure or restart), entries others left
  * behind (claimed), then new ones. Returns how many records, -1 when Redis failed.
  * *drained: every stream was read to its end. */
@@ -426,7 +441,7 @@ static int read_batch(int *drained)
         outbox.s[i].nids = 0;
         if (!outbox.s[i].group_ok) {
             create_group(i);
-            if (outbox.c == NULL)
+            if (outbox.set == NULL)
                 return -1;
         }
     }
@@ -440,18 +455,19 @@ static int read_batch(int *drained)
     int pipelined = 0;
     for (int i = 0; i < outbox.shards; i++) {
         if (outbox.s[i].reread) {
-            redisAppendCommand(outbox.c, "XREADGROUP GROUP " GROUP " %s COUNT %d STREAMS %s 0", outbox.consumer, per, outbox.s[i].key);
+            redisAppendCommand(conn(i), "XREADGROUP GROUP " GROUP " %s COUNT %d STREAMS %s 0", outbox.consumer, per,
+                               outbox.s[i].key);
             pipelined++;
         }
         if (claim) { /* entries an instance read and never acknowledged: it died */
-            redisAppendCommand(outbox.c, "XAUTOCLAIM %s " GROUP " %s %d 0-0 COUNT %d", outbox.s[i].key, outbox.consumer,
+            redisAppendCommand(conn(i), "XAUTOCLAIM %s " GROUP " %s %d 0-0 COUNT %d", outbox.s[i].key, outbox.consumer,
                                OUTBOX_CLAIM_IDLE_MS, per);
             pipelined++;
         }
     }
     for (int i = 0, k = 0; k < pipelined; i++) {
         if (outbox.s[i].reread) {
-            redisReply *r = rsync_reply(outbox.c);
+            redisReply *r = rsync_shard_reply(conn(i));
             k++;
             if (r == NULL)
                 return -1;
@@ -470,7 +486,7 @@ static int read_batch(int *drained)
             freeReplyObject(r);
         }
         if (claim) {
-            redisReply *r = rsync_reply(outbox.c);
+            redisReply *r = rsync_shard_reply(conn(i));
             k++;
             if (r == NULL)
                 return -1;
@@ -482,29 +498,53 @@ static int read_batch(int *drained)
     if (n > 0 || any_full)
         return n; /* old business first; new entries on the next call */
 
-    /* New entries, all shards in one command. */
-    const char *argv[8 + 2 * 256];
-    size_t lens[8 + 2 * 256];
+    /* New entries: all shards in one command on a single Redis; a command per shard in a
+     * cluster (rsync_shards_first), every one sent before any is read. */
     char count[16];
     snprintf(count, sizeof count, "%d", per);
+    int full = 0;
+    for (int i = 0; i < outbox.shards; i++)
+        if (rsync_shards_first(outbox.set, i) == i && append_read_new(i, count) < 0)
+            return -1;
+    for (int i = 0; i < outbox.shards; i++)
+        if (rsync_shards_first(outbox.set, i) == i && take_new(rsync_shard_reply(conn(i)), per, &n, &full) < 0)
+            return -1;
+    *drained = !full;
+    return n;
+}
+
+/* XREADGROUP ... STREAMS <the streams of first's group> > ..., queued on its connection. */
+static int append_read_new(int first, const char *count)
+{
+    const char *argv[8 + 2 * 256];
+    size_t lens[8 + 2 * 256];
     int a = 0;
     const char *head[] = {"XREADGROUP", "GROUP", GROUP, outbox.consumer, "COUNT", count, "STREAMS"};
     for (int h = 0; h < 7; h++) {
         argv[a] = head[h];
         lens[a++] = strlen(head[h]);
     }
-    for (int i = 0; i < outbox.shards; i++) {
-        argv[a] = outbox.s[i].key;
-        lens[a++] = strlen(outbox.s[i].key);
-    }
-    for (int i = 0; i < outbox.shards; i++) {
+    int k = 0;
+    for (int i = first; i < outbox.shards; i++)
+        if (rsync_shards_first(outbox.set, i) == first) {
+            argv[a] = outbox.s[i].key;
+            lens[a++] = strlen(outbox.s[i].key);
+            k++;
+        }
+    for (int i = 0; i < k; i++) {
         argv[a] = ">";
         lens[a++] = 1;
     }
-    redisReply *r = redisCommandArgv(outbox.c, a, argv, lens);
+    return redisAppendCommandArgv(conn(first), a, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+/* One group's answer to append_read_new: its entries taken into the batch. -1 when
+ * Redis failed. */
+static int take_new(redisReply *r, int per, int *np, int *fullp)
+{
+    int n = *np, full = *fullp;
     if (r == NULL)
         return -1;
-    int full = 0;
     if (r->type == REDIS_REPLY_ARRAY) {
         for (size_t k = 0; k < r->elements; k++) {
             const redisReply *st = r->element[k];
@@ -526,13 +566,16 @@ static int read_batch(int *drained)
         full = 1;
     }
     freeReplyObject(r);
-    *drained = !full;
-    return n;
+    *np = n;
+    *fullp = full;
+    return 0;
 }
 
 static int ack_batch(void)
 {
-    int sent = 0;
+    int *sent = calloc((size_t)outbox.shards, sizeof *sent); /* commands queued per shard */
+    if (sent == NULL)
+        return -1;
     for (int i = 0; i < outbox.shards; i++) {
         struct shard_state *st = &outbox.s[i];
         /* unreadable entries first: kept (capped) before they are acknowledged */
@@ -555,8 +598,8 @@ static int ack_batch(void)
                     argv[a] = e->v[f + 1];
                     lens[a++] = e->len[f + 1];
                 }
-                redisAppendCommandArgv(outbox.c, a, argv, lens);
-                sent++;
+                redisAppendCommandArgv(conn(i), a, argv, lens);
+                sent[i]++;
             }
             free(argv);
             free(lens);
@@ -581,19 +624,24 @@ static int ack_batch(void)
                     argv[a] = st->ids[at + j];
                     lens[a++] = strlen(st->ids[at + j]);
                 }
-                redisAppendCommandArgv(outbox.c, a, argv, lens);
-                sent++;
+                redisAppendCommandArgv(conn(i), a, argv, lens);
+                sent[i]++;
             }
         }
         st->nids = 0;
     }
-    for (int i = 0; i < sent; i++) {
-        redisReply *r = rsync_reply(outbox.c);
-        if (r == NULL)
-            return -1; /* unacknowledged entries are read again, and written again idempotently */
-        freeReplyObject(r);
-    }
-    return 0;
+    int rc = 0;
+    for (int i = 0; i < outbox.shards && rc == 0; i++) /* in the order each connection got them */
+        for (int k = 0; k < sent[i]; k++) {
+            redisReply *r = rsync_shard_reply(conn(i));
+            if (r == NULL) {
+                rc = -1; /* unacknowledged entries are read again, and written again idempotently */
+                break;
+            }
+            freeReplyObject(r);
+        }
+    free(sent);
+    return rc;
 }
 
 static void free_batch(int n)
@@ -653,7 +701,8 @@ static void *outbox_main(void *unused)
         int n = read_batch(&read_all);
         drained = read_all && n == 0;
         if (n < 0) {
-            log_warn("outbox: Redis failed (%s); reconnecting", outbox.c && outbox.c->errstr[0] ? outbox.c->errstr : "no reply");
+            const char *why = outbox.set ? rsync_shards_errstr(outbox.set) : "";
+            log_warn("outbox: Redis failed (%s); reconnecting", why[0] ? why : "no reply");
             metrics_inc(MC_REDIS_ERRORS, 1);
             disconnect();
             drained = 0;

@@ -47,10 +47,10 @@
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 #define NBOUNDS (sizeof BUCKET_BOUNDS / sizeof BUCKET_BOUNDS[0])
 
-/* A thread's connections: MySQL, and a blocking Redis connection. */
+/* A thread's connections: MySQL, and blocking Redis connections (one per shard: rsync.h). */
 struct conns {
     MYSQL *db;
-    redisContext *c;
+    struct rsync_shards *c;
 };
 enum { PAGER, COMMITTER }; /* published[PAGER], published[COMMITTER + i] */
 
@@ -211,18 +211,18 @@ int64_t pager_far_count(const char *topic, size_t len)
 }
 
 /* Jobs Redis holds (the shards' counters of live and dead jobs), for hourglass_jobs_tier. */
-static int refresh_redis_tier(redisContext *c)
+static int refresh_redis_tier(struct rsync_shards *set)
 {
     const struct config *cfg = P.cfg;
     for (int s = 0; s < cfg->redis_shards; s++) {
         char key[160];
         rkey(key, sizeof key, cfg->redis_prefix, s, "count");
-        redisAppendCommand(c, "HVALS %s", key);
+        redisAppendCommand(rsync_shard(set, s), "HVALS %s", key);
     }
     long long total = 0;
     int rc = 0;
-    for (int s = 0; s < cfg->redis_shards; s++) {
-        redisReply *r = rsync_reply(c);
+    for (int s = 0; s < cfg->redis_shards; s++) { /* in the order each shard's connection got them */
+        redisReply *r = rsync_shard_reply(rsync_shard(set, s));
         if (r == NULL)
             return -1;
         if (r->type == REDIS_REPLY_ARRAY)
@@ -656,7 +656,7 @@ static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
         log_warn("pager: MySQL: %s", err);
         *last_complaint = now;
     }
-    if (k->c == NULL && (k->c = rsync_connect(P.cfg, 1, NULL, err, sizeof err)) == NULL &&
+    if (k->c == NULL && (k->c = rsync_shards_open(P.cfg, 1, NULL, err, sizeof err)) == NULL &&
         now - *last_complaint > 10000) {
         log_warn("pager: Redis: %s", err);
         *last_complaint = now;
@@ -675,8 +675,7 @@ static void conns_close(struct conns *k, int thread)
     pthread_mutex_unlock(&P.mu);
     if (k->db)
         mysql_close(k->db);
-    if (k->c)
-        redisFree(k->c);
+    rsync_shards_free(k->c);
     *k = (struct conns){NULL, NULL};
 }
 
@@ -723,7 +722,7 @@ static int drain_commits(void)
 
 /* Steps 1 and 2 for the rows `where` selects (a condition on f), then hand-off. Returns rows
  * read, -1 on failure; *last = the last row's key. `paced`: see to_redis. */
-static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *where, int64_t through_if_all,
+static int read_and_send(MYSQL *db, struct rsync_shards *set, int shard, const char *where, int64_t through_if_all,
                          int paced, int64_t *last_run_at, uint64_t *last_id)
 {
     char sql[640];
@@ -765,7 +764,7 @@ static int read_and_send(MYSQL *db, redisContext *c, int shard, const char *wher
     ch->now = clock_unix_ms();
     ch->through = n < CHUNK_ROWS(paced) ? through_if_all : *last_run_at;
     int64_t t1 = clock_mono_us();
-    if (to_redis(c, shard, rows, n, ch->now, paced, ch->token, sizeof ch->token) < 0) {
+    if (to_redis(rsync_shard(set, shard), shard, rows, n, ch->now, paced, ch->token, sizeof ch->token) < 0) {
         chunk_free(ch);
         return -1;
     }
@@ -791,8 +790,9 @@ static int step_committed(redisContext *c, int shard, const char *token)
 }
 
 /* Step 3 of one chunk, on the committer's connections; 0 / -1. */
-static int commit_chunk(MYSQL *db, redisContext *c, struct chunk *ch)
+static int commit_chunk(MYSQL *db, struct rsync_shards *set, struct chunk *ch)
 {
+    redisContext *c = rsync_shard(set, ch->shard);
     struct far_row **unpage = calloc((size_t)ch->n, sizeof *unpage);
     int nunpage = 0, rc = -1;
     long paged = 0;
@@ -862,7 +862,7 @@ static void observe_bucket(long long jobs)
  * jobs a reschedule brought near (pager_page_now), the far counts /stats shows, the lag. */
 struct pass {
     MYSQL *db;
-    redisContext *c;
+    struct rsync_shards *c;
     const char *owned;
     struct shard_view *views;
     int64_t last_counts;
@@ -1052,7 +1052,7 @@ static int page_pass(struct pass *p)
     return rc;
 }
 
-static int prune_tombstones(redisContext *c, const char *owned)
+static int prune_tombstones(struct rsync_shards *set, const char *owned)
 {
     const struct config *cfg = P.cfg;
     static const char script[] = "if redis.call('EXISTS', KEYS[2]) == 0 then "
@@ -1064,11 +1064,15 @@ static int prune_tombstones(redisContext *c, const char *owned)
         char gone[160], restoring[160];
         rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
         rkey(restoring, sizeof restoring, cfg->redis_prefix, s, "restoring");
-        redisAppendCommand(c, "EVAL %s 2 %s %s %lld", script, gone, restoring,
+        redisAppendCommand(rsync_shard(set, s), "EVAL %s 2 %s %s %lld", script, gone, restoring,
                            (long long)(clock_unix_ms() - TOMBSTONE_KEEP_MS));
         sent++;
     }
-    return rsync_drain(c, sent);
+    int rc = 0;
+    for (int s = 0; s < cfg->redis_shards && sent > 0; s++) /* in the order each connection got them */
+        if (owned[s] && rsync_drain(rsync_shard(set, s), 1) < 0)
+            rc = -1;
+    return rc;
 }
 
 static void wait_tick(void)
@@ -1087,7 +1091,7 @@ static void cut_connections(void)
     log_warn("pager: a call outlived the stop deadline; cutting its connections");
     for (int t = PAGER; t <= COMMITTER + COMMITTERS - 1; t++) {
         if (P.published[t].c)
-            shutdown(P.published[t].c->fd, SHUT_RDWR);
+            rsync_shards_shutdown(P.published[t].c);
         if (P.published[t].db)
             shutdown((int)mysql_get_socket(P.published[t].db), SHUT_RDWR);
     }
@@ -1107,7 +1111,7 @@ static void *pager_main(void *unused)
         int64_t now = clock_unix_ms();
         conns_open(&k, PAGER, &last_complaint);
         MYSQL *db = k.db;
-        redisContext *c = k.c;
+        struct rsync_shards *c = k.c;
         int failed = 0;
         if (db && now - last_counts >= COUNTS_EVERY_MS) {
             failed |= refresh_counts(db) < 0;
@@ -1133,7 +1137,7 @@ static void *pager_main(void *unused)
         if (failed) {
             /* start again on fresh connections (a failed step is simply repeated) */
             log_warn("pager: a step failed (%s%s); retrying", db ? mysql_error(db) : "MySQL down",
-                     c && c->err ? c->errstr : "");
+                     c ? rsync_shards_errstr(c) : "");
             conns_close(&k, PAGER);
             pthread_mutex_lock(&P.mu);
             if (!P.stop)

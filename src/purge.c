@@ -436,7 +436,7 @@ static void purge_run(MYSQL *db, void *arg)
         return;
     }
     char err[256];
-    redisContext *c = rsync_connect(t->cfg, 1, NULL, err, sizeof err);
+    redisContext *c = rsync_connect_shard(t->cfg, t->shard, 1, NULL, err, sizeof err); /* a topic is one shard */
     if (c == NULL) {
         log_error("purge: %s", err);
         t->failed = "Redis";

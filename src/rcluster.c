@@ -95,6 +95,9 @@ struct rcluster {
 
     int64_t last_log_us;
     int freeing;
+    rcluster_ready_fn on_ready; /* told when rcluster_ready changes */
+    void *ready_arg;
+    int told_ready;
     struct rcluster_stats stats;
 };
 
@@ -132,6 +135,7 @@ enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirect
          * not bounce a command for ever. */
         return redirects < RCLUSTER_MAX_REDIRECTS ? RCLUSTER_FOLLOW : RCLUSTER_GIVE_UP;
     case CLUSTER_ERR_TRYAGAIN:
+    case CLUSTER_ERR_NONLOCAL: /* a guarded script refused before it ran: cluster.h */
     case CLUSTER_ERR_DOWN: {
         int delay = RCLUSTER_RETRY_FIRST_MS << (retries < 5 ? (retries < 0 ? 0 : retries) : 5);
         if (delay > RCLUSTER_RETRY_MAX_MS)
@@ -151,6 +155,18 @@ enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirect
 /* ---- nodes ---- */
 
 static void want_read(struct rcluster *rc);
+
+/* Tell the owner when rcluster_ready changes (after a node's state or the map changed). */
+static void tell_ready(struct rcluster *rc)
+{
+    if (rc->freeing || rc->on_ready == NULL)
+        return;
+    int ready = rcluster_ready(rc);
+    if (ready != rc->told_ready) {
+        rc->told_ready = ready;
+        rc->on_ready(ready, rc->ready_arg);
+    }
+}
 
 static int64_t elapsed_ms(const struct cmd *c)
 {
@@ -175,6 +191,8 @@ static void on_node_state(struct rconn *conn, int up, void *arg)
     } else if (n->master >= 0) {
         want_read(n->rc); /* killed, or demoted: the map will say who serves its slots now */
     }
+    if (n->master >= 0)
+        tell_ready(n->rc);
 }
 
 static void on_probe_state(struct rconn *conn, int up, void *arg);
@@ -445,6 +463,7 @@ static void on_cmd_reply(redisReply *reply, void *arg)
         want_read(rc);
         /* fall through */
     case CLUSTER_ERR_TRYAGAIN:
+    case CLUSTER_ERR_NONLOCAL:
         n->st.retried++;
         break;
     case CLUSTER_ERR_OTHER:
@@ -457,6 +476,11 @@ static void on_cmd_reply(redisReply *reply, void *arg)
     } else if (step == RCLUSTER_RETRY) {
         c->target[0] = '\0'; /* the map's owner again: it ASKs anew if the slot still moves */
         c->asking = 0;
+        /* A fresh attempt: the redirect bound is for redirects in a row (a ping-pong between
+         * two nodes); the retries themselves are bounded by the timeout. During a migration a
+         * command may be ASKed, refused (TRYAGAIN, a guarded script) and ASKed again many
+         * times, then MOVED once the slot is handed over. */
+        c->redirects = 0;
         wait_then_resend(c, delay);
     } else {
         char host[CLUSTER_ADDR_MAX];
@@ -591,6 +615,7 @@ static void apply_map(struct rcluster *rc, struct cluster_map *m)
     rc->owners = owners;
     rc->stats.nmasters = m->nmasters;
     rc->stats.covered = m->covered;
+    tell_ready(rc);
 }
 
 static void on_map_reply(redisReply *reply, void *arg)
@@ -844,4 +869,37 @@ int rcluster_nodes(const struct rcluster *rc, struct rcluster_node_status *out, 
 void rcluster_stats(const struct rcluster *rc, struct rcluster_stats *out)
 {
     *out = rc->stats;
+}
+
+void rcluster_on_ready(struct rcluster *rc, rcluster_ready_fn fn, void *arg)
+{
+    rc->on_ready = fn;
+    rc->ready_arg = arg;
+    rc->told_ready = 0;
+    tell_ready(rc);
+}
+
+int rcluster_any_up(const struct rcluster *rc)
+{
+    for (int i = 0; rc->map && i < rc->map->nmasters; i++)
+        if (node_up(rc->owners[i]))
+            return 1;
+    return 0;
+}
+
+enum rconn_cause rcluster_last_error(const struct rcluster *rc, struct rconn_error *out)
+{
+    struct rconn_error e;
+    out->cause = RCAUSE_NONE;
+    out->text[0] = '\0';
+    out->age_ms = 0;
+    for (const struct node *n = rc->nodes; n; n = n->next)
+        if (rconn_last_error(n->conn, &e) != RCAUSE_NONE && (out->cause == RCAUSE_NONE || e.age_ms < out->age_ms))
+            *out = e;
+    if (out->cause == RCAUSE_NONE && !rcluster_any_up(rc)) {
+        out->cause = RCAUSE_DOWN;
+        snprintf(out->text, sizeof out->text, "%s",
+                 rc->map ? "no master of the Redis Cluster is connected" : "no Redis Cluster map yet");
+    }
+    return out->cause;
 }

@@ -11,8 +11,10 @@
  *     (loading the scripts there, like any rconn) and the heir's slots work again;
  *   - every RCLUSTER_IDLE_REFRESH_MS anyway, and on CLUSTERDOWN.
  * ASK is answered with ASKING + the command on the named node's connection, back to back.
- * TRYAGAIN (a multi-key command during a migration) and CLUSTERDOWN are retried after a short
- * backoff. Each command follows at most RCLUSTER_MAX_REDIRECTS redirects and is retried only
+ * TRYAGAIN (a multi-key command during a migration), a guarded script's "non local key"
+ * (cluster.h: CLUSTER_ERR_NONLOCAL) and CLUSTERDOWN are retried after a short
+ * backoff. Each command follows at most RCLUSTER_MAX_REDIRECTS redirects in a row (a retry
+ * starts the count again) and is retried only
  * until timeout_ms after it was first sent; then it fails (reply NULL) like an rconn command.
  * Connections to nodes that are no longer masters are closed once nothing waits on them.
  *
@@ -114,6 +116,20 @@ struct rcluster_stats {
 int rcluster_nodes(const struct rcluster *rc, struct rcluster_node_status *out, int max);
 
 void rcluster_stats(const struct rcluster *rc, struct rcluster_stats *out);
+
+/* fn is told whenever rcluster_ready changes (from a node's state change or a map read; at
+ * once, from inside this call, if it is ready already). One callback per rcluster. */
+typedef void (*rcluster_ready_fn)(int ready, void *arg);
+void rcluster_on_ready(struct rcluster *rc, rcluster_ready_fn fn, void *arg);
+
+/* A map is known and at least one of its masters' connections is up: worth sending commands
+ * (each is still refused at once, -1, when its own slot's master is down). */
+int rcluster_any_up(const struct rcluster *rc);
+
+/* The most recent current error over the nodes' connections (rconn_last_error; inside a
+ * command's callback, the failing node's), else RCAUSE_DOWN when no master is up. Returns
+ * out->cause. */
+enum rconn_cause rcluster_last_error(const struct rcluster *rc, struct rconn_error *out);
 
 /* ---- pure parts, exposed for tests ---- */
 

@@ -6,7 +6,7 @@
 #include "errpage.h"
 #include "log.h"
 #include "metrics.h"
-#include "rconn.h"
+#include "rlink.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -177,7 +177,7 @@ void respond_unavailable(struct request *r, const char *what)
 {
     /* Redis: say why (OOM, READONLY...), from this worker's connection (rconn.h). */
     struct rconn_error rerr;
-    if (strcmp(what, "Redis") == 0 && r->ctx->redis && rconn_last_error(r->ctx->redis, &rerr) != RCAUSE_NONE) {
+    if (strcmp(what, "Redis") == 0 && r->ctx->redis && rlink_last_error(r->ctx->redis, &rerr) != RCAUSE_NONE) {
         respond_error(r, 503, "unavailable", "Redis is unavailable (%s: %s); retry shortly",
                       rconn_cause_name(rerr.cause), rerr.text);
         return;

@@ -29,7 +29,7 @@ struct evhttp_request;
 struct loopq;
 struct longpoll;
 struct push_batch;
-struct rconn;
+struct rlink;
 
 /* What a handler may use of the worker that runs it. Owned by the worker and touched only
  * on its thread; handlers read it and pass it on. */
@@ -38,7 +38,7 @@ struct hctx {
     struct app *app;              /* shared by every thread (app.h) */
     struct event_base *base;
     struct loopq *inbox;          /* other threads' results come back through it */
-    struct rconn *redis;
+    struct rlink *redis;
     struct store store;           /* typed script calls on `redis` */
     struct conn_registry *conns;  /* the worker's HTTP connections (conn.h) */
     struct longpoll *parked;      /* long-polls parked on this worker (longpoll.h) */

@@ -17,6 +17,7 @@ static const char *const names[SCRIPT_COUNT] = {
 };
 
 static const struct script_source *bound[SCRIPT_COUNT];
+static int guarded; /* scripts_guard: written once before the threads start */
 
 int scripts_init(void)
 {
@@ -37,18 +38,23 @@ void script_evalsha_head(enum script_id id, const char **argv, size_t *lens)
 {
     argv[0] = "EVALSHA";
     lens[0] = 7;
-    argv[1] = bound[id]->sha;
+    argv[1] = script_sha(id);
     lens[1] = 40;
     argv[2] = "1";
     lens[2] = 1;
 }
 
+void scripts_guard(int on)
+{
+    guarded = on != 0;
+}
+
 const char *script_sha(enum script_id id)
 {
-    return bound[id]->sha;
+    return guarded ? bound[id]->guarded_sha : bound[id]->sha;
 }
 
 const char *script_text(enum script_id id)
 {
-    return bound[id]->text;
+    return guarded ? bound[id]->guarded_text : bound[id]->text;
 }

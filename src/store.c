@@ -7,7 +7,7 @@
 #include "jobrec.h"
 #include "log.h"
 #include "metrics.h"
-#include "rconn.h"
+#include "rlink.h"
 #include "sbuf.h"
 #include "shardtag.h"
 
@@ -78,7 +78,7 @@ static int send(struct store *s, enum script_id script, struct rargv *b, rconn_r
         return -1;
     c->fn = fn;
     c->arg = arg;
-    if (rconn_eval(s->rc, script, b->argc, b->argv, b->lens, on_reply, c) < 0) {
+    if (rlink_eval(s->rc, script, b->argc, b->argv, b->lens, on_reply, c) < 0) {
         free(c);
         return -1;
     }
@@ -229,8 +229,8 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
             rargv_str(&b, "", 0);
         rec += rec_len;
     }
-    /* rconn_eval copies the arguments into the command it queues */
-    if (rconn_eval(s->rc, SCRIPT_PUSH, b.argc, b.argv, b.lens, on_push, c) == 0) {
+    /* rlink_eval copies the arguments into the command it queues */
+    if (rlink_eval(s->rc, SCRIPT_PUSH, b.argc, b.argv, b.lens, on_push, c) == 0) {
         c = NULL; /* on_push frees it */
         rc = 0;
     }
@@ -436,7 +436,7 @@ static int id_call_tail(struct store *s, enum script_id script, enum store_id_sh
             rargv_str(&b, who, strlen(who));
         for (int i = 0; i < ntail; i++)
             rargv_str(&b, tail[i], strlen(tail[i]));
-        rc = rconn_eval(s->rc, script, b.argc, b.argv, b.lens, on_id_reply, c);
+        rc = rlink_eval(s->rc, script, b.argc, b.argv, b.lens, on_id_reply, c);
     }
     rargv_free(&b);
     if (rc < 0)
@@ -872,7 +872,7 @@ int store_ready_counts(struct store *s, int shard, const char *const *topics, co
         }
         c->fn = fn;
         c->arg = arg;
-        rc = ok ? rconn_command(s->rc, on_ready_counts, c, n + 2, argv, alens) : -1;
+        rc = ok ? rlink_command(s->rc, on_ready_counts, c, n + 2, argv, alens) : -1;
     }
     for (int i = 0; fields && i < n; i++)
         free(fields[i]);
@@ -909,7 +909,7 @@ int store_topic_counts(struct store *s, const char *topic, size_t len, store_rea
         return -1;
     c->fn = fn;
     c->arg = arg;
-    if (rconn_command(s->rc, on_ready_counts, c, 6, argv, alens) < 0) {
+    if (rlink_command(s->rc, on_ready_counts, c, 6, argv, alens) < 0) {
         free(c);
         return -1;
     }
@@ -954,7 +954,7 @@ int store_biz_holder(struct store *s, const char *topic, size_t topic_len, const
         return -1;
     c->fn = (void *)fn;
     c->arg = arg;
-    if (rconn_command(s->rc, on_biz_holder, c, 3, argv, alens) < 0) {
+    if (rlink_command(s->rc, on_biz_holder, c, 3, argv, alens) < 0) {
         free(c);
         return -1;
     }
@@ -1049,7 +1049,7 @@ int store_tallies(struct store *s, const char *const *topics, const size_t *lens
         tc->slots[i].call = tc;
         tc->slots[i].index = i;
         tc->waiting++;
-        if (rconn_command(s->rc, on_tally, &tc->slots[i], 6, argv, alens) < 0) {
+        if (rlink_command(s->rc, on_tally, &tc->slots[i], 6, argv, alens) < 0) {
             tc->waiting--;
             tc->failed = 1;
             break;
@@ -1105,7 +1105,7 @@ int store_outbox_len(struct store *s, store_outbox_fn fn, void *arg)
         const char *argv[] = {"XLEN", key};
         size_t lens[] = {4, (size_t)n};
         oc->waiting++;
-        if (rconn_command(s->rc, on_outbox_len, oc, 2, argv, lens) < 0) {
+        if (rlink_command(s->rc, on_outbox_len, oc, 2, argv, lens) < 0) {
             oc->waiting--;
             oc->failed = 1;
             break;
@@ -1224,7 +1224,7 @@ int store_counts(struct store *s, store_counts_fn fn, void *arg)
         const char *argv[] = {"HGETALL", key};
         size_t lens[] = {7, (size_t)n};
         cc->waiting++;
-        if (rconn_command(s->rc, on_counts, cc, 2, argv, lens) < 0) {
+        if (rlink_command(s->rc, on_counts, cc, 2, argv, lens) < 0) {
             cc->waiting--;
             cc->failed = 1;
             break;

@@ -1,6 +1,6 @@
 /* store.h — the job store in Redis: one typed call per Lua script.
  *
- * Builds each script's KEYS/ARGV (documented in src/lua/<name>.lua), sends it on an rconn,
+ * Builds each script's KEYS/ARGV (documented in src/lua/<name>.lua), sends it on an rlink,
  * checks the reply's shape and hands the caller a C struct. Strings in results point into
  * the Redis reply and are valid only during the callback.
  *
@@ -19,10 +19,10 @@
 
 #include "job.h"
 
-struct rconn;
+struct rlink;
 
 struct store {
-    struct rconn *rc;
+    struct rlink *rc;
     const char *prefix;
     int shards;
 };

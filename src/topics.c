@@ -29,7 +29,7 @@ static struct {
     uint64_t seen;      /* highest seq read from MySQL */
     atomic_int loaded;
     atomic_int running; /* a refresh is queued or running */
-    redisContext *redis; /* the refresh's own connection, kept between refreshes */
+    struct rsync_shards *redis; /* the refresh's own connections, kept between refreshes */
 } topics = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 int topics_init(const struct config *cfg)
@@ -49,7 +49,7 @@ void topics_free(void)
     topics.seen = 0;
     pthread_mutex_unlock(&topics.lock);
     if (topics.redis) {
-        redisFree(topics.redis);
+        rsync_shards_free(topics.redis);
         topics.redis = NULL;
     }
     atomic_store(&topics.loaded, 0);
@@ -364,23 +364,22 @@ static int sync_redis(uint64_t max_seq)
 {
     const struct config *cfg = topics.cfg;
     char err[256];
-    if (topics.redis == NULL && (topics.redis = rsync_connect(cfg, 1, NULL, err, sizeof err)) == NULL) {
+    if (topics.redis == NULL && (topics.redis = rsync_shards_open(cfg, 1, NULL, err, sizeof err)) == NULL) {
         log_debug("topics: Redis: %s", err);
         return -1;
     }
-    redisContext *c = topics.redis;
     int shards = cfg->redis_shards;
     if (shards < 1) /* config.c refuses it; said here for the compiler's size analysis */
         return -1;
     char key[256];
     for (int s = 0; s < shards; s++) {
         rkey(key, sizeof key, cfg->redis_prefix, s, "topic");
-        redisAppendCommand(c, "HGET %s ~synced", key);
+        redisAppendCommand(rsync_shard(topics.redis, s), "HGET %s ~synced", key);
     }
     uint64_t *synced = calloc((size_t)shards, sizeof *synced);
     int rc = synced ? 0 : -1;
-    for (int s = 0; s < shards; s++) {
-        redisReply *r = rsync_reply(c);
+    for (int s = 0; s < shards; s++) { /* in order on each shard's connection */
+        redisReply *r = rsync_reply(rsync_shard(topics.redis, s));
         if (r == NULL || r->type == REDIS_REPLY_ERROR)
             rc = -1;
         else if (synced && r->type == REDIS_REPLY_STRING)
@@ -418,7 +417,7 @@ static int sync_redis(uint64_t max_seq)
             b.n++;
         }
         pthread_mutex_unlock(&topics.lock);
-        if (b.values.oom || sync_shard(c, s, &b, max_seq) < 0)
+        if (b.values.oom || sync_shard(rsync_shard(topics.redis, s), s, &b, max_seq) < 0)
             rc = -1;
         else if (b.n > 0)
             log_info("topics: shard %d was behind (held changes up to %llu of %llu): wrote %d topics' settings", s,
@@ -428,7 +427,7 @@ static int sync_redis(uint64_t max_seq)
     }
     free(synced);
     if (rc < 0) { /* made again next time: after a failure its replies may be out of step */
-        redisFree(topics.redis);
+        rsync_shards_free(topics.redis);
         topics.redis = NULL;
     }
     return rc;

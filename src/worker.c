@@ -6,7 +6,7 @@
 #include "log.h"
 #include "longpoll.h"
 #include "loopq.h"
-#include "rconn.h"
+#include "rlink.h"
 
 #include <event2/event.h>
 #include <event2/http.h>
@@ -77,7 +77,7 @@ static void after_drain(void *arg)
             subsystems[i].after_drain(&w->ctx);
 }
 
-static void on_redis_state(struct rconn *rc, int up, void *arg)
+static void on_redis_state(int up, void *arg)
 {
     struct worker *w = arg;
     atomic_fetch_add(&w->ctx.app->redis_workers_up, up ? 1 : -1);
@@ -134,9 +134,9 @@ int worker_start(struct worker *w, struct app *app, int index, int listen_fd)
     if (ctx->base == NULL)
         return -1;
     ctx->inbox = loopq_new(ctx->base);
-    struct rconn_config rcfg = {w->name, cfg->redis_address, cfg->redis_password, cfg->redis_db,
-                                cfg->redis_timeout_ms, 1};
-    ctx->redis = rconn_new(ctx->base, &rcfg, on_redis_state, w);
+    struct rlink_config rcfg = {w->name,           cfg->redis_address, cfg->redis_password, cfg->redis_db,
+                                cfg->redis_timeout_ms, 1,                   cfg->redis_cluster};
+    ctx->redis = rlink_new(ctx->base, &rcfg, on_redis_state, w);
     w->tick = event_new(ctx->base, -1, EV_PERSIST, on_tick, w);
     if (!ctx->inbox || !ctx->redis || !w->tick || longpoll_new(ctx) < 0)
         return -1;
@@ -214,7 +214,7 @@ void worker_drain(struct worker *w)
 
 void worker_close_redis(struct worker *w)
 {
-    rconn_free(w->ctx.redis);
+    rlink_free(w->ctx.redis);
     w->ctx.redis = NULL;
 }
 

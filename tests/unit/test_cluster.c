@@ -550,6 +550,16 @@ START_TEST(test_error_kinds)
     ck_assert_int_eq(KIND(""), CLUSTER_ERR_OTHER);
     ck_assert_int_eq(cluster_error_kind(NULL, 0), CLUSTER_ERR_OTHER);
     ck_assert_int_eq(cluster_error_kind("MOVED 1 a:1", 5), CLUSTER_ERR_OTHER); /* len is honoured */
+    /* Redis 7.0's words for a script that met a key of a migrating slot (guard.lua's EXISTS),
+     * as rconn gets them */
+    ck_assert_int_eq(KIND("ERR Script attempted to access a non local key in a cluster node script: "
+                          "f03ae8bcd6e9e3a0b8d43a4bcbd1ce1e2c3a1f37, on @user_script:10."),
+                     CLUSTER_ERR_NONLOCAL);
+    ck_assert_int_eq(KIND("ERR Error running script: Script attempted to access a non local key"),
+                     CLUSTER_ERR_NONLOCAL);
+    ck_assert_int_eq(KIND("ERR Script attempted to access keys that do not hash to the same slot"),
+                     CLUSTER_ERR_OTHER); /* our bug, not the cluster's moment: never retried */
+    ck_assert_int_eq(cluster_error_kind("ERR Script attempted to access a non local key", 20), CLUSTER_ERR_OTHER);
 #undef KIND
 }
 END_TEST

@@ -6,6 +6,8 @@
 #include "log.h"
 #include "refused_port.h"
 #include "rcluster.h"
+#include "rlink.h"
+#include "scripts.h"
 
 #include <check.h>
 #include <event2/event.h>
@@ -70,7 +72,7 @@ START_TEST(test_retries_stay_within_the_timeout)
 {
     static const int timeouts[] = {50, 200, 1000, 2000, 60000};
     for (size_t t = 0; t < sizeof timeouts / sizeof timeouts[0]; t++) {
-        for (int kind = CLUSTER_ERR_TRYAGAIN; kind <= CLUSTER_ERR_DOWN; kind++) {
+        for (int kind = CLUSTER_ERR_TRYAGAIN; kind <= CLUSTER_ERR_NONLOCAL; kind++) {
             int64_t elapsed = 0;
             int retries = 0, delay = 0, last = 0;
             while (rcluster_next_step((enum cluster_error_kind)kind, 0, retries, elapsed, timeouts[t],
@@ -94,6 +96,14 @@ START_TEST(test_retries_stay_within_the_timeout)
     ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_TRYAGAIN, 0, 40, 0, 2000, &delay), RCLUSTER_RETRY);
     ck_assert_int_eq(delay, RCLUSTER_RETRY_MAX_MS);
     ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_DOWN, 0, 0, 1995, 2000, &delay), RCLUSTER_GIVE_UP);
+    /* a guarded script refused while its slot migrates: retried exactly like TRYAGAIN */
+    for (int retries = 0; retries < 8; retries++) {
+        int d1 = -1, d2 = -1;
+        ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_NONLOCAL, 0, retries, 100, 2000, &d1), RCLUSTER_RETRY);
+        ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_TRYAGAIN, 0, retries, 100, 2000, &d2), RCLUSTER_RETRY);
+        ck_assert_int_eq(d1, d2);
+    }
+    ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_NONLOCAL, 0, 0, 1995, 2000, &delay), RCLUSTER_GIVE_UP);
 }
 END_TEST
 
@@ -152,6 +162,61 @@ START_TEST(test_no_map_refuses_fast)
 }
 END_TEST
 
+static int states, last_state = -1;
+
+static void on_link_state(int up, void *arg)
+{
+    (void)arg;
+    states++;
+    last_state = up;
+}
+
+/* The facade (rlink.h) in cluster mode with no map: not usable, not ready, "down" with the
+ * reason, commands and scripts refused at once (callbacks never run), no state change told;
+ * in plain mode against a refused port the same, through rconn. */
+START_TEST(test_rlink_without_a_server)
+{
+    int fd1, fd2, fd3;
+    char seeds[64], one[32];
+    snprintf(seeds, sizeof seeds, "127.0.0.1:%d,127.0.0.1:%d", refused_port(&fd1), refused_port(&fd2));
+    snprintf(one, sizeof one, "127.0.0.1:%d", refused_port(&fd3));
+    ck_assert_int_eq(scripts_init(), 0);
+    struct event_base *base = event_base_new();
+    for (int cluster = 0; cluster <= 1; cluster++) {
+        struct rlink_config cfg = {"t", cluster ? seeds : one, "", 0, 200, 1, cluster};
+        struct rlink *l = rlink_new(base, &cfg, on_link_state, NULL);
+        ck_assert_ptr_nonnull(l);
+        ck_assert(cluster ? l->cluster != NULL && l->plain == NULL : l->plain != NULL && l->cluster == NULL);
+        struct timeval tv = {0, 500 * 1000};
+        event_base_loopexit(base, &tv);
+        event_base_dispatch(base);
+        ck_assert(!rlink_usable(l));
+        ck_assert(!rlink_ready(l));
+        struct rconn_error e;
+        ck_assert_int_eq(rlink_last_error(l, &e), RCAUSE_DOWN);
+        if (cluster)
+            ck_assert_str_eq(e.text, "no Redis Cluster map yet");
+        const char *argv[5] = {"HGET", "hg:{3.2520}:count", "ready:t"};
+        size_t lens[5] = {4, 17, 7};
+        ck_assert_int_eq(rlink_command(l, on_reply, NULL, 3, argv, lens), -1);
+        argv[3] = "hg:{3.2520}:jobs";
+        lens[3] = 16;
+        argv[4] = "x";
+        lens[4] = 1;
+        ck_assert_int_eq(rlink_eval(l, SCRIPT_INSPECT, 5, argv, lens, on_reply, NULL), -1);
+        rlink_free(l);
+    }
+    rlink_free(NULL);
+    ck_assert_int_eq(called, 0);
+    ck_assert_int_eq(states, 0); /* never up, so nothing to tell */
+    ck_assert_int_eq(last_state, -1);
+    event_base_free(base);
+    close(fd1);
+    close(fd2);
+    close(fd3);
+}
+END_TEST
+
 int main(void)
 {
     log_level_set(LL_ERROR); /* the refused connects are the point: keep the output readable */
@@ -163,6 +228,7 @@ int main(void)
     tcase_add_test(tc, test_retries_stay_within_the_timeout);
     tcase_add_test(tc, test_bad_seeds_refused);
     tcase_add_test(tc, test_no_map_refuses_fast);
+    tcase_add_test(tc, test_rlink_without_a_server);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
