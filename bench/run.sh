@@ -652,10 +652,20 @@ except Exception:
     return 1
 }
 redis_mem() { rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'; }
-redis_jobs() { # total HLEN of every shard's jobs hash
-    t=0
-    for s in 0 1 2 3 4 5 6 7; do t=$((t + $(rcli hlen "hg:{$s}:jobs"))); done
-    echo $t
+# The Redis nodes that hold the daemon's data now: the single Redis, or (figure 15) the
+# cluster's masters.
+DATA_PORTS=""
+data_ports() { echo "${DATA_PORTS:-$RPORT}"; }
+redis_jobs_at() { # PORT -> total HLEN of the shards' jobs hashes on that node
+    # Every shard's jobs hash is hg:{<tag>}:jobs, the tag "3" on a single Redis and "3.2520" in a
+    # cluster (src/shardtag.h), whatever the shard count: find them by SCAN, not by number.
+    redis-cli -h 127.0.0.1 -p "$1" --scan --pattern 'hg:{*}:jobs' | sed 's/^/HLEN /' |
+        redis-cli -h 127.0.0.1 -p "$1" | awk '{ t += $1 } END { print t + 0 }'
+}
+redis_jobs() { # total HLEN of every shard's jobs hash, over every node holding data
+    rj=0
+    for p in $(data_ports); do rj=$((rj + $(redis_jobs_at "$p"))); done
+    echo $rj
 }
 
 # perf_report DATA: what perf recorded (all processes), summarised: CPU by process, the
