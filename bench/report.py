@@ -10,6 +10,7 @@ reports, it does not gate (the JSON's "failed" list says what missed).
 """
 import json
 import math
+import re
 import sys
 
 
@@ -124,7 +125,8 @@ def route_stats(d, secs):
 
 
 def redis_stats(path):
-    """INFO commandstats -> {command: (calls, usec)}; commands run inside scripts count too."""
+    """INFO commandstats -> {command: (calls, usec)}; commands run inside scripts count too. A file
+    may hold several nodes' answers one after the other (figure 15's cluster masters): summed."""
     out = {}
     try:
         with open(path) as f:
@@ -134,7 +136,8 @@ def redis_stats(path):
                     continue
                 name, _, rest = line[8:].partition(":")
                 kv = dict(x.split("=", 1) for x in rest.split(",") if "=" in x)
-                out[name] = (float(kv.get("calls", 0)), float(kv.get("usec", 0)))
+                calls, usec = out.get(name, (0.0, 0.0))
+                out[name] = (calls + float(kv.get("calls", 0)), usec + float(kv.get("usec", 0)))
     except OSError:
         return None
     return out
@@ -397,6 +400,138 @@ def tiers(env, row, rps_row, lat_row, noise, errs):
                 "<= 1.2x", "PASS" if r <= 1.2 else "FAIL", "x")
 
 
+def cluster_figure(env, row, rows, noise, errs, consume_n, raw_dir):
+    """Figure 15 (issue 14): figure 0's pushes and figure 3's consume on one Redis (cl1) and on a
+    3-master + 3-replica cluster on this machine (cl3); CPU per job from /proc/<pid>/stat."""
+
+    def per_job_us(tag, what, jobs_key):
+        """CPU microseconds of `what` (a TAG_cpu_<what> in cores) per job of the measurement."""
+        cores, secs, jobs = num(env, f"{tag}_cpu_{what}"), num(env, f"{tag}_cpu_window_s"), num(env, jobs_key)
+        if cores is None or not secs or not jobs:
+            return None
+        return cores * secs / jobs * 1e6
+
+    def us(x):
+        return "n/a" if x is None else f"{x:.0f} us"
+
+    def about(x):  # an estimate: two significant digits
+        return f"{float(f'{x:.2g}'):,.0f}"
+
+    def cpu_notes(tag, jobs_key, what):
+        """Where the CPU went per job: Redis (masters and replicas apart in a cluster), the daemon,
+        MariaDB; the jobs per master in a cluster."""
+        r = per_job_us(tag, "redis", jobs_key)
+        notes = []
+        if tag.startswith("cl3"):
+            m = per_job_us(tag, "redis_masters", jobs_key)
+            rep_ = r - m if r is not None and m is not None else None
+            notes.append(f"Redis {num(env, f'{tag}_cpu_redis') or 0:.2f} cores = {us(r)} CPU per {what} "
+                         f"(masters {us(m)}, replicas {us(rep_)})")
+        else:
+            notes.append(f"Redis {num(env, f'{tag}_cpu_redis') or 0:.2f} cores = {us(r)} CPU per {what}")
+        notes.append(f"daemon {us(per_job_us(tag, 'server', jobs_key))}, MariaDB {us(per_job_us(tag, 'mysql', jobs_key))}")
+        return notes
+
+    # -- pushes/s
+    for tag, name in (("cl1push", "pushes/s, 1 Redis (figure 0's load)"),
+                      ("cl3push", "pushes/s, 3 masters + 3 replicas")):
+        v = num(env, f"{tag}_rps")
+        if v is None:
+            row(15, name, None, "n/a", "-", "skip")
+            continue
+        e = errs(tag)
+        runs = env.get(f"{tag}_runs", "").split()
+        notes = [f"best of {', '.join(fmt_int(float(x)) for x in runs)}"] if len(runs) > 1 else []
+        notes += cpu_notes(tag, f"{tag}_requests", "push")
+        jobs = num(env, f"{tag}_jobs")
+        if jobs is not None:
+            notes.append(f"Redis holds {fmt_int(jobs)} jobs after it (wrk counted {fmt_int(num(env, f'{tag}_requests'))}"
+                         f" answers, {fmt_int(num(env, 'prefill'))} were pending)")
+        if env.get(f"{tag}_spread"):
+            notes.append(f"per master: {env[f'{tag}_spread']}")
+        if e:
+            notes.append(f"{e} non-2xx/socket errors")
+        if noise(tag):
+            notes.append(noise(tag))
+        p99 = num(env, f"{tag}_lat_p99_ms")
+        row(15, name, v, f"{fmt_int(v)}/s" + (f" (p99 {fmt_ms(p99)} ms)" if p99 is not None else ""), "-",
+            "FAIL" if e else "info", "req/s", "; ".join(notes))
+    s1, s3 = num(env, "cl1push_rps"), num(env, "cl3push_rps")
+    if s1 and s3:
+        row(15, "pushes/s, cluster / 1 Redis", s3 / s1, f"{fmt_int(s3)} / {fmt_int(s1)} = {s3 / s1:.2f}x", "-",
+            "info", "x")
+
+    # -- consume jobs/s
+    for tag, name in (("cl1cons", f"get+finish jobs/s, count=1, backlog {consume_n:,}, 1 Redis (figure 3)"),
+                      ("cl3cons", f"get+finish jobs/s, count=1, backlog {consume_n:,}, 3 masters + 3 replicas")):
+        v = num(env, f"{tag}_rate")
+        if v is None:
+            failed = num(env, f"{tag}_tool_failed") == 1
+            row(15, name, None, "n/a", "-", "FAIL" if failed else "skip",
+                notes="the load tool failed: see the run's log" if failed else "")
+            continue
+        notes = cpu_notes(tag, f"{tag}_finished", "job")
+        ok = num(env, f"{tag}_ok") == 1
+        if not ok:
+            notes.append(f"finished {fmt_int(num(env, f'{tag}_finished'))} of {consume_n:,}; errors")
+        left = num(env, f"{tag}_jobs_after")
+        if left:
+            notes.append(f"{fmt_int(left)} jobs left in Redis")
+        if env.get(f"{tag}_spread"):
+            notes.append(f"per master: {env[f'{tag}_spread']}")
+        if noise(tag):
+            notes.append(noise(tag))
+        row(15, name, v, f"{fmt_int(v)}/s", "-", "info" if ok else "FAIL", "jobs/s", "; ".join(notes))
+    c1, c3 = num(env, "cl1cons_rate"), num(env, "cl3cons_rate")
+    if c1 and c3:
+        row(15, "consume jobs/s, cluster / 1 Redis", c3 / c1, f"{fmt_int(c3)} / {fmt_int(c1)} = {c3 / c1:.2f}x", "-",
+            "info", "x")
+
+    # -- the note line, and an estimate for 3 machines from the single-node run's CPU per job
+    cores = num(env, "nproc")
+    why = (f"on {cores:g} cores the cluster cannot be faster: 6 redis-servers, the daemon, MariaDB and the load "
+           f"generator share them; each thread's shard commands go out over 3 connections, in smaller pipelines; "
+           f"the masters feed their replicas (docs/performance.md, figure 15)") if cores else ""
+    est = []
+    for one_tag, three_tag, what, rate in (("cl1push", "cl3push", "push", s1), ("cl1cons", "cl3cons", "job", c1)):
+        jobs_key = "requests" if what == "push" else "finished"
+        r = per_job_us(one_tag, "redis", f"{one_tag}_{jobs_key}")
+        rest = [per_job_us(one_tag, k, f"{one_tag}_{jobs_key}") for k in ("server", "mysql")]
+        if not r or not rate or None in rest:
+            continue
+        # The Redis side with three masters, each on a machine of its own (its replica on another):
+        # at best the single Redis's CPU per job, shards spread evenly (3 x one Redis core); at worst
+        # what the cluster's masters used per job here (smaller pipelines, the scripts' guard, feeding
+        # the replicas, and this box's contention), the busiest master carrying its share of the jobs.
+        best = 3e6 / r
+        worst, share = None, None
+        m3 = per_job_us(three_tag, "redis_masters", f"{three_tag}_{jobs_key}")
+        shares = [int(x) for x in re.findall(r"\((\d+)%\)", env.get(f"{three_tag}_spread", ""))]
+        if m3 and shares:
+            share = max(shares) / 100
+            worst = 1e6 / (m3 * share)
+        host = 2e6 / sum(rest)  # the daemon and MariaDB alone on a 2-core host, the load from elsewhere
+        redis_side = f"3 masters ~{about(best)}/s" + (
+            f" (~{about(worst)}/s at the cluster's {m3:.0f} us of master CPU per {what} measured here, the "
+            f"busiest master holding {share:.0%} of the jobs)" if worst else "")
+        lo, hi = min(worst or best, host), min(best, host)
+        span = f"~{about(lo)}/s" if about(lo) == about(hi) else f"~{about(lo)}-{about(hi)}/s"
+        line = (f"{'pushes' if what == 'push' else 'consume'}: one Redis spent {r:.0f} us per {what} (one core: "
+                f"~{about(1e6 / r)}/s), {redis_side}; the daemon + MariaDB spent {sum(rest):.0f} us per {what}: "
+                f"~{about(host)}/s on 2 cores of their own; so {span} at most against {rate:,.0f}/s measured "
+                f"here with one Redis")
+        x = internals(raw_dir, one_tag) if what == "push" else None
+        if x and x.get("journal_busy") is not None and x["journal_busy"] >= 0.7:
+            line += (f", but a durable push waits for the journal's MariaDB commit, busy {x['journal_busy']:.0%} of "
+                     f"the time here, which the cluster does not touch: pushes/s would stay near the one-Redis "
+                     f"figure")
+        est.append(line)
+    if why or est:
+        row(15, "note", None, "-", "-", "info", notes="; ".join(
+            ([why] if why else []) + (["ESTIMATE for 3 machines (one master each), not measured: " + "; ".join(est)]
+                                      if est else [])))
+
+
 def main():
     env_path, out_path, raw_dir = sys.argv[1:4]
     env = load(env_path)
@@ -622,12 +757,19 @@ def main():
         else:
             row(14, "lateness p99 during a purge / before it", None, "n/a", "<= 1.2x", "skip", notes="; ".join(notes))
 
+    # ---- figure 15: one Redis vs a 3-master + 3-replica Redis Cluster, on this machine
+    if env.get("cluster_failed"):
+        row(15, "pushes/s and consume jobs/s, 3-master cluster vs 1 Redis", None, "n/a", "-", "FAIL",
+            notes=env["cluster_failed"])
+    elif any(num(env, k) is not None for k in ("cl1push_rps", "cl3push_rps", "cl1cons_rate", "cl3cons_rate")):
+        cluster_figure(env, row, rows, noise, errs, consume_n, raw_dir)
+
     # ---- the daemon's own view of each measurement
     daemon = {}
     for tag in ["push", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore", "whlat1k", "whdrain",
                 "amqplat1k"] + [f"push{c}c" for c in sweep if c != base] + [
                 "nearpush", "farpush", "tlat0", "tpush0", "trestore0", "tlatbig", "trestorebig", "tpushbig",
-                "bucket", "bucketn", "plat0", "platp"]:
+                "bucket", "bucketn", "plat0", "platp", "cl1push", "cl3push", "cl1cons", "cl3cons"]:
         x = internals(raw_dir, tag)
         if x:
             daemon[tag] = x
@@ -653,6 +795,12 @@ def main():
           f"concurrency {env.get('wh_lat_concurrency', '?')} to bench/lateness.c's HTTP receiver; amqp: a private "
           f"RabbitMQ ({env.get('rabbit_version', 'not run')}), persistent + confirms, to its consumer; "
           f"lateness = receipt - runAt")
+    if env.get("cluster_masters") or env.get("cluster_failed"):
+        print(f"Redis Cluster (figure 15): 3 masters + 3 replicas on loopback (masters on "
+              f"{', '.join(':' + p for p in env.get('cluster_masters', '').split()) or '?'}, node timeout 1 s, "
+              f"up in {env.get('cluster_start_s', '?')} s), the daemon with [redis] cluster = true and the six as "
+              f"seeds, 8 shards as with one Redis; figure 0's wrk load (best of two, alternating) and figure 3's "
+              f"consume on each")
     if mode == "quick":
         print(f"QUICK MODE: reduced sizes — wrk {env.get('wrk_secs')} s (full: 10 s), lateness {env.get('lat_secs')} s "
               f"(full: 30 s), consume backlog {consume_n:,} (full: 100,000), delayed backlog {backlog:,} "
@@ -685,7 +833,7 @@ def main():
             return "n/a" if x is None else format(x, spec)
 
         for tag, x in daemon.items():
-            rate = num(env, f"{tag}_rps") or num(env, f"{tag}_push_rate")
+            rate = num(env, f"{tag}_rps") or num(env, f"{tag}_push_rate") or num(env, f"{tag}_rate")
             if rate and x.get("redis_evalsha_per_s") is not None:
                 x["redis_scripts_per_job"] = x["redis_evalsha_per_s"] / rate
             line = f"  {tag:<8} "

@@ -28,6 +28,10 @@
 #  14  figure 2's steady 1,000 jobs/s on other topics while POST /topics/{topic}/purge deletes
 #      100,000 delayed jobs of one topic, vs the same load just before on the same data: lateness
 #      p99 ratio, and how long the purge took
+# Redis Cluster (issue 14; horizon 0 as figures 0-8):
+#  15  figure 0's push load and figure 3's consume on one Redis vs a 3-master + 3-replica Redis
+#      Cluster started on loopback by this script ([redis] cluster = true, the seed list as address):
+#      pushes/s and jobs/s of each, cluster / single, Redis CPU per job, the jobs per master
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
 # quick: every size and duration cut down (said in the output), 4-5 minutes.
 # full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~20 minutes, plus perf profiles of
@@ -40,8 +44,9 @@
 #
 # Servers: a fresh Redis (no persistence) and MariaDB (innodb_flush_log_at_trx_commit=1, no
 # binlog, 1 GiB buffer pool) on free loopback ports under a mktemp -d directory, removed on
-# exit (HG_BENCH_KEEP=1 keeps it). Between phases the daemon is stopped, Redis flushed and the
-# tables truncated, so no phase inherits another's jobs (except where the figure says so).
+# exit (HG_BENCH_KEEP=1 keeps it); figure 15 adds six Redis Cluster nodes there for its phase
+# only. Between phases the daemon is stopped, Redis flushed and the tables truncated, so no phase
+# inherits another's jobs (except where the figure says so).
 #
 # Environment knobs (defaults in brackets): HG_BENCH_WRK_CONNS [64], HG_BENCH_WRK_THREADS [2],
 # HG_BENCH_SWEEP_CONNS [64 128 256 512 in full, 64 512 in quick: figure 1's sweep],
@@ -50,8 +55,8 @@
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
-# webhook amqp farpush farbacklog bucket purge; farpush, farbacklog and bucket are the tiers'
-# figures 9-10, 11-12, 13; purge is figure 14), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
+# webhook amqp farpush farbacklog bucket purge cluster; farpush, farbacklog and bucket are the tiers'
+# figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
 # due time for every job to arrive; 0 = no near jobs beside the bucket), HG_BENCH_BUCKET_HORIZON and
@@ -116,7 +121,7 @@ BASE_CONNS=$WRK_CONNS
 # Both servers run with their defaults: one HTTP thread per core.
 HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge cluster}
 PURGE_N=100000       # figure 14: delayed jobs of one topic purged beside figure 2's load (both modes),
 PURGE_LAT_SECS=20    # measured for this long before and during the purge (both modes: a p99 of 6 s is noise)
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
@@ -197,6 +202,7 @@ HELLO_PID=""
 RABBIT_PID=""
 EPMD_PID=""
 SAMPLER_PID=""
+CL_PIDS="" CL_PORTS="" CL_SEEDS="" CL_MASTER_PORTS="" CL_MASTER_PIDS="" # figure 15's Redis Cluster
 # shellcheck disable=SC2317 # runs from a trap
 cleanup() {
     trap - EXIT INT TERM HUP
@@ -204,6 +210,8 @@ cleanup() {
         kill -TERM "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
+    for p in $CL_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in $CL_PIDS; do wait "$p" 2>/dev/null || true; done
     if [ -n "$REDIS_PID" ]; then
         kill -TERM "$REDIS_PID" 2>/dev/null || true
         wait "$REDIS_PID" 2>/dev/null || true
@@ -342,9 +350,14 @@ max_body = 4194304
 longpoll_max = 60
 
 [redis]
-address = 127.0.0.1:$RPORT
+address = ${REDIS_ADDRESS:-127.0.0.1:$RPORT}
 prefix = hg
 shards = 8
+EOF
+    if [ -n "$REDIS_ADDRESS" ]; then
+        echo "cluster = true" >>"$1"
+    fi
+    cat >>"$1" <<EOF
 
 [mysql]
 host = 127.0.0.1
@@ -367,6 +380,7 @@ EOF
     fi
 }
 AMQP_URL="" # set while figure 8's private RabbitMQ runs
+REDIS_ADDRESS="" # figure 15: the cluster's seed list (the daemon runs with [redis] cluster = true)
 
 wait_http() { # what, for up to 30 s
     n=0
@@ -414,6 +428,9 @@ stop_daemon() {
 reset_data() { # a clean slate: no daemon, empty Redis, empty tables
     stop_daemon
     rcli flushall >/dev/null
+    for p in $CL_MASTER_PORTS; do
+        redis-cli -h 127.0.0.1 -p "$p" flushall >/dev/null || die "flushall on the cluster's master :$p failed"
+    done
     sqlroot hourglass -e 'TRUNCATE TABLE message; TRUNCATE TABLE transition; TRUNCATE TABLE topic_setting;
         TRUNCATE TABLE topic_change' || die "truncate failed"
     if [ "$HAS_TIERS" = 1 ]; then
@@ -490,15 +507,118 @@ stop_rabbit() {
     RABBIT_PID="" EPMD_PID="" AMQP_URL=""
 }
 
+# ------------------------------------------------------------------ Redis Cluster (figure 15)
+
+# start_rcluster: 3 masters + 3 replicas on free loopback ports under $WORK/rcluster, set up as
+# tests/integration/rcluster.py sets up the tests' cluster: redis-server --cluster-enabled yes,
+# a bus port of its own (--cluster-port), node timeout 1 s, repl-diskless-sync-delay 0 (a
+# replica syncs at once), and no persistence, as the single Redis; joined by redis-cli --cluster
+# create --cluster-replicas 1. Every node is this shell's direct child (CL_PIDS), so cleanup's
+# SIGTERM reaches it on exit and on Ctrl-C. Ready when every node says cluster_state:ok, 16384
+# slots and 6 known nodes, 3 of them are masters and every replica's link is up. Sets CL_PORTS,
+# CL_SEEDS (the daemon's [redis] address), CL_MASTER_PORTS and CL_MASTER_PIDS; 1 when the
+# cluster is not ready within 60 s.
+start_rcluster() {
+    CL=$WORK/rcluster
+    mkdir -p "$CL"
+    # shellcheck disable=SC2046 # six client ports and six bus ports
+    set -- $(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(12)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
+    CL_PORTS="" CL_SEEDS=""
+    while [ $# -ge 2 ]; do
+        mkdir -p "$CL/$1"
+        redis-server --port "$1" --cluster-port "$2" --bind 127.0.0.1 --save '' --appendonly no \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
+            --repl-diskless-sync-delay 0 --dir "$CL/$1" --logfile "$CL/$1/redis.log" </dev/null >/dev/null 2>&1 &
+        echo $! >"$CL/$1/pid"
+        CL_PIDS="$CL_PIDS $!"
+        CL_PORTS="$CL_PORTS $1"
+        CL_SEEDS="$CL_SEEDS${CL_SEEDS:+,}127.0.0.1:$1"
+        shift 2
+    done
+    cl_t0=$(date +%s)
+    for p in $CL_PORTS; do
+        until [ "$(redis-cli -h 127.0.0.1 -p "$p" ping 2>/dev/null)" = PONG ]; do
+            [ $(($(date +%s) - cl_t0)) -lt 30 ] || { say "cluster: :$p did not start ($CL/$p/redis.log)"; return 1; }
+            sleep 0.1
+        done
+    done
+    # shellcheck disable=SC2046 # one address an argument
+    if ! redis-cli --cluster create $(echo "$CL_SEEDS" | tr ',' ' ') --cluster-replicas 1 --cluster-yes \
+        </dev/null >"$CL/create.log" 2>&1 || ! grep -q 'All 16384 slots covered' "$CL/create.log"; then
+        tail -n 20 "$CL/create.log" >&2
+        return 1
+    fi
+    until rcluster_ready; do
+        [ $(($(date +%s) - cl_t0)) -lt 60 ] || { say "cluster: not ready within 60 s"; return 1; }
+        sleep 0.2
+    done
+    CL_MASTER_PORTS="" CL_MASTER_PIDS=""
+    for p in $CL_PORTS; do
+        [ "$(redis-cli -h 127.0.0.1 -p "$p" role | head -n 1)" = master ] || continue
+        CL_MASTER_PORTS="$CL_MASTER_PORTS $p"
+        CL_MASTER_PIDS="$CL_MASTER_PIDS $(cat "$CL/$p/pid")"
+    done
+    rec cluster_start_s "$(($(date +%s) - cl_t0))"
+}
+rcluster_ready() {
+    cl_m=0
+    for p in $CL_PORTS; do
+        redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | tr -d '\r' >"$CL/info"
+        grep -qx 'cluster_state:ok' "$CL/info" && grep -qx 'cluster_slots_ok:16384' "$CL/info" &&
+            grep -qx 'cluster_known_nodes:6' "$CL/info" || return 1
+        case $(redis-cli -h 127.0.0.1 -p "$p" role 2>/dev/null | head -n 1) in
+        master) cl_m=$((cl_m + 1)) ;;
+        slave)
+            redis-cli -h 127.0.0.1 -p "$p" info replication 2>/dev/null | tr -d '\r' |
+                grep -qx 'master_link_status:up' || return 1
+            ;;
+        *) return 1 ;;
+        esac
+    done
+    [ $cl_m = 3 ]
+}
+stop_rcluster() {
+    for p in $CL_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in $CL_PIDS; do wait "$p" 2>/dev/null || true; done
+    CL_PIDS="" CL_PORTS="" CL_SEEDS="" CL_MASTER_PORTS="" CL_MASTER_PIDS=""
+    [ "${HG_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK/rcluster"
+}
+# The next start_daemon, reset_data, redis_jobs, scrape and CPU accounting: on the single Redis,
+# or on the cluster (the daemon with [redis] cluster = true and the seed list; "redis" CPU = the
+# six nodes, the masters also alone).
+on_single() { REDIS_ADDRESS="" DATA_PORTS="" REDIS_CPU_PIDS="" REDIS_CPU_MASTERS=""; }
+on_cluster() {
+    REDIS_ADDRESS=$CL_SEEDS DATA_PORTS=$CL_MASTER_PORTS REDIS_CPU_PIDS=$CL_PIDS REDIS_CPU_MASTERS=$CL_MASTER_PIDS
+}
+# cluster_spread: how the daemon's data lies over the masters, one line: per master the shards
+# holding jobs, the jobs (and their share) and all keys (DBSIZE).
+cluster_spread() {
+    for p in $CL_MASTER_PORTS; do
+        echo ":$p $(redis-cli -h 127.0.0.1 -p "$p" --scan --pattern 'hg:{*}:jobs' | wc -l) $(redis_jobs_at "$p")" \
+            "$(redis-cli -h 127.0.0.1 -p "$p" dbsize)"
+    done | awk '{ p[NR] = $1; s[NR] = $2; j[NR] = $3; k[NR] = $4; t += $3 }
+        END { for (i = 1; i <= NR; i++)
+                  printf "%s%s %d shards, %d jobs (%.0f%%), %d keys", (i > 1 ? "; " : ""), p[i], s[i], j[i],
+                      t ? 100 * j[i] / t : 0, k[i]
+              print "" }'
+}
+
 # ------------------------------------------------------------------ measuring helpers
 
 TCK=$(getconf CLK_TCK)
-cpu_ticks() { # PID -> utime+stime of the whole process (0 when gone)
-    if [ -n "$1" ] && [ -r "/proc/$1/stat" ]; then
-        sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
-    else
-        echo 0
-    fi
+cpu_ticks() { # PID... -> utime+stime of these whole processes, summed (0 for one that is gone)
+    ct=0
+    for ct_pid in "$@"; do
+        if [ -n "$ct_pid" ] && [ -r "/proc/$ct_pid/stat" ]; then
+            ct_v=$(sed 's/.*) //' "/proc/$ct_pid/stat" 2>/dev/null | awk '{ print $12 + $13 }')
+            ct=$((ct + ${ct_v:-0}))
+        fi
+    done
+    echo $ct
 }
 
 # CPU accounting around a measurement: cores used by the server under test, Redis, MariaDB,
@@ -513,7 +633,9 @@ children_ticks() { # FILE written by `times` in this shell (not in $(...): a sub
 scrape() { # TAG 0|1: the daemon's /metrics and Redis's commandstats before/after a measurement
     [ -n "$DPID" ] || return 0
     curl -s -m 5 "$URL/metrics" >"$RAW/metrics-$1-$2.txt" 2>/dev/null || true
-    rcli info commandstats >"$RAW/redis-$1-$2.txt" 2>/dev/null || true
+    for p in $(data_ports); do # (a cluster's masters one after the other: report.py sums them)
+        redis-cli -h 127.0.0.1 -p "$p" info commandstats 2>/dev/null || true
+    done >"$RAW/redis-$1-$2.txt"
     # CPU ticks per daemon thread: "tid name ticks" (names from name_threads)
     for t in /proc/"$DPID"/task/*; do
         [ -r "$t/stat" ] || continue
@@ -523,26 +645,39 @@ scrape() { # TAG 0|1: the daemon's /metrics and Redis's commandstats before/afte
     done >"$RAW/threads-$1-$2.txt" 2>/dev/null || true
     date +%s.%N >"$RAW/metrics-$1-$2.time"
 }
+REDIS_CPU_PIDS=""    # the processes counted as "redis" (default: REDIS_PID; figure 15's cluster: all six nodes)
+REDIS_CPU_MASTERS="" # figure 15's cluster: its masters, also recorded alone as TAG_cpu_redis_masters
 cpu_begin() { # SERVER_PID
     c_pid=$1
     times >"$WORK/times0"
     c_t0=$(date +%s.%N) c_m0=$(machine_busy)
-    c_s0=$(cpu_ticks "$c_pid") c_r0=$(cpu_ticks "$REDIS_PID") c_q0=$(cpu_ticks "$MYSQL_PID")
+    # shellcheck disable=SC2086 # lists of pids
+    c_s0=$(cpu_ticks "$c_pid") c_r0=$(cpu_ticks ${REDIS_CPU_PIDS:-$REDIS_PID}) c_q0=$(cpu_ticks "$MYSQL_PID")
     c_b0=$(cpu_ticks "$RABBIT_PID")
+    # shellcheck disable=SC2086
+    c_rm0=$(cpu_ticks $REDIS_CPU_MASTERS)
 }
 cpu_end() { # TAG
     times >"$WORK/times1"
     c_t1=$(date +%s.%N) c_m1=$(machine_busy)
-    c_s1=$(cpu_ticks "$c_pid") c_r1=$(cpu_ticks "$REDIS_PID") c_q1=$(cpu_ticks "$MYSQL_PID")
+    # shellcheck disable=SC2086
+    c_s1=$(cpu_ticks "$c_pid") c_r1=$(cpu_ticks ${REDIS_CPU_PIDS:-$REDIS_PID}) c_q1=$(cpu_ticks "$MYSQL_PID")
     c_b1=$(cpu_ticks "$RABBIT_PID")
+    # shellcheck disable=SC2086
+    c_rm1=$(cpu_ticks $REDIS_CPU_MASTERS)
     c_c0=$(children_ticks "$WORK/times0") c_c1=$(children_ticks "$WORK/times1")
     echo "$1 $c_t0 $c_t1 $TCK $((c_s1 - c_s0)) $((c_r1 - c_r0)) $((c_q1 - c_q0)) $((c_c1 - c_c0)) $((c_m1 - c_m0)) $((c_b1 - c_b0))" |
         awk '{ secs = $3 - $2; k = $4 * secs
                o = $9 - $5 - $6 - $7 - $8 - $10; if (o < 0) o = 0
                printf "%s_cpu_server=%.2f\n%s_cpu_redis=%.2f\n%s_cpu_mysql=%.2f\n", $1, $5 / k, $1, $6 / k, $1, $7 / k
                printf "%s_cpu_loadgen=%.2f\n%s_cpu_other=%.2f\n%s_cpu_machine=%.2f\n", $1, $8 / k, $1, o / k, $1, $9 / k
+               printf "%s_cpu_window_s=%.3f\n", $1, secs
                if ($10 > 0) printf "%s_cpu_broker=%.2f\n", $1, $10 / k
              }' >>"$ENV"
+    if [ -n "$REDIS_CPU_MASTERS" ]; then # figure 15's cluster: its masters' share of "redis"
+        echo "$c_t0 $c_t1 $TCK $((c_rm1 - c_rm0))" |
+            awk -v t="$1" '{ printf "%s_cpu_redis_masters=%.3f\n", t, $4 / ($3 * ($2 - $1)) }' >>"$ENV"
+    fi
 }
 cores() { # TAG: one line for the log
     echo "cores: server $(getv "${1}_cpu_server") redis $(getv "${1}_cpu_redis") mysql $(getv "${1}_cpu_mysql")$(
@@ -652,10 +787,20 @@ except Exception:
     return 1
 }
 redis_mem() { rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'; }
-redis_jobs() { # total HLEN of every shard's jobs hash
-    t=0
-    for s in 0 1 2 3 4 5 6 7; do t=$((t + $(rcli hlen "hg:{$s}:jobs"))); done
-    echo $t
+# The Redis nodes that hold the daemon's data now: the single Redis, or (figure 15) the
+# cluster's masters.
+DATA_PORTS=""
+data_ports() { echo "${DATA_PORTS:-$RPORT}"; }
+redis_jobs_at() { # PORT -> total HLEN of the shards' jobs hashes on that node
+    # Every shard's jobs hash is hg:{<tag>}:jobs, the tag "3" on a single Redis and "3.2520" in a
+    # cluster (src/shardtag.h), whatever the shard count: find them by SCAN, not by number.
+    redis-cli -h 127.0.0.1 -p "$1" --scan --pattern 'hg:{*}:jobs' | sed 's/^/HLEN /' |
+        redis-cli -h 127.0.0.1 -p "$1" | awk '{ t += $1 } END { print t + 0 }'
+}
+redis_jobs() { # total HLEN of every shard's jobs hash, over every node holding data
+    rj=0
+    for p in $(data_ports); do rj=$((rj + $(redis_jobs_at "$p"))); done
+    echo $rj
 }
 
 # perf_report DATA: what perf recorded (all processes), summarised: CPU by process, the
@@ -1339,6 +1484,66 @@ if [ "$HAS_TIERS" = 1 ] && has_phase bucket; then
     reset_data
     HORIZON=0
     BACKLOG=""
+fi
+
+if has_phase cluster; then
+    # Figure 15: figure 0's push load (wrk, push.lua, 64 connections, 1,000 pending; best of two
+    # runs each, single and cluster alternating) and figure 3's consume (CONSUME_N ready jobs over
+    # 4 topics, 16 consumers, count=1), against one Redis and against a 3-master + 3-replica Redis
+    # Cluster on this machine. The same daemon and MariaDB, 8 shards in both (in the cluster:
+    # 3/2/3 shards over the masters, cluster_shard_tag).
+    stop_daemon
+    say "cluster: starting 3 masters + 3 replicas (redis-server --cluster-enabled yes, redis-cli --cluster create)"
+    if start_rcluster; then
+        rec cluster_masters "${CL_MASTER_PORTS# }"
+        say "cluster: up in $(getv cluster_start_s) s; masters on $(getv cluster_masters), seeds $CL_SEEDS"
+        for pass_no in 1 2; do
+            for where in 1 3; do
+                if [ $where = 1 ]; then on_single; else on_cluster; fi
+                reset_data
+                start_daemon false
+                fill pre "$PREFILL" "$FAR" 1 "$MEM_BODY"
+                run_wrk "cl${where}push$pass_no" "$DPID"
+                rec "cl${where}push${pass_no}_jobs" "$(redis_jobs)"
+                if [ $where = 3 ]; then
+                    rec "cl3push${pass_no}_spread" "$(cluster_spread)"
+                    say "cl3push$pass_no: Redis holds $(getv "cl3push${pass_no}_jobs") jobs: $(getv "cl3push${pass_no}_spread")"
+                fi
+            done
+        done
+        keep_best cl1push
+        keep_best cl3push
+        for where in 1 3; do
+            tag=cl${where}cons
+            if [ $where = 1 ]; then on_single; else on_cluster; fi
+            reset_data
+            start_daemon false
+            say "$tag: filling $CONSUME_N ready jobs"
+            fill drain "$CONSUME_N" 0 4 "$MEM_BODY" "${tag}_fill"
+            rec "${tag}_jobs_before" "$(redis_jobs)"
+            [ $where = 1 ] || rec cl3cons_spread "$(cluster_spread)"
+            say "$tag: draining $(getv "${tag}_jobs_before") jobs with $CONSUMERS consumers, count=1"
+            scrape "$tag" 0
+            cpu_begin "$DPID"
+            "$LATENESS" drain "127.0.0.1:$HPORT" --prefix drain --jobs "$CONSUME_N" --consumers "$CONSUMERS" \
+                --count 1 --topics 4 --max-seconds 900 >"$RAW/$tag.txt" 2>"$RAW/$tag.err" || {
+                cat "$RAW/$tag.err" >&2
+                rec "${tag}_tool_failed" 1
+            }
+            cpu_end "$tag"
+            scrape "$tag" 1
+            rec_prefixed "$tag" <"$RAW/$tag.txt"
+            rec "${tag}_jobs_after" "$(redis_jobs)"
+            say "$tag: $(getv "${tag}_rate") jobs/s; $(getv "${tag}_jobs_after") jobs left in Redis; $(cores "$tag")"
+        done
+        on_single
+        reset_data
+    else
+        say "cluster: FAILED: the cluster did not start ($WORK/rcluster)"
+        rec cluster_failed "the Redis Cluster did not start (see the run's log)"
+        on_single
+    fi
+    stop_rcluster
 fi
 
 stop_daemon
