@@ -109,8 +109,9 @@ void rnodes_post(int slot, const struct rcluster_node_status *nodes, int n, cons
             if (now == NULL || restarted(&s->nodes[i], now))
                 retire(&s->nodes[i]);
         }
-        memcpy(s->nodes, nodes, (size_t)n * sizeof *nodes);
-        s->n = n;
+        if (n > 0)
+            memcpy(s->nodes, nodes, (size_t)n * sizeof *nodes);
+        s->n = n > 0 ? n : 0;
         s->stats = *stats;
         s->seq = ++R.seq;
         R.posted = 1;

@@ -190,9 +190,10 @@ static void *poster(void *arg)
 
 START_TEST(test_threads)
 {
+    static char addr[] = "10.5.0.1:7000";
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(pthread_create(&t[i], NULL, poster, "10.5.0.1:7000"), 0);
+        ck_assert_int_eq(pthread_create(&t[i], NULL, poster, addr), 0);
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
     struct rnodes_sum s = find("10.5.0.1:7000");
