@@ -15,19 +15,13 @@ struct slot {
     struct rcluster_stats stats;
 };
 
-/* What slots counted for a node they no longer list. */
-struct retired {
-    char addr[CLUSTER_ADDR_MAX];
-    uint64_t sent, answered, failed, moved, asked, retried, latency_us;
-};
-
 static struct {
     pthread_mutex_t lock;
     struct slot **slots;
     int nslots;
     uint64_t seq;
     int posted; /* some slot posted once: render the series */
-    struct retired retired[RNODES_MAX];
+    struct rcluster_node_status retired[RNODES_MAX]; /* counts of nodes slots no longer list */
     int nretired;
     struct rcluster_stats gone; /* counters of slots that left */
 } R = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -58,6 +52,17 @@ int rnodes_join(const char *name)
     return i;
 }
 
+static void add_counters(struct rcluster_node_status *to, const struct rcluster_node_status *n)
+{
+    to->sent += n->sent;
+    to->answered += n->answered;
+    to->failed += n->failed;
+    to->moved += n->moved;
+    to->asked += n->asked;
+    to->retried += n->retried;
+    to->latency_us += n->latency_us;
+}
+
 /* Under the lock. */
 static void retire(const struct rcluster_node_status *n)
 {
@@ -67,17 +72,11 @@ static void retire(const struct rcluster_node_status *n)
     if (i == R.nretired) {
         if (R.nretired == RNODES_MAX)
             return; /* more nodes than a cluster of this size has ever had: dropped */
+        memset(&R.retired[i], 0, sizeof R.retired[i]);
         snprintf(R.retired[i].addr, sizeof R.retired[i].addr, "%s", n->addr);
         R.nretired++;
     }
-    struct retired *r = &R.retired[i];
-    r->sent += n->sent;
-    r->answered += n->answered;
-    r->failed += n->failed;
-    r->moved += n->moved;
-    r->asked += n->asked;
-    r->retried += n->retried;
-    r->latency_us += n->latency_us;
+    add_counters(&R.retired[i], n);
 }
 
 static const struct rcluster_node_status *find(const struct rcluster_node_status *nodes, int n, const char *addr)
@@ -140,19 +139,19 @@ void rnodes_leave(int slot)
 static struct rnodes_sum *entry(struct rnodes_sum *sums, int *n, int max, const char *addr)
 {
     for (int i = 0; i < *n; i++)
-        if (strcmp(sums[i].addr, addr) == 0)
+        if (strcmp(sums[i].node.addr, addr) == 0)
             return &sums[i];
     if (*n == max)
         return NULL;
     struct rnodes_sum *e = &sums[(*n)++];
     memset(e, 0, sizeof *e);
-    snprintf(e->addr, sizeof e->addr, "%s", addr);
+    snprintf(e->node.addr, sizeof e->node.addr, "%s", addr);
     return e;
 }
 
 static int by_addr(const void *a, const void *b)
 {
-    return strcmp(((const struct rnodes_sum *)a)->addr, ((const struct rnodes_sum *)b)->addr);
+    return strcmp(((const struct rnodes_sum *)a)->node.addr, ((const struct rnodes_sum *)b)->node.addr);
 }
 
 /* Under the lock: every node into all (RNODES_MAX entries). */
@@ -166,17 +165,10 @@ static int sum_locked(struct rnodes_sum *all, struct rcluster_stats *stats)
     }
     uint64_t stats_seq = 0;
     for (int i = 0; i < R.nretired; i++) {
-        const struct retired *r = &R.retired[i];
-        struct rnodes_sum *e = entry(all, &n, RNODES_MAX, r->addr);
+        struct rnodes_sum *e = entry(all, &n, RNODES_MAX, R.retired[i].addr);
         if (e == NULL)
             break;
-        e->sent += r->sent;
-        e->answered += r->answered;
-        e->failed += r->failed;
-        e->moved += r->moved;
-        e->asked += r->asked;
-        e->retried += r->retried;
-        e->latency_us += r->latency_us;
+        add_counters(&e->node, &R.retired[i]);
     }
     for (int k = 0; k < R.nslots; k++) {
         const struct slot *s = R.slots[k];
@@ -199,18 +191,13 @@ static int sum_locked(struct rnodes_sum *all, struct rcluster_stats *stats)
             if (e == NULL)
                 continue;
             e->links++;
-            e->up += st->up != 0;
-            e->sent += st->sent;
-            e->answered += st->answered;
-            e->failed += st->failed;
-            e->moved += st->moved;
-            e->asked += st->asked;
-            e->retried += st->retried;
-            e->latency_us += st->latency_us;
+            e->node.up += st->up != 0;
+            add_counters(&e->node, st);
             if (s->seq > fresh[e - all]) {
                 fresh[e - all] = s->seq;
-                e->master = st->master;
-                e->nslots = st->nslots;
+                e->node.master = st->master;
+                e->node.nslots = st->nslots;
+                e->node.nreplicas = st->nreplicas;
             }
         }
     }
@@ -266,8 +253,8 @@ void rnodes_render(struct sbuf *out)
     for (size_t g = 0; g < sizeof gauges / sizeof gauges[0]; g++) {
         head(out, &gauges[g]);
         for (int i = 0; i < n; i++)
-            sb_printf(out, "%s{node=\"%s\"} %d\n", gauges[g].name, nodes[i].addr,
-                      g == 0 ? nodes[i].up : g == 1 ? nodes[i].master : nodes[i].nslots);
+            sb_printf(out, "%s{node=\"%s\"} %d\n", gauges[g].name, nodes[i].node.addr,
+                      g == 0 ? nodes[i].node.up : g == 1 ? nodes[i].node.master : nodes[i].node.nslots);
     }
     static const struct series counters[] = {
         {"hourglass_redis_node_commands_total", "Commands sent to the node (re-sends after a redirect included)",
@@ -279,24 +266,26 @@ void rnodes_render(struct sbuf *out)
     };
     for (size_t c = 0; c < sizeof counters / sizeof counters[0]; c++) {
         head(out, &counters[c]);
-        for (int i = 0; i < n; i++)
-            sb_printf(out, "%s{node=\"%s\"} %llu\n", counters[c].name, nodes[i].addr,
-                      (unsigned long long)(c == 0 ? nodes[i].sent : c == 1 ? nodes[i].failed : nodes[i].retried));
+        for (int i = 0; i < n; i++) {
+            const struct rcluster_node_status *x = &nodes[i].node;
+            sb_printf(out, "%s{node=\"%s\"} %llu\n", counters[c].name, x->addr,
+                      (unsigned long long)(c == 0 ? x->sent : c == 1 ? x->failed : x->retried));
+        }
     }
     static const struct series redirects = {"hourglass_redis_node_redirects_total",
                                             "MOVED and ASK answers of the node (the command was sent on)", "counter"};
     head(out, &redirects);
     for (int i = 0; i < n; i++)
         sb_printf(out, "%s{node=\"%s\",kind=\"moved\"} %llu\n%s{node=\"%s\",kind=\"ask\"} %llu\n", redirects.name,
-                  nodes[i].addr, (unsigned long long)nodes[i].moved, redirects.name, nodes[i].addr,
-                  (unsigned long long)nodes[i].asked);
+                  nodes[i].node.addr, (unsigned long long)nodes[i].node.moved, redirects.name, nodes[i].node.addr,
+                  (unsigned long long)nodes[i].node.asked);
     static const struct series latency = {"hourglass_redis_node_command_seconds",
                                           "Round-trip time of the node's replies", "summary"};
     head(out, &latency);
     for (int i = 0; i < n; i++)
-        sb_printf(out, "%s_sum{node=\"%s\"} %.6f\n%s_count{node=\"%s\"} %llu\n", latency.name, nodes[i].addr,
-                  (double)nodes[i].latency_us / 1e6, latency.name, nodes[i].addr,
-                  (unsigned long long)nodes[i].answered);
+        sb_printf(out, "%s_sum{node=\"%s\"} %.6f\n%s_count{node=\"%s\"} %llu\n", latency.name, nodes[i].node.addr,
+                  (double)nodes[i].node.latency_us / 1e6, latency.name, nodes[i].node.addr,
+                  (unsigned long long)nodes[i].node.answered);
     free(nodes);
     sb_printf(out,
               "# HELP hourglass_redis_cluster_masters Masters of the slot map\n"

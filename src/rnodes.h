@@ -29,14 +29,12 @@ void rnodes_post(int slot, const struct rcluster_node_status *nodes, int n, cons
 /* Give the slot up; what it counted is kept (retired). */
 void rnodes_leave(int slot);
 
-/* One node summed over every slot. */
+/* One node summed over every slot: node.addr; node.up, how many of the slots listing it
+ * have their connection to it up; node.master, node.nslots and node.nreplicas from the
+ * freshest snapshot that lists it; the counters summed, retired ones included. */
 struct rnodes_sum {
-    char addr[CLUSTER_ADDR_MAX];
-    int links;       /* slots whose snapshot lists it */
-    int up;          /* of those, how many have their connection to it up */
-    int master;      /* a master in the freshest snapshot that lists it */
-    int nslots;      /* its slots in that snapshot */
-    uint64_t sent, answered, failed, moved, asked, retried, latency_us; /* retired included */
+    struct rcluster_node_status node;
+    int links; /* slots whose snapshot lists it */
 };
 
 /* Up to max nodes (by address order) into out; how many there are in all. stats (unless

@@ -56,6 +56,16 @@ class ClusterCase(CoreTestCase):
             out[m] = [k for k in m.cli("KEYS", prefix + ":*").split("\n") if k]
         return out
 
+    def drain(self, d: Daemon, topic: str) -> list[str]:
+        """Get and finish every job the topic has ready now; their ids."""
+        ids = []
+        while True:
+            g = d.get(topic, timeout=0)
+            if g.status == 204:
+                return ids
+            ids.append(self.assertJsonOk(g)["id"])
+            self.assertJsonOk(d.finish(ids[-1]))
+
     def topic_of_shard(self, d: Daemon, n: int, stem: str) -> str:
         """A topic of shard n: the one whose ready key a push makes lands in n's tag."""
         prefix = d.config["redis"]["prefix"]

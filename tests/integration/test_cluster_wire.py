@@ -147,12 +147,7 @@ class ClusterWireTest(ClusterCase):
               f"{slowest * 1000:.0f} ms, {len(pushed)} pushed in all", flush=True)
         self.assertIs(self.owner(slot), dest)
         # everything pushed is got exactly once (the rest is still ready)
-        while True:
-            g = d.get(topic, timeout=0)
-            if g.status == 204:
-                break
-            got.append(self.assertJsonOk(g)["id"])
-            self.assertJsonOk(d.finish(got[-1]))
+        got += self.drain(d, topic)
         self.assertEqual(sorted(got), sorted(pushed))
         self.assertEqual(len(set(got)), len(got))
         # the shard's counters agree: no script ran half-way

@@ -31,7 +31,7 @@ static struct rnodes_sum find(const char *addr)
     static struct rnodes_sum all[RNODES_MAX];
     int n = rnodes_sum(all, RNODES_MAX, NULL);
     for (int i = 0; i < n && i < RNODES_MAX; i++)
-        if (strcmp(all[i].addr, addr) == 0)
+        if (strcmp(all[i].node.addr, addr) == 0)
             return all[i];
     ck_abort_msg("%s is not listed", addr);
     return all[0];
@@ -69,19 +69,19 @@ START_TEST(test_links_summed)
     rnodes_post(b, nb, 1, &no_stats);
     struct rnodes_sum s = find("10.1.0.1:7000");
     ck_assert_int_eq(s.links, 2);
-    ck_assert_int_eq(s.up, 1); /* the keeper's connection to it is down */
-    ck_assert_int_eq(s.master, 1);
-    ck_assert_int_eq(s.nslots, 5461);
-    ck_assert_uint_eq(s.sent, 15);
-    ck_assert_uint_eq(s.answered, 15);
-    ck_assert_uint_eq(s.failed, 2);
-    ck_assert_uint_eq(s.moved, 3);
-    ck_assert_uint_eq(s.asked, 1);
-    ck_assert_uint_eq(s.retried, 4);
-    ck_assert_uint_eq(s.latency_us, 1500);
+    ck_assert_int_eq(s.node.up, 1); /* the keeper's connection to it is down */
+    ck_assert_int_eq(s.node.master, 1);
+    ck_assert_int_eq(s.node.nslots, 5461);
+    ck_assert_uint_eq(s.node.sent, 15);
+    ck_assert_uint_eq(s.node.answered, 15);
+    ck_assert_uint_eq(s.node.failed, 2);
+    ck_assert_uint_eq(s.node.moved, 3);
+    ck_assert_uint_eq(s.node.asked, 1);
+    ck_assert_uint_eq(s.node.retried, 4);
+    ck_assert_uint_eq(s.node.latency_us, 1500);
     s = find("10.1.0.2:7000");
     ck_assert_int_eq(s.links, 1);
-    ck_assert_uint_eq(s.sent, 4);
+    ck_assert_uint_eq(s.node.sent, 4);
     rnodes_leave(a);
     rnodes_leave(b);
 }
@@ -92,22 +92,22 @@ START_TEST(test_monotonic_when_a_node_is_let_go)
     int a = rnodes_join("http-1");
     struct rcluster_node_status n = node("10.2.0.1:7000", 1, 1, 100, 10);
     rnodes_post(a, &n, 1, &no_stats);
-    ck_assert_uint_eq(find("10.2.0.1:7000").sent, 10);
+    ck_assert_uint_eq(find("10.2.0.1:7000").node.sent, 10);
     rnodes_post(a, NULL, 0, &no_stats); /* the link let it go (a failed master) */
     struct rnodes_sum s = find("10.2.0.1:7000");
-    ck_assert_uint_eq(s.sent, 10);
+    ck_assert_uint_eq(s.node.sent, 10);
     ck_assert_int_eq(s.links, 0);
-    ck_assert_int_eq(s.up, 0);
+    ck_assert_int_eq(s.node.up, 0);
     n = node("10.2.0.1:7000", 1, 1, 100, 3); /* back, counting from 0 again */
     rnodes_post(a, &n, 1, &no_stats);
-    ck_assert_uint_eq(find("10.2.0.1:7000").sent, 13);
+    ck_assert_uint_eq(find("10.2.0.1:7000").node.sent, 13);
     n = node("10.2.0.1:7000", 1, 1, 100, 1); /* let go and back between two posts */
     rnodes_post(a, &n, 1, &no_stats);
-    ck_assert_uint_eq(find("10.2.0.1:7000").sent, 14);
+    ck_assert_uint_eq(find("10.2.0.1:7000").node.sent, 14);
     rnodes_leave(a); /* the thread ended: what it counted stays */
     s = find("10.2.0.1:7000");
-    ck_assert_uint_eq(s.sent, 14);
-    ck_assert_uint_eq(s.latency_us, 1400);
+    ck_assert_uint_eq(s.node.sent, 14);
+    ck_assert_uint_eq(s.node.latency_us, 1400);
 }
 END_TEST
 
@@ -121,15 +121,15 @@ START_TEST(test_freshest_view_of_the_map)
     rnodes_post(a, &old, 1, &sa);
     rnodes_post(b, &heir, 1, &sb); /* b read a newer map: the node is no master any more */
     struct rnodes_sum s = find("10.3.0.1:7000");
-    ck_assert_int_eq(s.master, 0);
-    ck_assert_int_eq(s.nslots, 0);
+    ck_assert_int_eq(s.node.master, 0);
+    ck_assert_int_eq(s.node.nslots, 0);
     struct rcluster_stats before, after;
     struct rnodes_sum all[RNODES_MAX];
     rnodes_sum(all, RNODES_MAX, &before);
     ck_assert_int_eq(before.nmasters, 2);
     ck_assert_int_eq(before.covered, 10923);
     rnodes_post(a, &old, 1, &sa); /* a posts again, later: its view is the freshest now */
-    ck_assert_int_eq(find("10.3.0.1:7000").master, 1);
+    ck_assert_int_eq(find("10.3.0.1:7000").node.master, 1);
     rnodes_leave(b);
     rnodes_sum(all, RNODES_MAX, &after);
     ck_assert_uint_eq(after.map_reads, before.map_reads); /* b's counts are kept */
@@ -197,7 +197,7 @@ START_TEST(test_threads)
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
     struct rnodes_sum s = find("10.5.0.1:7000");
-    ck_assert_uint_eq(s.sent, 4 * 2000);
+    ck_assert_uint_eq(s.node.sent, 4 * 2000);
     ck_assert_int_eq(s.links, 0);
 }
 END_TEST
