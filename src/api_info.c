@@ -9,10 +9,33 @@
 #include "pager.h"
 #include "scheduler.h"
 #include "rlink.h"
+#include "rnodes.h"
 #include "app.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* ",\"redisCluster\":{...}": the slot map's masters as this worker's connections see them
+ * (each thread has its own; this one answers). Cluster mode only. */
+static void cluster_json(const struct rcluster *rc, struct sbuf *sb)
+{
+    struct rcluster_node_status nodes[RNODES_MAX];
+    struct rcluster_stats st;
+    int n = rcluster_nodes(rc, nodes, RNODES_MAX);
+    rcluster_stats(rc, &st);
+    sb_printf(sb, ",\"redisCluster\":{\"masters\":%d,\"slotsCovered\":%d,\"nodes\":[", st.nmasters, st.covered);
+    int first = 1;
+    for (int i = 0; i < n && i < RNODES_MAX; i++) {
+        if (!nodes[i].master)
+            continue; /* a node being let go: no longer part of the map */
+        sb_puts(sb, first ? "{\"addr\":" : ",{\"addr\":");
+        first = 0;
+        sb_json_cstr(sb, nodes[i].addr);
+        sb_printf(sb, ",\"up\":%s,\"slots\":%d,\"replicas\":%d}", nodes[i].up ? "true" : "false", nodes[i].nslots,
+                  nodes[i].nreplicas);
+    }
+    sb_puts(sb, "]}");
+}
 
 /* This instance's health as a JSON object; whether it can serve. */
 static int health_json(struct request *r, struct sbuf *sb)
@@ -51,6 +74,8 @@ static int health_json(struct request *r, struct sbuf *sb)
         sb_json_cstr(sb, rerr.text);
         sb_printf(sb, ",\"ageMs\":%lld}", (long long)rerr.age_ms);
     }
+    if (r->ctx->redis->cluster != NULL)
+        cluster_json(r->ctx->redis->cluster, sb);
     sb_printf(sb, ",\"workerId\":%d}", atomic_load(&app->worker_id));
     return ok;
 }
@@ -200,6 +225,7 @@ void api_metrics(struct request *r)
     delivstats_render(&sb);
     pager_metrics(&sb);
     scheduler_metrics(&sb);
+    rnodes_render(&sb); /* nothing for a single Redis */
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);
 }

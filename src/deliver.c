@@ -14,6 +14,7 @@
 #include "delivstats.h"
 #include "hmap.h"
 #include "journal.h"
+#include "layout.h"
 #include "log.h"
 #include "loopq.h"
 #include "metrics.h"
@@ -399,6 +400,8 @@ static void pump(struct dtopic *t)
     struct deliver *d = t->d;
     if (d->stopping || t->seen != d->gen || !journal_accepting())
         return;
+    if (atomic_load(&d->app->layout) != LAYOUT_OK)
+        return; /* not into data of another layout (layout.h); the sweep tries again */
     if (t->reserving) {
         t->again = 1;
         return;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rcodec.h"
+#include "layout.h"
 #include "rsync.h"
 #include "sbuf.h"
 #include "store.h"
@@ -406,7 +407,7 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
         goto out;
     }
     char err[256];
-    struct rsync_shards *c = rsync_shards_open(cfg, 1, NULL, err, sizeof err);
+    struct rsync_shards *c = layout_open_shards(cfg, 1, NULL, err, sizeof err);
     if (c == NULL || read_rows(db, e, n, rows) < 0 || read_jobs(c, cfg, e, n, jobs) < 0) {
         rsync_shards_free(c);
         log_warn("reconciler: %zu outcomes stay in doubt for now (%s)", n, c ? "MySQL or Redis failed" : err);

@@ -2,6 +2,7 @@
 #include "expiry.h"
 #include "app.h"
 #include "clock.h"
+#include "layout.h"
 #include "log.h"
 #include "metrics.h"
 #include "mover.h"
@@ -60,7 +61,7 @@ static void step(struct expiry *e)
 void expiry_start(struct expiry *e)
 {
     const struct config *cfg = &e->app->cfg;
-    if (e->running || cfg->retention_days <= 0)
+    if (e->running || cfg->retention_days <= 0 || atomic_load(&e->app->layout) != LAYOUT_OK)
         return;
     e->running = 1;
     e->shard = 0;

@@ -94,16 +94,21 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     lossmark_tick(k->marks);
     if (atomic_load(&k->app->redis_loss_at) != 0 && k->ticks % AUTO_RESTORE_RETRY_TICKS == 0)
         on_loss(k); /* not repaired yet: a failed or refused auto-restore is tried again */
-    idlease_tick(k->lease);
+    /* the worker-id lease and the fleet heartbeat write {w} keys: not into another layout's data */
+    int layout_ok = atomic_load(&k->app->layout) == LAYOUT_OK;
+    if (layout_ok)
+        idlease_tick(k->lease);
     doubt_schedule(&k->app->cfg);
     if (store_outbox_len(&k->store, on_outbox_len, k) < 0)
         log_debug("keeper: cannot measure the outbox now (Redis down)");
-    if (k->ticks % LAYOUT_RECHECK_TICKS == 0 || atomic_load(&k->app->layout) != LAYOUT_OK)
-        layout_check(k->redis, k->app);
-    struct sbuf local = SBUF_INIT;
-    local_stats(k, &local);
-    fleet_tick(k->fleet, local.data ? local.data : "{}");
-    sb_free(&local);
+    if (k->ticks % LAYOUT_RECHECK_TICKS == 0 || !layout_ok)
+        layout_check(k->redis, k->app, NULL, NULL);
+    if (layout_ok) {
+        struct sbuf local = SBUF_INIT;
+        local_stats(k, &local);
+        fleet_tick(k->fleet, local.data ? local.data : "{}");
+        sb_free(&local);
+    }
     if (++k->ticks % k->app->cfg.retention_interval == 0) {
         retention_schedule(&k->app->cfg);
         expiry_start(k->expiry);
@@ -143,15 +148,32 @@ static void on_resync(void *arg)
     k->on_ready(NULL, 0, k->ready_arg);
 }
 
-static void on_redis_state(int up, void *arg)
+/* The layout check sent on a (re)connect answered: what waited for it runs now. */
+static void on_layout_after_connect(enum layout_verdict v, void *arg)
 {
     struct keeper *k = arg;
-    if (!up)
-        return;
-    layout_check(k->redis, k->app);
+    if (v != LAYOUT_OK)
+        return; /* the tick checks again and the writers below keep waiting */
     lossmark_tick(k->marks); /* first, so a loss is seen before the mover acts on old data */
     idlease_tick(k->lease);
     mover_rescan(k->mover);
+}
+
+static void on_redis_state(int up, void *arg)
+{
+    struct keeper *k = arg;
+    if (!up) {
+        /* A single Redis we cannot see may come back holding other data (restarted from
+         * another file, emptied and re-filled): nothing is written again — by the mover,
+         * lossmark, the lease, the fleet heartbeat or a request — until the check after the
+         * reconnect says OK. A cluster that is not whole keeps its verdict: its other masters
+         * still serve their shards (a failover changes no layout). */
+        int ok = LAYOUT_OK;
+        if (!k->app->cfg.redis_cluster)
+            atomic_compare_exchange_strong(&k->app->layout, &ok, LAYOUT_UNKNOWN);
+        return;
+    }
+    layout_check(k->redis, k->app, on_layout_after_connect, k);
 }
 
 static void *keeper_main(void *arg)

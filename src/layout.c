@@ -3,6 +3,7 @@
 #include "app.h"
 #include "log.h"
 #include "rlink.h"
+#include "rsync.h"
 #include "sbuf.h"
 #include "scripts.h"
 #include "shardtag.h"
@@ -82,28 +83,76 @@ enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, i
     return v;
 }
 
+struct layout_wait {
+    struct app *app;
+    layout_done_fn done;
+    void *arg;
+};
+
 static void on_layout(redisReply *r, void *arg)
 {
-    struct app *app = arg;
+    struct layout_wait *w = arg;
+    struct app *app = w->app;
+    layout_done_fn done = w->done;
+    void *done_arg = w->arg;
+    free(w);
     struct layout_record found;
     int shards = app->cfg.redis_shards;
     enum layout_verdict v = verdict(r, shards, &found);
-    if (v == LAYOUT_UNKNOWN)
+    if (v != LAYOUT_UNKNOWN) { /* else checked again on the next tick */
+        int was = atomic_exchange(&app->layout, (int)v);
+        if (v == LAYOUT_OK && was != LAYOUT_OK)
+            log_info("redis: data layout checked ([redis] shards = %d, %s shard tags)", shards, found.tags);
+        if (v == LAYOUT_DIFFERS && was != LAYOUT_DIFFERS) {
+            char why[512];
+            layout_explain(&found, app->cfg.redis_prefix, shards, why, sizeof why);
+            log_error("redis: %s; it refuses requests until the configuration matches", why);
+        }
+    }
+    if (done)
+        done(v, done_arg);
+}
+
+void layout_check(struct rlink *rc, struct app *app, layout_done_fn done, void *arg)
+{
+    struct layout_call call;
+    struct layout_wait *w = malloc(sizeof *w);
+    if (w == NULL)
         return; /* checked again on the next tick */
-    int was = atomic_exchange(&app->layout, (int)v);
-    if (v == LAYOUT_OK && was != LAYOUT_OK)
-        log_info("redis: data layout checked ([redis] shards = %d, %s shard tags)", shards, found.tags);
-    if (v == LAYOUT_DIFFERS && was != LAYOUT_DIFFERS) {
-        char why[512];
-        layout_explain(&found, app->cfg.redis_prefix, shards, why, sizeof why);
-        log_error("redis: %s; it refuses requests until the configuration matches", why);
+    *w = (struct layout_wait){app, done, arg};
+    build(&call, app->cfg.redis_prefix, app->cfg.redis_shards);
+    if (rlink_eval(rc, SCRIPT_LAYOUT, 6, call.argv, call.lens, on_layout, w) < 0) {
+        free(w);
+        log_debug("redis: could not check the data layout now; next tick");
     }
 }
 
-void layout_check(struct rlink *rc, struct app *app)
+struct rsync_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
+                                        size_t errlen)
 {
-    struct layout_call call;
-    build(&call, app->cfg.redis_prefix, app->cfg.redis_shards);
-    if (rlink_eval(rc, SCRIPT_LAYOUT, 6, call.argv, call.lens, on_layout, app) < 0)
-        log_debug("redis: could not check the data layout now; next tick");
+    enum layout_verdict ignored;
+    if (v == NULL)
+        v = &ignored;
+    *v = LAYOUT_UNKNOWN;
+    struct rsync_shards *set = rsync_shards_open(cfg, load_scripts, NULL, err, errlen);
+    if (set == NULL)
+        return NULL;
+    /* The record is a {w} key: a single Redis's one connection has it; in a cluster it is on
+     * the master of {w}'s slot, which need not serve a shard. Made after the set, so the
+     * answer speaks of the data the set's connections reach. */
+    redisContext *c = cfg->redis_cluster ? rsync_connect_key(cfg, "{w}", 3, 0, NULL, err, errlen) : rsync_shard(set, 0);
+    struct layout_record found;
+    if (c != NULL) {
+        *v = layout_check_blocking(c, cfg->redis_prefix, cfg->redis_shards, &found);
+        if (*v == LAYOUT_UNKNOWN)
+            snprintf(err, errlen, "the data layout could not be checked now%s%s", c->errstr[0] ? ": " : "", c->errstr);
+        else if (*v == LAYOUT_DIFFERS)
+            layout_explain(&found, cfg->redis_prefix, cfg->redis_shards, err, errlen);
+        if (cfg->redis_cluster)
+            redisFree(c);
+    }
+    if (*v == LAYOUT_OK)
+        return set;
+    rsync_shards_free(set);
+    return NULL;
 }

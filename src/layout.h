@@ -14,7 +14,9 @@
 #include <stddef.h>
 
 struct app;
+struct config;
 struct rlink;
+struct rsync_shards;
 
 enum layout_verdict {
     LAYOUT_DIFFERS = -1, /* the data says another shard count or tag scheme */
@@ -34,8 +36,21 @@ struct layout_record {
 enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards,
                                           struct layout_record *found);
 
-/* Asynchronous check on rc: records the verdict in app->layout and logs when it changes. */
-void layout_check(struct rlink *rc, struct app *app);
+/* Told the verdict of one layout_check (LAYOUT_UNKNOWN when the check failed), on rc's thread. */
+typedef void (*layout_done_fn)(enum layout_verdict v, void *arg);
+
+/* Asynchronous check on rc: records the verdict in app->layout, logs when it changes, then
+ * tells done (may be NULL). */
+void layout_check(struct rlink *rc, struct app *app, layout_done_fn done, void *arg);
+
+/* Blocking connections for every shard (rsync_shards_open), handed out only once the layout
+ * record, read after they were made, says this instance's shard count and tags: a blocking
+ * writer (the outbox, the pager, topics' catch-up, the reconciler, /reStore) that (re)connects
+ * to a Redis holding another layout's data — or that cannot check it yet — writes nothing
+ * there. NULL with err filled and *v (unless NULL) the verdict (LAYOUT_UNKNOWN when Redis could
+ * not be reached or checked). The caller frees the set with rsync_shards_free. */
+struct rsync_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
+                                        size_t errlen);
 
 /* The operator's sentence for a LAYOUT_DIFFERS: "the data under prefix "hg" was written with
  * [redis] shards = 8, this instance has 4", or the same of the tag schemes, into out. */

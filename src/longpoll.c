@@ -5,6 +5,7 @@
 #include "app.h"
 #include "clock.h"
 #include "ids.h"
+#include "layout.h"
 #include "log.h"
 #include "metrics.h"
 #include "parkbook.h"
@@ -218,6 +219,8 @@ static void try_reserve(struct parked *p)
     struct hctx *ctx = p->lp->ctx;
     if (!p->first_attempt && !journal_accepting())
         return; /* back-pressure: stay parked; the tick retries */
+    if (!p->first_attempt && atomic_load(&ctx->app->layout) != LAYOUT_OK)
+        return; /* Redis came back and is not checked yet (layout.h): the tick retries */
     const char *topics[TOPICS_PER_GET];
     size_t lens[TOPICS_PER_GET];
     int n = 0;

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "loopq.h"
 #include "metrics.h"
+#include "layout.h"
 #include "rsync.h"
 #include "rcodec.h"
 #include "store.h"
@@ -64,6 +65,7 @@ static struct {
     char consumer[64];
     struct rsync_shards *set;    /* written by the thread under lock; read by it without */
     int64_t last_connect_us, last_claim_us;
+    int layout_refused;          /* the last connect found another layout's data (layout.h) */
     int shards;
     struct shard_state *s;
     struct jrec *recs;
@@ -240,12 +242,22 @@ static int ensure_connected(void)
     if (now - outbox.last_connect_us < RETRY_US)
         return -1;
     outbox.last_connect_us = now;
-    char err[256];
-    set_connection(rsync_shards_open(outbox.cfg, 1, NULL, err, sizeof err));
+    char err[512];
+    enum layout_verdict v;
+    set_connection(layout_open_shards(outbox.cfg, 1, &v, err, sizeof err));
+    if (outbox.set == NULL && v == LAYOUT_DIFFERS) {
+        if (!outbox.layout_refused)
+            log_warn("outbox: %s; it writes nothing into that data until the configuration matches", err);
+        outbox.layout_refused = 1;
+        return -1;
+    }
     if (outbox.set == NULL) {
         log_debug("outbox: cannot connect to Redis: %s", err);
         return -1;
     }
+    if (outbox.layout_refused)
+        log_info("outbox: the data layout matches again; carrying transitions");
+    outbox.layout_refused = 0;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "rcodec.h"
 #include "reinsert.h"
+#include "layout.h"
 #include "rsync.h"
 #include "sbuf.h"
 #include "store.h"
@@ -656,7 +657,7 @@ static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
         log_warn("pager: MySQL: %s", err);
         *last_complaint = now;
     }
-    if (k->c == NULL && (k->c = rsync_shards_open(P.cfg, 1, NULL, err, sizeof err)) == NULL &&
+    if (k->c == NULL && (k->c = layout_open_shards(P.cfg, 1, NULL, err, sizeof err)) == NULL &&
         now - *last_complaint > 10000) {
         log_warn("pager: Redis: %s", err);
         *last_complaint = now;

@@ -25,6 +25,7 @@
 #include "outbox.h"
 #include "rcodec.h"
 #include "reinsert.h"
+#include "layout.h"
 #include "rsync.h"
 
 #include <stdatomic.h>
@@ -520,7 +521,7 @@ static void restore_all_run(MYSQL *db, void *arg)
         return;
     }
     char err[256];
-    struct rsync_shards *c = rsync_shards_open(cfg, 1, NULL, err, sizeof err);
+    struct rsync_shards *c = layout_open_shards(cfg, 1, NULL, err, sizeof err);
     if (c == NULL) {
         log_warn("restore: cannot connect to Redis: %s", err);
         ra->unavailable = "Redis";

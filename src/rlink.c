@@ -1,6 +1,8 @@
 /* rlink.c — see rlink.h. */
 #include "rlink.h"
+#include "rnodes.h"
 
+#include <event2/event.h>
 #include <stdlib.h>
 
 static void on_plain_state(struct rconn *rc, int up, void *arg)
@@ -9,6 +11,17 @@ static void on_plain_state(struct rconn *rc, int up, void *arg)
     (void)rc;
     if (l->on_state)
         l->on_state(up, l->state_arg);
+}
+
+/* Posted from the link's own thread, the only one that may read its rcluster. */
+static void post_nodes(evutil_socket_t fd, short what, void *arg)
+{
+    struct rlink *l = arg;
+    struct rcluster_node_status nodes[RNODES_MAX];
+    struct rcluster_stats st;
+    int n = rcluster_nodes(l->cluster, nodes, RNODES_MAX);
+    rcluster_stats(l->cluster, &st);
+    rnodes_post(l->post_slot, nodes, n < RNODES_MAX ? n : RNODES_MAX, &st);
 }
 
 static void on_cluster_ready(int up, void *arg)
@@ -26,10 +39,17 @@ struct rlink *rlink_new(struct event_base *base, const struct rlink_config *cfg,
         return NULL;
     l->on_state = on_state;
     l->state_arg = state_arg;
+    l->post_slot = -1;
     if (cfg->cluster) {
         struct rcluster_config cc = {cfg->name, cfg->address, cfg->password, cfg->timeout_ms, cfg->load_scripts};
         if ((l->cluster = rcluster_new(base, &cc)) != NULL)
             rcluster_on_ready(l->cluster, on_cluster_ready, l);
+        /* without the post (memory), the link works; /metrics misses its figures */
+        if (l->cluster != NULL && (l->post_slot = rnodes_join(cfg->name)) >= 0 &&
+            (l->post = event_new(base, -1, EV_PERSIST, post_nodes, l)) != NULL) {
+            struct timeval every = {RNODES_POST_MS / 1000, (RNODES_POST_MS % 1000) * 1000};
+            event_add(l->post, &every);
+        }
     } else {
         struct rconn_config rc = {cfg->name, cfg->address, cfg->password, cfg->db, cfg->timeout_ms, cfg->load_scripts};
         l->plain = rconn_new(base, &rc, on_plain_state, l);
@@ -45,10 +65,15 @@ void rlink_free(struct rlink *l)
 {
     if (l == NULL)
         return;
-    if (l->cluster)
+    if (l->post)
+        event_free(l->post);
+    if (l->cluster) {
+        post_nodes(-1, 0, l); /* its last figures are kept (rnodes_leave retires them) */
+        rnodes_leave(l->post_slot);
         rcluster_free(l->cluster);
-    else
+    } else {
         rconn_free(l->plain);
+    }
     free(l);
 }
 

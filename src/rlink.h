@@ -15,6 +15,9 @@
  *     stops being so (up = 0): for a cluster, "every slot has a master and every master's
  *     connection is up" (rcluster_ready).
  *
+ * In cluster mode a link also posts its nodes' counters to rnodes.h once a second, for
+ * /metrics' per-node series.
+ *
  * Plain mode is a direct call to rconn behind one branch (the calls are inline): the hot path
  * (push, reserve) costs what it did before the facade.
  *
@@ -44,6 +47,8 @@ struct rlink {
     struct rcluster *cluster;
     rlink_state_fn on_state;  /* may be NULL */
     void *state_arg;
+    struct event *post;       /* cluster: posts its nodes' figures for /metrics (rnodes.h) */
+    int post_slot;
 };
 
 /* Create and start connecting; the strings in cfg are copied. NULL on a bad address or memory. */

@@ -6,6 +6,7 @@
 #include "ids.h"
 #include "log.h"
 #include "rcodec.h"
+#include "layout.h"
 #include "rsync.h"
 #include "sbuf.h"
 
@@ -364,7 +365,7 @@ static int sync_redis(uint64_t max_seq)
 {
     const struct config *cfg = topics.cfg;
     char err[256];
-    if (topics.redis == NULL && (topics.redis = rsync_shards_open(cfg, 1, NULL, err, sizeof err)) == NULL) {
+    if (topics.redis == NULL && (topics.redis = layout_open_shards(cfg, 1, NULL, err, sizeof err)) == NULL) {
         log_debug("topics: Redis: %s", err);
         return -1;
     }

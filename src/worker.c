@@ -3,6 +3,7 @@
 #include "api.h"
 #include "app.h"
 #include "dispatch.h"
+#include "layout.h"
 #include "log.h"
 #include "longpoll.h"
 #include "loopq.h"
@@ -77,13 +78,32 @@ static void after_drain(void *arg)
             subsystems[i].after_drain(&w->ctx);
 }
 
+static void redis_back(struct worker *w)
+{
+    for (size_t i = 0; i < NSUBSYSTEMS; i++)
+        if (subsystems[i].redis_up)
+            subsystems[i].redis_up(&w->ctx);
+}
+
+static void on_layout_checked(enum layout_verdict v, void *arg)
+{
+    if (v == LAYOUT_OK)
+        redis_back(arg);
+}
+
 static void on_redis_state(int up, void *arg)
 {
     struct worker *w = arg;
     atomic_fetch_add(&w->ctx.app->redis_workers_up, up ? 1 : -1);
-    for (size_t i = 0; up && i < NSUBSYSTEMS; i++)
-        if (subsystems[i].redis_up)
-            subsystems[i].redis_up(&w->ctx);
+    if (!up)
+        return;
+    /* Requests wait for a layout verdict after a reconnect (layout.h): whichever link is back
+     * first asks, so a worker back before the keeper does not refuse longer than it must,
+     * and its parked long-polls are tried once the verdict is in. */
+    if (atomic_load(&w->ctx.app->layout) == LAYOUT_UNKNOWN)
+        layout_check(w->ctx.redis, w->ctx.app, on_layout_checked, w);
+    else
+        redis_back(w);
 }
 
 static void *worker_main(void *arg)

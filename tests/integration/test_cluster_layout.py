@@ -209,7 +209,8 @@ class ClusterTagsTest(CoreTestCase):
 
     def test_mismatch_noticed_when_redis_comes_back(self):
         """Started while Redis was unreachable (it cannot check then), a plain daemon finds
-        cluster-tagged data once Redis is there: it serves nothing and writes nothing."""
+        cluster-tagged data once Redis is there: it serves nothing and writes nothing — not its
+        outbox (XGROUP CREATE ... MKSTREAM), its lease or its fleet heartbeat either."""
         redis = self.private_redis(persistent=True)
         ns = self.namespace()
         over = {"redis": {"address": redis.address, "db": 0, "timeout": 500}}
@@ -220,6 +221,7 @@ class ClusterTagsTest(CoreTestCase):
         self.addCleanup(d.close)
         d.start(timeout=20)
         redis.start()
+        back = time.monotonic()
         try:
             d.wait_for_log(r"redis: the data under prefix \S+ was written with cluster shard tags.*it refuses requests",
                            timeout=10)
@@ -232,9 +234,20 @@ class ClusterTagsTest(CoreTestCase):
             messages.add(self.assertError(r, 503, "unavailable", "a push into data of the other layout")["message"])
             time.sleep(0.1)
         self.assertIn("shard tags differ", " ".join(messages), messages)
+        # The blocking writers reconnect on their own clocks (the outbox about 1 s after Redis
+        # is back, the topics' catch-up every 0.5 s): the outbox has tried and refused, and the
+        # others have had their turn, before the keys are read.
+        try:
+            d.wait_for_log(r"outbox: the data under prefix \S+ was written with cluster shard tags.*writes nothing",
+                           timeout=10)
+        except TimeoutError:
+            self.fail("the outbox never said it refused the data: " + d.log_tail(40))
+        time.sleep(max(0.0, back + 3.0 - time.monotonic()))
         keys_after = sorted(redis.cli("KEYS", ns.prefix + "*", db=0).split("\n"))
         changed = {k for k in set(keys_after) ^ set(keys_before) if ":{w}:" not in k}
         self.assertEqual(changed, set(), "keys written into the cluster-tagged data by a plain daemon")
+        # nor the global ones (a worker-id lease, a fleet heartbeat) — keys that were there may expire
+        self.assertEqual(set(keys_after) - set(keys_before), set(), "keys a plain daemon created there")
 
 
 class LibShardParseTest(CoreTestCase):

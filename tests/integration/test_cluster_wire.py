@@ -21,67 +21,13 @@ from __future__ import annotations
 import threading
 import time
 
-from core_common import Background, CoreTestCase
+from cluster_common import CLUSTER_TAGS, SHARDS, ClusterCase, shard_slot
+from core_common import Background
 from harness import HOST, Daemon, wait_until
-from rcluster import RedisCluster, command_raw, keyslot, resp_parse
-
-SHARDS = 8
-CLUSTER_TAGS = ["0.6957", "1.48242", "2.68352", "3.2520", "4.586", "5.22978", "6.1197", "7.5679"]
+from rcluster import command_raw, keyslot, resp_parse
 
 
-def shard_slot(n: int, shards: int = SHARDS) -> int:
-    return (2 * n + 1) * 16384 // (2 * shards)
-
-
-class ClusterWireTest(CoreTestCase):
-    cluster: RedisCluster
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        cls.cluster = RedisCluster(masters=3, replicas=1).start()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.cluster.close()
-        super().tearDownClass()
-
-    # -- helpers
-    def cluster_daemon(self, first_seed=None) -> Daemon:
-        seeds = self.cluster.seeds()
-        if first_seed is not None:
-            seeds.remove(first_seed.address)
-            seeds.insert(0, first_seed.address)
-        d = Daemon(overrides={"redis": {"cluster": True, "address": ",".join(seeds), "db": 0}})
-        self.addCleanup(d.close)
-        d.start()
-        self.wait_healthy(d, timeout=20)
-        return d
-
-    def owner(self, slot: int):
-        return self.cluster.node_by_id(next(nid for a, b, nid in self.cluster.slot_owners() if a <= slot <= b))
-
-    def keys_by_node(self, prefix: str) -> dict:
-        out = {}
-        for m in self.cluster.masters():
-            out[m] = [k for k in m.cli("KEYS", prefix + ":*").split("\n") if k]
-        return out
-
-    def topic_of_shard(self, d: Daemon, n: int, stem: str) -> str:
-        """A topic of shard n: the one whose ready key a push makes lands in n's tag."""
-        prefix = d.config["redis"]["prefix"]
-        for i in range(2000):
-            t = f"{stem}.{i}"
-            self.push(d, t, {"probe": i})
-            node = self.owner(shard_slot(n))
-            if node.cli("EXISTS", f"{prefix}:{{{CLUSTER_TAGS[n]}}}:ready:{t}") == "1":
-                job = self.get_one(d, t)
-                self.assertJsonOk(d.finish(job["id"]))
-                return t
-            job = self.get_one(d, t)
-            self.assertJsonOk(d.finish(job["id"]))
-        self.fail(f"no topic of shard {n}")
-
+class ClusterWireTest(ClusterCase):
     # -- a
     def test_a_round_trip_on_every_master(self):
         d = self.cluster_daemon()
@@ -201,12 +147,7 @@ class ClusterWireTest(CoreTestCase):
               f"{slowest * 1000:.0f} ms, {len(pushed)} pushed in all", flush=True)
         self.assertIs(self.owner(slot), dest)
         # everything pushed is got exactly once (the rest is still ready)
-        while True:
-            g = d.get(topic, timeout=0)
-            if g.status == 204:
-                break
-            got.append(self.assertJsonOk(g)["id"])
-            self.assertJsonOk(d.finish(got[-1]))
+        got += self.drain(d, topic)
         self.assertEqual(sorted(got), sorted(pushed))
         self.assertEqual(len(set(got)), len(got))
         # the shard's counters agree: no script ran half-way
