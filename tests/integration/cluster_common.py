@@ -18,6 +18,13 @@ def shard_slot(n: int, shards: int = SHARDS) -> int:
     return (2 * n + 1) * 16384 // (2 * shards)
 
 
+def every_worker_up(d: Daemon) -> bool:
+    """/health says Redis is up: every HTTP worker's link (each learns of a failover's heir on
+    its own connections, refusing that shard's requests at once until then) and the keeper's."""
+    h = d.health()
+    return h.status == 200 and h.json().get("redis") == "up"
+
+
 class ClusterCase(CoreTestCase):
     """A cluster for the class (started once: about 3 s), and helpers over it."""
 

@@ -20,32 +20,16 @@ import itertools
 import threading
 import time
 
-from core_common import CoreTestCase
-from harness import Daemon, wait_until
-from rcluster import RedisCluster
+from cluster_common import ClusterCase, every_worker_up
+from harness import wait_until
 
 TOPICS = [f"fo.{i}" for i in range(16)]  # spread over the 8 shards, so over every master
 
 
-class ClusterFailoverTest(CoreTestCase):
-    cluster: RedisCluster
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        cls.cluster = RedisCluster(masters=3, replicas=1).start()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.cluster.close()
-        super().tearDownClass()
-
+class ClusterFailoverTest(ClusterCase):
     def test_master_killed_mid_traffic_then_restore(self):
         c = self.cluster
-        d = Daemon(overrides={"redis": {"cluster": True, "address": ",".join(c.seeds()), "db": 0}})
-        self.addCleanup(d.close)
-        d.start()
-        self.wait_healthy(d, timeout=20)
+        d = self.cluster_daemon()
 
         lock = threading.Lock()
         acked: dict[str, str] = {}  # id -> topic
@@ -105,6 +89,7 @@ class ClusterFailoverTest(CoreTestCase):
 
             wait_until(all_topics_take_pushes, 20, 0.1, "pushes on every shard after the failover")
             resumed = time.monotonic() - killed_at
+            wait_until(lambda: every_worker_up(d), 10, 0.1, "/health: every worker's masters up")
             time.sleep(1.0)  # traffic goes on over the new master a while
         finally:
             stop.set()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
-from cluster_common import CLUSTER_TAGS, SHARDS, ClusterCase, shard_slot
+from cluster_common import CLUSTER_TAGS, SHARDS, ClusterCase, every_worker_up, shard_slot
 from core_common import Background
 from harness import HOST, Daemon, wait_until
 from rcluster import command_raw, keyslot, resp_parse
@@ -193,6 +193,7 @@ class ClusterWireTest(ClusterCase):
             # the victim's shards come back by themselves
             wait_until(lambda: d.push({"topic": victim_topic, "body": 2}).status == 200, 10, 0.1,
                        "pushes to the victim's shard again")
+            wait_until(lambda: every_worker_up(d), 10, 0.1, "/health: every worker's masters up")
         finally:
             stop.set()
             th.join(30)
@@ -262,6 +263,7 @@ class ClusterWireTest(ClusterCase):
         self.assertTrue(lost, "the heir held some of the prefix's shards")
         heir.cli("DEL", *lost)  # the writes the failover dropped
         wait_until(lambda: d.push({"topic": "rs.probe", "body": 0}).status == 200, 15, 0.1, "pushes again")
+        wait_until(lambda: every_worker_up(d), 10, 0.1, "/health: every worker's masters up")
         r = wait_until(lambda: (lambda x: x if x.status == 200 else None)(d.restore(expire=True)), 20, 0.5,
                        "/reStore to run")
         out = r.json()
