@@ -175,12 +175,12 @@ struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_script
     set->shards = cfg->redis_shards;
     set->nconns = nconns;
     set->cluster = m != NULL;
+    if (m == NULL) /* one server holds every shard */
+        set->conns[0] = connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why, err, errlen);
     for (int n = 0; n < set->shards; n++) {
         size_t len = 0;
         const char *tag = shardtag(n, &len);
         int i = m ? cluster_map_lookup(m, tag ? cluster_keyslot(tag, len) : -1) : 0;
-        if (m == NULL && set->conns[0] == NULL)
-            set->conns[0] = connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why, err, errlen);
         set->by_shard[n] = m ? master_conn(cfg, m, i, set->conns, load_scripts, why, err, errlen) : set->conns[0];
         if (set->by_shard[n] == NULL) {
             cluster_map_free(m);
