@@ -225,8 +225,10 @@ class RedisCluster:
             # master, so that the map a client reads shows the replicas
             for a, b, nid in self.slot_owners():
                 self.node_by_id(nid).cli("SET", key_in_slots(a, b, "rcluster"), "1")
-            wait_until(lambda: all(len(e) - 3 >= self.nreplicas for e in self.cluster_slots()), timeout, 0.1,
-                       "CLUSTER SLOTS to list every replica")
+            # every node learns a replica's offset by gossip on its own schedule: ask each of them
+            wait_until(lambda: all(len(e) - 3 >= self.nreplicas
+                                   for n in self.nodes for e in self.cluster_slots(n)), timeout, 0.1,
+                       "CLUSTER SLOTS of every node to list every replica")
         except BaseException:
             self.close(check=False)
             raise
