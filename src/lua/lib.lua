@@ -164,43 +164,84 @@ local ready_topics = {}
 local function notify_ready(topic) ready_topics[topic] = true end
 
 -- Writes gathered over a script's jobs and made at the end by a few multi-element commands
--- (push.lua, restore.lua): a command per job is most of a big call's time. gather() files job
--- `idkey` (its packed record, placed in `st` = DELAYED or READY) and returns nothing;
--- `due` is its runAt as the decimal string the caller sent (ZADD takes it as it is), `prio`
--- its priority. write_gathered() makes the writes and returns the counters it added,
--- "<state>:<topic>" -> jobs.
-local G = nil -- made by the first gather(): most scripts never gather, and every script runs this
-local function gather(idkey, record, st, topic, due, prio)
-    if not G then G = { records = {}, delayed = {}, ready = {}, counted = {} } end
-    if st == DELAYED then
-        G.delayed[#G.delayed + 1] = due
-        G.delayed[#G.delayed + 1] = idkey
-    else
-        local list = G.ready[topic]
-        if not list then
-            list = {}
-            G.ready[topic] = list
-        end
-        list[#list + 1] = ready_score(prio, tonumber(due))
-        list[#list + 1] = idkey
-        notify_ready(topic)
-    end
-    G.records[#G.records + 1] = idkey
-    G.records[#G.records + 1] = record
-    local field = STATE_NAME[st] .. ":" .. topic
-    G.counted[field] = (G.counted[field] or 0) + 1
+-- (push.lua, restore.lua, move.lua, reserve.lua): a command per job is most of a big call's
+-- time (each redis.call costs more than the work of one element of a multi-element one).
+-- The scripts run atomically, so nobody sees the writes in another order; a script that reads
+-- a key it changed must write the gathered changes first (write_gathered). Gathered:
+--   records   id key -> packed record (HSET)       delayed  score, id key (ZADD delay zset)
+--   ready     topic -> score, id key (ZADD)       gone     id keys whose records leave (HDEL)
+--   counted   "<state>:<topic>" -> delta, applied once per field (a field at 0 or below goes).
+local G = nil -- made on first use: most scripts never gather, and every script runs this
+local function gathered()
+    if not G then G = { records = {}, delayed = {}, ready = {}, gone = {}, counted = {} } end
+    return G
 end
+local function count_later(st, topic, delta)
+    local field = STATE_NAME[st] .. ":" .. topic
+    local counted = gathered().counted
+    counted[field] = (counted[field] or 0) + delta
+end
+local function save_later(idkey, record)
+    local records = gathered().records
+    records[#records + 1] = idkey
+    records[#records + 1] = record
+end
+local function delay_later(idkey, score)
+    local delayed = gathered().delayed
+    delayed[#delayed + 1] = score
+    delayed[#delayed + 1] = idkey
+end
+local function ready_later(idkey, topic, score)
+    local ready = gathered().ready
+    local list = ready[topic]
+    if not list then
+        list = {}
+        ready[topic] = list
+    end
+    list[#list + 1] = score
+    list[#list + 1] = idkey
+    notify_ready(topic)
+end
+local function drop_later(idkey)
+    local gone = gathered().gone
+    gone[#gone + 1] = idkey
+end
+-- gather() files a new job `idkey` (its packed record, placed in `st` = DELAYED or READY);
+-- `due` is its runAt as the decimal string the caller sent (ZADD takes it as it is), `prio`
+-- its priority.
+-- (push.lua calls it for every job: one gathered() a job, not one per helper)
+local function gather(idkey, record, st, topic, due, prio)
+    local g = gathered()
+    if st == DELAYED then
+        local delayed = g.delayed
+        delayed[#delayed + 1] = due
+        delayed[#delayed + 1] = idkey
+    else
+        ready_later(idkey, topic, ready_score(prio, tonumber(due)))
+    end
+    local records = g.records
+    records[#records + 1] = idkey
+    records[#records + 1] = record
+    local field = STATE_NAME[st] .. ":" .. topic
+    g.counted[field] = (g.counted[field] or 0) + 1
+end
+-- Make the gathered writes; returns the counter changes made, "<state>:<topic>" -> delta.
 local function write_gathered()
     if not G then return {} end
-    call_in_chunks("HSET", K_JOBS, G.records)
-    call_in_chunks("ZADD", K_DELAY, G.delayed)
-    for topic, list in pairs(G.ready) do
+    local g = G
+    G = nil
+    call_in_chunks("HSET", K_JOBS, g.records)
+    call_in_chunks("HDEL", K_JOBS, g.gone)
+    call_in_chunks("ZADD", K_DELAY, g.delayed)
+    for topic, list in pairs(g.ready) do
         call_in_chunks("ZADD", ready_key(topic), list)
     end
-    for field, added in pairs(G.counted) do
-        redis.call("HINCRBY", K_COUNT, field, added)
+    for field, delta in pairs(g.counted) do
+        if delta ~= 0 and redis.call("HINCRBY", K_COUNT, field, delta) <= 0 then
+            redis.call("HDEL", K_COUNT, field)
+        end
     end
-    return G.counted
+    return g.counted
 end
 local function publish_ready()
     for topic in pairs(ready_topics) do
@@ -257,8 +298,13 @@ end
 -- While a restore runs or a pager pages this shard, remember jobs that end so that neither can
 -- bring them back (a pager that died after putting a job in Redis pages it again; it must not
 -- come back once it finished). One EXISTS for both flags.
+-- Only C code sets or clears the flags, never a script, so one look per script run is enough.
+local tombstones_wanted = nil
 local function tombstone(idkey, now)
-    if redis.call("EXISTS", base .. "restoring", base .. "paging") > 0 then
+    if tombstones_wanted == nil then
+        tombstones_wanted = redis.call("EXISTS", base .. "restoring", base .. "paging") > 0
+    end
+    if tombstones_wanted then
         redis.call("ZADD", base .. "gone", now, idkey)
     end
 end

@@ -3,7 +3,8 @@
 -- a job with ttr = 0 is delivered at most once: it is removed as it is handed out.
 -- Each entry is looked at before it is taken off its ready zset, so a record that is missing
 -- or does not decode costs only its own entry (set aside, see lib.lua set_aside) and the
--- good jobs behind it are still delivered.
+-- good jobs behind it are still delivered. Records, lease entries and counters are written
+-- once at the end (lib.lua gathered()).
 -- A paused topic delivers nothing (its jobs stay ready, in order). A topic with a rate takes
 -- tokens from its bucket (lib.lua take_tokens) — one bucket per topic in Redis, so the rate
 -- holds for the whole fleet — and delivers no more than it got.
@@ -20,6 +21,7 @@ local out = { 0, 0 }
 local HEAD = 2 -- wait, bad
 local bad, wait = 0, 0
 local lease_added = nil
+local taken = {} -- id keys delivered by this call
 local budget = want + 1000 -- entries looked at per call, bad ones included: bounded work
 local function got() return #out - HEAD end
 for t = 5, #ARGV do
@@ -44,26 +46,31 @@ for t = 5, #ARGV do
         if #ids == 0 then break end
         for _, idkey in ipairs(ids) do
             budget = budget - 1
-            local j, why, rec = check_job(idkey)
-            if not j then
+            local j, why, rec
+            if taken[idkey] then why = "taken" else j, why, rec = check_job(idkey) end
+            if why == "taken" then
+                -- a stale entry of a job this call delivered already (its new record is
+                -- written at the end, so it still reads as ready): dropped, as any stale one
+            elseif not j then
                 bad = bad + 1
                 set_aside(idkey, why, rec)
             elseif j.st == READY then
-                count(READY, topic, -1)
+                taken[idkey] = true
+                count_later(READY, topic, -1)
                 j.att = j.att + 1
                 j.ver = j.ver + 1
                 local lease = 0
                 if j.ttr == 0 then
                     j.st = FINISHED
-                    redis.call("HDEL", K_JOBS, idkey)
+                    drop_later(idkey)
                     biz_release(idkey, j)
                     tombstone(idkey, now)
                 else
                     j.st = RESERVED
                     lease = now + (lease_ms > 0 and lease_ms or j.ttr)
-                    redis.call("ZADD", K_DELAY, lease, idkey)
-                    count(RESERVED, topic, 1)
-                    save_job(idkey, j)
+                    delay_later(idkey, lease)
+                    count_later(RESERVED, topic, 1)
+                    save_later(idkey, pack_job(j))
                     if not lease_added or lease < lease_added[2] then lease_added = { idkey, lease } end
                 end
                 log_transition(idkey, READY, j.st, j, now, "ready", who)
@@ -88,6 +95,7 @@ for t = 5, #ARGV do
     if late > 0 then tally(topic, "late", late) end
     if got() >= want or budget <= 0 then break end
 end
+write_gathered()
 if lease_added then wake_if_head(lease_added[1]) end
 if got() > 0 then wait = 0 end
 out[1], out[2] = wait, bad

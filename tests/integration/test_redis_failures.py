@@ -24,7 +24,7 @@ import threading
 import time
 
 from core_common import CoreTestCase
-from harness import id_key, wait_until
+from harness import id_key, topic_shard, wait_until
 
 def metric(text: str, name: str) -> float:
     """A sample of /metrics by its full name with labels, e.g. 'x_total{cause="oom"}'; 0 if absent."""
@@ -241,6 +241,33 @@ class BadRecordTest(_PrivateRedisCase):
                    "the bad record to be counted")
         self.assertEqual(self.redis.cli("HEXISTS", self.shard_key(ids[1], "bad"), id_key(ids[1])), "1")
         self.assertEqual(self.redis.cli("ZSCORE", self.shard_key(ids[1], "delay"), id_key(ids[1])), "")
+
+
+class StaleEntryTest(_PrivateRedisCase):
+    """reserve.lua writes the records of the jobs it delivers once, at the end of the call
+    (lib.lua gathered()): until then a delivered job's record still reads "ready". A stale
+    entry of it in another topic's ready zset, reached later in the same call, must not deliver
+    it a second time."""
+
+    def test_a_stale_entry_of_a_job_delivered_in_the_same_call_is_dropped(self):
+        d = self.d
+        # two topics of one shard: one GET reserves from both in one call
+        other = next(f"staleb{i}" for i in range(1000)
+                     if topic_shard(f"staleb{i}", self.shards) == topic_shard("stalea", self.shards))
+        job = self.push(d, "stalea", "once")
+        ready = self.shard_key(job, "ready:stalea")
+        score = self.redis.cli("ZSCORE", ready, id_key(job))
+        self.assertNotEqual(score, "")
+        # the same job listed again under the other topic: a stale entry
+        stale = self.shard_key(job, "ready:" + other)
+        self.redis.cli("ZADD", stale, score, id_key(job))
+        r = d.get(["stalea", other], timeout=0, count=10)
+        self.assertStatus(r, 200, "reserve over the job's topic and the stale entry's")
+        self.assertEqual([j["id"] for j in r.json()], [job], "delivered exactly once")
+        self.assertEqual(self.redis.cli("ZCARD", stale), "0", "the stale entry is dropped")
+        self.assertEqual(self.redis.cli("ZCARD", ready), "0")
+        self.assertEqual(self.redis.cli("ZCARD", self.shard_key(job, "delay")), "1", "one lease")
+        self.assertEqual(d.get(["stalea", other], timeout=0, count=10).status, 204)
 
 
 class ShutdownDeadlineTest(CoreTestCase):
