@@ -209,21 +209,14 @@ end
 -- gather() files a new job `idkey` (its packed record, placed in `st` = DELAYED or READY);
 -- `due` is its runAt as the decimal string the caller sent (ZADD takes it as it is), `prio`
 -- its priority.
--- (push.lua calls it for every job: one gathered() a job, not one per helper)
 local function gather(idkey, record, st, topic, due, prio)
-    local g = gathered()
     if st == DELAYED then
-        local delayed = g.delayed
-        delayed[#delayed + 1] = due
-        delayed[#delayed + 1] = idkey
+        delay_later(idkey, due)
     else
         ready_later(idkey, topic, ready_score(prio, tonumber(due)))
     end
-    local records = g.records
-    records[#records + 1] = idkey
-    records[#records + 1] = record
-    local field = STATE_NAME[st] .. ":" .. topic
-    g.counted[field] = (g.counted[field] or 0) + 1
+    save_later(idkey, record)
+    count_later(st, topic, 1)
 end
 -- Make the gathered writes; returns the counter changes made, "<state>:<topic>" -> delta.
 local function write_gathered()
