@@ -68,8 +68,8 @@ struct delivered {
     int64_t ttr, run_at, lease_until;
     uint32_t ver;
 };
-/* `wait_ms` > 0: nothing was delivered because a topic's rate held its ready jobs back; its
- * next token comes in that many ms (a caller that waits should try again then). */
+/* `wait_ms` > 0: a topic's rate held ready jobs back (n may be 0 or more); its next token comes
+ * in that many ms (a caller that waits should try again then). */
 typedef void (*store_reserve_fn)(const struct delivered *jobs, int n, int failed, int64_t wait_ms, void *arg);
 /* lease_ms: how long each job is leased; 0 = its own ttr. */
 int store_reserve(struct store *s, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,

@@ -11,8 +11,8 @@
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = now, count, who, lease (0 = each job's ttr; a delivery route leases for its own
 --           timeout), topic1, topic2, ...
--- Returns {wait, bad, job...}: wait = 0, or when a rate held back ready jobs and nothing was
---          delivered, the ms until that topic's next token; bad = records set aside; each job
+-- Returns {wait, bad, job...}: wait = 0, or when a rate held back ready jobs (whether or not
+--          some were delivered), the ms until that topic's next token; bad = records set aside; each job
 --          {idkey, topic, body, priority, ttr, tries, attempt, runAt, bizKey, leaseUntil
 --          (0 when ttr = 0), ver, to_state}.
 local now = tonumber(ARGV[1])
@@ -35,10 +35,6 @@ for t = 5, #ARGV do
     elseif conf.rate > 0 then
         bucket = take_tokens(topic, conf.rate, now)
         limit = math.min(want, got() + math.floor(bucket.tok))
-        if limit == got() and redis.call("EXISTS", rkey) == 1 then
-            local w = math.ceil((1 - bucket.tok) * 1000 / conf.rate)
-            if wait == 0 or w < wait then wait = math.max(w, 1) end
-        end
     end
     local delivered, again, late = 0, 0, 0 -- for the token bucket, and lib.lua's tally
     while got() < limit and budget > 0 do
@@ -89,7 +85,14 @@ for t = 5, #ARGV do
         -- loop always progresses
         redis.call("ZREM", rkey, unpack(ids))
     end
-    if bucket then spend_tokens(bucket, delivered) end
+    if bucket then
+        -- the rate stopped this topic with ready jobs left: say when its next token comes
+        if limit < want and got() == limit and redis.call("EXISTS", rkey) == 1 then
+            local w = math.ceil((1 - (bucket.tok - delivered)) * 1000 / conf.rate)
+            if wait == 0 or w < wait then wait = math.max(w, 1) end
+        end
+        spend_tokens(bucket, delivered)
+    end
     if delivered > 0 then tally(topic, "delivered", delivered) end
     if again > 0 then tally(topic, "redelivered", again) end
     if late > 0 then tally(topic, "late", late) end
@@ -97,6 +100,5 @@ for t = 5, #ARGV do
 end
 write_gathered()
 if lease_added then wake_if_head(lease_added[1]) end
-if got() > 0 then wait = 0 end
 out[1], out[2] = wait, bad
 return out
