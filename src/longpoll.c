@@ -93,10 +93,21 @@ static void wake(struct parkbook_entry *e, void *arg)
     try_reserve(e->owner);
 }
 
-void longpoll_notify(struct hctx *ctx, const char *topic, size_t len)
+int longpoll_notify(struct hctx *ctx, const char *topic, size_t len)
 {
     struct parkbook_entry *e = parkbook_notify(&ctx->parked->book, topic, len);
-    if (e) wake(e, NULL);
+    if (e)
+        wake(e, NULL);
+    return e != NULL;
+}
+
+/* A notification passed on that nobody parked here was idle to take: offer it to the other
+ * workers (request.h pass_ready). */
+static void pass_elsewhere(const char *topic, size_t len, void *arg)
+{
+    struct hctx *ctx = arg;
+    if (ctx->pass_ready)
+        ctx->pass_ready(ctx, topic, len);
 }
 
 static void release_taken(struct parked *p);
@@ -121,8 +132,9 @@ static void take(struct parked *p, const struct delivered *jobs, int n)
     metrics_inc(MC_JOBS_DELIVERED, (uint64_t)n);
 }
 
-/* Answer with what was taken, then pass the notification on: more may wait for others. */
-static void deliver(struct parked *p)
+/* Answer with what was taken, then pass the notification on when more may wait for others
+ * (parkbook_pass_on_wanted). `unsure`: a rate held jobs back or a reservation failed. */
+static void deliver(struct parked *p, int unsure)
 {
     struct request *r = p->r;
     struct longpoll *lp = p->lp;
@@ -138,12 +150,15 @@ static void deliver(struct parked *p)
     if (p->count > 1)
         sb_putc(&sb, ']');
 
+    int pass_on = parkbook_pass_on_wanted(&p->e, p->got, p->count, unsure);
     struct parkbook_topics saved;
-    parkbook_topics_save(&saved, p->topics, p->lens, p->ntopics);
+    if (pass_on)
+        parkbook_topics_save(&saved, p->topics, p->lens, p->ntopics);
     unlink_parked(p);
     respond_json(r, 200, &sb); /* frees p */
     sb_free(&sb);
-    parkbook_pass_on(&lp->book, &saved, wake, NULL);
+    if (pass_on)
+        parkbook_pass_on(&lp->book, &saved, wake, pass_elsewhere, lp->ctx);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -169,6 +184,11 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, int64_t
 {
     struct parked *p = arg;
     p->e.reserving = 0;
+    if (!failed) {
+        metrics_inc(MC_LONGPOLL_RESERVATIONS, 1);
+        if (n == 0)
+            metrics_inc(MC_LONGPOLL_EMPTY, 1);
+    }
     if (wait_ms > 0 && (p->wait_ms == 0 || wait_ms < p->wait_ms))
         p->wait_ms = wait_ms;
     if (n > 0)
@@ -186,7 +206,7 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, int64_t
     }
     p->segment = 0;
     if (p->got > 0) {
-        deliver(p);
+        deliver(p, failed || p->wait_ms > 0);
         return;
     }
     if (failed && p->first_attempt && !p->e.finished) {
@@ -236,7 +256,7 @@ static void try_reserve(struct parked *p)
         p->e.reserving = 0;
         p->segment = 0;
         if (p->got > 0)
-            deliver(p);
+            deliver(p, 1);
         else if (p->first_attempt) {
             unlink_parked(p);
             respond_unavailable(p->r, "Redis");

@@ -25,8 +25,11 @@ int longpoll_new(struct hctx *ctx) __attribute__((warn_unused_result));
 /* Free the table (every request was answered by longpoll_drain or its own timeout). */
 void longpoll_free(struct hctx *ctx);
 
-/* Jobs became ready on `topic` (pub/sub, or a local change). */
-void longpoll_notify(struct hctx *ctx, const char *topic, size_t len);
+/* Jobs became ready on `topic` (pub/sub, or a local change): wake the oldest idle request parked
+ * there. 1 when one was woken; 0 when nobody here was idle to take it (none parked, or all busy:
+ * the oldest then retries once its reservation returns), so the caller may offer it to another
+ * worker (worker.h). */
+int longpoll_notify(struct hctx *ctx, const char *topic, size_t len);
 
 /* Once a second, and when Redis is back: retry every topic that has parked requests. */
 void longpoll_tick(struct hctx *ctx);

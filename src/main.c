@@ -256,13 +256,20 @@ struct workers {
     struct worker **w;
     int n;
     struct deliver *deliver; /* told too: topics with a delivery route */
+    atomic_uint first;       /* the worker the next notification starts at */
 };
 
+/* A topic's notification starts at the workers in turn and goes round them until one has an
+ * idle long-poll for it (worker_notify_ready); "look at everything" (len 0) goes to each. */
 static void notify_workers(const char *topic, size_t len, void *arg)
 {
-    const struct workers *ws = arg;
-    for (int i = 0; i < ws->n; i++)
-        worker_notify_ready(ws->w[i], topic, len);
+    struct workers *ws = arg;
+    if (len == 0) {
+        for (int i = 0; i < ws->n; i++)
+            worker_notify_ready(ws->w[i], topic, len);
+    } else {
+        worker_notify_ready(ws->w[atomic_fetch_add(&ws->first, 1) % (unsigned)ws->n], topic, len);
+    }
     deliver_notify_ready(ws->deliver, topic, len);
 }
 
@@ -420,10 +427,18 @@ int main(int argc, char **argv)
     }
     app.nworkers = cfg->http_threads;
     app.keeper_stats_json = keeper_stats_json; /* its argument once the keeper runs (below) */
-    struct workers ws = {calloc((size_t)app.nworkers, sizeof *ws.w), app.nworkers, NULL};
+    struct workers ws = {calloc((size_t)app.nworkers, sizeof *ws.w), app.nworkers, NULL, 0};
+    for (int i = 0; ws.w && i < ws.n; i++)
+        if ((ws.w[i] = calloc(1, sizeof **ws.w)) == NULL) {
+            log_error("cannot start HTTP worker %d", i);
+            return 1;
+        }
+    for (int i = 0; ws.w && i < ws.n; i++) { /* the ring notifications go round */
+        ws.w[i]->next = ws.w[(i + 1) % ws.n];
+        ws.w[i]->ring = ws.n;
+    }
     for (int i = 0; ws.w && i < ws.n; i++) {
-        ws.w[i] = calloc(1, sizeof **ws.w);
-        if (ws.w[i] == NULL || worker_start(ws.w[i], &app, i, listen_fds[i]) < 0) {
+        if (worker_start(ws.w[i], &app, i, listen_fds[i]) < 0) {
             log_error("cannot start HTTP worker %d", i);
             return 1;
         }

@@ -24,6 +24,8 @@ enum metric_counter {
     MC_JOURNAL_BATCHES,
     MC_MOVER_RUNS,
     MC_LONGPOLL_TIMEOUTS,
+    MC_LONGPOLL_RESERVATIONS, /* reservations a long-poll made (a script call each) */
+    MC_LONGPOLL_EMPTY,        /* of those, the ones that found nothing */
     MC_LONGPOLL_HANGUPS,
     MC_SLOW_CLIENTS,
     MC_RATE_LIMITED,

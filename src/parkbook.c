@@ -113,12 +113,15 @@ struct parkbook_entry *parkbook_notify(struct parkbook *b, const char *topic, si
 }
 
 void parkbook_pass_on(struct parkbook *b, const struct parkbook_topics *saved,
-                      void (*wake)(struct parkbook_entry *, void *), void *arg)
+                      void (*wake)(struct parkbook_entry *, void *),
+                      void (*unclaimed)(const char *topic, size_t len, void *), void *arg)
 {
     for (int i = 0; i < saved->n; i++) {
         struct parkbook_entry *e = parkbook_notify(b, saved->name[i], saved->len[i]);
         if (e)
             wake(e, arg);
+        else if (unclaimed)
+            unclaimed(saved->name[i], saved->len[i], arg);
     }
 }
 
@@ -127,6 +130,12 @@ int parkbook_take_rewake(struct parkbook_entry *e)
     int r = e->rewake;
     e->rewake = 0;
     return r;
+}
+
+int parkbook_pass_on_wanted(struct parkbook_entry *e, int got, int count, int unsure)
+{
+    int rewake = parkbook_take_rewake(e);
+    return got >= count || unsure || rewake;
 }
 
 size_t parkbook_topic_count(const struct parkbook *b)

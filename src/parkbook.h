@@ -82,13 +82,24 @@ void parkbook_topics_save(struct parkbook_topics *saved, const char *const *topi
 struct parkbook_entry *parkbook_notify(struct parkbook *b, const char *topic, size_t len);
 
 /* After a reservation that took jobs: jobs may be left for others, so notify each saved topic in
- * turn and call wake for whom it picks. wake runs before the next topic is looked at, and may
- * file, unfile or free entries. */
+ * turn and call wake for whom it picks, or `unclaimed` (when not NULL) for a topic where nobody in
+ * this book was idle to take it (another worker's book may have someone). Each callback runs
+ * before the next topic is looked at, and wake may file, unfile or free entries. */
 void parkbook_pass_on(struct parkbook *b, const struct parkbook_topics *saved,
-                      void (*wake)(struct parkbook_entry *, void *), void *arg);
+                      void (*wake)(struct parkbook_entry *, void *),
+                      void (*unclaimed)(const char *topic, size_t len, void *), void *arg);
 
 /* 1 once if a notification arrived while e was busy (clearing it), else 0. */
 int parkbook_take_rewake(struct parkbook_entry *e);
+
+/* Whether a request answered with jobs should pass the notification on (parkbook_pass_on), given
+ * that it got `got` of the `count` jobs it asked for. Yes when it is full (more may be ready), when
+ * `unsure` (a rate held jobs back, or a reservation failed, so what is left is unknown), and when a
+ * notification came while it was busy (parkbook_take_rewake: that one is nobody's yet). Otherwise
+ * its reservations emptied every topic it asked for, and each job made ready since brings its own
+ * notification: passing on would only wake a request to find nothing, as a burst of small moves
+ * did on every wake (a Redis script call each, at thousands a second). Takes e's rewake. */
+int parkbook_pass_on_wanted(struct parkbook_entry *e, int got, int count, int unsure);
 
 /* How many topics have entries filed under them. */
 size_t parkbook_topic_count(const struct parkbook *b);

@@ -48,6 +48,9 @@ struct hctx {
     struct request *free_requests; /* answered requests kept for reuse */
     int nfree_requests;
     void (*on_answered)(struct hctx *ctx); /* after every answer */
+    /* offer a "ready" notification on topic that nobody idle here took to the other workers
+     * (worker.c; NULL: this worker is alone) */
+    void (*pass_ready)(struct hctx *ctx, const char *topic, size_t len);
 };
 
 /* Where the answer to a request made inside the daemon goes (dispatch_internal): its status

@@ -140,6 +140,8 @@ static int http_start(struct worker *w, int fd)
     return 0;
 }
 
+static void pass_ready(struct hctx *ctx, const char *topic, size_t len);
+
 int worker_start(struct worker *w, struct app *app, int index, int listen_fd)
 {
     const struct config *cfg = &app->cfg;
@@ -149,6 +151,7 @@ int worker_start(struct worker *w, struct app *app, int index, int listen_fd)
     ctx->name = w->name;
     ctx->app = app;
     ctx->on_answered = on_answered;
+    ctx->pass_ready = pass_ready;
     ctx->conns = &w->conns;
     ctx->base = event_base_new();
     if (ctx->base == NULL)
@@ -254,8 +257,16 @@ void worker_free(struct worker *w)
     event_base_free(w->ctx.base);
 }
 
+/* Shutting down: notifications stay where they are, as the other workers' loops end (posting to
+ * an ended loop would leave the note unfreed; a loop ends 250 ms or more after draining began). */
+static int draining(const struct worker *w)
+{
+    return atomic_load(&w->ctx.app->draining) != 0;
+}
+
 struct ready_note {
     struct worker *w;
+    int hops;   /* workers after w still to offer it to */
     size_t len;
     char topic[];
 };
@@ -263,23 +274,41 @@ struct ready_note {
 static void ready_on_loop(void *arg)
 {
     struct ready_note *n = arg;
-    if (n->len == 0)
+    if (n->len == 0) {
         longpoll_tick(&n->w->ctx);
-    else
-        longpoll_notify(&n->w->ctx, n->topic, n->len);
+    } else if (!longpoll_notify(&n->w->ctx, n->topic, n->len) && n->hops > 0 && !draining(n->w)) {
+        n->w = n->w->next; /* nobody idle here: the next worker's long-polls may be */
+        n->hops--;
+        if (worker_post(n->w, ready_on_loop, n) == 0)
+            return;
+    }
     free(n);
 }
 
-void worker_notify_ready(struct worker *w, const char *topic, size_t len)
+static void post_ready(struct worker *w, const char *topic, size_t len, int hops)
 {
     struct ready_note *n = malloc(sizeof *n + len + 1);
     if (n == NULL)
         return;
     n->w = w;
+    n->hops = hops;
     n->len = len;
     if (len)
         memcpy(n->topic, topic, len);
     n->topic[len] = '\0';
     if (worker_post(w, ready_on_loop, n) < 0)
         free(n);
+}
+
+void worker_notify_ready(struct worker *w, const char *topic, size_t len)
+{
+    post_ready(w, topic, len, len && w->next ? w->ring - 1 : 0);
+}
+
+/* hctx.pass_ready: the workers after this one, each at most once. */
+static void pass_ready(struct hctx *ctx, const char *topic, size_t len)
+{
+    struct worker *w = (struct worker *)ctx; /* ctx is its first member */
+    if (w->next && w->ring > 1 && !draining(w))
+        post_ready(w->next, topic, len, w->ring - 2);
 }

@@ -28,6 +28,9 @@ struct worker {
     struct conn_registry conns;
     struct event *tick;              /* once a second: the subsystems' tick */
     int stopping;
+    struct worker *next;             /* the ring of workers a "ready" notification goes round
+                                      * (worker_notify_ready); set before worker_start */
+    int ring;                        /* how many workers are in that ring */
 };
 
 /* Create the worker's loop, HTTP server on listen_fd (taken over) and Redis connection, and
@@ -57,8 +60,13 @@ void worker_close_redis(struct worker *w);
  * worker_close_redis was not called: its callbacks need the HTTP server alive). */
 void worker_free(struct worker *w);
 
-/* From any thread: jobs became ready on `topic` (len 0: on any topic — look at all); parked
- * long-polls try to take them. */
+/* From any thread: jobs became ready on `topic`; the oldest idle long-poll parked on it in w
+ * tries to take them, and when nobody in w is idle to, the notification goes on round the ring
+ * (w->next), each worker at most once, until one is. One notification thus costs one
+ * reservation, not one per worker, of which all but the first would find nothing (a Redis
+ * script call each: thousands a second while a bucket comes due). A reservation that fills its
+ * request passes the notification on the same way (longpoll.c). len 0: look at every topic, on
+ * w alone (the safety tick, after Redis came back). */
 void worker_notify_ready(struct worker *w, const char *topic, size_t len);
 
 #endif

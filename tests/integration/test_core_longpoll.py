@@ -103,6 +103,70 @@ class WakeTest(CoreTestCase):
         self.assertLess(poll.elapsed, 5)
 
 
+class BurstCostTest(CoreTestCase):
+    """A "ready" notification costs one reservation: it goes to one HTTP worker's oldest idle
+    long-poll, on to the next worker only when nobody there was idle, and a reservation that
+    takes fewer jobs than its long-poll asked for has emptied the topic, so it wakes nobody else.
+    Before, every worker reserved on every notification and every answer woke one more
+    long-poll, and all but one of those calls found nothing: in a bucket of due jobs that was
+    most of the Redis script calls (docs/performance.md, figure 13)."""
+
+    def burst_costs_one_reservation(self, threads: int) -> None:
+        ns = self.namespace()
+        d = self.start_daemon({"http": {"threads": threads}}, namespace=ns)
+        self.wait_healthy(d)
+        # Eight connections, so with two workers both have long-polls parked (the kernel spreads
+        # connections over the workers' sockets at random: all eight on one is 1 in 128).
+        polls = [Background(d.get, "few", timeout=5, count=10) for _ in range(8)]
+        wait_until(lambda: self.parked(d) >= 8, 5, 0.01, "8 long-polls to park")
+        time.sleep(0.3)  # their first reservations (which found nothing) are back
+        with RedisMonitor(ns.redis.port) as mon:
+            ids = self.assertJsonOk(d.push([{"topic": "few", "body": i} for i in range(3)]))["ids"]
+            wait_until(lambda: [p for p in polls if p.finished], 5, 0.01, "a long-poll to be answered")
+            time.sleep(0.3)  # a pass-on or another worker's reservation, were there one, runs within ms
+        answered = []
+        for p in polls:
+            r = p.join(10)
+            if r.status == 200:
+                answered.append([j["id"] for j in r.json()])
+            else:
+                self.assertStatus(r, 204)
+        self.assertEqual(answered, [ids], "all three in one answer, to one consumer")
+        reserves = mon.evalsha("reserve", ns.prefix)
+        self.assertEqual(len(reserves), 1, f"one reservation for the burst, none that found nothing: {reserves}")
+
+    def test_a_burst_smaller_than_count_costs_one_reservation(self):
+        self.burst_costs_one_reservation(1)
+
+    def test_a_burst_costs_one_reservation_with_two_workers(self):
+        self.burst_costs_one_reservation(2)
+
+    def test_a_full_answer_still_wakes_the_next_consumer(self):
+        # Six long-polls of 2 jobs over two workers, 5 jobs: each full answer wakes the next
+        # idle long-poll, on its own worker or, with none idle there, on the other.
+        d = self.start_daemon({"http": {"threads": 2}})
+        self.wait_healthy(d)
+        polls = [Background(d.get, "many", timeout=10, count=2) for _ in range(6)]
+        wait_until(lambda: self.parked(d) >= 6, 5, 0.01, "6 long-polls to park")
+        time.sleep(0.3)
+        t_push = time.monotonic()
+        ids = self.assertJsonOk(d.push([{"topic": "many", "body": i} for i in range(5)]))["ids"]
+        wait_until(lambda: len([p for p in polls if p.finished]) >= 3, 5, 0.01, "three answers")
+        got, answers = [], 0
+        for p in polls:
+            r = p.join(15)
+            if r.status == 204:
+                self.assertGreater(p.elapsed, 9, "a long-poll answered empty before its timeout")
+                continue
+            self.assertStatus(r, 200)
+            answers += 1
+            got.extend(j["id"] for j in r.json())
+            latency = p.finished - t_push
+            self.assertLess(latency, WAKE_BOUND_S, f"answered {latency * 1000:.0f} ms after the push: woken by the tick?")
+        self.assertEqual(sorted(got), sorted(ids))
+        self.assertEqual(answers, 3, "2 + 2 + 1")
+
+
 class SafetyTickTest(CoreTestCase):
     """The 1 s safety re-check of parked long-polls (for notifications lost while Redis
     reconnected) asks the shards' counters which parked topics have ready jobs — one HMGET

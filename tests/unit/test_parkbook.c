@@ -1,7 +1,8 @@
 /* test_parkbook.c — the long-polls' bookkeeping without Redis or sockets: filing under several
  * topics, oldest first per topic; unfiling from head, middle, tail and every topic; a topic's
  * list going with its last request and coming back; whom a notification wakes, the rewake of a
- * busy request retried once; passing a notification on until a reservation finds nothing; the
+ * busy request retried once; passing a notification on until a reservation finds nothing, and not
+ * after one that emptied its topics; the
  * tick's topics; drain; and random filing and unfiling of 10,000 requests checked against a
  * plain array model. */
 #include "parkbook.h"
@@ -253,6 +254,7 @@ END_TEST
 struct sim {
     struct parkbook *b;
     int jobs;
+    int count; /* jobs each request asks for (0 = 1) */
     struct req *queue[256];
     int head, tail;
     int reservations;
@@ -282,13 +284,17 @@ static void sim_answer_one(struct sim *s)
     struct req *r = s->queue[s->head++];
     r->e.reserving = 0;
     if (s->jobs > 0) {
-        s->jobs--;
+        int count = s->count > 0 ? s->count : 1;
+        int got = s->jobs < count ? s->jobs : count;
+        s->jobs -= got;
         s->served[s->nserved++] = r->id;
+        int pass_on = parkbook_pass_on_wanted(&r->e, got, count, 0);
         struct parkbook_topics saved;
         parkbook_topics_save(&saved, r->topics, r->lens, r->nt);
         parkbook_unfile(s->b, &r->e);
         memset(r, 0xa5, sizeof *r); /* answered and freed: the book must not look at it again */
-        parkbook_pass_on(s->b, &saved, sim_wake, s);
+        if (pass_on)
+            parkbook_pass_on(s->b, &saved, sim_wake, NULL, s);
     } else if (parkbook_take_rewake(&r->e)) {
         sim_wake(&r->e, s);
     }
@@ -363,6 +369,62 @@ START_TEST(a_burst_passes_on_until_a_reservation_finds_nothing)
 }
 END_TEST
 
+/* A request that got fewer jobs than it asked for emptied its topics: waking the next would only
+ * cost a reservation that finds nothing. A notification that came while it was busy is still
+ * passed on, once. */
+START_TEST(a_request_that_emptied_its_topics_does_not_pass_on)
+{
+    struct parkbook b = {0};
+    struct sim s = {.b = &b, .jobs = 3, .count = 10};
+    struct req r[6];
+    file_queue(&b, r, 5, "a");
+    sim_notify(&s, "a");
+    sim_run(&s);
+    ck_assert_int_eq(s.nserved, 1); /* all three in one answer, to the oldest */
+    ck_assert_int_eq(s.served[0], 1);
+    ck_assert_int_eq(s.reservations, 1);
+    expect_order(&b, "a", 2, 3, 4, 5, -1);
+
+    /* full: more may be ready, so the next is woken */
+    s.jobs = 25;
+    sim_notify(&s, "a");
+    sim_run(&s);
+    ck_assert_int_eq(s.nserved, 4); /* 2 and 3 took ten each, 4 the last five */
+    ck_assert_int_eq(s.served[3], 4);
+    ck_assert_int_eq(s.reservations, 4);
+    expect_order(&b, "a", 5, -1);
+
+    /* a notification while 5 reserves is remembered: 5 gets one job, emptying the topic, yet the
+     * remembered notification is passed on, to the newcomer 6 (who finds nothing: no jobs left) */
+    s.jobs = 1;
+    file_req(&b, &r[1], 6, "a");
+    sim_notify(&s, "a");
+    ck_assert_int_eq(s.reservations, 5);
+    ck_assert_ptr_eq(s.queue[s.head], &r[5]);
+    sim_notify(&s, "a"); /* wakes 6 (idle) */
+    sim_notify(&s, "a"); /* both busy: the oldest, 5, remembers */
+    ck_assert_int_eq(r[5].e.rewake, 1);
+    ck_assert_int_eq(s.reservations, 6);
+    sim_answer_one(&s); /* 5 takes the job and passes on; 6 is busy, so it remembers */
+    ck_assert_int_eq(s.nserved, 5);
+    ck_assert_int_eq(r[1].e.rewake, 1);
+    sim_run(&s); /* 6 finds nothing, retries once for what it remembered, finds nothing */
+    ck_assert_int_eq(s.reservations, 7);
+    expect_order(&b, "a", 6, -1);
+    empty_and_free(&b, &r[1], 1);
+
+    /* the policy itself */
+    struct parkbook_entry e = {0};
+    ck_assert_int_eq(parkbook_pass_on_wanted(&e, 3, 10, 0), 0);
+    ck_assert_int_eq(parkbook_pass_on_wanted(&e, 10, 10, 0), 1);
+    ck_assert_int_eq(parkbook_pass_on_wanted(&e, 3, 10, 1), 1); /* a rate held some back */
+    e.rewake = 1;
+    ck_assert_int_eq(parkbook_pass_on_wanted(&e, 3, 10, 0), 1);
+    ck_assert_int_eq(e.rewake, 0); /* taken: passed on once */
+    ck_assert_int_eq(parkbook_pass_on_wanted(&e, 3, 10, 0), 0);
+}
+END_TEST
+
 START_TEST(passing_on_notifies_every_topic_of_the_answered_request)
 {
     struct parkbook b = {0};
@@ -390,7 +452,7 @@ START_TEST(passing_on_notifies_every_topic_of_the_answered_request)
     parkbook_topics_save(&saved, quick.topics, quick.lens, quick.nt);
     parkbook_unfile(&b, &quick.e);
     s.jobs = 1;
-    parkbook_pass_on(&b, &saved, sim_wake, &s);
+    parkbook_pass_on(&b, &saved, sim_wake, NULL, &s);
     sim_run(&s);
     ck_assert_int_eq(s.nserved, 4);
     ck_assert_int_eq(s.served[3], 4);
@@ -635,6 +697,7 @@ static Suite *parkbook_suite(void)
     tcase_add_test(tc, a_notification_wakes_the_oldest_idle_request);
     tcase_add_test(tc, a_notification_during_a_reservation_is_retried_once);
     tcase_add_test(tc, a_burst_passes_on_until_a_reservation_finds_nothing);
+    tcase_add_test(tc, a_request_that_emptied_its_topics_does_not_pass_on);
     tcase_add_test(tc, passing_on_notifies_every_topic_of_the_answered_request);
     tcase_add_test(tc, the_tick_visits_exactly_the_topics_with_parked_requests);
     tcase_add_test(tc, drain_answers_each_idle_request_once_and_marks_busy_ones);
