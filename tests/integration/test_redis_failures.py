@@ -195,7 +195,11 @@ class DemotedToReplicaTest(_PrivateRedisCase):
             wait_until(lambda: self.health_json()[0] == 200, 15, 0.1, "/health after REPLICAOF NO ONE")
         except TimeoutError:
             self.fail(f"/health did not recover: {self.health_json()}\n{d.log_tail(20)}")
-        self.push(d, "ro", 3)
+        # The replica's sync emptied Redis, worker-id lease included; the daemon notices at its
+        # next renewal (up to a second), drops the id and takes one again, answering pushes 503
+        # "retry shortly" meanwhile, so /health may have said 200 just before that: pushes are
+        # taken again within seconds, by themselves.
+        wait_until(lambda: d.push({"topic": "ro", "body": 3}).status == 200, 10, 0.1, "a push taken again")
 
 
 class BadRecordTest(_PrivateRedisCase):
