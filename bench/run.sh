@@ -1305,6 +1305,9 @@ if [ "$HAS_TIERS" = 1 ] && has_phase farbacklog; then
     reset_data
     now=$(date +%s%3N)
     far_load farbig "$FAR_N" $((now + 86400000)) $((29 * 86400000)) 30000
+    # what the bulk load left for InnoDB to write out while figure 11 measures (pages of 16 KiB;
+    # flushing them first made no difference to the figure, 2026-11-26 23:43 and 23:52)
+    rec farbig_dirty_pages "$(sqlroot -N -B -e "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'" | awk '{ print $2 }')"
     start_daemon false
     fill pre "$PREFILL" "$NEAR_DELAY" 1 "$MEM_BODY"
     journal_idle 60 || true
