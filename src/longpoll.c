@@ -180,6 +180,15 @@ static void arm_retry(struct parked *p)
     event_add(p->retry, &tv);
 }
 
+/* Parked with nothing for it: wait for a notification, the request's timeout or a hang-up. */
+static void start_waiting(struct parked *p)
+{
+    struct timeval tv = {(time_t)(p->timeout_ms / 1000), (suseconds_t)((p->timeout_ms % 1000) * 1000)};
+    event_add(p->timer, &tv);
+    if (p->hup)
+        event_add(p->hup, NULL);
+}
+
 static void on_reserved(const struct delivered *jobs, int n, int failed, int64_t wait_ms, void *arg)
 {
     struct parked *p = arg;
@@ -220,12 +229,8 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, int64_t
         answer_empty(p);
         return;
     }
-    if (first) {
-        struct timeval tv = {(time_t)(p->timeout_ms / 1000), (suseconds_t)((p->timeout_ms % 1000) * 1000)};
-        event_add(p->timer, &tv);
-        if (p->hup)
-            event_add(p->hup, NULL);
-    }
+    if (first)
+        start_waiting(p);
     int64_t wait = p->wait_ms;
     p->wait_ms = 0;
     if (parkbook_take_rewake(&p->e))
@@ -364,6 +369,14 @@ void api_get(struct request *r)
         /* filed before the first reservation: see longpoll.h */
         if (p->timer == NULL || link_parked(p) < 0) {
             respond_unavailable(r, "memory");
+            return;
+        }
+        if (parkbook_behind_idle(&p->e)) {
+            /* an older long-poll waits idle on each of its topics: nothing is ready there that
+             * would not go to that one first (parkbook.h), so no first look */
+            p->first_attempt = 0;
+            metrics_inc(MC_LONGPOLL_QUEUED, 1);
+            start_waiting(p);
             return;
         }
     }

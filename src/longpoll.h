@@ -2,9 +2,11 @@
  * until a job is ready for them (architecture.md, "Long-polls").
  *
  * A parked request is filed under each of its topics, oldest first. A "ready" notification
- * for a topic tries a reservation for the oldest idle request filed there; when that gets a
- * job it passes the notification on, so a burst of ready jobs drains into the waiting
- * requests one after another. A request is filed BEFORE its first reservation, and a
+ * for a topic tries a reservation for the oldest idle request filed there (on this worker, or
+ * the next: worker.h); when that fills the request it passes the notification on, so a burst of
+ * ready jobs drains into the waiting requests one after another. A request filed behind an
+ * idle one on each of its topics makes no first reservation (parkbook_behind_idle: it could
+ * only find nothing). A request is filed BEFORE its first reservation, and a
  * notification that arrives while a reservation is in flight is remembered and retried, so
  * no notification falls between "found nothing" and "now waiting". A 1 s tick retries every
  * topic as a safety net for notifications lost while Redis reconnected. Who is filed where and

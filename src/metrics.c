@@ -29,6 +29,8 @@ static const struct counter_def counter_defs[MC_COUNT] = {
                                   "reservations made for GET /get (a Redis script call each)"},
     [MC_LONGPOLL_EMPTY] = {"hourglass_longpoll_empty_reservations_total",
                            "of those, the ones that found no job (woken for nothing, or the first look)"},
+    [MC_LONGPOLL_QUEUED] = {"hourglass_longpoll_queued_total",
+                            "long-polls that waited behind an idle one on their topics, without a first look"},
     [MC_LONGPOLL_HANGUPS] = {"hourglass_longpoll_hangups_total", "parked long-polls whose client went away"},
     [MC_SLOW_CLIENTS] = {"hourglass_slow_clients_total", "connections closed for sending a request too slowly"},
     [MC_RATE_LIMITED] = {"hourglass_rate_limited_total", "requests answered 429 (rate limit)"},

@@ -26,6 +26,7 @@ enum metric_counter {
     MC_LONGPOLL_TIMEOUTS,
     MC_LONGPOLL_RESERVATIONS, /* reservations a long-poll made (a script call each) */
     MC_LONGPOLL_EMPTY,        /* of those, the ones that found nothing */
+    MC_LONGPOLL_QUEUED,       /* long-polls that waited behind an idle one without a first look */
     MC_LONGPOLL_HANGUPS,
     MC_SLOW_CLIENTS,
     MC_RATE_LIMITED,

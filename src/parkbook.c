@@ -138,6 +138,21 @@ int parkbook_pass_on_wanted(struct parkbook_entry *e, int got, int count, int un
     return got >= count || unsure || rewake;
 }
 
+int parkbook_behind_idle(const struct parkbook_entry *e)
+{
+    if (!e->filed)
+        return 0;
+    for (int i = 0; i < e->ntopics; i++) {
+        int idle = 0;
+        const struct parkbook_link *l = e->links[i].prev;
+        for (int k = 0; l && k < PARKBOOK_BEHIND_LOOK && !idle; l = l->prev, k++)
+            idle = !l->e->reserving && !l->e->finished;
+        if (!idle)
+            return 0;
+    }
+    return 1;
+}
+
 size_t parkbook_topic_count(const struct parkbook *b)
 {
     return b->lists.count;

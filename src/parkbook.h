@@ -101,6 +101,16 @@ int parkbook_take_rewake(struct parkbook_entry *e);
  * did on every wake (a Redis script call each, at thousands a second). Takes e's rewake. */
 int parkbook_pass_on_wanted(struct parkbook_entry *e, int got, int count, int unsure);
 
+/* Whether e, just filed, may wait without a first reservation: under each of its topics one of
+ * the few entries filed just before it is idle (neither reserving nor finished). That entry's
+ * last reservation found its topics empty, and every job made ready since is announced, and
+ * an announcement wakes the oldest idle entry: that one, before e. So e's own first look
+ * could only find nothing (a script call for nothing: the first look of every consumer coming
+ * back in a burst). Looks at most PARKBOOK_BEHIND_LOOK entries back per topic; 0 when it
+ * cannot tell. */
+#define PARKBOOK_BEHIND_LOOK 8
+int parkbook_behind_idle(const struct parkbook_entry *e);
+
 /* How many topics have entries filed under them. */
 size_t parkbook_topic_count(const struct parkbook *b);
 

@@ -141,6 +141,27 @@ class BurstCostTest(CoreTestCase):
     def test_a_burst_costs_one_reservation_with_two_workers(self):
         self.burst_costs_one_reservation(2)
 
+    def test_a_long_poll_behind_an_idle_one_waits_without_a_first_look(self):
+        ns = self.namespace()
+        d = self.start_daemon({"http": {"threads": 1}}, namespace=ns)
+        self.wait_healthy(d)
+        first = Background(d.get, "line", timeout=10)
+        wait_until(lambda: self.parked(d) >= 1, 5, 0.01, "the first long-poll to park")
+        time.sleep(0.3)  # its first look (which found nothing) is back: it waits idle
+        with RedisMonitor(ns.redis.port) as mon:
+            second = Background(d.get, "line", timeout=10)
+            wait_until(lambda: self.parked(d) >= 2, 5, 0.01, "the second long-poll to park")
+        self.assertEqual(mon.evalsha("reserve", ns.prefix), [], "the second looked although the first waits idle")
+        queued = re.search(r"^hourglass_longpoll_queued_total (\d+)", d.metrics().text, re.M)
+        self.assertEqual(int(queued.group(1)) if queued else None, 1)
+        # oldest first, each woken at once
+        for poll in (first, second):
+            t = time.monotonic()
+            jid = self.push(d, "line", "x")
+            r = poll.join(15)
+            self.assertEqual(self.assertJsonOk(r)["id"], jid)
+            self.assertLess(poll.finished - t, WAKE_BOUND_S)
+
     def test_a_full_answer_still_wakes_the_next_consumer(self):
         # Six long-polls of 2 jobs over two workers, 5 jobs: each full answer wakes the next
         # idle long-poll, on its own worker or, with none idle there, on the other.

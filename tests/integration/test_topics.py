@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from core_common import CoreTestCase, now_ms, wait_until
+from core_common import Background, CoreTestCase, now_ms, wait_until
 from harness import Daemon
 
 
@@ -190,6 +190,30 @@ class RateTest(CoreTestCase):
         self.assertLessEqual(total, 550, counts)
         # both instances were held to the one bucket, and both delivered
         self.assertTrue(all(c > 0 for c in counts), counts)
+
+
+    def test_a_rate_paces_parked_consumers_without_waiting_for_the_tick(self):
+        # rate 10/s holds one token at a time: each reservation delivers one job and says when
+        # the next token comes, so the answer passes the notification on and the next long-poll
+        # comes back for that token. Were it not passed on, only the 1 s safety tick would
+        # wake the others: five jobs would take four seconds or more.
+        d = self.daemon(default_ttr=0)
+        self.assertJsonOk(put(d, "paced", {"rate": 10}))
+        polls = [Background(d.get, "paced", timeout=10, count=10) for _ in range(5)]
+        wait_until(lambda: self.parked(d) >= 5, 5, 0.01, "5 long-polls to park")
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        ids = self.assertJsonOk(d.push([{"topic": "paced", "body": i} for i in range(5)]))["ids"]
+        got = []
+        for p in polls:
+            r = p.join(15)
+            self.assertStatus(r, 200)
+            self.assertEqual(len(r.json()), 1, "one token, one job")
+            got.append(r.json()[0]["id"])
+        self.assertEqual(sorted(got), sorted(ids))
+        took = max(p.finished for p in polls) - t0
+        self.assertGreater(took, 0.3, "the rate let them through at once")
+        self.assertLess(took, 2.0, f"five jobs at 10/s took {took:.2f} s: paced by the tick, not the rate")
 
 
 class BackoffTest(CoreTestCase):

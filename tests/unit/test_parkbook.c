@@ -425,6 +425,51 @@ START_TEST(a_request_that_emptied_its_topics_does_not_pass_on)
 }
 END_TEST
 
+/* A request filed behind an idle one on each of its topics need not look first; behind only
+ * busy ones, or on a topic where it is alone, it must. */
+START_TEST(a_request_behind_an_idle_one_skips_its_first_look)
+{
+    struct parkbook b = {0};
+    struct req r[6];
+    file_req(&b, &r[1], 1, "a");
+    ck_assert_int_eq(parkbook_behind_idle(&r[1].e), 0); /* alone: nobody looked yet */
+    file_req(&b, &r[2], 2, "a");
+    ck_assert_int_eq(parkbook_behind_idle(&r[2].e), 1); /* 1 waits idle */
+    r[1].e.reserving = 1;
+    ck_assert_int_eq(parkbook_behind_idle(&r[2].e), 0); /* 1 is looking: it may find nothing for 2 */
+    r[1].e.reserving = 0;
+    r[1].e.finished = 1;
+    ck_assert_int_eq(parkbook_behind_idle(&r[2].e), 0); /* 1 is being answered */
+    r[1].e.finished = 0;
+    file_req(&b, &r[3], 3, "a,b");
+    ck_assert_int_eq(parkbook_behind_idle(&r[3].e), 0); /* alone on b */
+    file_req(&b, &r[4], 4, "b,a");
+    ck_assert_int_eq(parkbook_behind_idle(&r[4].e), 1); /* 3 idle on b, 1-3 on a */
+    r[3].e.reserving = 1;
+    ck_assert_int_eq(parkbook_behind_idle(&r[4].e), 0); /* b: only 3, busy */
+    ck_assert_int_eq(parkbook_behind_idle(&r[2].e), 1); /* a: 1 is idle still */
+    struct req quick;
+    set_topics(&quick, 9, "a"); /* never filed (no timeout) */
+    ck_assert_int_eq(parkbook_behind_idle(&quick.e), 0);
+    empty_and_free(&b, &r[1], 4);
+}
+END_TEST
+
+/* It looks back a bounded number of entries, then says it cannot tell. */
+START_TEST(behind_idle_looks_only_a_few_back)
+{
+    struct parkbook b = {0};
+    struct req r[PARKBOOK_BEHIND_LOOK + 3];
+    int n = PARKBOOK_BEHIND_LOOK + 2;
+    file_queue(&b, r, n, "a");
+    for (int i = 2; i <= n - 1; i++)
+        r[i].e.reserving = 1; /* 1 idle, then PARKBOOK_BEHIND_LOOK busy ones */
+    ck_assert_int_eq(parkbook_behind_idle(&r[n].e), 0);
+    ck_assert_int_eq(parkbook_behind_idle(&r[n - 1].e), 1); /* 1 is within reach of n-1 */
+    empty_and_free(&b, &r[1], n);
+}
+END_TEST
+
 START_TEST(passing_on_notifies_every_topic_of_the_answered_request)
 {
     struct parkbook b = {0};
@@ -698,6 +743,8 @@ static Suite *parkbook_suite(void)
     tcase_add_test(tc, a_notification_during_a_reservation_is_retried_once);
     tcase_add_test(tc, a_burst_passes_on_until_a_reservation_finds_nothing);
     tcase_add_test(tc, a_request_that_emptied_its_topics_does_not_pass_on);
+    tcase_add_test(tc, a_request_behind_an_idle_one_skips_its_first_look);
+    tcase_add_test(tc, behind_idle_looks_only_a_few_back);
     tcase_add_test(tc, passing_on_notifies_every_topic_of_the_answered_request);
     tcase_add_test(tc, the_tick_visits_exactly_the_topics_with_parked_requests);
     tcase_add_test(tc, drain_answers_each_idle_request_once_and_marks_busy_ones);
