@@ -433,10 +433,8 @@ int main(int argc, char **argv)
             log_error("cannot start HTTP worker %d", i);
             return 1;
         }
-    for (int i = 0; ws.w && i < ws.n; i++) { /* the ring notifications go round */
+    for (int i = 0; ws.w && i < ws.n; i++) /* the ring notifications go round */
         ws.w[i]->next = ws.w[(i + 1) % ws.n];
-        ws.w[i]->ring = ws.n;
-    }
     for (int i = 0; ws.w && i < ws.n; i++) {
         if (worker_start(ws.w[i], &app, i, listen_fds[i]) < 0) {
             log_error("cannot start HTTP worker %d", i);

@@ -302,13 +302,13 @@ static void post_ready(struct worker *w, const char *topic, size_t len, int hops
 
 void worker_notify_ready(struct worker *w, const char *topic, size_t len)
 {
-    post_ready(w, topic, len, len && w->next ? w->ring - 1 : 0);
+    post_ready(w, topic, len, len && w->next ? w->ctx.app->nworkers - 1 : 0);
 }
 
 /* hctx.pass_ready: the workers after this one, each at most once. */
 static void pass_ready(struct hctx *ctx, const char *topic, size_t len)
 {
     struct worker *w = (struct worker *)ctx; /* ctx is its first member */
-    if (w->next && w->ring > 1 && !draining(w))
-        post_ready(w->next, topic, len, w->ring - 2);
+    if (w->next && w->ctx.app->nworkers > 1 && !draining(w))
+        post_ready(w->next, topic, len, w->ctx.app->nworkers - 2);
 }

@@ -28,9 +28,9 @@ struct worker {
     struct conn_registry conns;
     struct event *tick;              /* once a second: the subsystems' tick */
     int stopping;
-    struct worker *next;             /* the ring of workers a "ready" notification goes round
-                                      * (worker_notify_ready); set before worker_start */
-    int ring;                        /* how many workers are in that ring */
+    struct worker *next;             /* the ring of all app->nworkers workers a "ready"
+                                      * notification goes round (worker_notify_ready); set
+                                      * before worker_start */
 };
 
 /* Create the worker's loop, HTTP server on listen_fd (taken over) and Redis connection, and

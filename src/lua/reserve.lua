@@ -43,8 +43,8 @@ for t = 5, #ARGV do
         for _, idkey in ipairs(ids) do
             budget = budget - 1
             local j, why, rec
-            if taken[idkey] then why = "taken" else j, why, rec = check_job(idkey) end
-            if why == "taken" then
+            if not taken[idkey] then j, why, rec = check_job(idkey) end
+            if taken[idkey] then
                 -- a stale entry of a job this call delivered already (its new record is
                 -- written at the end, so it still reads as ready): dropped, as any stale one
             elseif not j then
