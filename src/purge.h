@@ -8,9 +8,10 @@
  *  - Nothing is half-deleted: each job goes in one atomic step (purge.lua deletes it as
  *    delete.lua does; a far job's row is deleted under the far delete's guards, JR_FAR_LEAVE's
  *    set-based twin, then fardelete.lua), and bizKeys are released as a delete releases them.
- *  - Redis is held for a few milliseconds at a time: at most PURGE_BATCH jobs deleted and
- *    PURGE_SCAN index entries looked at per script call, with a rest after each (purge.c
- *    pace). Only the topic's own jobs are touched.
+ *  - Redis is held for a fraction of a millisecond at a time: at most PURGE_BATCH jobs deleted
+ *    and PURGE_SCAN index entries looked at per script call, then a wait until the journal has
+ *    their transitions and a rest (purge.c pace), so a purge keeps about a fifth of what it
+ *    shares with live traffic. Only the topic's own jobs are touched.
  *  - Jobs pushed after the purge began may or may not go (ids above the start time plus a
  *    second of clock skew are left, which is also what makes the purge end under a steady
  *    stream of pushes). States are walked in rounds until a round finds nothing, so a job
@@ -24,10 +25,11 @@
 
 #include <stddef.h>
 
-/* A purge.lua call deletes a job in ~28 us: 25 jobs and 250 index entries hold Redis well
- * under a millisecond (200 held it ~6 ms, and other topics' lateness p99 doubled: figure 14). */
-#define PURGE_BATCH 25      /* jobs deleted per script call */
-#define PURGE_SCAN  250     /* index entries looked at per script call */
+/* A purge.lua call deletes a job in ~28 us: 10 jobs and 100 index entries hold Redis a fraction
+ * of a millisecond (200 held it ~6 ms, and other topics' lateness p99 doubled: figure 14; purge.c
+ * pace says how the rest after each call is chosen). */
+#define PURGE_BATCH 10      /* jobs deleted per script call */
+#define PURGE_SCAN  100     /* index entries looked at per script call */
 #define PURGE_FAR_BATCH 200 /* far rows per MySQL transaction */
 
 enum purge_states { PURGE_DELAYED = 1, PURGE_READY = 2, PURGE_DEAD = 4, PURGE_ALL = 7 };

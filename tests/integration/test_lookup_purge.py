@@ -7,7 +7,8 @@ Real Redis and MariaDB (the harness's shared stack), one hourglassd per class:
 * PurgeStatesTest: POST /topics/{topic}/purge by each state; reserved jobs untouched; far jobs
   purged; bizKeys released; /stats counts; the journal's message rows end 'deleted'; bad input.
 * PurgeFarRaceTest: far jobs that are about to be paged in, purged; none is ever delivered.
-* PurgeBigTest: 100,000 jobs purged while other topics push and deliver beside it.
+* PurgeBigTest: 30,000 jobs purged while other topics push and deliver beside it (a purge now
+  yields to live traffic: ~1,000 jobs/s on an idle machine, slower beside load; purge.c pace).
 """
 
 from __future__ import annotations
@@ -309,7 +310,7 @@ class PurgeFarRaceTest(Case):
 # --------------------------------------------------------------------------- 100,000 jobs beside live traffic
 
 class PurgeBigTest(Case):
-    N = 100_000
+    N = 30_000
     OTHERS = ["pg.big.o1", "pg.big.o2", "pg.big.o3"]
 
     @classmethod
@@ -317,7 +318,7 @@ class PurgeBigTest(Case):
         super().setUpClass()
         cls.d = start_ready_class(cls, {"http": {"max_body": 1 << 20}})
 
-    def test_purge_100k_beside_traffic(self) -> None:
+    def test_purge_30k_beside_traffic(self) -> None:
         t = "pg.big"
         half = self.N // 2
         ids = self.push_many(t, half, delay=600_000) + self.push_many(t, self.N - half)
