@@ -3,6 +3,8 @@
 * Unreachable at start (a host that does not resolve; a port nobody listens on): the daemon
   starts, answers 503 + Retry-After promptly, stays up, and recovers by itself when the server
   appears.
+* PurgeDuringMySQLOutageTest: a purge stops with a prompt 503 when MySQL goes down, and
+  purging again once it is back finishes the work.
 * One scenario under traffic (OutageSequenceTest, run once in setUpClass): producers push and
   consumers get and finish while, one after the other, Redis is stopped and restarted, MySQL is
   stopped and restarted, both are, MySQL hangs (SIGSTOP) and Redis hangs. Every answer is
@@ -502,6 +504,78 @@ class OutageSequenceTest(HardeningTestCase):
         for i, attempt in self.traffic.delivered:
             self.assertNotIn((i, attempt), seen, f"job {i} delivered twice with attempt {attempt}")
             seen[(i, attempt)] = True
+
+
+class PurgeDuringMySQLOutageTest(HardeningTestCase):
+    """A purge while MySQL goes down: it stops with a prompt 503 naming the journal (a purge
+    waits for the journal after every batch, purge.c pace, so it stops deleting once MySQL
+    cannot record what it deletes), nothing it had deleted comes back, and purging again once
+    MySQL is back finishes the work, every purged job's row ending 'deleted'."""
+
+    N = 6000
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.redis = RedisServer()
+        cls.addClassCleanup(cls.redis.close)
+        cls.redis.start()
+        cls.mariadb = MariaDBServer()
+        cls.addClassCleanup(cls.mariadb.close)
+        cls.mariadb.start()
+        cls.db = "hg_purge_outage"
+        cls.mariadb.create_database(cls.db)
+        cls.d = d = Daemon(namespace=shared_stack().fresh_namespace(), overrides={
+            "redis": {"address": cls.redis.address, "db": 0, "timeout": REDIS_TIMEOUT_MS},
+            "mysql": {"host": "127.0.0.1", "port": cls.mariadb.port, "database": cls.db,
+                      "timeout": MYSQL_TIMEOUT_S},
+            "http": {"max_body": 1 << 20}})
+        cls.addClassCleanup(d.close)
+        d.start()
+        d.wait_ready(15)
+
+    def purge(self, timeout: float):
+        return self.d.request("POST", "/topics/pg.outage/purge", params={"state": "all"}, timeout=timeout)
+
+    def test_purge_stops_with_503_and_finishes_after(self):
+        d, topic = self.d, "pg.outage"
+        ids: list[str] = []
+        for first in range(0, self.N, 1000):
+            r = d.push([{"topic": topic, "body": {"i": first + i}, "delay": 600_000} for i in range(1000)],
+                       timeout=60)
+            ids += self.assertJsonOk(r)["ids"]
+        self.wait_counts(d, topic, delayed=self.N, timeout=30)
+        wait_until(lambda: self.mariadb.query("SELECT COUNT(*) FROM message WHERE state = 'delayed'",
+                                              db=self.db) == [(str(self.N),)], 30, 0.1, "the pushes' rows")
+
+        answer: list = []
+        purger = threading.Thread(target=lambda: answer.append(timed(self.purge, 120)))
+        purger.start()
+        wait_until(lambda: self.counts(d, topic)["delayed"] < self.N, 20, 0.02, "the purge to begin")
+        self.mariadb.stop()
+        stopped = time.monotonic()
+        try:
+            purger.join(60)
+            self.assertFalse(purger.is_alive(), "the purge did not answer within 60 s of MySQL stopping")
+            r, _, err = answer[0]
+            self.assertIsNone(err, "the purge's request failed")
+            self.assertLess(time.monotonic() - stopped, PROMPT + 10, "the purge's 503 came late")
+            body = self.assertJsonError(r, 503, "a purge while MySQL is down")
+            self.assertIn("journal", body["message"])
+            self.assertIn("purge again to finish", body["message"])
+            self.assertTrue(r.header("Retry-After"), "503 without Retry-After")
+            left = self.counts(d, topic)["delayed"]
+            self.assertGreater(left, 0, "the purge went on deleting while MySQL was down")
+        finally:
+            self.mariadb.start()
+        wait_until(lambda: d.health(timeout=5).status == 200, 30, 0.1, "health after MySQL is back")
+        # nothing the first purge deleted comes back, and purging again finishes the work
+        self.assertLessEqual(self.counts(d, topic)["delayed"], left)
+        obj = self.assertJsonOk(self.purge(300))
+        self.assertGreater(obj["deleted"], 0)
+        self.wait_counts(d, topic, timeout=30)
+        wait_until(lambda: self.mariadb.query("SELECT state, COUNT(*) FROM message GROUP BY state", db=self.db)
+                   == [("deleted", str(self.N))], 60, 0.2, "every purged job's row 'deleted'")
 
 
 if __name__ == "__main__":
