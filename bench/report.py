@@ -330,7 +330,7 @@ def tiers(env, row, rps_row, lat_row, noise, errs):
             notes.append(f"Redis used_memory peak {mem / 1e6:,.0f} MB")
         left, cleft = num(env, "bucket_far_left"), num(env, "bucket_far_count_left")
         if left or cleft:
-            notes.append(f"LEFT BEHIND: {int(left or 0):,} far_job rows, far_total {int(cleft or 0):,} "
+            notes.append(f"LEFT BEHIND: {int(left or 0):,} far_job rows, far_count {int(cleft or 0):,} "
                          f"(messages: {env.get('bucket_states_after', '?')})")
         if noise("bucket"):
             notes.append(noise("bucket"))

@@ -435,7 +435,7 @@ reset_data() { # a clean slate: no daemon, empty Redis, empty tables
         TRUNCATE TABLE topic_change' || die "truncate failed"
     if [ "$HAS_TIERS" = 1 ]; then
         sqlroot hourglass -e 'TRUNCATE TABLE far_job; TRUNCATE TABLE far_count; TRUNCATE TABLE far_biz;
-            TRUNCATE TABLE far_mark; TRUNCATE TABLE far_pending' || die "truncate of the far tables failed"
+            TRUNCATE TABLE far_mark' || die "truncate of the far tables failed"
     fi
 }
 
@@ -1466,7 +1466,7 @@ print(tag + "_redis_mem_max=%d" % mem)' "$RAW/$tag-paging.txt" "$BUCKET_N" "$b_f
     # What the bucket left behind once the journal is idle: no far_job row, no far count.
     journal_idle 600 || echo "bench: the journal still had a backlog 600 s after the bucket" >&2
     rec "${tag}_far_left" "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
-    rec "${tag}_far_count_left" "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_total')"
+    rec "${tag}_far_count_left" "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_count')"
     rec "${tag}_far_mark_paged" "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(paged), 0) FROM far_mark')"
     # The paging's own lateness: when each job of the bucket became ready in Redis (its first
     # "ready" transition: the mover's at its due time when it was paged in ahead, the pager's

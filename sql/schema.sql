@@ -131,28 +131,6 @@ CREATE TABLE IF NOT EXISTS far_biz (
     PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
--- Schema 6: far jobs a journal has counted but not yet added to far_count, one row per daemon
--- process (owner = instance/pid/start ms), rewritten in the same transaction as the far_job
--- rows it counts: `counts` is a JSON array of [topic, jobs] pairs. Adding each cycle's far
--- pushes to far_count directly cost one row update per topic per cycle; a journal folds its
--- row into far_count about once a second instead, and any pager folds a row that no journal
--- has written for a minute (its process is gone). The far jobs of a topic are far_count plus
--- every row here: the view far_total.
-CREATE TABLE IF NOT EXISTS far_pending (
-    owner       VARCHAR(128)    NOT NULL,
-    counts      MEDIUMTEXT      NOT NULL,
-    updated_at  TIMESTAMP(3)    NOT NULL,               -- the server's clock
-    PRIMARY KEY (owner)
-) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
-
-CREATE OR REPLACE VIEW far_total AS
-SELECT topic, CAST(SUM(jobs) AS SIGNED) AS jobs FROM (
-    SELECT topic, jobs FROM far_count
-    UNION ALL
-    SELECT p.topic, p.jobs FROM far_pending f, JSON_TABLE(f.counts, '$[*]' COLUMNS (
-        topic VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin PATH '$[0]', jobs BIGINT PATH '$[1]')) p
-) t GROUP BY topic;
-
 -- The pager's durable watermark, per shard: every far job of the shard due before
 -- `paged_through` is in Redis (or was, and moved on). Written in the transaction that removes
 -- the paged rows from far_job.
@@ -210,6 +188,6 @@ CREATE TABLE IF NOT EXISTS schema_version (
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6);
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5);
 -- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*),
--- 5: schedules, biz_latest, 6: far_pending, far_total
+-- 5: schedules, biz_latest

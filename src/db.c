@@ -72,9 +72,7 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen)
                                             {"transition", "SELECT " TRANSITION_COLUMNS " FROM transition LIMIT 0"},
                                             {"refused_record", "SELECT " REFUSED_COLUMNS " FROM refused_record LIMIT 0"},
                                             {"topic_setting", "SELECT " TOPIC_SETTING_COLUMNS " FROM topic_setting LIMIT 0"},
-                                            {"topic_change", "SELECT " TOPIC_CHANGE_COLUMNS " FROM topic_change LIMIT 0"},
-                                            {"far_pending", "SELECT owner,counts,updated_at FROM far_pending LIMIT 0"},
-                                            {"far_total", "SELECT topic,jobs FROM far_total LIMIT 0"}};
+                                            {"topic_change", "SELECT " TOPIC_CHANGE_COLUMNS " FROM topic_change LIMIT 0"}};
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         if (mysql_real_query(db, checks[i][1], (unsigned long)strlen(checks[i][1])) != 0) {
             if (mysql_errno(db) == ER_BAD_FIELD_ERROR) {

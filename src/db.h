@@ -11,7 +11,7 @@
 
 #include "config.h"
 
-#define SCHEMA_VERSION_REQUIRED 6
+#define SCHEMA_VERSION_REQUIRED 5
 
 /* The columns the journal writes, in the order its INSERTs list them; db_check_schema()
  * reads them all, so a table made by an older sql/schema.sql is refused at start rather than

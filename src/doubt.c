@@ -305,11 +305,10 @@ static int abort_pushes(MYSQL *db, int shards, const uint64_t *ids, size_t n, un
     sb_printf(&far, "DELETE f FROM message m JOIN far_job f ON f.shard = (m.id & 4095) MOD %d AND f.run_at = m.run_at "
                     "AND f.id = m.id WHERE m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)",
               shards, (int)in.len, in.data ? in.data : "");
-    /* an upsert: the topic's row may not exist yet while its count is in a far_pending row */
-    sb_printf(&farcount, "INSERT INTO far_count (topic, jobs) SELECT topic, -COUNT(*) FROM message WHERE version = 1 "
-                         "AND state = 'far' AND id IN (%.*s) GROUP BY topic ORDER BY topic "
-                         "ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs)",
-              (int)in.len, in.data ? in.data : "");
+    sb_printf(&farcount, "UPDATE far_count c SET jobs = jobs - (SELECT COUNT(*) FROM message m WHERE m.topic = c.topic "
+                         "AND m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)) WHERE topic IN (SELECT topic FROM "
+                         "message WHERE version = 1 AND state = 'far' AND id IN (%.*s))",
+              (int)in.len, in.data ? in.data : "", (int)in.len, in.data ? in.data : "");
     sb_printf(&farbiz, "DELETE b FROM message m JOIN far_biz b ON b.id = m.id WHERE m.version = 1 AND m.state = 'far' "
                        "AND m.id IN (%.*s)", (int)in.len, in.data ? in.data : "");
     struct sbuf upd = SBUF_INIT;

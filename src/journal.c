@@ -25,7 +25,6 @@
 #include "clock.h"
 #include "db.h"
 #include "doubt.h"
-#include "farpend.h"
 #include "journal_sql.h"
 #include "log.h"
 #include "loopq.h"
@@ -36,16 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define SCRIPT_FLUSH_BYTES (1u << 20) /* send the statements built so far past this */
-/* far_pending (farpend.h): the row's counts go to far_count once they are FOLD_US old, or at
- * once past FOLD_TOPICS topics (the row is rewritten every cycle: kept short). A row left
- * unwritten for PENDING_ADOPT_S is taken over by any pager (pager.c); so a row this journal has
- * not written for PENDING_SAFE_US is read, locked, before it is written again. */
-#define FOLD_US 1000000
-#define FOLD_TOPICS 64
-#define PENDING_SAFE_US ((int64_t)PENDING_ADOPT_S * 1000000 / 2)
 #define DURABLE_MAX_RECORDS 200000       /* durable records queued before refusing */
 
 struct jsync {
@@ -83,16 +74,6 @@ static struct {
     int commit_in_doubt;
     char last_error[512];     /* the server's words for the last batch it refused */
     unsigned last_errno;      /* and its number */
-
-    /* Journal thread only: this process's far_pending row (farpend.h). */
-    struct {
-        char owner[128];          /* its key: instance/pid/start ms, so no other process writes it */
-        struct farpend row;       /* what it holds, as last committed (unless `unsure`) */
-        struct farpend next;      /* what the cycle being written sets it to */
-        int unsure;               /* a write of it failed or is in doubt: read it (locked) first */
-        int64_t written_us;       /* when the last committed write of it began (monotonic) */
-        int64_t since_us;         /* when `row` last went from nothing to something */
-    } pend;
 } journal = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 int journal_up(void)
@@ -271,99 +252,6 @@ static int is_far_change(const struct jrec *r)
     return r->kind == JR_FAR_LEAVE || r->kind == JR_FAR_MOVE;
 }
 
-/* The far_pending row as MySQL has it, read with a lock held to the end of the cycle's
- * transaction: when this journal cannot be sure of it (a write failed or was in doubt) or has
- * not written it for long enough that a pager may have taken it over. 0 / -1. */
-static int reload_pending(MYSQL *db)
-{
-    struct sbuf q = SBUF_INIT;
-    sb_puts(&q, "SELECT counts FROM far_pending WHERE owner = ");
-    db_quote(db, &q, journal.pend.owner, strlen(journal.pend.owner));
-    sb_puts(&q, " FOR UPDATE");
-    int rc = q.oom || db_exec(db, q.data, q.len) < 0 ? -1 : 0;
-    sb_free(&q);
-    MYSQL_RES *res = rc == 0 ? mysql_store_result(db) : NULL;
-    if (res == NULL)
-        return -1;
-    MYSQL_ROW row = mysql_fetch_row(res);
-    unsigned long *lens = row ? mysql_fetch_lengths(res) : NULL;
-    farpend_clear(&journal.pend.row);
-    if (row && row[0] && farpend_parse_add(&journal.pend.row, row[0], lens[0]) < 0) {
-        /* not written by a journal: rather than stop every far push, start it afresh (the
-         * far counts of /stats may be off by what it held) */
-        log_error("journal: far_pending row %s holds no counts I can read (%.200s); it is overwritten",
-                  journal.pend.owner, row[0]);
-        farpend_clear(&journal.pend.row);
-    }
-    mysql_free_result(res);
-    return rc;
-}
-
-/* Whether the row holds counts old enough to be folded into far_count now. */
-static int pending_fold_due(int64_t now_us)
-{
-    return farpend_nonzero(&journal.pend.row) > 0 && (now_us - journal.pend.since_us >= FOLD_US || journal.stop);
-}
-
-/* The cycle's far_pending statement, first in its script: the row set to what it held plus
- * the far jobs inserted now, or emptied into far_count (*fold) when its counts are due. No
- * statement when there is nothing to add or fold. -1 on a failed read or out of memory. */
-static int plan_pending(MYSQL *db, struct jsql *b, struct jsync *groups, int64_t now_us, int *writes, int *fold)
-{
-    struct farpend delta = FARPEND_INIT;
-    int rc = 0;
-    for (struct jsync *g = groups; g && rc == 0; g = g->next)
-        for (int i = 0; i < g->n && rc == 0; i++) {
-            const struct jrec *r = &g->recs[i];
-            if (r->kind == JR_INSERT && r->to == JS_FAR)
-                rc = farpend_add(&delta, r->job->topic, r->job->topic_len, 1);
-        }
-    *writes = *fold = 0;
-    if (rc == 0 && (delta.n > 0 || pending_fold_due(now_us))) {
-        int stale = journal.pend.unsure ||
-                    (farpend_nonzero(&journal.pend.row) > 0 && now_us - journal.pend.written_us > PENDING_SAFE_US);
-        if (stale)
-            rc = reload_pending(db);
-        if (rc == 0)
-            rc = farpend_copy(&journal.pend.next, &journal.pend.row);
-        for (int i = 0; rc == 0 && i < delta.n; i++)
-            rc = farpend_add(&journal.pend.next, delta.e[i].topic, delta.e[i].len, delta.e[i].jobs);
-        if (rc == 0) {
-            *writes = 1;
-            *fold = farpend_nonzero(&journal.pend.next) > FOLD_TOPICS || pending_fold_due(now_us) ||
-                    (stale && farpend_nonzero(&journal.pend.next) > 0);
-            static const struct farpend empty = FARPEND_INIT;
-            rc = jsql_far_pending(b, journal.pend.owner, *fold ? &empty : &journal.pend.next);
-        }
-    }
-    farpend_free(&delta);
-    return rc;
-}
-
-/* After the cycle: what the row holds now. */
-static void settle_pending(int committed, int writes, int fold, int64_t began_us)
-{
-    if (!writes)
-        return;
-    if (!committed) {
-        journal.pend.unsure = 1; /* rolled back, or committed unseen (in doubt): read it next time */
-        if (fold)
-            journal.pend.since_us = began_us; /* a fold that failed is tried again in FOLD_US */
-        return;
-    }
-    int had = farpend_nonzero(&journal.pend.row) > 0;
-    if (fold) {
-        farpend_clear(&journal.pend.row);
-    } else if (farpend_copy(&journal.pend.row, &journal.pend.next) < 0) {
-        journal.pend.unsure = 1; /* out of memory: read it back next time */
-        return;
-    }
-    journal.pend.unsure = 0;
-    journal.pend.written_us = began_us;
-    if (!had && farpend_nonzero(&journal.pend.row) > 0)
-        journal.pend.since_us = began_us;
-}
-
 /* Write durable groups and batched records in one transaction. 0 = committed; on failure
  * *lost_connection tells whether the connection broke (retry) or the server refused it. */
 static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_t nrecs, const char *instance,
@@ -371,8 +259,6 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
 {
     struct jsql b;
     jsql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
-    int64_t began_us = clock_mono_us();
-    int pend_writes = 0, pend_fold = 0;
     size_t nupdates = 0, cap = nrecs;
     for (struct jsync *g = groups; g; g = g->next)
         cap += (size_t)g->n;
@@ -381,7 +267,7 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
     const struct jrec **inserts = far_changes + (cap ? cap : 1), **aborts = inserts + (cap ? cap : 1);
     size_t ninserts = 0, nchanges = 0, nnew = 0, naborts = 0;
     int rc = -1;
-    if (updates == NULL || plan_pending(db, &b, groups, began_us, &pend_writes, &pend_fold) < 0)
+    if (updates == NULL)
         goto out;
 
     for (struct jsync *g = groups; g; g = g->next)
@@ -423,7 +309,7 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
     for (size_t k = 0; k < nchanges; k++)
         if (jsql_far_change(&b, far_changes[k], k, instance) < 0)
             goto out;
-    if ((pend_fold && jsql_far_fold(&b, &journal.pend.next) < 0) || jsql_far_leave_counts(&b, far_changes, nchanges) < 0 ||
+    if (jsql_far_counts(&b, far_inserts, ninserts) < 0 || jsql_far_leave_counts(&b, far_changes, nchanges) < 0 ||
         jsql_send(&b) < 0)
         goto out;
     /* COMMIT on its own, only once every statement succeeded: sent inside the script it would
@@ -444,7 +330,6 @@ out:
         snprintf(journal.last_error, sizeof journal.last_error, "%u: %s", mysql_errno(db), mysql_error(db));
         mysql_rollback(db);
     }
-    settle_pending(rc == 0, pend_writes, pend_fold, began_us);
     free(updates);
     jsql_free(&b);
     return rc;
@@ -636,9 +521,7 @@ static void *journal_main(void *unused)
     pthread_mutex_lock(&journal.lock);
     for (;;) {
         int has_work = journal.sync_head != NULL || journal.count > 0;
-        int64_t now_us = clock_mono_us();
-        int fold_due = db != NULL && pending_fold_due(now_us); /* a cycle of its own when idle */
-        if (journal.stop && ((!has_work && !fold_due) || now_us > journal.stop_deadline_us))
+        if (journal.stop && (!has_work || clock_mono_us() > journal.stop_deadline_us))
             break;
 
         if (db == NULL) {
@@ -668,11 +551,8 @@ static void *journal_main(void *unused)
             continue;
         }
 
-        if (!has_work && !fold_due) {
-            int64_t wait_us = 1000000;
-            if (farpend_nonzero(&journal.pend.row) > 0 && journal.pend.since_us + FOLD_US - now_us < wait_us)
-                wait_us = journal.pend.since_us + FOLD_US - now_us;
-            wait_locked(wait_us > 1000 ? wait_us : 1000);
+        if (!has_work) {
+            wait_locked(1000000);
             continue;
         }
 
@@ -698,7 +578,7 @@ static void *journal_main(void *unused)
             rc = write_all(db, &groups, taken, n, &lost);
         }
         int64_t t1 = clock_mono_us();
-        if (rc == 0 && group_records + (long)n > 0) {
+        if (rc == 0) {
             metrics_observe(MH_MYSQL_COMMIT, (double)(t1 - t0) / 1e6);
             metrics_observe(MH_JOURNAL_BATCH, (double)((size_t)group_records + n));
             metrics_inc(MC_JOURNAL_RECORDS, (uint64_t)group_records + n);
@@ -747,10 +627,6 @@ int journal_start(const struct config *cfg, const char *instance)
 {
     journal.cfg = cfg;
     snprintf(journal.instance, sizeof journal.instance, "%s", instance);
-    snprintf(journal.pend.owner, sizeof journal.pend.owner, "%s/%d/%lld", instance, (int)getpid(),
-             (long long)clock_unix_ms());
-    farpend_clear(&journal.pend.row);
-    journal.pend.unsure = 0; /* no row has this name yet */
     journal.stop = 0;
     if (pthread_create(&journal.thread, NULL, journal_main, NULL) != 0)
         return -1;
@@ -769,7 +645,5 @@ void journal_stop(int deadline_ms)
         free_rec(&journal.ring[(journal.head + i) % journal.cap]);
     free(journal.ring);
     journal.ring = NULL;
-    farpend_free(&journal.pend.row);
-    farpend_free(&journal.pend.next);
     journal.cap = journal.count = journal.head = 0;
 }

@@ -264,37 +264,30 @@ int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n)
     return 0;
 }
 
-int jsql_far_fold(struct jsql *b, const struct farpend *m)
+static int cmp_rec_topic(const void *a, const void *b)
 {
-    /* in topic_cmp order (the map's): the order the pager locks far_count rows in too */
-    for (int i = 0; i < m->n; i++) {
-        if (m->e[i].jobs == 0)
-            continue;
-        if (begin_row(b, FARCOUNT_HEAD) < 0)
-            return -1;
-        db_quote(b->db, &b->sql, m->e[i].topic, m->e[i].len);
-        sb_putc(&b->sql, ',');
-        sb_json_int(&b->sql, m->e[i].jobs);
-        sb_putc(&b->sql, ')');
-    }
-    return 0;
+    const struct job_spec *x = (*(const struct jrec *const *)a)->job, *y = (*(const struct jrec *const *)b)->job;
+    return topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
 }
 
-int jsql_far_pending(struct jsql *b, const char *owner, const struct farpend *m)
+int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n)
 {
-    if (statement_boundary(b) < 0)
-        return -1;
-    struct sbuf counts = SBUF_INIT;
-    farpend_json(m, &counts);
-    sb_puts(&b->sql, "INSERT INTO far_pending (owner,counts,updated_at) VALUES (");
-    db_quote(b->db, &b->sql, owner, strlen(owner));
-    sb_putc(&b->sql, ',');
-    if (counts.oom)
-        b->sql.oom = 1;
-    else
-        db_quote(b->db, &b->sql, counts.data, counts.len);
-    sb_puts(&b->sql, ",NOW(3)) ON DUPLICATE KEY UPDATE counts = VALUES(counts), updated_at = VALUES(updated_at);");
-    sb_free(&counts);
+    /* In topic order: one row per topic, and the rows locked in the order the pager locks
+     * them too (job.h, topic_cmp). */
+    if (n > 1)
+        qsort(recs, n, sizeof *recs, cmp_rec_topic);
+    for (size_t i = 0; i < n;) {
+        const struct job_spec *j = recs[i]->job;
+        size_t k = i + 1;
+        while (k < n && recs[k]->job->topic_len == j->topic_len &&
+               memcmp(recs[k]->job->topic, j->topic, j->topic_len) == 0)
+            k++;
+        if (begin_row(b, FARCOUNT_HEAD) < 0)
+            return -1;
+        db_quote(b->db, &b->sql, j->topic, j->topic_len);
+        sb_printf(&b->sql, ",%zu)", k - i);
+        i = k;
+    }
     return 0;
 }
 
@@ -352,11 +345,7 @@ int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, siz
             continue;
         if (statement_boundary(b) < 0)
             return -1;
-        /* an upsert: the topic's row may not exist yet while its count is in a far_pending row */
-        sb_printf(&b->sql,
-                  "INSERT INTO far_count (topic,jobs) SELECT @far_topic_%zu, -1 FROM DUAL WHERE @far_topic_%zu IS NOT "
-                  "NULL ON DUPLICATE KEY UPDATE jobs = jobs - 1;",
-                  k, k);
+        sb_printf(&b->sql, "UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_%zu;", k);
     }
     return 0;
 }

@@ -22,7 +22,6 @@
 #include <mysql.h>
 #include <stddef.h>
 
-#include "farpend.h"
 #include "jrec.h"
 #include "sbuf.h"
 
@@ -61,19 +60,15 @@ int jsql_refused_row(struct jsql *b, const struct jrec *r, const char *error, in
 int jsql_send(struct jsql *b);
 
 /* The far tier (architecture.md, "Tiers"), written after everything above in a cycle so that
- * the locks are taken in the order every writer of these tables keeps: the journal's
- * far_pending row (first: jsql_far_pending), message rows, far_job, far_count last.
+ * the locks are taken in the order every writer of these tables keeps: message rows, far_job,
+ * far_count last.
  * jsql_far_inserts: far_job rows (and far_biz rows for bizKeys) of new far jobs (JR_INSERT to
- * JS_FAR).
- * jsql_far_pending: the journal's far_pending row (farpend.h) set to m, as its own statement,
- * the first of a cycle's script.
- * jsql_far_fold: far_count additions of m's topics (those with jobs), one row per topic, in
- * m's order (topic_cmp, job.h).
+ * JS_FAR); jsql_far_counts: their far_count additions, one row per topic, in topic_cmp order
+ * (job.h; it sorts recs[0..n) so).
  * jsql_far_change: a JR_FAR_LEAVE or JR_FAR_MOVE record, the k-th of the script's;
  * jsql_far_leave_counts: the far_count subtractions of changes[0..n) (the same k's). 0 / -1. */
 int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n);
-int jsql_far_pending(struct jsql *b, const char *owner, const struct farpend *m);
-int jsql_far_fold(struct jsql *b, const struct farpend *m);
+int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n);
 int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance);
 int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, size_t n);
 

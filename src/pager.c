@@ -3,7 +3,6 @@
 #include "app.h"
 #include "clock.h"
 #include "db.h"
-#include "farpend.h"
 #include "ids.h"
 #include "job.h"
 #include "jrec.h"
@@ -36,7 +35,6 @@
 #define TOMBSTONE_KEEP_MS 600000   /* far tombstones outlive any page step by far */
 #define PRUNE_EVERY_MS 10000
 #define COUNTS_EVERY_MS 500
-#define ADOPT_EVERY_MS 5000 /* far_pending rows of dead journals folded (adopt_pending) */
 #define REDIS_TIER_EVERY_MS 10000 /* HVALS of every shard's counters: O(topics) for Redis */
 #define REQUESTS_MAX 256
 #define STOP_DEADLINE_MS 1000
@@ -149,8 +147,7 @@ static int stopping(void)
 
 static int refresh_counts(MYSQL *db)
 {
-    /* far_total: far_count plus the journals' far_pending rows (farpend.h) */
-    static const char sql[] = "SELECT topic, jobs FROM far_total WHERE jobs <> 0 ORDER BY topic";
+    static const char sql[] = "SELECT topic, jobs FROM far_count WHERE jobs <> 0 ORDER BY topic";
     if (mysql_real_query(db, sql, sizeof sql - 1) != 0)
         return -1;
     MYSQL_RES *res = mysql_store_result(db);
@@ -178,65 +175,6 @@ static int refresh_counts(MYSQL *db)
     pthread_mutex_unlock(&P.mu);
     atomic_store(&P.far_total, total);
     return 0;
-}
-
-/* Fold the far_pending rows that no journal has written for PENDING_ADOPT_S into far_count and
- * drop them: the rows of processes that died (each process writes a row of its own name), or
- * of one cut off from MySQL for that long, which reads its row again before writing it
- * (journal.c). Rows locked first, then far_count in topic order: the journal's order too. */
-static int exec(MYSQL *db, struct sbuf *sql);
-
-static int adopt_pending(MYSQL *db)
-{
-    char sel[160];
-    int len = snprintf(sel, sizeof sel,
-                       "SELECT owner, counts FROM far_pending WHERE updated_at < NOW(3) - INTERVAL %d SECOND FOR UPDATE",
-                       PENDING_ADOPT_S);
-    int rc = db_exec(db, "START TRANSACTION", 17);
-    if (rc == 0)
-        rc = db_exec(db, sel, (size_t)len);
-    MYSQL_RES *res = rc == 0 ? mysql_store_result(db) : NULL;
-    if (res == NULL) {
-        mysql_rollback(db);
-        return -1;
-    }
-    struct farpend sum = FARPEND_INIT;
-    struct sbuf owners = SBUF_INIT, sql = SBUF_INIT;
-    MYSQL_ROW row;
-    int nrows = 0;
-    while ((row = mysql_fetch_row(res)) != NULL) {
-        unsigned long *lens = mysql_fetch_lengths(res);
-        nrows++;
-        if (farpend_parse_add(&sum, row[1], lens[1]) < 0)
-            log_error("pager: far_pending row %s holds no counts I can read (%.200s); dropped", row[0], row[1]);
-        sb_putc(&owners, owners.len ? ',' : '(');
-        db_quote(db, &owners, row[0], lens[0]);
-    }
-    mysql_free_result(res);
-    if (owners.len) {
-        for (int i = 0; i < sum.n; i++) {
-            if (sum.e[i].jobs == 0)
-                continue;
-            sb_puts(&sql, "INSERT INTO far_count (topic, jobs) VALUES (");
-            db_quote(db, &sql, sum.e[i].topic, sum.e[i].len);
-            sb_printf(&sql, ",%lld) ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs)", (long long)sum.e[i].jobs);
-            rc = rc < 0 ? rc : exec(db, &sql);
-        }
-        sb_puts(&sql, "DELETE FROM far_pending WHERE owner IN ");
-        sb_put(&sql, owners.data, owners.len);
-        sb_putc(&sql, ')');
-        rc = rc < 0 || owners.oom ? -1 : exec(db, &sql);
-        if (rc == 0)
-            log_info("pager: folded %d far_pending rows no journal wrote for %d s into far_count", nrows,
-                     PENDING_ADOPT_S);
-    }
-    rc = rc < 0 ? rc : db_commit(db);
-    if (rc < 0)
-        mysql_rollback(db);
-    farpend_free(&sum);
-    sb_free(&owners);
-    sb_free(&sql);
-    return rc;
 }
 
 int pager_far_counts(struct far_topic **out)
@@ -633,10 +571,8 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
         const struct mrow *m = &left[i]->m;
         for (k = 1; i + k < nleft && topic_cmp(left[i + k]->m.topic, left[i + k]->m.topic_len, m->topic, m->topic_len) == 0;)
             k++;
-        /* an upsert: the topic's row may not exist yet while its count is in a far_pending row */
-        sb_puts(&sql, "INSERT INTO far_count (topic, jobs) VALUES (");
+        sb_printf(&sql, "UPDATE far_count SET jobs = jobs - %d WHERE topic = ", k);
         db_quote(db, &sql, m->topic, m->topic_len);
-        sb_printf(&sql, ", -%d) ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs)", k);
         rc = exec(db, &sql);
     }
     if (rc == 0) {
@@ -1169,7 +1105,7 @@ static void *pager_main(void *unused)
     log_set_thread_name("pager");
     const struct config *cfg = P.cfg;
     struct conns k = {NULL, NULL};
-    int64_t last_counts = 0, last_prune = 0, last_tier = 0, last_complaint = 0, last_adopt = 0;
+    int64_t last_counts = 0, last_prune = 0, last_tier = 0, last_complaint = 0;
     struct shard_view *views = calloc((size_t)cfg->redis_shards, sizeof *views);
     char owned[MAX_SHARDS];
     while (!stopping() && views) {
@@ -1178,10 +1114,6 @@ static void *pager_main(void *unused)
         MYSQL *db = k.db;
         struct rsync_shards *c = k.c;
         int failed = 0;
-        if (db && now - last_adopt >= ADOPT_EVERY_MS) {
-            failed |= adopt_pending(db) < 0;
-            last_adopt = now;
-        }
         if (db && now - last_counts >= COUNTS_EVERY_MS) {
             failed |= refresh_counts(db) < 0;
             last_counts = now;

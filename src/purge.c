@@ -320,10 +320,8 @@ static long far_delete_rows(struct purge_task *t, MYSQL *db, const uint64_t *can
     sb_putc(&q, ')');
     rc = rc < 0 ? rc : exec(db, &q);
 
-    /* an upsert: the topic's row may not exist yet while its count is in a far_pending row */
-    sb_puts(&q, "INSERT INTO far_count (topic, jobs) VALUES (");
+    sb_printf(&q, "UPDATE far_count SET jobs = jobs - %ld WHERE topic = ", m);
     db_quote(db, &q, t->topic, t->topic_len);
-    sb_printf(&q, ", -%ld) ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs)", m);
     rc = rc < 0 ? rc : exec(db, &q);
     free(ids);
     if (rc < 0 || db_commit(db) < 0)

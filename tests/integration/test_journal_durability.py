@@ -377,23 +377,22 @@ class LockConflictTest(HourglassTestCase):
     def test_a_cycle_chosen_as_a_deadlock_victim_is_written_again(self):
         d = start_ready(self)
         ns = d.namespace
-        far = 7_200_000  # beyond the default 1 h horizon: the journal writes far_job and far_pending
-        expect_ok(d.push({"topic": "dl", "body": 0, "delay": far}), "a first far push (the journal's far_pending row)")
+        far = 7_200_000  # beyond the default 1 h horizon: the journal writes far_job and far_count
+        expect_ok(d.push({"topic": "dl", "body": 0, "delay": far}), "a first far push (dl's far_count row)")
         ns.execute("CREATE TABLE dl_scratch (n INT PRIMARY KEY) ENGINE=InnoDB")
 
         def deadlocks() -> int:
             return int(ns.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")[0][1])
         deadlocks_before = deadlocks()
 
-        # A session holds every far_job row and the gap after them, and has written enough (1,000
-        # rows) that InnoDB will pick the journal's transaction, not this one, as the victim.
+        # A session holds dl's far_count row, and has written enough (1,000 rows) that InnoDB
+        # will pick the journal's transaction, not this one, as the deadlock's victim.
         s = SqlSession(self, ns)
         s.send("BEGIN; INSERT INTO dl_scratch WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c "
-               "WHERE n < 1000) SELECT n FROM c; SELECT COUNT(*) FROM far_job FOR UPDATE; SELECT 'held';")
+               "WHERE n < 1000) SELECT n FROM c; UPDATE far_count SET jobs = jobs WHERE topic = 'dl'; SELECT 'held';")
         s.expect("held", 10)
 
-        # A far push: its cycle writes the journal's far_pending row first, then waits to insert
-        # its far_job row.
+        # A far push: its cycle inserts the message and far_job rows, then waits for dl's row.
         out: dict = {}
         th = threading.Thread(target=lambda: out.update(r=d.push({"topic": "dl", "body": 1, "delay": far},
                                                                   timeout=60)), daemon=True)
@@ -402,8 +401,8 @@ class LockConflictTest(HourglassTestCase):
                                             "WHERE trx_state = 'LOCK WAIT'") != [("0",)],
                      10, "the journal's cycle to wait for the session's lock", lambda: d.log_tail(20))
 
-        # The session now waits for the far_pending row the cycle wrote: a deadlock.
-        s.send("SELECT COUNT(*) FROM far_pending FOR UPDATE; SELECT 'scanned';")
+        # The session now waits for the far_job row the cycle inserted: a deadlock.
+        s.send("SELECT COUNT(*) FROM far_job FOR UPDATE; SELECT 'scanned';")
         s.expect("scanned", 20)
         self.assertGreater(deadlocks(), deadlocks_before, "InnoDB saw a deadlock (else this test shows nothing)")
         s.send("ROLLBACK; SELECT 'done';")
@@ -413,7 +412,7 @@ class LockConflictTest(HourglassTestCase):
         self.assertStatus(out.get("r"), 200, "the push whose cycle was the deadlock's victim")
         jid = out["r"].json()["id"]
         self.assertEqual(ns.query(f"SELECT state FROM message WHERE id = {jid}"), [("far",)])
-        self.assertEqual(ns.query("SELECT jobs FROM far_total WHERE topic = 'dl'"), [("2",)],
+        self.assertEqual(ns.query("SELECT jobs FROM far_count WHERE topic = 'dl'"), [("2",)],
                          "counted once: the rolled-back cycle's count went with it")
         self.assertIn("writing it again (1 of 3)", d.log())
         metrics = d.metrics().text

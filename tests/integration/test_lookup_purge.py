@@ -230,7 +230,7 @@ class PurgeStatesTest(Case):
         far_ids = ",".join(far + [biz_far])
         self.assertEqual(self.sql(f"SELECT COUNT(*) FROM far_job WHERE id IN ({far_ids})"), [("0",)])
         self.assertEqual(self.sql(f"SELECT COUNT(*) FROM far_biz WHERE id = {biz_far}"), [("0",)])
-        self.assertEqual(self.sql(f"SELECT COALESCE(SUM(jobs), 0) FROM far_total WHERE topic = '{t}'"), [("0",)])
+        self.assertEqual(self.sql(f"SELECT COALESCE(SUM(jobs), 0) FROM far_count WHERE topic = '{t}'"), [("0",)])
         # bizKeys released: the same keys make new jobs
         for key, delay in (("bf", DAY), ("bn", 40_000)):
             r = self.assertJsonOk(self.d.push({"topic": t, "body": key, "bizKey": key, "delay": delay}))

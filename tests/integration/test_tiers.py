@@ -389,10 +389,9 @@ class FarBacklogTest(TiersCase):
         # MySQL holds every one of them, as far rows
         q = self.ns.query
         self.assertEqual(int(q("SELECT COUNT(*) FROM far_job")[0][0]), self.N)
-        # far_total: far_count plus the journals' far_pending rows (not yet folded into it)
-        self.assertEqual(int(q("SELECT COALESCE(SUM(jobs),0) FROM far_total")[0][0]), self.N)
+        self.assertEqual(int(q("SELECT COALESCE(SUM(jobs),0) FROM far_count")[0][0]), self.N)
         self.assertEqual(int(q("SELECT COUNT(*) FROM message WHERE state = 'far'")[0][0]), self.N)
-        per_topic = dict(q("SELECT topic, jobs FROM far_total"))
+        per_topic = dict(q("SELECT topic, jobs FROM far_count"))
         self.assertEqual({t: int(n) for t, n in per_topic.items()},
                          {t: self.N // len(self.TOPICS) for t in self.TOPICS})
 
@@ -606,7 +605,7 @@ class PagingTwoInstancesTest(TiersCase):
             ma, mb = ok_text(a.metrics(), "/metrics"), ok_text(b.metrics(), "/metrics")
             return {
                 "far_job rows": int(ns.query("SELECT COUNT(*) FROM far_job")[0][0]),
-                "far_total rows <> 0": ns.query("SELECT topic, jobs FROM far_total WHERE jobs <> 0"),
+                "far_count rows <> 0": ns.query("SELECT topic, jobs FROM far_count WHERE jobs <> 0"),
                 "far_mark paged (sum)": int(ns.query("SELECT COALESCE(SUM(paged),0) FROM far_mark")[0][0]),
                 "/stats totals.far (a, b)": (far_total(a), far_total(b)),
                 "/stats pager.paged (a + b)": pa["paged"] + pb["paged"],
@@ -617,7 +616,7 @@ class PagingTwoInstancesTest(TiersCase):
                     metric_values(ma, "hourglass_jobs_tier").get('tier="mysql"'),
                     metric_values(mb, "hourglass_jobs_tier").get('tier="mysql"')),
             }
-        want = {"far_job rows": 0, "far_total rows <> 0": [], "far_mark paged (sum)": n,
+        want = {"far_job rows": 0, "far_count rows <> 0": [], "far_mark paged (sum)": n,
                 "/stats totals.far (a, b)": (0, 0), "/stats pager.paged (a + b)": n,
                 "/stats pager.shards (a + b)": SHARDS, "hourglass_pager_paged_total (a + b)": float(n),
                 'hourglass_jobs_tier{tier="mysql"} (a, b)': (0.0, 0.0)}
@@ -730,125 +729,6 @@ class PagerPacingTest(TiersCase):
 
 
 # --------------------------------------------------------------------------- 3: by-id operations on far jobs
-
-class FarCountsTest(TiersCase):
-    """The far jobs per topic (far_total, /stats) are exact as soon as a push is answered, though
-    a journal adds its far pushes to far_count only about once a second: until then they are in
-    the journal's own far_pending row, written in the same transaction as the jobs (so a kill -9
-    loses no count), and a pager folds the row of a process that died."""
-
-    OV = {"queue": {"horizon": 3000}}
-
-    def start(self, ns=None, env: dict | None = None) -> Daemon:
-        d = Daemon(namespace=ns, overrides=self.OV)
-        self.addCleanup(d.close)
-        d.env.update(env or {})
-        d.start()
-        d.wait_ready(30)
-        return d
-
-    @staticmethod
-    def totals(ns) -> dict[str, int]:
-        return {t: int(n) for t, n in ns.query("SELECT topic, jobs FROM far_total WHERE jobs <> 0")}
-
-    @staticmethod
-    def counted(ns) -> dict[str, int]:
-        return {t: int(n) for t, n in ns.query("SELECT topic, jobs FROM far_count")}
-
-    @staticmethod
-    def pending(ns) -> dict[str, list]:
-        return {o: json.loads(c) for o, c in ns.query("SELECT owner, counts FROM far_pending")}
-
-    def wait_stats_far(self, d: Daemon, want: dict[str, int]) -> None:
-        last: dict = {}
-
-        def same() -> bool:
-            nonlocal last
-            topics = stats(d)["topics"]
-            last = {t: topics.get(t, {}).get("far", 0) for t in want}
-            return last == want
-        self.wait_for(same, 3, f"/stats to count the far jobs {want}", lambda: f"last: {last}")
-
-    def test_counts_are_exact_at_once_and_folded_within_seconds(self):
-        d = self.start()
-        ns = d.namespace
-        ids = self.push_ids(d, [{"topic": f"fc.{i % 3}", "body": i, "delay": DAY} for i in range(30)])
-        want = {"fc.0": 10, "fc.1": 10, "fc.2": 10}
-        self.assertEqual(self.totals(ns), want, "counted in the pushes' own transaction")
-        # a far delete at once, most likely before fc.0 has a far_count row: it subtracts all the same
-        ok(d.delete(ids[0]), "delete of a far job")
-        want["fc.0"] = 9
-        self.assertEqual(self.totals(ns), want)
-        self.wait_stats_far(d, want)
-        # the fold: far_count holds every count, the journal's row none
-        self.wait_for(lambda: self.counted(ns) == want, 5, "the journal to fold its counts into far_count",
-                      lambda: f"far_count {self.counted(ns)}, far_pending {self.pending(ns)}")
-        self.assertEqual(list(self.pending(ns).values()), [[]], "one row, this process's, emptied by the fold")
-        self.assertEqual(self.totals(ns), want)
-        self.wait_stats_far(d, want)
-
-    def test_kill_9_before_the_fold_loses_no_count(self):
-        ns = None
-        for rnd in range(3):  # a round whose kill came after the fold shows nothing: another
-            d = self.start(ns)
-            ns = d.namespace
-            topic = f"fk.{rnd}"
-            self.push_ids(d, [{"topic": topic, "body": i, "delay": DAY} for i in range(50)])
-            d.kill()
-            rows = [c for c in self.pending(ns).values() if c]
-            if rows:
-                break
-        self.assertEqual(rows, [[[topic, 50]]], "the dead process's row holds the count it had not folded")
-        self.assertNotIn(topic, self.counted(ns))
-        self.assertEqual(self.totals(ns).get(topic), 50)
-        # a new process writes a row of its own and counts on top; the dead one's stays counted
-        d2 = self.start(ns)
-        self.push_ids(d2, [{"topic": topic, "body": i, "delay": DAY} for i in range(5)])
-        self.wait_stats_far(d2, {topic: 55})
-        self.wait_for(lambda: self.counted(ns).get(topic) == 5, 5, "the new process to fold its own count")
-        self.assertIn([[topic, 50]], self.pending(ns).values(), "a row no journal wrote for a minute is not yet taken")
-        self.assertEqual(self.totals(ns).get(topic), 55)
-
-    def test_a_row_no_journal_writes_for_a_minute_is_folded_by_a_pager(self):
-        d = self.start()
-        ns = d.namespace
-        ns.execute("INSERT INTO far_count (topic, jobs) VALUES ('fb', 2)")
-        ns.execute("INSERT INTO far_pending (owner, counts, updated_at) VALUES "
-                   "('gone/1/1', '[[\"fa\",5],[\"fb\",-2]]', NOW(3) - INTERVAL 2 MINUTE), "
-                   "('alive/2/2', '[[\"fa\",1]]', NOW(3))")
-        self.assertEqual(self.totals(ns), {"fa": 6})
-        self.wait_stats_far(d, {"fa": 6, "fb": 0})
-        self.wait_for(lambda: list(self.pending(ns)) == ["alive/2/2"], 12,
-                      "a pager to fold the row written two minutes ago (and leave the fresh one)",
-                      lambda: f"far_pending {self.pending(ns)}")
-        self.assertEqual(self.counted(ns), {"fa": 5, "fb": 0})
-        self.assertEqual(self.totals(ns), {"fa": 6})
-        self.wait_stats_far(d, {"fa": 6, "fb": 0})
-        self.assertIn("folded 1 far_pending rows", d.log())
-
-    def test_a_commit_in_doubt_makes_the_journal_read_its_row_again(self):
-        # Commit 1: push a. Commit 2, push b's, is made but its answer lost: b is answered 503,
-        # its row and count committed; the reconciler then aborts b (never in Redis) and takes
-        # its count back. The journal cannot know what its row holds, so it reads it (locked)
-        # before push c adds to it; keeping what it believed would lose b's count from the row
-        # while the reconciler's -1 stays, and the total would read 1.
-        d = self.start(env={"HOURGLASS_FAULTS": "journal:mysql.commit=lost@2"})
-        ns = d.namespace
-        a = self.push_one(d, {"topic": "fd", "body": "a", "delay": DAY})
-        r = d.push({"topic": "fd", "body": "b", "delay": DAY})
-        self.assertStatus(r, 503, "the push whose commit answer was lost")
-        self.assertIn("fault seam: mysql.commit lost (arrival 2)", d.log())
-        b_id = ns.query("SELECT id FROM message WHERE body = '\"b\"'")[0][0]
-        self.wait_for(lambda: ns.query(f"SELECT state FROM message WHERE id = {b_id}") == [("aborted",)], 20,
-                      "the reconciler to abort the push in doubt", lambda: d.log_tail(20))
-        c = self.push_one(d, {"topic": "fd", "body": "c", "delay": DAY}, retry_s=10)
-        self.assertEqual(ns.query(f"SELECT state FROM message WHERE id IN ({a['id']}, {c['id']}) ORDER BY id"),
-                         [("far",), ("far",)])
-        self.assertEqual(self.totals(ns), {"fd": 2})
-        self.wait_stats_far(d, {"fd": 2})
-        self.wait_for(lambda: self.counted(ns).get("fd") == 2, 5, "the fold")
-        self.assertEqual(self.totals(ns), {"fd": 2})
-
 
 class FarJobOperationsTest(TiersCase):
     HORIZON = 3000

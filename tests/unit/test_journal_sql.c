@@ -318,13 +318,7 @@ START_TEST(far_inserts_index_count_and_keep_bizkeys)
                         {.kind = JR_INSERT, .to = JS_FAR, .id = 13, .shard = 1, .job = &pre}};
     const struct jrec *p[4] = {&r[0], &r[1], &r[2], &r[3]};
     ck_assert_int_eq(jsql_far_inserts(&b, p, 4), 0);
-    /* the journal's fold: its counts, gathered per topic in whatever order the records came */
-    struct farpend counts = FARPEND_INIT;
-    for (int i = 0; i < 4; i++)
-        ck_assert_int_eq(farpend_add(&counts, r[i].job->topic, r[i].job->topic_len, 1), 0);
-    ck_assert_int_eq(farpend_add(&counts, "gone", 4, 0), 0); /* nothing to add: no row */
-    ck_assert_int_eq(jsql_far_fold(&b, &counts), 0);
-    farpend_free(&counts);
+    ck_assert_int_eq(jsql_far_counts(&b, p, 4), 0);
     ck_assert_int_eq(jsql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0],
@@ -335,26 +329,6 @@ START_TEST(far_inserts_index_count_and_keep_bizkeys)
                       * every writer (the pager's too): no two transactions lock two topics crosswise */
                      "INSERT INTO far_count (topic,jobs) VALUES ('mai',1),('mail',1),('orders',2) "
                      "ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs);");
-}
-END_TEST
-
-START_TEST(far_pending_row_is_one_upsert)
-{
-    struct farpend m = FARPEND_INIT;
-    ck_assert_int_eq(farpend_add(&m, "orders", 6, 3), 0);
-    ck_assert_int_eq(farpend_add(&m, "mail", 4, 2), 0);
-    ck_assert_int_eq(jsql_far_pending(&b, "h:1/42/1700000000000", &m), 0);
-    farpend_clear(&m);
-    ck_assert_int_eq(jsql_far_pending(&b, "h:1/42/1700000000000", &m), 0); /* emptied by a fold */
-    farpend_free(&m);
-    ck_assert_int_eq(jsql_send(&b), 0);
-    ck_assert_uint_eq(c.n, 1);
-    ck_assert_str_eq(c.scripts[0],
-                     "INSERT INTO far_pending (owner,counts,updated_at) VALUES ('h:1/42/1700000000000',"
-                     "'[[\\\"mail\\\",2],[\\\"orders\\\",3]]',NOW(3)) ON DUPLICATE KEY UPDATE counts = "
-                     "VALUES(counts), updated_at = VALUES(updated_at);"
-                     "INSERT INTO far_pending (owner,counts,updated_at) VALUES ('h:1/42/1700000000000','[]',NOW(3)) "
-                     "ON DUPLICATE KEY UPDATE counts = VALUES(counts), updated_at = VALUES(updated_at);");
 }
 END_TEST
 
@@ -424,14 +398,11 @@ START_TEST(far_changes_are_guarded_on_the_row_being_far)
                                     "INSERT INTO far_job (shard,run_at,id) SELECT 6, 1900000000000, 78 FROM DUAL "
                                     "WHERE @far_run_1 IS NOT NULL;"));
     ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET run_at = 1900000000000, version = version + 1"));
-    /* only the leave is subtracted, and last (lock order: message, far_job, far_count); an
-     * upsert, as the topic's count may still be in a far_pending row only */
-    static const char leave[] = "INSERT INTO far_count (topic,jobs) SELECT @far_topic_0, -1 FROM DUAL WHERE "
-                                "@far_topic_0 IS NOT NULL ON DUPLICATE KEY UPDATE jobs = jobs - 1;";
-    const char *count = strstr(q, leave);
+    /* only the leave is subtracted, and last (lock order: message, far_job, far_count) */
+    const char *count = strstr(q, "UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_0;");
     ck_assert_ptr_nonnull(count);
-    ck_assert_ptr_null(strstr(q, "@far_topic_1,"));
-    ck_assert_str_eq(count + strlen(leave), "");
+    ck_assert_ptr_null(strstr(q, "@far_topic_1;"));
+    ck_assert_str_eq(count + strlen("UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_0;"), "");
 }
 END_TEST
 
@@ -473,7 +444,6 @@ static Suite *suite(void)
     tcase_add_test(tc, refused_row_keeps_the_record_as_json);
     tcase_add_test(tc, far_inserts_index_count_and_keep_bizkeys);
     tcase_add_test(tc, far_changes_are_guarded_on_the_row_being_far);
-    tcase_add_test(tc, far_pending_row_is_one_upsert);
     tcase_add_test(tc, biz_latest_upserts_only_bizkey_pushes);
     tcase_add_test(tc, aborted_pushes_give_the_key_back);
     suite_add_tcase(s, tc);
