@@ -1,9 +1,10 @@
 """src/rcluster.c (the asynchronous connections to a Redis Cluster, issue 14 step 2) against a
 real cluster (rcluster.py), through tests/tools/rcluster_drive: keys on every master, a slot
-migrated under traffic (ASK, then MOVED, no command lost or doubled), and a master killed
+migrated under traffic (ASK, then MOVED, no command lost or doubled; an ASKed script that meets
+a flushed script cache), and a master killed
 under traffic (its slots fail fast, then work on the promoted replica by themselves, scripts
 included). No daemon yet. One cluster for the module; the tests run in name order (a_, b_,
-c_) because b and c change the cluster.
+bb, c_) because b, bb and c change the cluster.
 
     make BUILD=build-r integration T=test_rcluster_conn
 """
@@ -182,6 +183,40 @@ class RclusterConnTest(unittest.TestCase):
         self.assertLess(max(iv["max_ok_ms"] for iv in t.intervals), 500)
 
     # -- 2: a master killed under traffic: its slots fail fast, then work on its heir
+    # -- 3b: an ASKed script meets a flushed script cache. The call goes to the importing node
+    # behind ASKING and is answered NOSCRIPT; rconn loads the scripts there and sends the call
+    # again on that connection, without ASKING (it holds for one command), so the importing node
+    # answers MOVED to the source, and rcluster follows it: the source ASKs again, and the call
+    # runs on the importing node, its scripts loaded now. One round longer; nothing fails.
+    def test_bb_an_asked_script_meets_a_flushed_cache(self) -> None:
+        c = self.cluster
+        src, dest = c.masters()[0], c.masters()[1]
+        key = keys_of(c, "askns")[src.node_id][0]
+        slot = keyslot(key)
+        t = Traffic(c.seeds(), [key])  # this key alone: every script call dest sees is an ASKed one
+        try:
+            t.run_for(0.5)
+            c.begin_migration(slot, dest)
+            self.assertGreaterEqual(c.move_keys(slot, src, dest), 1)  # (and the keys test_a left in the slot)
+            loads_before = script_loads(dest)
+            dest.cli("SCRIPT", "FLUSH")
+            asked_from = len(t.snapshot())
+            t.run_for(1.0)
+            asked = t.snapshot()[asked_from + 1:]
+            loads_after = script_loads(dest)
+            c.end_migration(slot, dest)
+            c.wait_stable()
+            t.run_for(0.5)
+        finally:
+            final = t.stop()
+        f = final["final"]
+        self.assertEqual((sum(f["fail"]), sum(f["efail"])), (0, 0), f"failed INCRs, scripts: {f}")
+        self.assertGreater(loads_after, loads_before, "dest answered NOSCRIPT to an ASKed script: scripts reloaded")
+        self.assertGreater(t.sums("eok", [key], asked), 0, "scripts succeeded while ASKed to the flushed node")
+        self.assertGreater(sum(n["asked"] for n in final["nodes"]), 0, final["nodes"])
+        self.assertEqual(f["values"], f["ok"], "no INCR lost or doubled")
+        self.assertEqual(int(dest.cli("GET", key)), f["values"][0])
+
     def test_c_master_killed_under_traffic(self) -> None:
         c = self.cluster
         by_master = keys_of(c, "kill")
