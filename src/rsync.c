@@ -115,8 +115,11 @@ redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_
     redisContext *c = NULL;
     if (i >= 0)
         c = connect_to(cfg, m->masters[i].node.addr, 0, load_scripts, why, err, errlen);
-    else if (m != NULL)
+    else if (m != NULL) {
+        /* not whole (a failover, a slot being assigned): like a master that does not answer */
         snprintf(err, errlen, "no master serves the slot of %.*s (the cluster is not whole)", (int)len, key);
+        *why = RSYNC_UNREACHABLE;
+    }
     cluster_map_free(m);
     return c;
 }

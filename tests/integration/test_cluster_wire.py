@@ -312,3 +312,32 @@ if __name__ == "__main__":
     import unittest
 
     unittest.main()
+
+
+class ClusterNotWholeAtStartTest(ClusterCase):
+    """A daemon started while the slot of its {w} keys has no master (unassigned on every node,
+    as between a master's loss and its replica's promotion when there is none to promote) starts
+    and waits, as it does when Redis does not answer, rather than exiting: rsync_connect_key
+    reports that as unreachable. Once the slot has a master again the daemon is healthy."""
+
+    def test_starts_and_recovers_when_the_w_slot_has_no_master(self):
+        c = self.cluster
+        slot = keyslot("w")
+        owner = self.owner(slot)
+        for n in c.nodes:
+            n.cli("CLUSTER", "DELSLOTS", str(slot))
+        wait_until(lambda: not any(a <= slot <= b for n in c.nodes for a, b, _ in c.slot_owners(n)), 10, 0.1,
+                   "every node to see the slot unassigned")
+        d = Daemon(overrides={"redis": {"cluster": True, "address": ",".join(c.seeds()), "db": 0}})
+        self.addCleanup(d.close)
+        try:
+            d.start()
+            self.assertIn("no master serves the slot of {w} (the cluster is not whole)", d.log())
+            self.assertIn("starting anyway", d.log())
+            self.assertEqual(d.health().status, 503, "not healthy while the slot has no master")
+        finally:
+            owner.cli("CLUSTER", "ADDSLOTS", str(slot))
+        c.wait_stable()
+        self.wait_healthy(d, timeout=30)
+        jid = self.assertJsonOk(d.push({"topic": "whole", "body": 1}))["id"]
+        self.assertEqual(self.assertJsonOk(d.get("whole", timeout=5))["id"], jid)
