@@ -308,12 +308,6 @@ class ClusterWireTest(ClusterCase):
         self.assertEqual(self.state(d, ids[0]), "deleted")
 
 
-if __name__ == "__main__":
-    import unittest
-
-    unittest.main()
-
-
 class ClusterNotWholeAtStartTest(ClusterCase):
     """A daemon started while the slot of its {w} keys has no master (unassigned on every node,
     as between a master's loss and its replica's promotion when there is none to promote) starts
@@ -341,3 +335,9 @@ class ClusterNotWholeAtStartTest(ClusterCase):
         self.wait_healthy(d, timeout=30)
         jid = self.assertJsonOk(d.push({"topic": "whole", "body": 1}))["id"]
         self.assertEqual(self.assertJsonOk(d.get("whole", timeout=5))["id"], jid)
+
+
+if __name__ == "__main__":
+    import unittest
+
+    unittest.main()

@@ -182,7 +182,6 @@ class RclusterConnTest(unittest.TestCase):
         self.assertGreaterEqual(final["stats"]["map_changes"], 2)  # the first map, then one per moved slot at least
         self.assertLess(max(iv["max_ok_ms"] for iv in t.intervals), 500)
 
-    # -- 2: a master killed under traffic: its slots fail fast, then work on its heir
     # -- 3b: an ASKed script meets a flushed script cache. The call goes to the importing node
     # behind ASKING and is answered NOSCRIPT; rconn loads the scripts there and sends the call
     # again on that connection, without ASKING (it holds for one command), so the importing node
@@ -217,6 +216,7 @@ class RclusterConnTest(unittest.TestCase):
         self.assertEqual(f["values"], f["ok"], "no INCR lost or doubled")
         self.assertEqual(int(dest.cli("GET", key)), f["values"][0])
 
+    # -- 2: a master killed under traffic: its slots fail fast, then work on its heir
     def test_c_master_killed_under_traffic(self) -> None:
         c = self.cluster
         by_master = keys_of(c, "kill")
