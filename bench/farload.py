@@ -5,7 +5,8 @@
 
 Pushing ten million jobs through HTTP takes longer than the rest of the suite, so the far
 backlog is written the way the daemon would have written it, without the daemon: for each job
-a `message` row in state 'far' and its `far_job` row, and per topic its `far_count`. No
+a `message` row in state 'far' with its far key (far_shard, far_run_at), and per topic its
+`far_count`. No
 transition rows (the history of these jobs is not what is measured).
 
 Ids follow src/ids.h (| 41 bits ms since 2024-01-01 | 10 bits worker | 12 bits k * shards +
@@ -15,7 +16,7 @@ milliseconds start a day before now (--id-ms-ago) and the worker is 1023, so no 
 makes during the run can collide with them; 512 ids per millisecond.
 
 Due times: job i of N is due at run_at + floor(i * spread / N), so they rise with the id and
-each shard's far_job rows are appended in key order (a random order would make the load
+each shard's far keys are appended in key order (a random order would make the load
 several times slower). Rows go in with MariaDB's SEQUENCE engine, --chunk jobs per INSERT ...
 SELECT and per transaction.
 
@@ -96,15 +97,12 @@ def main():
                   f"(({i} MOD {PER_MS}) * {a.shards} + m.shard)")
         runat = f"{a.run_at} + ({i} * {a.spread}) DIV {a.jobs}"
         w("START TRANSACTION;\n")
+        farkey = f"m.shard, {runat}" if a.state == "far" else "NULL, NULL"
         w("INSERT INTO message (id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, backoff, state, "
-          "version, created_at, updated_at)\n")
+          "version, created_at, updated_at, far_shard, far_run_at)\n")
         w(f"  SELECT {idexpr}, m.topic, NULL, '{body}', {runat}, 5, {a.ttr}, {a.tries}, 0, NULL, '{a.state}', 1, "
-          f"{now}, {now}\n")
+          f"{now}, {now}, {farkey}\n")
         w(f"  FROM seq_0_to_{n - 1} s JOIN farload_topic m ON m.t = {i} MOD {a.topics};\n")
-        if a.state == "far":
-            w("INSERT INTO far_job (shard, run_at, id)\n")
-            w(f"  SELECT m.shard, {runat}, {idexpr}\n")
-            w(f"  FROM seq_0_to_{n - 1} s JOIN farload_topic m ON m.t = {i} MOD {a.topics};\n")
         w("COMMIT;\n")
     counts = [0] * a.topics
     for t in range(a.topics):

@@ -230,7 +230,7 @@ def tiers(env, row, rps_row, lat_row, noise, errs):
         per = (m1 - m0) / nj
         rows_far = int(num(env, "farmem_far_rows") or 0)
         in_redis = int(num(env, "farmem_redis_jobs") or 0)
-        notes = [f"used_memory {m0 / 2**20:.2f} -> {m1 / 2**20:.2f} MiB", f"{rows_far:,} far_job rows",
+        notes = [f"used_memory {m0 / 2**20:.2f} -> {m1 / 2**20:.2f} MiB", f"{rows_far:,} far keys",
                  f"{in_redis:,} jobs in Redis"]
         ok = per <= 8 and rows_far == int(nj)
         if rows_far != int(nj):
@@ -330,7 +330,7 @@ def tiers(env, row, rps_row, lat_row, noise, errs):
             notes.append(f"Redis used_memory peak {mem / 1e6:,.0f} MB")
         left, cleft = num(env, "bucket_far_left"), num(env, "bucket_far_count_left")
         if left or cleft:
-            notes.append(f"LEFT BEHIND: {int(left or 0):,} far_job rows, far_count {int(cleft or 0):,} "
+            notes.append(f"LEFT BEHIND: {int(left or 0):,} far keys, far_count {int(cleft or 0):,} "
                          f"(messages: {env.get('bucket_states_after', '?')})")
         if noise("bucket"):
             notes.append(noise("bucket"))

@@ -332,7 +332,7 @@ sqlroot hourglass <"$ROOT/sql/schema.sql" || die "applying sql/schema.sql failed
 # Without them (an older build measured for comparison) the tiers' phases are skipped.
 HAS_TIERS=0
 if "$BIN" -p -c /dev/null 2>/dev/null | grep -q '^horizon' &&
-    [ -n "$(sqlroot hourglass -N -B -e "SHOW TABLES LIKE 'far_job'")" ]; then
+    [ -n "$(sqlroot hourglass -N -B -e "SHOW TABLES LIKE 'far_count'")" ]; then
     HAS_TIERS=1
 fi
 say "redis :$RPORT and mariadb :$MPORT up in $WORK"
@@ -434,8 +434,8 @@ reset_data() { # a clean slate: no daemon, empty Redis, empty tables
     sqlroot hourglass -e 'TRUNCATE TABLE message; TRUNCATE TABLE transition; TRUNCATE TABLE topic_setting;
         TRUNCATE TABLE topic_change' || die "truncate failed"
     if [ "$HAS_TIERS" = 1 ]; then
-        sqlroot hourglass -e 'TRUNCATE TABLE far_job; TRUNCATE TABLE far_count; TRUNCATE TABLE far_biz;
-            TRUNCATE TABLE far_mark' || die "truncate of the far tables failed"
+        sqlroot hourglass -e 'TRUNCATE TABLE far_count; TRUNCATE TABLE far_biz; TRUNCATE TABLE far_mark' ||
+            die "truncate of the far tables failed"
     fi
 }
 
@@ -1125,7 +1125,7 @@ fi
 # ------------------------------------------------------------------ tiers (issue 13)
 
 # far_load TAG JOBS RUN_AT SPREAD TTR: bulk-load JOBS far jobs straight into MySQL
-# (bench/farload.py: message rows in state 'far', far_job, far_count; 16 topics spread over the
+# (bench/farload.py: message rows in state 'far' with their far keys, far_count; 16 topics spread over the
 # shards), due from RUN_AT (unix ms) over SPREAD ms; records TAG_load_secs and TAG_prefix.
 far_load() {
     say "$1: bulk-loading $2 far jobs into MySQL (bench/farload.py)"
@@ -1139,8 +1139,8 @@ far_load() {
     rm -f "$WORK/farload-$1.sql"
     rec "${1}_load_secs" "$(echo "$t1 $t0" | awk '{ printf "%.3f", $1 - $2 }')"
     rec "${1}_prefix" "$(sed -n 's/^prefix=//p' "$WORK/farload-$1.err")"
-    rec "${1}_far_rows" "$(sqlroot hourglass -N -B -e 'SELECT COUNT(*) FROM far_job')"
-    say "$1: $(getv "${1}_far_rows") far_job rows in $(getv "${1}_load_secs") s"
+    rec "${1}_far_rows" "$(sqlroot hourglass -N -B -e 'SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL')"
+    say "$1: $(getv "${1}_far_rows") far jobs in $(getv "${1}_load_secs") s"
 }
 
 # restore_timed TAG [PROFILE_NAME]: FLUSHALL, then GET /reStore?expire=true, timed by the client;
@@ -1149,7 +1149,7 @@ far_load() {
 restore_timed() {
     pending=$(sqlroot -N -B hourglass -e "SELECT COUNT(*) FROM message WHERE state IN ('delayed','ready','reserved')")
     rec "${1}_pending" "$pending"
-    rec "${1}_far" "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    rec "${1}_far" "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL')"
     rcli flushall >/dev/null
     say "$1: FLUSHALL, then /reStore?expire=true ($pending near messages, $(getv "${1}_far") far)"
     scrape "$1" 0
@@ -1273,8 +1273,8 @@ if [ "$HAS_TIERS" = 1 ] && has_phase farpush; then
     rec farmem_before "$m0"
     rec farmem_after "$m1"
     rec farmem_redis_jobs "$(redis_jobs)"
-    rec farmem_far_rows "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
-    say "farmem: filled at $(getv farmem_fill_rate) jobs/s; Redis used_memory $m0 -> $m1, $(getv farmem_redis_jobs) jobs in Redis, $(getv farmem_far_rows) far_job rows"
+    rec farmem_far_rows "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL')"
+    say "farmem: filled at $(getv farmem_fill_rate) jobs/s; Redis used_memory $m0 -> $m1, $(getv farmem_redis_jobs) jobs in Redis, $(getv farmem_far_rows) far keys in MySQL"
 
     # Figure 10: figure 0's wrk load (single pushes, 64 connections), the jobs due in 30 minutes
     # (near: Redis and MySQL) or in 1 day (far: MySQL only), alternating, each run from an empty
@@ -1329,7 +1329,7 @@ if [ "$HAS_TIERS" = 1 ] && has_phase farbacklog; then
     wrk_delay tpushbig1 "$NEAR_DELAY"
     wrk_delay tpushbig2 "$NEAR_DELAY"
     keep_best tpushbig
-    rec farbig_far_after "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    rec farbig_far_after "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL')"
     reset_data
     HORIZON=0
 fi
@@ -1463,9 +1463,9 @@ print(tag + "_paged=%d" % (0 if p0 is None else plast - p0))
 print(tag + "_paged_at_due=%s" % ("" if paged_at_due is None else "%d" % paged_at_due))
 print(tag + "_pager_lag_max_s=%.3f" % lag)
 print(tag + "_redis_mem_max=%d" % mem)' "$RAW/$tag-paging.txt" "$BUCKET_N" "$b_from" "$tag" >>"$ENV"
-    # What the bucket left behind once the journal is idle: no far_job row, no far count.
+    # What the bucket left behind once the journal is idle: no far key, no far count.
     journal_idle 600 || echo "bench: the journal still had a backlog 600 s after the bucket" >&2
-    rec "${tag}_far_left" "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM far_job')"
+    rec "${tag}_far_left" "$(sqlroot -N -B hourglass -e 'SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL')"
     rec "${tag}_far_count_left" "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(jobs), 0) FROM far_count')"
     rec "${tag}_far_mark_paged" "$(sqlroot -N -B hourglass -e 'SELECT COALESCE(SUM(paged), 0) FROM far_mark')"
     # The paging's own lateness: when each job of the bucket became ready in Redis (its first

@@ -1,6 +1,6 @@
 -- hourglass schema. Idempotent: safe to apply again (CREATE TABLE / ADD COLUMN ... IF NOT EXISTS).
--- Works on MariaDB 10.6+. MySQL 8 lacks ADD COLUMN IF NOT EXISTS: there, drop that one statement
--- (below) on a new database, and run it without IF NOT EXISTS once when upgrading. Apply with:
+-- Works on MariaDB 10.6+. MySQL 8 lacks ADD COLUMN / ADD KEY IF NOT EXISTS: there, drop those
+-- statements (below) on a new database, and run them without IF NOT EXISTS once when upgrading. Apply with:
 --   mariadb hourglass < sql/schema.sql        (or: mysql hourglass < sql/schema.sql)
 --
 -- The daemon refuses to start when these tables are missing or older than it needs
@@ -26,9 +26,10 @@ CREATE TABLE IF NOT EXISTS message (
     created_at  BIGINT          NOT NULL,               -- unix ms
     updated_at  BIGINT          NOT NULL,               -- unix ms
     PRIMARY KEY (id),
-    -- The only secondary index, because every push inserts into it and every transition
-    -- moves its entry: restore pages through live states in id order, retention through
+    -- Few secondary indexes, because every push inserts into each and every transition
+    -- moves this one's entry: restore pages through live states in id order, retention through
     -- terminal states in id order (ids are time-ordered, so "older than" is an id range).
+    -- (Schema 6 adds idx_far, the far tier's, below.)
     KEY idx_state_id (state, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
@@ -102,18 +103,8 @@ CREATE TABLE IF NOT EXISTS topic_change (
 ALTER TABLE message MODIFY COLUMN state
     ENUM('delayed','ready','reserved','finished','deleted','dead','aborted','far') NOT NULL;
 
--- The pager's index: one row per far job, keyed so that "the far jobs of shard s due before T"
--- is one range of the primary key, in due order. A row exists exactly while its message is
--- 'far' (the push inserts it, paging, a delete or a reschedule remove or re-key it in the same
--- transaction that changes the message), so the table holds the far backlog and nothing else.
-CREATE TABLE IF NOT EXISTS far_job (
-    shard       SMALLINT UNSIGNED NOT NULL,
-    run_at      BIGINT          NOT NULL,               -- due time, unix ms
-    id          BIGINT UNSIGNED NOT NULL,
-    PRIMARY KEY (shard, run_at, id)
-) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
-
--- Far jobs per topic, changed in the same transactions as far_job: /stats reads it in O(topics).
+-- Far jobs per topic, changed in the same transactions as a far job's key (message.far_shard,
+-- schema 6 below): /stats reads it in O(topics).
 CREATE TABLE IF NOT EXISTS far_count (
     topic       VARCHAR(128)    NOT NULL,
     jobs        BIGINT          NOT NULL,
@@ -132,8 +123,8 @@ CREATE TABLE IF NOT EXISTS far_biz (
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
 -- The pager's durable watermark, per shard: every far job of the shard due before
--- `paged_through` is in Redis (or was, and moved on). Written in the transaction that removes
--- the paged rows from far_job.
+-- `paged_through` is in Redis (or was, and moved on). Written in the transaction that clears
+-- the paged rows' far keys.
 CREATE TABLE IF NOT EXISTS far_mark (
     shard         SMALLINT UNSIGNED NOT NULL,
     paged_through BIGINT          NOT NULL,             -- unix ms
@@ -182,12 +173,36 @@ CREATE TABLE IF NOT EXISTS biz_latest (
     KEY idx_id (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
+-- Schema 6: the pager's index lives in `message` itself. A far job's key is (far_shard,
+-- far_run_at, id): set by the push that makes it far, cleared in the transaction that pages it
+-- in, deletes it or finds it moved on (architecture.md, "Tiers"); NULL on every other row.
+-- Schema 4 kept the key in a table of its own, far_job: one more multi-row INSERT in every
+-- push's group commit, about 10 % of a far push's cost in MySQL (docs/performance.md). Near
+-- rows index (NULL, NULL, id), which never moves, so their transitions do not touch idx_far.
+ALTER TABLE message ADD COLUMN IF NOT EXISTS far_shard SMALLINT UNSIGNED NULL AFTER updated_at,
+    ADD COLUMN IF NOT EXISTS far_run_at BIGINT NULL AFTER far_shard,
+    ADD KEY IF NOT EXISTS idx_far (far_shard, far_run_at);
+-- A schema-4 far_job table: its keys move into message, then it goes (stop every hourglass
+-- older than schema 6 first: they write far_job, and with the table gone they fail loudly
+-- rather than write keys no pager reads). Prepared statements, so that applying this file
+-- again, with far_job gone, changes nothing.
+SET @hg_far_job_table := (SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()
+                          AND table_name = 'far_job' AND table_type = 'BASE TABLE');
+SET @hg_step := IF(@hg_far_job_table, 'UPDATE message m JOIN far_job f ON f.id = m.id
+    SET m.far_shard = f.shard, m.far_run_at = f.run_at', 'DO 0');
+PREPARE hg_step FROM @hg_step;
+EXECUTE hg_step;
+SET @hg_step := IF(@hg_far_job_table, 'DROP TABLE far_job', 'DO 0');
+PREPARE hg_step FROM @hg_step;
+EXECUTE hg_step;
+DEALLOCATE PREPARE hg_step;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5);
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6);
 -- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*),
--- 5: schedules, biz_latest
+-- 5: schedules, biz_latest, 6: far keys in message (far_shard, far_run_at; far_job dropped)

@@ -81,7 +81,7 @@ static void journal_abort(struct request *r, const struct job_spec *j, int from,
     rec.force = 1;
     rec.biz_holder = biz_holder; /* biz_latest goes back to the job that kept the key */
     if (from == JS_FAR)
-        rec.kind = JR_FAR_LEAVE; /* its far_job and far_biz rows go too */
+        rec.kind = JR_FAR_LEAVE; /* its far key and far_biz row go too */
     journal_submit(&rec, 1);
     metrics_transition(from, JS_ABORTED, 1);
 }

@@ -288,7 +288,7 @@ static int read_jobs(struct rsync_shards *set, const struct config *cfg, const s
 }
 
 /* Mark the rows of pushes[0..n) aborted when they are still live at version 1. */
-static int abort_pushes(MYSQL *db, int shards, const uint64_t *ids, size_t n, unsigned long long *aborted)
+static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long long *aborted)
 {
     int64_t now = clock_unix_ms();
     struct sbuf in = SBUF_INIT, sql = SBUF_INIT;
@@ -300,11 +300,9 @@ static int abort_pushes(MYSQL *db, int shards, const uint64_t *ids, size_t n, un
     /* the pool's connections run one statement per round trip: a transaction of two */
     static const char begin[] = "START TRANSACTION";
     static const char live[] = " AND version = 1 AND state IN ('delayed','ready','reserved','far') AND id IN (";
-    /* A far job's row has companions (far_job, far_biz, its count): they go with it, first. */
-    struct sbuf far = SBUF_INIT, farcount = SBUF_INIT, farbiz = SBUF_INIT;
-    sb_printf(&far, "DELETE f FROM message m JOIN far_job f ON f.shard = (m.id & 4095) MOD %d AND f.run_at = m.run_at "
-                    "AND f.id = m.id WHERE m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)",
-              shards, (int)in.len, in.data ? in.data : "");
+    /* A far job's row has companions (far_biz, its count): they go first, while the row is
+     * still 'far'; its far key goes with its state (upd). */
+    struct sbuf farcount = SBUF_INIT, farbiz = SBUF_INIT;
     sb_printf(&farcount, "UPDATE far_count c SET jobs = jobs - (SELECT COUNT(*) FROM message m WHERE m.topic = c.topic "
                          "AND m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)) WHERE topic IN (SELECT topic FROM "
                          "message WHERE version = 1 AND state = 'far' AND id IN (%.*s))",
@@ -320,17 +318,16 @@ static int abort_pushes(MYSQL *db, int shards, const uint64_t *ids, size_t n, un
     sb_puts(&sql, live);
     sb_put(&sql, in.data, in.len);
     sb_putc(&sql, ')');
-    sb_puts(&upd, "UPDATE message SET state = 'aborted', version = version + 1, updated_at = ");
+    sb_puts(&upd, "UPDATE message SET state = 'aborted', far_shard = NULL, far_run_at = NULL, version = version + 1, "
+                  "updated_at = ");
     sb_json_int(&upd, now);
     sb_puts(&upd, " WHERE 1");
     sb_puts(&upd, live);
     sb_put(&upd, in.data, in.len);
     sb_putc(&upd, ')');
-    int rc = sql.oom || in.oom || upd.oom || far.oom || farcount.oom || farbiz.oom ? -1 : db_exec(db, begin, sizeof begin - 1);
+    int rc = sql.oom || in.oom || upd.oom || farcount.oom || farbiz.oom ? -1 : db_exec(db, begin, sizeof begin - 1);
     if (rc == 0)
         rc = db_exec(db, sql.data, sql.len);
-    if (rc == 0)
-        rc = db_exec(db, far.data, far.len);
     if (rc == 0)
         rc = db_exec(db, farbiz.data, farbiz.len);
     if (rc == 0)
@@ -346,7 +343,6 @@ static int abort_pushes(MYSQL *db, int shards, const uint64_t *ids, size_t n, un
     sb_free(&in);
     sb_free(&sql);
     sb_free(&upd);
-    sb_free(&far);
     sb_free(&farcount);
     sb_free(&farbiz);
     return rc;
@@ -425,7 +421,7 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
     }
     unsigned long long aborted = 0;
     long deleted = 0;
-    int rc = naborts ? abort_pushes(db, cfg->redis_shards, aborts, naborts, &aborted) : 0;
+    int rc = naborts ? abort_pushes(db, aborts, naborts, &aborted) : 0;
     if (rc == 0 && ndels)
         rc = delete_in_redis(c, cfg, dels, ndels, &deleted);
     rsync_shards_free(c);

@@ -10,7 +10,6 @@ static const char MESSAGE_HEAD[] = "INSERT INTO message (" MESSAGE_COLUMNS ") VA
 /* IGNORE: a transition is unique per (job, version, state); an outbox entry read twice (a
  * journal that died before acknowledging it) is written once */
 static const char TRANSITION_HEAD[] = "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES ";
-static const char FARJOB_HEAD[] = "INSERT INTO far_job (shard,run_at,id) VALUES ";
 static const char FARBIZ_HEAD[] = "INSERT INTO far_biz (id,topic,biz_key,run_at) VALUES ";
 static const char FARCOUNT_HEAD[] = "INSERT INTO far_count (topic,jobs) VALUES ";
 static const char FARCOUNT_TAIL[] = " ON DUPLICATE KEY UPDATE jobs = jobs + VALUES(jobs)";
@@ -136,7 +135,13 @@ int jsql_message_row(struct jsql *b, const struct jrec *r)
     sb_json_int(&b->sql, r->at); /* created_at */
     sb_putc(&b->sql, ',');
     sb_json_int(&b->sql, r->at); /* updated_at */
-    sb_putc(&b->sql, ')');
+    if (r->to == JS_FAR) { /* its far key (far_shard, far_run_at): the pager's index */
+        sb_printf(&b->sql, ",%u,", r->shard);
+        sb_json_int(&b->sql, j->run_at);
+        sb_putc(&b->sql, ')');
+    } else {
+        sb_puts(&b->sql, ",NULL,NULL)");
+    }
     return 0;
 }
 
@@ -237,16 +242,6 @@ int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const struct jrec *r = recs[i];
-        if (begin_row(b, FARJOB_HEAD) < 0)
-            return -1;
-        sb_printf(&b->sql, "%u,", r->shard);
-        sb_json_int(&b->sql, r->job->run_at);
-        sb_putc(&b->sql, ',');
-        sb_json_uint(&b->sql, r->id);
-        sb_putc(&b->sql, ')');
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct jrec *r = recs[i];
         const struct job_spec *j = r->job;
         if (j->biz_key == NULL)
             continue;
@@ -292,7 +287,7 @@ int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n)
 }
 
 /* A far job's change, guarded on its row still being 'far'. The row is locked first (the
- * order every writer of these tables keeps: message, far_job, far_count), its due time and
+ * order every writer of these tables keeps: message, far_biz, far_count), its due time and
  * topic kept in @far_run_<k> and @far_topic_<k> for the statements after, and for
  * jsql_far_leave_counts at the end of the script. */
 int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance)
@@ -316,22 +311,22 @@ int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *
     sb_putc(q, ',');
     put_field(b, r->instance[0] ? r->instance : instance, sizeof r->instance);
     sb_printf(q, ", attempts FROM message WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
-    sb_printf(q, "DELETE FROM far_job WHERE shard = %u AND run_at = @far_run_%zu AND id = %s;", r->shard, k, id);
+    /* The far key is the row's own (far_shard, far_run_at): re-keyed with the due time, or
+     * cleared as the job leaves the tier, in the same UPDATE. */
     if (r->kind == JR_FAR_MOVE) {
-        sb_printf(q, "INSERT INTO far_job (shard,run_at,id) SELECT %u, ", r->shard);
-        sb_json_int(q, r->run_at);
-        sb_printf(q, ", %s FROM DUAL WHERE @far_run_%zu IS NOT NULL;", id, k);
         sb_puts(q, "UPDATE far_biz SET run_at = ");
         sb_json_int(q, r->run_at);
         sb_printf(q, " WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
         sb_puts(q, "UPDATE message SET run_at = ");
+        sb_json_int(q, r->run_at);
+        sb_puts(q, ", far_run_at = ");
         sb_json_int(q, r->run_at);
         sb_puts(q, ", version = version + 1, updated_at = ");
     } else {
         sb_printf(q, "DELETE FROM far_biz WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
         sb_puts(q, "UPDATE message SET state = ");
         put_state(q, r->to);
-        sb_puts(q, ", version = version + 1, updated_at = ");
+        sb_puts(q, ", far_shard = NULL, far_run_at = NULL, version = version + 1, updated_at = ");
     }
     sb_json_int(q, r->at);
     sb_printf(q, " WHERE id = %s AND state = 'far';", id);

@@ -60,9 +60,10 @@ int jsql_refused_row(struct jsql *b, const struct jrec *r, const char *error, in
 int jsql_send(struct jsql *b);
 
 /* The far tier (architecture.md, "Tiers"), written after everything above in a cycle so that
- * the locks are taken in the order every writer of these tables keeps: message rows, far_job,
- * far_count last.
- * jsql_far_inserts: far_job rows (and far_biz rows for bizKeys) of new far jobs (JR_INSERT to
+ * the locks are taken in the order every writer of these tables keeps: message rows, far_biz,
+ * far_count last. A new far job's key (far_shard, far_run_at) is in its message row
+ * (jsql_message_row), so it costs no statement of its own.
+ * jsql_far_inserts: the far_biz rows of new far jobs that carry a bizKey (JR_INSERT to
  * JS_FAR); jsql_far_counts: their far_count additions, one row per topic, in topic_cmp order
  * (job.h; it sorts recs[0..n) so).
  * jsql_far_change: a JR_FAR_LEAVE or JR_FAR_MOVE record, the k-th of the script's;

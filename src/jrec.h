@@ -15,8 +15,8 @@ enum jrec_kind {
     /* A far job (state 'far', MySQL only) changed outside Redis. Guarded in SQL on the row still
      * being 'far' (so a job the pager took meanwhile is left alone, and writing twice is
      * harmless); its version is the row's + 1, whatever `ver` says. */
-    JR_FAR_LEAVE = 4,  /* far -> `to` (deleted, aborted): its far_job, far_biz rows go, far_count - 1 */
-    JR_FAR_MOVE = 5,   /* far -> far due at `run_at`: its far_job (and far_biz) row re-keyed */
+    JR_FAR_LEAVE = 4,  /* far -> `to` (deleted, aborted): its far key and far_biz row go, far_count - 1 */
+    JR_FAR_MOVE = 5,   /* far -> far due at `run_at`: its far key (and far_biz row) re-keyed */
 };
 
 #define JREC_ACTOR_MAX 96
@@ -26,7 +26,7 @@ struct jrec {
     uint8_t kind;
     uint8_t from, to; /* job states (job.h); from = JS_NONE for a new job */
     uint8_t force;    /* apply to the message row even if its version is not older (delete, abort) */
-    uint16_t shard;   /* the job's shard (far_job rows are keyed by it) */
+    uint16_t shard;   /* the job's shard (a far job's key, message.far_shard, is it) */
     uint32_t ver;     /* job version after this change */
     uint32_t attempts;
     uint64_t id;

@@ -40,8 +40,8 @@
 #define STOP_DEADLINE_MS 1000
 /* Step 3 threads. A chunk's commit takes longer than reading it and putting it into Redis
  * (~60 against ~45 ms per 1,000 rows), so one committer would hold the reader up; chunks of
- * different shards lock disjoint rows (message ids, far_job keys, topics and far_mark rows are
- * all per shard), so two commit side by side, and a shard's chunks keep their order on one. */
+ * different shards lock disjoint rows (message ids, whose far keys are per shard, topics and
+ * far_mark rows), so two commit side by side, and a shard's chunks keep their order on one. */
 #define COMMITTERS 2
 
 /* jobs paged per bucket, for hourglass_pager_bucket_jobs */
@@ -241,19 +241,19 @@ static int refresh_redis_tier(struct rsync_shards *set)
 /* ---- one step: rows read from MySQL into Redis, then marked paged ---- */
 
 struct far_row {
-    struct mrow m;       /* the message row (m.id == 0: none, a stray far_job row) */
-    int64_t far_run_at;  /* the far_job row's key */
+    struct mrow m;       /* the message row */
+    int64_t far_run_at;  /* its far key (message.far_shard, far_run_at, id) as step 1 read it */
     uint64_t far_id;
     enum reinsert_outcome out;
     int cur_state;       /* under the lock in step 3 */
     unsigned cur_ver;
     int64_t cur_run_at;
-    int key_exists;      /* its far_job row is still there (step 3, locked) */
+    int key_exists;      /* its far key is still the one step 1 read (step 3, locked) */
     int moved_on;        /* paged by an earlier step that died before its commit */
 };
 
 static const char ROW_COLUMNS[] = "m.id, m.topic, m.biz_key, m.body, m.run_at, m.priority, m.ttr, m.tries, "
-                                  "m.attempts, m.version, m.state, m.backoff, f.run_at, f.id";
+                                  "m.attempts, m.version, m.state, m.backoff, m.far_run_at, m.id";
 
 static int cmp_row_id(const void *a, const void *b)
 {
@@ -308,7 +308,7 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
     }
     for (int i = 0; i < n; i++) {
         rows[i].out = OUT_FAILED;
-        if (rows[i].m.id != 0 && rows[i].m.state == JS_FAR && rows[i].m.run_at == rows[i].far_run_at) {
+        if (rows[i].m.state == JS_FAR && rows[i].m.run_at == rows[i].far_run_at) {
             whose[k] = &rows[i];
             put[k++] = &rows[i].m;
         }
@@ -362,18 +362,21 @@ static MYSQL_RES *query(MYSQL *db, struct sbuf *sql)
     return rc == 0 ? mysql_store_result(db) : NULL;
 }
 
-/* Step 3's lock and read: each row's current state, version and due time. */
-static int lock_rows(MYSQL *db, struct far_row **byid, int n)
+/* Step 3's lock and read: each row's current state, version and due time, and whether its far
+ * key is still the one step 1 read in `shard`. */
+static int lock_rows(MYSQL *db, int shard, struct far_row **byid, int n)
 {
     struct sbuf sql = SBUF_INIT;
-    sb_puts(&sql, "SELECT id, state, version, run_at FROM message WHERE id IN (");
+    sb_puts(&sql, "SELECT id, state, version, run_at, far_shard, far_run_at FROM message WHERE id IN (");
     put_ids(&sql, byid, n);
     sb_puts(&sql, ") ORDER BY id FOR UPDATE");
     MYSQL_RES *res = query(db, &sql);
     if (res == NULL)
         return -1;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         byid[i]->cur_state = JS_NONE;
+        byid[i]->key_exists = 0;
+    }
     MYSQL_ROW row;
     int i = 0;
     while ((row = mysql_fetch_row(res)) != NULL) {
@@ -384,44 +387,9 @@ static int lock_rows(MYSQL *db, struct far_row **byid, int n)
             byid[j]->cur_state = job_state_parse(row[1]);
             byid[j]->cur_ver = (unsigned)strtoul(row[2], NULL, 10);
             byid[j]->cur_run_at = strtoll(row[3], NULL, 10);
+            byid[j]->key_exists = row[4] != NULL && atoi(row[4]) == shard && row[5] != NULL &&
+                                  strtoll(row[5], NULL, 10) == byid[j]->far_run_at;
         }
-    }
-    mysql_free_result(res);
-    return 0;
-}
-
-/* Step 3's lock on the far_job keys read in step 1: which are still there. */
-static int lock_keys(MYSQL *db, int shard, struct far_row *rows, int n)
-{
-    struct sbuf sql = SBUF_INIT;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (int i = 0; i < n; i++) {
-        rows[i].key_exists = 0;
-        if (rows[i].far_run_at < lo)
-            lo = rows[i].far_run_at;
-        if (rows[i].far_run_at > hi)
-            hi = rows[i].far_run_at;
-    }
-    sb_printf(&sql, "SELECT run_at, id FROM far_job WHERE shard = %d AND run_at BETWEEN %lld AND %lld AND id IN (",
-              shard, (long long)lo, (long long)hi);
-    for (int i = 0; i < n; i++) {
-        if (i)
-            sb_putc(&sql, ',');
-        sb_json_uint(&sql, rows[i].far_id);
-    }
-    sb_puts(&sql, ") ORDER BY run_at, id FOR UPDATE");
-    MYSQL_RES *res = query(db, &sql);
-    if (res == NULL)
-        return -1;
-    MYSQL_ROW row;
-    int i = 0; /* both in (run_at, id) order: one merge */
-    while ((row = mysql_fetch_row(res)) != NULL) {
-        int64_t run_at = strtoll(row[0], NULL, 10);
-        uint64_t id = strtoull(row[1], NULL, 10);
-        while (i < n && (rows[i].far_run_at < run_at || (rows[i].far_run_at == run_at && rows[i].far_id < id)))
-            i++;
-        if (i < n && rows[i].far_run_at == run_at && rows[i].far_id == id)
-            rows[i].key_exists = 1;
     }
     mysql_free_result(res);
     return 0;
@@ -472,41 +440,31 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     if (byid == NULL)
         return -1;
     struct far_row **done = byid + n, **held = byid + 2 * n;
-    int ndone = 0, nheld = 0, nstray = 0, nlock = 0;
+    int ndone = 0, nheld = 0;
     for (int i = 0; i < n; i++)
-        if (rows[i].m.id != 0)
-            byid[nlock++] = &rows[i];
-    qsort(byid, (size_t)nlock, sizeof *byid, cmp_row_id);
+        byid[i] = &rows[i];
+    qsort(byid, (size_t)n, sizeof *byid, cmp_row_id);
     struct sbuf sql = SBUF_INIT;
     int rc = db_exec(db, "START TRANSACTION", 17);
-    if (rc == 0 && nlock > 0)
-        rc = lock_rows(db, byid, nlock);
-    if (rc < 0)
-        goto out;
-
     if (rc == 0)
-        rc = lock_keys(db, shard, rows, n);
+        rc = lock_rows(db, shard, byid, n);
     if (rc < 0)
         goto out;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    sb_printf(&sql, "DELETE FROM far_job WHERE shard = %d AND run_at BETWEEN ", shard);
     struct sbuf ids = SBUF_INIT;
     *nunpage = 0;
     for (int i = 0; i < n; i++) {
         struct far_row *r = &rows[i];
-        /* What the row's far_job key (still there, under lock) and message say now:
+        /* What the row's far key and state say now, under the row's lock:
          *  - still far at the version read: paged by this step (or its bizKey was lost);
          *  - no longer far, key still there: paged by an earlier step whose pager died before
          *    its commit (restore.lua's transition reached MySQL since): paged, the message as
          *    it is;
-         *  - no message at all: a stray key, dropped;
-         *  - key gone, or far at another version: a delete or a reschedule committed since
-         *    step 1 and manages the key; what step 2 put in Redis from the old row goes again,
-         *    unless another pager marked it paged meanwhile (then it is live in Redis). */
+         *  - key gone (the row too, retention's), or far at another version: a delete or a
+         *    reschedule committed since step 1 and manages the key; what step 2 put in Redis
+         *    from the old row goes again, unless another pager marked it paged meanwhile (then
+         *    it is live in Redis). */
         int moved_on = r->cur_state != JS_FAR && r->cur_state != JS_NONE;
-        if (r->key_exists && r->m.id == 0) {
-            nstray++;
-        } else if (r->key_exists && settled(r) && r->out == OUT_BIZHELD) {
+        if (r->key_exists && settled(r) && r->out == OUT_BIZHELD) {
             held[nheld++] = r;
         } else if (r->key_exists && (settled(r) || moved_on)) {
             r->moved_on = moved_on;
@@ -518,15 +476,10 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
             continue;
         }
         put_id(&ids, r->far_id);
-        if (r->far_run_at < lo)
-            lo = r->far_run_at;
-        if (r->far_run_at > hi)
-            hi = r->far_run_at;
     }
-    if (nstray > 0) /* every path that ends a far job removes its key: this is a bug to find */
-        log_warn("pager: shard %d: %d far_job rows without a message row; dropped", shard, nstray);
-    if (ids.len) {
-        sb_printf(&sql, "%lld AND %lld AND id IN (%.*s)", (long long)lo, (long long)hi, (int)ids.len, ids.data);
+    if (ids.len) { /* their far keys go (locked above, and checked to be the ones read) */
+        sb_printf(&sql, "UPDATE message SET far_shard = NULL, far_run_at = NULL WHERE id IN (%.*s)", (int)ids.len,
+                  ids.data);
         rc = exec(db, &sql);
     }
     sb_free(&ids);
@@ -624,7 +577,7 @@ static int take_back(redisContext *c, int shard, struct far_row **rows, int n)
  * Step 3 (a MySQL transaction over the chunk) takes about as long as steps 1 and 2 together,
  * so the committer thread does it while the pager reads and sends the next chunk: a depth-one
  * queue (`slot`). The next read starts after the last key of the chunk before (keyset), since
- * that chunk's rows are still in far_job until its commit. A failed commit is reported to the
+ * that chunk's rows keep their far keys until its commit. A failed commit is reported to the
  * pager, which starts the shard's pass again (its rows are still there: paging them again is
  * harmless, see pager.h). */
 
@@ -721,15 +674,15 @@ static int drain_commits(void)
     return failed ? -1 : 0;
 }
 
-/* Steps 1 and 2 for the rows `where` selects (a condition on f), then hand-off. Returns rows
- * read, -1 on failure; *last = the last row's key. `paced`: see to_redis. */
+/* Steps 1 and 2 for the rows `where` selects (a condition on the far key m.far_run_at, m.id),
+ * then hand-off. Returns rows read, -1 on failure; *last = the last row's key. `paced`: see
+ * to_redis. */
 static int read_and_send(MYSQL *db, struct rsync_shards *set, int shard, const char *where, int64_t through_if_all,
                          int paced, int64_t *last_run_at, uint64_t *last_id)
 {
     char sql[640];
     snprintf(sql, sizeof sql,
-             "SELECT %s FROM far_job f LEFT JOIN message m ON m.id = f.id WHERE f.shard = %d AND %s "
-             "ORDER BY f.run_at, f.id LIMIT %d",
+             "SELECT %s FROM message m WHERE m.far_shard = %d AND %s ORDER BY m.far_run_at, m.id LIMIT %d",
              ROW_COLUMNS, shard, where, CHUNK_ROWS(paced));
     int64_t t0 = clock_mono_us();
     if (mysql_query(db, sql) != 0)
@@ -755,8 +708,7 @@ static int read_and_send(MYSQL *db, struct rsync_shards *set, int shard, const c
     for (int i = 0; i < n; i++) {
         MYSQL_ROW m = mysql_fetch_row(res);
         unsigned long *len = mysql_fetch_lengths(res);
-        if (m[0] != NULL)
-            mrow_read(m, len, &rows[i].m);
+        mrow_read(m, len, &rows[i].m);
         rows[i].far_run_at = strtoll(m[12], NULL, 10);
         rows[i].far_id = strtoull(m[13], NULL, 10);
     }
@@ -891,7 +843,7 @@ static int between_chunks(struct pass *p)
         char where[96];
         int64_t last;
         uint64_t last_id;
-        snprintf(where, sizeof where, "f.run_at = %lld AND f.id = %llu", (long long)req[i].run_at,
+        snprintf(where, sizeof where, "m.far_run_at = %lld AND m.id = %llu", (long long)req[i].run_at,
                  (unsigned long long)req[i].id);
         if (read_and_send(p->db, p->c, req[i].shard, where, 0, 0, &last, &last_id) < 0)
             return -1;
@@ -941,7 +893,8 @@ static int pace_begin(struct pass *p, int64_t bound, struct pace *pc)
     if (slack >= pager_lead_ms(cfg))
         return 0; /* never paced */
     struct sbuf sql = SBUF_INIT;
-    sb_printf(&sql, "SELECT COUNT(*), MIN(run_at) FROM far_job WHERE run_at < %lld AND shard IN (", (long long)bound);
+    sb_printf(&sql, "SELECT COUNT(*), MIN(far_run_at) FROM message WHERE far_run_at < %lld AND far_shard IN (",
+              (long long)bound);
     int any = 0;
     for (int s = 0; s < cfg->redis_shards; s++)
         if (p->owned[s])
@@ -1024,10 +977,10 @@ static int page_pass(struct pass *p)
                 continue;
             char where[160];
             if (cur[s].run_at == INT64_MIN)
-                snprintf(where, sizeof where, "f.run_at < %lld", (long long)bound);
+                snprintf(where, sizeof where, "m.far_run_at < %lld", (long long)bound);
             else
                 snprintf(where, sizeof where,
-                         "f.run_at < %lld AND f.run_at >= %lld AND (f.run_at > %lld OR f.id > %llu)", (long long)bound,
+                         "m.far_run_at < %lld AND m.far_run_at >= %lld AND (m.far_run_at > %lld OR m.id > %llu)", (long long)bound,
                          (long long)cur[s].run_at, (long long)cur[s].run_at, (unsigned long long)cur[s].id);
             int paced = clock_unix_ms() < pace.deadline;
             int n = read_and_send(p->db, p->c, s, where, bound, paced, &cur[s].run_at, &cur[s].id);

@@ -2,20 +2,21 @@
  * (architecture.md, "Tiers").
  *
  * A job pushed due later than now + [queue] horizon is committed to MySQL alone: a message row
- * in state 'far' and a far_job row (shard, run_at, id). One pager thread per instance pages the
+ * in state 'far' carrying its far key (far_shard, far_run_at, id: message's idx_far, schema 6).
+ * One pager thread per instance pages the
  * far jobs of the shards this instance moves (the mover's shard ownership, fleet.h: so
  * instances share the paging without loading the same rows twice, and a dead instance's
  * shards are taken over with its mover duties):
  *
- *   every PAGER_TICK_MS, per owned shard, the far_job rows due before bucket_end(now + lead),
- *   CHUNK at a time in (run_at, id) order (one range of far_job's primary key):
- *   1. read them with their message rows;
+ *   every PAGER_TICK_MS, per owned shard, the rows whose far key is due before
+ *   bucket_end(now + lead), CHUNK at a time in key order (one range of idx_far):
+ *   1. read them;
  *   2. put them into Redis with restore.lua (insert-if-absent: a job Redis holds is left, a job
  *      that ended meanwhile left a tombstone — finish/delete leave them while the shard's
  *      "paging" set holds a token, one per step between this write and its commit in 3 — and a
  *      bizKey held by another job is not taken);
- *   3. in one MySQL transaction, with the message rows and far_job keys locked: for each row
- *      still 'far' at the version read, delete its far_job/far_biz rows, mark it delayed/ready
+ *   3. in one MySQL transaction, with the message rows locked: for each row still 'far' at the
+ *      version read, clear its far key, delete its far_biz row, mark it delayed/ready
  *      (or deleted, when its bizKey went to another job), subtract it from far_count, and
  *      advance the watermark (far_mark); a row whose key is still there but whose message
  *      moved on (an earlier step paged it and died before its commit) loses its key and count
@@ -23,13 +24,13 @@
  *      taken back out of Redis (unpage.lua, guarded on the version written in 2).
  * Step 3 runs on two committer threads, shard s on committer s mod 2, while the pager reads and
  * sends the next chunks: different shards' chunks lock disjoint rows, a shard's keep their order.
- * A crash anywhere leaves far_job rows for what was not committed in 3; paging them again is
+ * A crash anywhere leaves the far keys of what was not committed in 3; paging them again is
  * harmless (2 skips what Redis holds or what ended), so nothing is lost or delivered twice.
  *
  * lead = horizon - min(60 s, horizon / 2); bucket = min(10 s, max(50 ms, horizon / 8)); a push is
  * far only beyond now + horizon > now + lead + bucket, so paging never runs behind a push. (A far row due
  * before what was paged — another instance's clock, a reschedule — is still found: each pass
- * reads the shard's far_job rows from the start of the range, and paged rows leave it.) With
+ * reads the shard's far keys from the start of the range, and paged rows leave it.) With
  * horizon 0 nothing is pushed far; rows of an earlier setting page in with lead 60 s. */
 #ifndef HG_PAGER_H
 #define HG_PAGER_H

@@ -5,10 +5,11 @@
  * thread has the pool's MySQL connection (the far tier) and a blocking Redis connection of its
  * own (rsync.h), and each round walks:
  *
- *   far jobs (delayed, MySQL tier) — far_job's range for the topic's shard, a page of keys at a
- *     time, kept to the topic's rows still 'far'; per batch one transaction that locks those
- *     message rows first (the order every writer of the far tables keeps), writes their
- *     far → deleted transitions and deletes their far_job and far_biz rows and count; then
+ *   far jobs (delayed, MySQL tier) — the far keys of the topic's shard (message.idx_far), a
+ *     page of keys at a time, kept to the topic's rows still 'far'; per batch one transaction
+ *     that locks those message rows first (the order every writer of the far tables keeps),
+ *     writes their far → deleted transitions, clears their far keys, deletes their far_biz
+ *     rows and takes them from the count; then
  *     fardelete.lua per job: a job the pager paged in meanwhile is deleted in Redis too, and
  *     one it is about to page in is tombstoned, exactly as a by-id far delete (architecture.md,
  *     "Tiers"). Far jobs go first: one the pager takes into Redis during the purge is then
@@ -40,7 +41,7 @@
 
 #define PURGE_ROUNDS_MAX    20     /* a safety bound: two rounds are the rule */
 #define PURGE_PACE          4      /* rest four times as long as each script call took (pace) */
-#define PURGE_FAR_PAGE      1000   /* far_job keys read per query */
+#define PURGE_FAR_PAGE      1000   /* far keys read per query */
 #define PURGE_JOURNAL_WAIT  30000  /* ms the journal may refuse more transitions before we give up */
 
 unsigned purge_parse_state(const char *s, size_t len)
@@ -267,14 +268,11 @@ static long far_delete_rows(struct purge_task *t, MYSQL *db, const uint64_t *can
     if (res == NULL)
         goto fail;
     MYSQL_ROW row;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
     while ((row = mysql_fetch_row(res)) != NULL) {
         struct far_row *f = &rows[m++];
         f->id = strtoull(row[0], NULL, 10);
         f->run_at = strtoll(row[1], NULL, 10);
         snprintf(f->biz, sizeof f->biz, "%s", row[2] ? row[2] : "");
-        lo = f->run_at < lo ? f->run_at : lo;
-        hi = f->run_at > hi ? f->run_at : hi;
     }
     mysql_free_result(res);
     if (m == 0) {
@@ -302,15 +300,10 @@ static long far_delete_rows(struct purge_task *t, MYSQL *db, const uint64_t *can
     sb_putc(&q, ')');
     int rc = exec(db, &q);
 
-    sb_puts(&q, "UPDATE message SET state = 'deleted', version = version + 1, updated_at = ");
+    sb_puts(&q, "UPDATE message SET state = 'deleted', far_shard = NULL, far_run_at = NULL, version = version + 1, "
+                "updated_at = ");
     sb_json_int(&q, now);
     sb_puts(&q, " WHERE state = 'far' AND id IN (");
-    put_ids(&q, ids, (size_t)m);
-    sb_putc(&q, ')');
-    rc = rc < 0 ? rc : exec(db, &q);
-
-    sb_printf(&q, "DELETE FROM far_job WHERE shard = %d AND run_at BETWEEN %lld AND %lld AND id IN (", t->shard,
-              (long long)lo, (long long)hi);
     put_ids(&q, ids, (size_t)m);
     sb_putc(&q, ')');
     rc = rc < 0 ? rc : exec(db, &q);
@@ -393,11 +386,11 @@ static int purge_far(struct purge_task *t, MYSQL *db, redisContext *c, long long
             t->failed = "shutdown";
             goto out;
         }
-        /* a page of the shard's far_job keys, in key order (one range of its primary key) */
+        /* a page of the shard's far keys, in key order (one range of idx_far, index only) */
         struct sbuf q = SBUF_INIT;
         sb_printf(&q,
-                  "SELECT run_at, id FROM far_job WHERE shard = %d AND (run_at > %lld OR (run_at = %lld AND id > "
-                  "%llu)) ORDER BY run_at, id LIMIT %d",
+                  "SELECT far_run_at, id FROM message WHERE far_shard = %d AND (far_run_at > %lld OR (far_run_at = "
+                  "%lld AND id > %llu)) ORDER BY far_run_at, id LIMIT %d",
                   t->shard, (long long)after_run, (long long)after_run, (unsigned long long)after_id,
                   PURGE_FAR_PAGE);
         MYSQL_RES *res = query(db, &q);

@@ -807,7 +807,7 @@ static void restore_one_run(MYSQL *db, void *arg)
     }
     if (row.state == JS_FAR) {
         /* MySQL alone holds it, by design: the pager brings it in before it is due (only the
-         * pager may, since its rows must leave far_job with it) */
+         * pager may, since its rows' far keys must go with it) */
         ro->status = 409;
         snprintf(ro->message, sizeof ro->message,
                  "the job is due beyond [queue] horizon and kept in MySQL; it is paged into Redis before it is due");

@@ -377,7 +377,7 @@ class LockConflictTest(HourglassTestCase):
     def test_a_cycle_chosen_as_a_deadlock_victim_is_written_again(self):
         d = start_ready(self)
         ns = d.namespace
-        far = 7_200_000  # beyond the default 1 h horizon: the journal writes far_job and far_count
+        far = 7_200_000  # beyond the default 1 h horizon: the journal writes a far key and far_count
         expect_ok(d.push({"topic": "dl", "body": 0, "delay": far}), "a first far push (dl's far_count row)")
         ns.execute("CREATE TABLE dl_scratch (n INT PRIMARY KEY) ENGINE=InnoDB")
 
@@ -392,7 +392,7 @@ class LockConflictTest(HourglassTestCase):
                "WHERE n < 1000) SELECT n FROM c; UPDATE far_count SET jobs = jobs WHERE topic = 'dl'; SELECT 'held';")
         s.expect("held", 10)
 
-        # A far push: its cycle inserts the message and far_job rows, then waits for dl's row.
+        # A far push: its cycle inserts the message row (with its far key), then waits for dl's row.
         out: dict = {}
         th = threading.Thread(target=lambda: out.update(r=d.push({"topic": "dl", "body": 1, "delay": far},
                                                                   timeout=60)), daemon=True)
@@ -401,8 +401,8 @@ class LockConflictTest(HourglassTestCase):
                                             "WHERE trx_state = 'LOCK WAIT'") != [("0",)],
                      10, "the journal's cycle to wait for the session's lock", lambda: d.log_tail(20))
 
-        # The session now waits for the far_job row the cycle inserted: a deadlock.
-        s.send("SELECT COUNT(*) FROM far_job FOR UPDATE; SELECT 'scanned';")
+        # The session now waits for the far key the cycle inserted: a deadlock.
+        s.send("SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL FOR UPDATE; SELECT 'scanned';")
         s.expect("scanned", 20)
         self.assertGreater(deadlocks(), deadlocks_before, "InnoDB saw a deadlock (else this test shows nothing)")
         s.send("ROLLBACK; SELECT 'done';")

@@ -12,7 +12,7 @@ import subprocess
 import time
 
 from harness import (MYSQL_PASSWORD, MYSQL_USER, SCHEMA_SQL, Daemon, DaemonError, HOST,
-                     HourglassTestCase)
+                     HourglassTestCase, topic_shard)
 from test_journal_common import expect_ok, journal_idle, start_ready, wait_healthy, wait_or_fail
 
 
@@ -84,6 +84,53 @@ class SchemaTest(HourglassTestCase):
         ns.execute("DELETE FROM schema_version")
         self.assert_refuses_to_start(ns, "with no schema version recorded")
 
+    def apply_schema(self, ns):
+        """mariadb <db> < sql/schema.sql, as an operator would, as the application user."""
+        with open(SCHEMA_SQL) as f:
+            return subprocess.run(["mariadb", "--no-defaults", "--protocol=tcp", "-h", HOST, "-P", str(ns.mariadb.port),
+                                   "-u", MYSQL_USER, "--show-warnings", ns.database],
+                                  stdin=f, capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, "MYSQL_PWD": MYSQL_PASSWORD})
+
+    def test_schema_5_far_keys_move_into_message_and_still_page_in(self):
+        """Schema 6 moves the far tier's index from the far_job table into message (far_shard,
+        far_run_at). A database of schema 5 with a far job in it: the binary refuses it, naming
+        sql/schema.sql; applying the file moves the job's key (and drops far_job, so that a
+        schema-5 binary left running fails instead of writing keys no pager reads); the job then
+        pages in and is delivered, and its count goes."""
+        ns = self.namespace_with(SCHEMA_SQL.read_text())
+        # what schema 5 had: no far key columns, the far_job table, no version 6
+        ns.execute("ALTER TABLE message DROP INDEX idx_far, DROP COLUMN far_shard, DROP COLUMN far_run_at")
+        ns.execute("CREATE TABLE far_job (shard SMALLINT UNSIGNED NOT NULL, run_at BIGINT NOT NULL, "
+                   "id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (shard, run_at, id)) ENGINE=InnoDB")
+        ns.execute("DELETE FROM schema_version WHERE version = 6")
+        # a far job as a schema-5 daemon wrote it (its id on its topic's shard, as ids.h makes
+        # them), due in 3 s; and a stray key without a message row, which the move drops
+        shard = topic_shard("mig")
+        jid, due = 7 * 4096 + shard, int(time.time() * 1000) + 3000
+        ns.execute(f"INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, state, created_at, "
+                   f"updated_at) VALUES ({jid}, 'mig', '{{\"n\":1}}', {due}, 0, 30000, 3, 'far', 1, 1)")
+        ns.execute(f"INSERT INTO far_job VALUES ({shard}, {due}, {jid}), ({shard}, {due}, 999)")
+        ns.execute("INSERT INTO far_count VALUES ('mig', 1)")
+        d = self.assert_refuses_to_start(ns, "of schema 5")
+        self.assertIn("schema version 5 is older than 6", d.log())
+
+        applied = self.apply_schema(ns)
+        self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
+        self.assertEqual(ns.query(f"SELECT far_shard, far_run_at FROM message WHERE id = {jid}"), [(str(shard), str(due))])
+        self.assertNotIn("far_job", ns.mariadb.tables(ns.database))
+        again = self.apply_schema(ns)
+        self.assertEqual((again.returncode, again.stderr.strip()), (0, ""), again)
+        self.assertEqual(ns.query(f"SELECT far_shard, far_run_at FROM message WHERE id = {jid}"), [(str(shard), str(due))])
+
+        d = start_ready(self, {"queue": {"horizon": 2000}}, namespace=ns)
+        got = expect_ok(d.get("mig", timeout=10), "the migrated far job, delivered once due")
+        self.assertEqual(got["id"], str(jid))
+        self.assertGreaterEqual(time.time() * 1000, due - 50, "not delivered before its due time")
+        wait_or_fail(self, lambda: journal_idle(d) and ns.query("SELECT jobs FROM far_count WHERE topic = 'mig'") == [("0",)],
+                     10, "the far count to go with the paged job")
+        self.assertEqual(ns.query(f"SELECT state, far_shard FROM message WHERE id = {jid}"), [("reserved", None)])
+
     def test_schema_applies_twice_cleanly_with_the_mariadb_client(self):
         ns = self.namespace_with(None)
         m = ns.mariadb
@@ -99,7 +146,7 @@ class SchemaTest(HourglassTestCase):
         first = apply()
         self.assertEqual((first.returncode, first.stderr.strip()), (0, ""), first)
         tables = m.tables(ns.database)
-        self.assertEqual(tables, ["biz_latest", "far_biz", "far_count", "far_job", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
+        self.assertEqual(tables, ["biz_latest", "far_biz", "far_count", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
 
         d = start_ready(self, namespace=ns)
         jid = expect_ok(d.push({"topic": "sc", "body": {"k": 1}}), "push")["id"]
@@ -111,7 +158,8 @@ class SchemaTest(HourglassTestCase):
         self.assertEqual((second.returncode, second.stderr.strip()), (0, ""), second)
         self.assertNotIn("Error", second.stdout)
         self.assertEqual(m.tables(ns.database), tables)
-        self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"), [("1",), ("2",), ("3",), ("4",), ("5",)])
+        self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"),
+                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",)])
         self.assertEqual((ns.query("SELECT id, state, version FROM message"),
                           ns.query("SELECT COUNT(*) FROM transition")), snapshot, "reapplying changed data")
         self.assertEqual(snapshot[0][0][0], jid)

@@ -228,7 +228,7 @@ class PurgeStatesTest(Case):
             self.assertJsonOk(self.d.finish(id))
         # the far tier is empty for the topic
         far_ids = ",".join(far + [biz_far])
-        self.assertEqual(self.sql(f"SELECT COUNT(*) FROM far_job WHERE id IN ({far_ids})"), [("0",)])
+        self.assertEqual(self.sql(f"SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL AND id IN ({far_ids})"), [("0",)])
         self.assertEqual(self.sql(f"SELECT COUNT(*) FROM far_biz WHERE id = {biz_far}"), [("0",)])
         self.assertEqual(self.sql(f"SELECT COALESCE(SUM(jobs), 0) FROM far_count WHERE topic = '{t}'"), [("0",)])
         # bizKeys released: the same keys make new jobs
@@ -304,7 +304,7 @@ class PurgeFarRaceTest(Case):
         self.assertCounts(self.d, t)
         self.wait_journal()
         self.assertEqual(self.row_states(ids), {"deleted": 700})
-        self.assertEqual(self.sql(f"SELECT COUNT(*) FROM far_job WHERE id IN ({','.join(ids)})"), [("0",)])
+        self.assertEqual(self.sql(f"SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL AND id IN ({','.join(ids)})"), [("0",)])
 
 
 # --------------------------------------------------------------------------- 100,000 jobs beside live traffic

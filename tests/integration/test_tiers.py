@@ -388,7 +388,7 @@ class FarBacklogTest(TiersCase):
 
         # MySQL holds every one of them, as far rows
         q = self.ns.query
-        self.assertEqual(int(q("SELECT COUNT(*) FROM far_job")[0][0]), self.N)
+        self.assertEqual(int(q("SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL")[0][0]), self.N)
         self.assertEqual(int(q("SELECT COALESCE(SUM(jobs),0) FROM far_count")[0][0]), self.N)
         self.assertEqual(int(q("SELECT COUNT(*) FROM message WHERE state = 'far'")[0][0]), self.N)
         per_topic = dict(q("SELECT topic, jobs FROM far_count"))
@@ -559,7 +559,7 @@ class PagingTwoInstancesTest(TiersCase):
         self.assertLess(now_ms(), min(run_at.values()) - lead - bucket - 100,
                         "inspecting took so long that paging may have begun: test is void")
         self.wait_for(lambda: far_total(a) == n and far_total(b) == n, 3, f"/stats totals.far = {n} on both")
-        self.assertEqual(int(ns.query("SELECT COUNT(*) FROM far_job")[0][0]), n)
+        self.assertEqual(int(ns.query("SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL")[0][0]), n)
 
         # one job watched while it pages in: in Redis (no tier) well before it is due
         latest = max(run_at, key=run_at.get)
@@ -604,7 +604,7 @@ class PagingTwoInstancesTest(TiersCase):
             pa, pb = stats(a)["pager"], stats(b)["pager"]
             ma, mb = ok_text(a.metrics(), "/metrics"), ok_text(b.metrics(), "/metrics")
             return {
-                "far_job rows": int(ns.query("SELECT COUNT(*) FROM far_job")[0][0]),
+                "far keys": int(ns.query("SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL")[0][0]),
                 "far_count rows <> 0": ns.query("SELECT topic, jobs FROM far_count WHERE jobs <> 0"),
                 "far_mark paged (sum)": int(ns.query("SELECT COALESCE(SUM(paged),0) FROM far_mark")[0][0]),
                 "/stats totals.far (a, b)": (far_total(a), far_total(b)),
@@ -616,7 +616,7 @@ class PagingTwoInstancesTest(TiersCase):
                     metric_values(ma, "hourglass_jobs_tier").get('tier="mysql"'),
                     metric_values(mb, "hourglass_jobs_tier").get('tier="mysql"')),
             }
-        want = {"far_job rows": 0, "far_count rows <> 0": [], "far_mark paged (sum)": n,
+        want = {"far keys": 0, "far_count rows <> 0": [], "far_mark paged (sum)": n,
                 "/stats totals.far (a, b)": (0, 0), "/stats pager.paged (a + b)": n,
                 "/stats pager.shards (a + b)": SHARDS, "hourglass_pager_paged_total (a + b)": float(n),
                 'hourglass_jobs_tier{tier="mysql"} (a, b)': (0.0, 0.0)}
@@ -677,7 +677,7 @@ class PagerPacingTest(TiersCase):
                for i in got]
         run_at = dict(zip(ids, (j["runAt"] for j in jobs)))
         a.stop()
-        self.assertEqual(int(ns.query("SELECT COUNT(*) FROM far_job")[0][0]), self.N)
+        self.assertEqual(int(ns.query("SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL")[0][0]), self.N)
 
         b = self.start_daemon({"queue": {"horizon": 150_000}, "http": {"max_body": 4 << 20}}, namespace=ns)
         b.wait_ready(30)
@@ -689,7 +689,7 @@ class PagerPacingTest(TiersCase):
         page_now: dict = {}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            left = int(ns.query("SELECT COUNT(*) FROM far_job")[0][0])
+            left = int(ns.query("SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL")[0][0])
             t = time.monotonic()
             if left < self.N and t_first is None:
                 t_first = t
@@ -769,7 +769,7 @@ class FarJobOperationsTest(TiersCase):
         self.assertEqual(ok(dr, "delete of a far job"), {"id": r["id"], "state": "deleted"})
         self.assertEqual(self.inspect(d, r["id"])["state"], "deleted")
         self.assertEqual(d.delete(r["id"]).status, 404, "a second delete: 404")
-        self.assertEqual(self.d.namespace.query(f"SELECT COUNT(*) FROM far_job WHERE id = {r['id']}"), [("0",)])
+        self.assertEqual(self.d.namespace.query(f"SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL AND id = {r['id']}"), [("0",)])
         # past its due time (and past its whole paging window), a consumer polling all along
         # gets only the other job
         got = self.assertNeverDelivered(d, ["op.del"], r["runAt"] + 2000, allowed={keep["id"]},
@@ -788,7 +788,7 @@ class FarJobOperationsTest(TiersCase):
         # paged in at once (the spec): well within a pager tick or two
         j = self.wait_paged(d, r["id"], 0.5)
         self.assertEqual((j["state"], j["runAt"]), ("delayed", rr["runAt"]), j)
-        self.assertEqual(self.d.namespace.query(f"SELECT COUNT(*) FROM far_job WHERE id = {r['id']}"), [("0",)])
+        self.assertEqual(self.d.namespace.query(f"SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL AND id = {r['id']}"), [("0",)])
         resp = d.get("op.rnear", timeout=10)
         got_ms = now_ms()
         job = ok(resp, "GET after the reschedule")
@@ -804,8 +804,8 @@ class FarJobOperationsTest(TiersCase):
         self.assertEqual(rr["id"], r["id"])
         self.assertGreater(rr["runAt"], r["runAt"] + 500_000, rr)
         self.assertFar(d, r["id"], rr["runAt"])
-        rows = self.d.namespace.query(f"SELECT run_at FROM far_job WHERE id = {r['id']}")
-        self.assertEqual(rows, [(str(rr["runAt"]),)], "far_job re-keyed to the new due time")
+        rows = self.d.namespace.query(f"SELECT far_run_at FROM message WHERE far_shard IS NOT NULL AND id = {r['id']}")
+        self.assertEqual(rows, [(str(rr["runAt"]),)], "far key re-keyed to the new due time")
         # and again, to just beyond the horizon: it stays far, then pages in and is delivered
         # at that time, not at any earlier one
         rr2 = ok(d.reschedule(r["id"], delay=self.HORIZON + 2500), "reschedule far -> far (soon)")
@@ -993,8 +993,8 @@ class FarJobOperationsTest(TiersCase):
         for jid in rng.sample(doomed, 20):
             self.assertEqual(self.inspect(d, jid)["state"], "deleted")
         ns_left = d.namespace.query(
-            f"SELECT COUNT(*) FROM far_job WHERE id IN ({','.join(doomed)})")
-        self.assertEqual(ns_left, [("0",)], "deleted jobs left in far_job")
+            f"SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL AND id IN ({','.join(doomed)})")
+        self.assertEqual(ns_left, [("0",)], "deleted jobs kept their far keys")
 
     def test_reschedule_racing_the_pager(self):
         """As the delete race, with reschedules: half of the jobs are moved, each within 250 ms of
@@ -1107,7 +1107,7 @@ class FarJobOperationsTest(TiersCase):
 
 class PagerCrashTest(TiersCase):
     """kill -9 of the instance that is paging a large bucket, when some but not all of it is in
-    Redis (far_job, polled as fast as the mariadb client goes, has shrunk but is not empty).
+    Redis (the far keys, polled as fast as the mariadb client goes, has shrunk but is not empty).
     Then either the instance is restarted, or a second instance takes its shards over; either
     way every job is delivered exactly once (consumers finish each; ttr 120 s, so a second
     delivery could only be a duplicate, never a lease that ran out)."""
@@ -1117,7 +1117,7 @@ class PagerCrashTest(TiersCase):
     OV = {"queue": {"horizon": HORIZON, "default_ttr": 120_000}, "http": {"max_body": 4 << 20, "threads": 2}}
 
     def far_rows(self, ns) -> int:
-        return int(ns.query("SELECT COUNT(*) FROM far_job")[0][0])
+        return int(ns.query("SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL")[0][0])
 
     def redis_jobs(self, ns) -> int:
         return int(ns.redis_cli("EVAL", "local n=0 for _,k in ipairs(redis.call('KEYS', ARGV[1])) do "
@@ -1125,7 +1125,7 @@ class PagerCrashTest(TiersCase):
 
     def kill_mid_bucket(self, a: Daemon, topics: list[str]) -> dict[str, int]:
         """Push N jobs due within one second on `topics` through a, and kill -9 a while it pages
-        them. Up to 3 rounds (a round whose bucket paged between two looks at far_job, or
+        them. Up to 3 rounds (a round whose bucket paged between two looks at the far keys, or
         whose kill came during the last commit, is followed by another; its jobs are checked
         too). Returns {id: runAt} of every job pushed; a is dead."""
         ns = a.namespace
@@ -1158,16 +1158,16 @@ class PagerCrashTest(TiersCase):
                 if c == 0:
                     break
             if at_kill is None and seen[-1] == self.N:
-                self.fail(f"the pager never touched the bucket due at {T} (far_job still {self.N} "
+                self.fail(f"the pager never touched the bucket due at {T} (far keys still {self.N} "
                           f"5 s after it was due)\n{a.log_tail(20)}")
             after_kill = self.far_rows(ns)
             in_redis = self.redis_jobs(ns) - earlier
-            print(f"\n[tiers] round {rnd}: far_job {seen[-3:]} (kill at {at_kill}), {after_kill} after; "
+            print(f"\n[tiers] round {rnd}: far keys {seen[-3:]} (kill at {at_kill}), {after_kill} after; "
                   f"{in_redis} of the round's {self.N} jobs in Redis", flush=True)
             if at_kill is not None and after_kill > 0:
                 self.assertGreater(in_redis, 0, "the kill came before anything was in Redis")
                 return ids_all
-        self.fail("never caught the pager mid-bucket in 3 rounds (paging too fast for a poll of far_job)")
+        self.fail("never caught the pager mid-bucket in 3 rounds (paging too fast for a poll of the far keys)")
 
     def consume_all(self, d: Daemon, topics: list[str], ids_all: dict[str, int], timeout_after_due: float,
                     meanwhile=None) -> None:
@@ -1182,7 +1182,7 @@ class PagerCrashTest(TiersCase):
                 meanwhile()
             self.wait_for(lambda: cons.count() >= len(ids_all), (last_due - now_ms()) / 1000 + timeout_after_due,
                           f"all {len(ids_all)} jobs to be delivered",
-                          lambda: f"{cons.count()} deliveries, {len(set(cons.ids()))} distinct; far_job "
+                          lambda: f"{cons.count()} deliveries, {len(set(cons.ids()))} distinct; far keys "
                                   f"{self.far_rows(ns)}; errors {cons.errors[:5]}\n{d.log_tail(20)}")
             self.wait_for(lambda: now_ms() > last_due + 2000, 20, "2 s past the last due time")
         finally:

@@ -111,7 +111,7 @@ START_TEST(message_row_exact_text)
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0], "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
                                    "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,NULL,'delayed',1,"
-                                   "1700000000000,1700000000000);");
+                                   "1700000000000,1700000000000,NULL,NULL);");
     ck_assert_int_eq(jsql_send(&b), 0); /* nothing built: nothing sent */
     ck_assert_uint_eq(c.n, 1);
     /* a job pushed with its own backoff keeps it in its row (restore reads it back) */
@@ -121,6 +121,13 @@ START_TEST(message_row_exact_text)
     ck_assert_int_eq(jsql_send(&b), 0);
     ck_assert_uint_eq(c.n, 2);
     ck_assert_ptr_nonnull(strstr(c.scripts[1], ",3,0,1500,'delayed',1,"));
+    /* a far job's row carries its far key, the pager's index: its shard and due time */
+    r.to = JS_FAR;
+    r.shard = 9;
+    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
+    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_uint_eq(c.n, 3);
+    ck_assert_ptr_nonnull(strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000);"));
 }
 END_TEST
 
@@ -299,7 +306,7 @@ END_TEST
 
 /* ---- the far tier ---- */
 
-START_TEST(far_inserts_index_count_and_keep_bizkeys)
+START_TEST(far_inserts_count_and_keep_bizkeys)
 {
     char body[] = "1";
     struct job_spec a = {.topic = "orders", .topic_len = 6, .body = body, .body_len = 1, .run_at = 1800000000000};
@@ -321,9 +328,8 @@ START_TEST(far_inserts_index_count_and_keep_bizkeys)
     ck_assert_int_eq(jsql_far_counts(&b, p, 4), 0);
     ck_assert_int_eq(jsql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
+    /* no statement for the far keys: they are in the message rows (message_row_exact_text) */
     ck_assert_str_eq(c.scripts[0],
-                     "INSERT INTO far_job (shard,run_at,id) VALUES (3,1800000000000,10),(5,1800000000000,12),"
-                     "(3,1800000000000,11),(1,1800000000000,13);"
                      "INSERT INTO far_biz (id,topic,biz_key,run_at) VALUES (11,'orders','o-\\'7',1800000000000);"
                      /* one row per topic, whatever the records' order, and in one order of topics for
                       * every writer (the pager's too): no two transactions lock two topics crosswise */
@@ -389,16 +395,16 @@ START_TEST(far_changes_are_guarded_on_the_row_being_far)
     ck_assert_ptr_nonnull(strstr(q, "SELECT run_at, topic INTO @far_run_0, @far_topic_0 FROM message WHERE id = 77 "
                                     "AND state = 'far' FOR UPDATE;"));
     ck_assert_ptr_nonnull(strstr(q, "SELECT id, version + 1, 'far', 'deleted',"));
-    ck_assert_ptr_nonnull(strstr(q, "DELETE FROM far_job WHERE shard = 4 AND run_at = @far_run_0 AND id = 77;"));
     ck_assert_ptr_nonnull(strstr(q, "DELETE FROM far_biz WHERE id = 77 AND @far_run_0 IS NOT NULL;"));
-    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET state = 'deleted', version = version + 1, updated_at = "
-                                    "1700000000002 WHERE id = 77 AND state = 'far';"));
-    /* a move re-keys the index row and keeps the job far */
-    ck_assert_ptr_nonnull(strstr(q, "DELETE FROM far_job WHERE shard = 6 AND run_at = @far_run_1 AND id = 78;"
-                                    "INSERT INTO far_job (shard,run_at,id) SELECT 6, 1900000000000, 78 FROM DUAL "
-                                    "WHERE @far_run_1 IS NOT NULL;"));
-    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET run_at = 1900000000000, version = version + 1"));
-    /* only the leave is subtracted, and last (lock order: message, far_job, far_count) */
+    /* a leave clears the far key with the state, in one guarded UPDATE */
+    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET state = 'deleted', far_shard = NULL, far_run_at = NULL, "
+                                    "version = version + 1, updated_at = 1700000000002 WHERE id = 77 AND state = 'far';"));
+    /* a move re-keys the far key with the due time and keeps the job far */
+    ck_assert_ptr_nonnull(strstr(q, "UPDATE far_biz SET run_at = 1900000000000 WHERE id = 78 AND @far_run_1 IS NOT NULL;"));
+    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET run_at = 1900000000000, far_run_at = 1900000000000, "
+                                    "version = version + 1, updated_at = 1700000000002 WHERE id = 78 AND state = 'far';"));
+    ck_assert_ptr_null(strstr(q, "far_job"));
+    /* only the leave is subtracted, and last (lock order: message, far_biz, far_count) */
     const char *count = strstr(q, "UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_0;");
     ck_assert_ptr_nonnull(count);
     ck_assert_ptr_null(strstr(q, "@far_topic_1;"));
@@ -442,7 +448,7 @@ static Suite *suite(void)
     tcase_add_test(tc, long_scripts_are_cut_between_statements);
     tcase_add_test(tc, a_failed_send_stops_the_build);
     tcase_add_test(tc, refused_row_keeps_the_record_as_json);
-    tcase_add_test(tc, far_inserts_index_count_and_keep_bizkeys);
+    tcase_add_test(tc, far_inserts_count_and_keep_bizkeys);
     tcase_add_test(tc, far_changes_are_guarded_on_the_row_being_far);
     tcase_add_test(tc, biz_latest_upserts_only_bizkey_pushes);
     tcase_add_test(tc, aborted_pushes_give_the_key_back);
