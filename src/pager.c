@@ -409,7 +409,8 @@ static int exec(MYSQL *db, struct sbuf *sql)
 }
 
 /* Rows `ids` (still 'far': guarded) leave the tier for `to_state` (an SQL expression): their
- * history row, then their state and version. */
+ * history row, then their state and version, and their far keys go in the same UPDATE (one
+ * change of each row, not two: paging runs beside live traffic). */
 static int leave_tier(MYSQL *db, struct sbuf *sql, const struct sbuf *ids, const char *to_state, const char *actor,
                       int64_t now)
 {
@@ -423,8 +424,9 @@ static int leave_tier(MYSQL *db, struct sbuf *sql, const struct sbuf *ids, const
     sb_printf(sql, ", attempts FROM message WHERE state = 'far' AND id IN (%.*s)", (int)ids->len, ids->data);
     int rc = exec(db, sql);
     if (rc == 0) {
-        sb_printf(sql, "UPDATE message SET state = %s, version = version + 1, updated_at = %lld WHERE state = 'far' "
-                       "AND id IN (%.*s)", to_state, (long long)now, (int)ids->len, ids->data);
+        sb_printf(sql, "UPDATE message SET state = %s, far_shard = NULL, far_run_at = NULL, version = version + 1, "
+                       "updated_at = %lld WHERE state = 'far' AND id IN (%.*s)", to_state, (long long)now,
+                  (int)ids->len, ids->data);
         rc = exec(db, sql);
     }
     return rc;
@@ -475,9 +477,10 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
                 (*unpage)[(*nunpage)++] = r;
             continue;
         }
-        put_id(&ids, r->far_id);
+        if (moved_on)
+            put_id(&ids, r->far_id);
     }
-    if (ids.len) { /* their far keys go (locked above, and checked to be the ones read) */
+    if (ids.len) { /* moved on: only their far keys go (locked above, checked to be the ones read) */
         sb_printf(&sql, "UPDATE message SET far_shard = NULL, far_run_at = NULL WHERE id IN (%.*s)", (int)ids.len,
                   ids.data);
         rc = exec(db, &sql);
