@@ -242,8 +242,7 @@ static int refresh_redis_tier(struct rsync_shards *set)
 
 struct far_row {
     struct mrow m;       /* the message row */
-    int64_t far_run_at;  /* its far key (message.far_shard, far_run_at, id) as step 1 read it */
-    uint64_t far_id;
+    int64_t far_run_at;  /* its far key (message.far_shard, far_run_at, m.id) as step 1 read it */
     enum reinsert_outcome out;
     int cur_state;       /* under the lock in step 3 */
     unsigned cur_ver;
@@ -253,11 +252,11 @@ struct far_row {
 };
 
 static const char ROW_COLUMNS[] = "m.id, m.topic, m.biz_key, m.body, m.run_at, m.priority, m.ttr, m.tries, "
-                                  "m.attempts, m.version, m.state, m.backoff, m.far_run_at, m.id";
+                                  "m.attempts, m.version, m.state, m.backoff, m.far_run_at";
 
 static int cmp_row_id(const void *a, const void *b)
 {
-    uint64_t x = (*(const struct far_row *const *)a)->far_id, y = (*(const struct far_row *const *)b)->far_id;
+    uint64_t x = (*(const struct far_row *const *)a)->m.id, y = (*(const struct far_row *const *)b)->m.id;
     return x < y ? -1 : x > y;
 }
 
@@ -281,7 +280,7 @@ static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
     for (int i = 0; i < n; i++) {
         if (i)
             sb_putc(sb, ',');
-        sb_json_uint(sb, rows[i]->far_id);
+        sb_json_uint(sb, rows[i]->m.id);
     }
 }
 
@@ -381,9 +380,9 @@ static int lock_rows(MYSQL *db, int shard, struct far_row **byid, int n)
     int i = 0;
     while ((row = mysql_fetch_row(res)) != NULL) {
         uint64_t id = strtoull(row[0], NULL, 10);
-        while (i < n && byid[i]->far_id < id)
+        while (i < n && byid[i]->m.id < id)
             i++;
-        for (int j = i; j < n && byid[j]->far_id == id; j++) {
+        for (int j = i; j < n && byid[j]->m.id == id; j++) {
             byid[j]->cur_state = job_state_parse(row[1]);
             byid[j]->cur_ver = (unsigned)strtoul(row[2], NULL, 10);
             byid[j]->cur_run_at = strtoll(row[3], NULL, 10);
@@ -478,7 +477,7 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
             continue;
         }
         if (moved_on)
-            put_id(&ids, r->far_id);
+            put_id(&ids, r->m.id);
     }
     if (ids.len) { /* moved on: only their far keys go (locked above, checked to be the ones read) */
         sb_printf(&sql, "UPDATE message SET far_shard = NULL, far_run_at = NULL WHERE id IN (%.*s)", (int)ids.len,
@@ -494,9 +493,9 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
     struct sbuf marked = SBUF_INIT, lost = SBUF_INIT;
     for (int i = 0; i < ndone; i++)
         if (!done[i]->moved_on)
-            put_id(&marked, done[i]->far_id);
+            put_id(&marked, done[i]->m.id);
     for (int i = 0; i < nheld; i++)
-        put_id(&lost, held[i]->far_id);
+        put_id(&lost, held[i]->m.id);
     char to[80], actor[JREC_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
     snprintf(to, sizeof to, "IF(run_at > %lld, 'delayed', 'ready')", (long long)now);
     store_actor(actor, sizeof actor, "pager", P.cfg->redis_prefix, shard, "jobs");
@@ -559,7 +558,7 @@ static int take_back(redisContext *c, int shard, struct far_row **rows, int n)
         rargv_key(&b, P.cfg->redis_prefix, shard, "jobs");
         rargv_int(&b, n);
         for (int i = 0; i < n; i++) {
-            rargv_id(&b, rows[i]->far_id);
+            rargv_id(&b, rows[i]->m.id);
             rargv_int(&b, rows[i]->m.ver + 1);
             if (rows[i]->cur_state == JS_FAR)
                 rargv_int(&b, rows[i]->cur_run_at);
@@ -713,10 +712,9 @@ static int read_and_send(MYSQL *db, struct rsync_shards *set, int shard, const c
         unsigned long *len = mysql_fetch_lengths(res);
         mrow_read(m, len, &rows[i].m);
         rows[i].far_run_at = strtoll(m[12], NULL, 10);
-        rows[i].far_id = strtoull(m[13], NULL, 10);
     }
     *last_run_at = rows[n - 1].far_run_at;
-    *last_id = rows[n - 1].far_id;
+    *last_id = rows[n - 1].m.id;
     ch->now = clock_unix_ms();
     ch->through = n < CHUNK_ROWS(paced) ? through_if_all : *last_run_at;
     int64_t t1 = clock_mono_us();
