@@ -287,9 +287,9 @@ int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n)
 }
 
 /* A far job's change, guarded on its row still being 'far'. The row is locked first (the
- * order every writer of these tables keeps: message, far_biz, far_count), its due time and
- * topic kept in @far_run_<k> and @far_topic_<k> for the statements after, and for
- * jsql_far_leave_counts at the end of the script. */
+ * order every writer of these tables keeps: message, far_biz, far_count), its topic kept in
+ * @far_topic_<k>: NULL when the row is no longer far, which the statements after test, and
+ * the topic jsql_far_leave_counts subtracts from at the end of the script. */
 int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance)
 {
     char id[24];
@@ -297,9 +297,8 @@ int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *
     if (statement_boundary(b) < 0)
         return -1;
     struct sbuf *q = &b->sql;
-    sb_printf(q, "SET @far_run_%zu = NULL, @far_topic_%zu = NULL;", k, k);
-    sb_printf(q, "SELECT run_at, topic INTO @far_run_%zu, @far_topic_%zu FROM message WHERE id = %s AND state = 'far' "
-                 "FOR UPDATE;", k, k, id);
+    sb_printf(q, "SET @far_topic_%zu = NULL;", k);
+    sb_printf(q, "SELECT topic INTO @far_topic_%zu FROM message WHERE id = %s AND state = 'far' FOR UPDATE;", k, id);
     sb_puts(q, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', ");
     put_state(q, r->to);
     sb_putc(q, ',');
@@ -310,20 +309,20 @@ int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *
     put_field(b, r->host, sizeof r->host);
     sb_putc(q, ',');
     put_field(b, r->instance[0] ? r->instance : instance, sizeof r->instance);
-    sb_printf(q, ", attempts FROM message WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
+    sb_printf(q, ", attempts FROM message WHERE id = %s AND @far_topic_%zu IS NOT NULL;", id, k);
     /* The far key is the row's own (far_shard, far_run_at): re-keyed with the due time, or
      * cleared as the job leaves the tier, in the same UPDATE. */
     if (r->kind == JR_FAR_MOVE) {
         sb_puts(q, "UPDATE far_biz SET run_at = ");
         sb_json_int(q, r->run_at);
-        sb_printf(q, " WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
+        sb_printf(q, " WHERE id = %s AND @far_topic_%zu IS NOT NULL;", id, k);
         sb_puts(q, "UPDATE message SET run_at = ");
         sb_json_int(q, r->run_at);
         sb_puts(q, ", far_run_at = ");
         sb_json_int(q, r->run_at);
         sb_puts(q, ", version = version + 1, updated_at = ");
     } else {
-        sb_printf(q, "DELETE FROM far_biz WHERE id = %s AND @far_run_%zu IS NOT NULL;", id, k);
+        sb_printf(q, "DELETE FROM far_biz WHERE id = %s AND @far_topic_%zu IS NOT NULL;", id, k);
         sb_puts(q, "UPDATE message SET state = ");
         put_state(q, r->to);
         sb_puts(q, ", far_shard = NULL, far_run_at = NULL, version = version + 1, updated_at = ");
