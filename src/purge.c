@@ -195,7 +195,6 @@ static int purge_near(struct purge_task *t, redisContext *c, int state, long lon
 
 struct far_row {
     uint64_t id;
-    int64_t run_at;
     char biz[4 * BIZKEY_MAX + 1];
 };
 
@@ -221,30 +220,6 @@ static void put_ids(struct sbuf *sb, const uint64_t *ids, size_t n)
     }
 }
 
-/* The ids among keys[0..n) that are this topic's far jobs pushed before the purge began (a
- * consistent read, no lock). -1 on failure. */
-static long far_candidates(struct purge_task *t, MYSQL *db, const uint64_t *keys, size_t n, uint64_t *out)
-{
-    struct sbuf q = SBUF_INIT;
-    sb_puts(&q, "SELECT id FROM message WHERE id IN (");
-    put_ids(&q, keys, n);
-    sb_puts(&q, ") AND state = 'far' AND topic = ");
-    db_quote(db, &q, t->topic, t->topic_len);
-    sb_puts(&q, " AND id <= ");
-    sb_json_uint(&q, t->max_id);
-    MYSQL_RES *res = query(db, &q);
-    sb_free(&q);
-    mysql_commit(db);
-    if (res == NULL)
-        return -1;
-    long m = 0;
-    MYSQL_ROW row;
-    while ((row = mysql_fetch_row(res)) != NULL)
-        out[m++] = strtoull(row[0], NULL, 10);
-    mysql_free_result(res);
-    return m;
-}
-
 /* One statement of the delete transaction; 0 / -1. */
 static int exec(MYSQL *db, struct sbuf *q)
 {
@@ -260,7 +235,7 @@ static long far_delete_rows(struct purge_task *t, MYSQL *db, const uint64_t *can
     struct sbuf q = SBUF_INIT;
     long m = 0;
     /* lock the message rows first, as every writer of the far tables does */
-    sb_puts(&q, "SELECT id, run_at, biz_key FROM message WHERE id IN (");
+    sb_puts(&q, "SELECT id, biz_key FROM message WHERE id IN (");
     put_ids(&q, cands, n);
     sb_puts(&q, ") AND state = 'far' FOR UPDATE");
     MYSQL_RES *res = query(db, &q);
@@ -271,8 +246,7 @@ static long far_delete_rows(struct purge_task *t, MYSQL *db, const uint64_t *can
     while ((row = mysql_fetch_row(res)) != NULL) {
         struct far_row *f = &rows[m++];
         f->id = strtoull(row[0], NULL, 10);
-        f->run_at = strtoll(row[1], NULL, 10);
-        snprintf(f->biz, sizeof f->biz, "%s", row[2] ? row[2] : "");
+        snprintf(f->biz, sizeof f->biz, "%s", row[1] ? row[1] : "");
     }
     mysql_free_result(res);
     if (m == 0) {
@@ -372,12 +346,12 @@ static int far_delete_redis(struct purge_task *t, redisContext *c, const struct 
 
 static int purge_far(struct purge_task *t, MYSQL *db, redisContext *c, long long *deleted)
 {
-    uint64_t *keys = malloc(PURGE_FAR_PAGE * sizeof *keys), *cands = malloc(PURGE_FAR_PAGE * sizeof *cands);
+    uint64_t *cands = malloc(PURGE_FAR_PAGE * sizeof *cands);
     struct far_row *rows = malloc(PURGE_FAR_BATCH * sizeof *rows);
     int64_t after_run = -1;
     uint64_t after_id = 0;
     int rc = -1;
-    if (keys == NULL || cands == NULL || rows == NULL) {
+    if (cands == NULL || rows == NULL) {
         t->failed = "memory";
         goto out;
     }
@@ -386,36 +360,38 @@ static int purge_far(struct purge_task *t, MYSQL *db, redisContext *c, long long
             t->failed = "shutdown";
             goto out;
         }
-        /* a page of the shard's far keys, in key order (one range of idx_far, index only) */
+        /* a page of the shard's far keys, in key order (one range of idx_far), each marked
+         * whether it is a candidate: this topic's, still 'far', pushed before the purge began
+         * (a consistent read, no lock; far_delete_rows locks and checks again) */
         struct sbuf q = SBUF_INIT;
+        sb_printf(&q, "SELECT far_run_at, id, state = 'far' AND id <= %llu AND topic = ",
+                  (unsigned long long)t->max_id);
+        db_quote(db, &q, t->topic, t->topic_len);
         sb_printf(&q,
-                  "SELECT far_run_at, id FROM message WHERE far_shard = %d AND (far_run_at > %lld OR (far_run_at = "
-                  "%lld AND id > %llu)) ORDER BY far_run_at, id LIMIT %d",
+                  " FROM message WHERE far_shard = %d AND (far_run_at > %lld OR (far_run_at = %lld AND id > %llu)) "
+                  "ORDER BY far_run_at, id LIMIT %d",
                   t->shard, (long long)after_run, (long long)after_run, (unsigned long long)after_id,
                   PURGE_FAR_PAGE);
         MYSQL_RES *res = query(db, &q);
         sb_free(&q);
+        mysql_commit(db); /* end the read's snapshot */
         if (res == NULL) {
-            mysql_rollback(db);
             t->failed = "MySQL";
             goto out;
         }
         size_t nkeys = 0;
+        long ncands = 0;
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(res)) != NULL) {
             after_run = strtoll(row[0], NULL, 10);
             after_id = strtoull(row[1], NULL, 10);
-            keys[nkeys++] = after_id;
+            nkeys++;
+            if (row[2] != NULL && row[2][0] == '1')
+                cands[ncands++] = after_id;
         }
         mysql_free_result(res);
         if (nkeys == 0) {
-            mysql_commit(db);
             rc = 0;
-            goto out;
-        }
-        long ncands = far_candidates(t, db, keys, nkeys, cands);
-        if (ncands < 0) {
-            t->failed = "MySQL";
             goto out;
         }
         for (long first = 0; first < ncands; first += PURGE_FAR_BATCH) {
@@ -437,7 +413,6 @@ static int purge_far(struct purge_task *t, MYSQL *db, redisContext *c, long long
         }
     }
 out:
-    free(keys);
     free(cands);
     free(rows);
     return rc;

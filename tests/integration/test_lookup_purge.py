@@ -21,7 +21,7 @@ import urllib.parse
 from typing import Any
 
 from core_common import CoreTestCase
-from harness import HOST, Daemon, journal_idle, now_ms, wait_until
+from harness import HOST, Daemon, journal_idle, now_ms, topic_shard, wait_until
 
 DAY = 86_400_000
 
@@ -210,6 +210,11 @@ class PurgeStatesTest(Case):
             self.get_one(self.d, t)
         ready = self.push_many(t, 25)
         other = self.push_many("pg.states.other", 10, delay=40_000) + self.push_many("pg.states.other", 5)
+        # far jobs of a topic on the same shard: the purge walks the shard's far keys and must
+        # leave every other topic's
+        neighbour = next(f"pg.states.n{i}" for i in range(100)
+                         if topic_shard(f"pg.states.n{i}") == topic_shard(t))
+        neighbour_far = self.push_many(neighbour, 5, delay=DAY)
         self.wait_counts(self.d, t, delayed=52, ready=25, reserved=2, dead=3)  # far jobs count as delayed
 
         self.assertEqual(self.purged(t, "ready"), 25)
@@ -247,9 +252,13 @@ class PurgeStatesTest(Case):
             hist = self.inspect(self.d, id)["history"]
             self.assertEqual(hist[-1]["state"], "deleted", hist)
             self.assertIn("purge", hist[-1]["by"], hist)
-        # the other topic: untouched
+        # the other topics: untouched
         self.assertCounts(self.d, "pg.states.other", delayed=10, ready=5)
         self.assertEqual(self.row_states(other), {"delayed": 10, "ready": 5})
+        self.assertCounts(self.d, neighbour, delayed=5)
+        self.assertEqual(self.row_states(neighbour_far), {"far": 5})
+        self.assertEqual(self.sql(f"SELECT COUNT(*) FROM message WHERE far_shard IS NOT NULL AND id IN "
+                                  f"({','.join(neighbour_far)})"), [("5",)])
 
     def test_all(self) -> None:
         t = "pg.all"
