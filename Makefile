@@ -38,10 +38,10 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-LUA      := $(sort $(wildcard src/lua/*.lua))
+LUA      := $(sort $(wildcard src/redis/lua/*.lua))
 CONSOLE  := $(sort $(wildcard console/*))
-SRC      := $(sort $(wildcard src/*.c))
-LIB_SRC  := $(filter-out src/main.c,$(SRC))
+SRC      := $(sort $(wildcard src/*/*.c))
+LIB_SRC  := $(filter-out src/process/main.c,$(SRC))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o $(BUILD)/console_files.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -52,7 +52,7 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 .PHONY: all deps run test unit unit-valgrind integration bench bench-quick fuzz format clean stack-stop
 all: $(BUILD)/hourglassd
 
-$(BUILD)/hourglassd: $(BUILD)/main.o $(BUILD)/libhourglass.a
+$(BUILD)/hourglassd: $(BUILD)/process/main.o $(BUILD)/libhourglass.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 $(BUILD)/libhourglass.a: $(LIB_OBJ)
@@ -60,9 +60,10 @@ $(BUILD)/libhourglass.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/%.o: src/%.c | $(BUILD)/.dir
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
-# Lua scripts are embedded at build time; src/lua/lib.lua is the prelude of every script.
+# Lua scripts are embedded at build time; src/redis/lua/lib.lua is the prelude of every script.
 $(BUILD)/lua_scripts.c: $(LUA) scripts/embed-lua.sh | $(BUILD)/.dir
 	sh scripts/embed-lua.sh $(LUA) > $@.tmp && mv $@.tmp $@
 
@@ -73,7 +74,7 @@ $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 $(BUILD)/console_files.c: $(CONSOLE) scripts/embed-console.sh | $(BUILD)/.dir
 	sh scripts/embed-console.sh $(CONSOLE) > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/console_files.o: $(BUILD)/console_files.c src/api_console.h
+$(BUILD)/console_files.o: $(BUILD)/console_files.c src/api/api_console.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
@@ -130,7 +131,7 @@ fuzz:
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c tests/tools/*.c
+	clang-format -i src/*/*.c src/*/*.h tests/unit/*.c tests/tools/*.c
 
 stack-stop:
 	@sh scripts/stack.sh stop .run
@@ -138,4 +139,4 @@ stack-stop:
 clean:
 	rm -rf build build-san
 
--include $(wildcard $(BUILD)/*.d)
+-include $(wildcard $(BUILD)/*/*.d)

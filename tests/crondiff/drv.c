@@ -2,7 +2,7 @@
  *
  *   drv ZONE A B < expressions      one line per expression: its fires in (A, B] (unix s),
  *                                   or "ERR <message>" when cron_parse refuses it */
-#include "cron.h"
+#include "base/cron.h"
 
 #include <stdio.h>
 #include <stdlib.h>

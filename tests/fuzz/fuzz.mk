@@ -11,7 +11,7 @@
 #   make -f tests/fuzz/fuzz.mk cmin             minimise tests/fuzz/corpus/<target>/ from scratch
 #   make -f tests/fuzz/fuzz.mk repro T=job IN=tests/fuzz/crashes/job/crash-...
 #
-# Everything is built with clang into build-fuzz/ (never build/): the src/*.c the targets need
+# Everything is built with clang into build-fuzz/ (never build/): the src/*/*.c the targets need
 # with -fsanitize=fuzzer-no-link,address,undefined, each fuzzer with -fsanitize=fuzzer,...
 # A run reads tests/fuzz/corpus/<t>/ and tests/fuzz/regressions/<t>/ and writes new inputs
 # only to build-fuzz/corpus/<t>/ (scratch), so the committed corpus grows only through
@@ -33,7 +33,7 @@ FUZZ_CFLAGS  := -g -O1 -std=c11 -D_GNU_SOURCE -pthread -Wall -Wextra -Wno-unused
 FUZZ_LIBS    := $(shell pkg-config --libs jansson 2>/dev/null) -pthread -lm
 
 # Modules under test: pure, and needing nothing but jansson and libc.
-FUZZ_SRC     := router params job jscan ids config log
+FUZZ_SRC     := core/router http/params core/job base/jscan core/ids core/config base/log
 FUZZ_OBJ     := $(FUZZ_SRC:%=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BIN     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 

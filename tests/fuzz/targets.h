@@ -14,12 +14,12 @@
 #ifndef HG_FUZZ_TARGETS_H
 #define HG_FUZZ_TARGETS_H
 
-#include "config.h"
-#include "ids.h"
-#include "job.h"
-#include "jscan.h"
-#include "params.h"
-#include "router.h"
+#include "core/config.h"
+#include "core/ids.h"
+#include "core/job.h"
+#include "base/jscan.h"
+#include "http/params.h"
+#include "core/router.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -187,9 +187,9 @@ class Background:
 
 
 def script_sha(name: str) -> str:
-    """The SHA-1 EVALSHA calls src/lua/<name>.lua by (scripts/embed-lua.sh: the prelude, then
+    """The SHA-1 EVALSHA calls src/redis/lua/<name>.lua by (scripts/embed-lua.sh: the prelude, then
     the script, each line ending with a newline)."""
-    root = pathlib.Path(__file__).resolve().parents[2] / "src" / "lua"
+    root = pathlib.Path(__file__).resolve().parents[2] / "src" / "redis" / "lua"
     text = (root / "lib.lua").read_text() + (root / f"{name}.lua").read_text()
     return hashlib.sha1(text.encode()).hexdigest()
 

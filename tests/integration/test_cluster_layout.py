@@ -255,7 +255,7 @@ class LibShardParseTest(CoreTestCase):
 
     def test_both_tag_forms(self):
         ns = self.namespace()
-        lib = (Path(REPO_ROOT) / "src" / "lua" / "lib.lua").read_text()
+        lib = (Path(REPO_ROOT) / "src" / "redis" / "lua" / "lib.lua").read_text()
         script = lib + "\nreturn {tostring(prefix), tostring(shard)}\n"
         cases = {
             "hg:{3}:jobs": "hg\n3",

@@ -1,81 +1,73 @@
-"""The source tree keeps the layers docs/architecture.md draws: every file of src/ has a layer
-in its diagram, and includes headers only from its own layer or below, so there is no include
-cycle. Reads files only (no servers)."""
+"""The source tree keeps its layers: src/ is one folder per layer, listed bottom first in
+src/LAYERS; a file includes project headers by path, only from its own folder or those below;
+no include cycle between modules; the diagram in docs/architecture.md is the one the folders
+draw. The rules live in scripts/layers.py, which this test runs on the tree and, to show that
+it can fail, on small trees that break each rule. Reads files only (no servers)."""
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
-import re
+import tempfile
 import unittest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SRC = ROOT / "src"
+_spec = importlib.util.spec_from_file_location("layers", ROOT / "scripts" / "layers.py")
+layers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(layers)
 
 
-def layers() -> dict[str, int]:
-    """file name (x.c / x.h) -> layer, from the diagram; a .c's header shares its layer unless
-    the diagram names the header itself (journal.h is below journal.c)."""
-    text = (ROOT / "docs" / "architecture.md").read_text()
-    block = text.split("so there is no include cycle", 1)[1].split("```", 2)[1]
-    out: dict[str, int] = {}
-    layer = None
-    for line in block.splitlines():
-        m = re.match(r"\s*(\d)\s{2}", line)
-        if m:
-            layer = int(m.group(1))
-        if layer is None:
-            continue
-        for name in re.findall(r"\b([a-z_]+\.[ch])\b", line):
-            out.setdefault(name, layer)
-        for stem in re.findall(r"\b([a-z_]+)\.h/", line):  # "journal.h/dbtask.h/..."
-            out.setdefault(stem + ".h", layer)
-    for name, lay in list(out.items()):
-        if name.endswith(".c"):
-            out.setdefault(name[:-2] + ".h", lay)
-    return out
+def tree(files: dict[str, str], order: str = "low\nhigh\n") -> pathlib.Path:
+    src = pathlib.Path(tempfile.mkdtemp(prefix="hg-layers-")) / "src"
+    src.mkdir()
+    (src / "LAYERS").write_text("".join(f"{n} what {n} holds\n" for n in order.split()))
+    for name, text in files.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(text)
+    return src
 
 
-def includes(path: pathlib.Path) -> list[str]:
-    return re.findall(r'^#include "([a-z_]+\.h)"', path.read_text(), re.M)
+class TreeTest(unittest.TestCase):
+    def test_src_keeps_its_layers(self):
+        self.assertEqual(layers.problems(), [])
+
+    def test_architecture_md_shows_the_folders_diagram(self):
+        self.assertEqual(layers.documented(), layers.diagram(),
+                         "run: python3 scripts/layers.py --write")
+
+    def test_diagram_lists_every_module(self):
+        drawn = layers.diagram()
+        for p in layers.SRC.glob("*/*.[ch]"):
+            self.assertIn(p.stem, drawn)
 
 
-class LayersTest(unittest.TestCase):
-    def test_every_file_has_a_layer(self):
-        known = layers()
-        missing = sorted(p.name for p in SRC.glob("*.[ch]") if p.name not in known)
-        self.assertEqual(missing, [], "src files the diagram in docs/architecture.md does not place")
+class CheckerTest(unittest.TestCase):
+    """The checker itself: each rule, broken once, is reported."""
 
-    def test_files_include_only_their_layer_or_below(self):
-        known = layers()
-        wrong = []
-        for p in sorted(SRC.glob("*.[ch]")):
-            for h in includes(p):
-                if h in known and p.name in known and known[h] > known[p.name]:
-                    wrong.append(f"{p.name} (layer {known[p.name]}) includes {h} (layer {known[h]})")
-        self.assertEqual(wrong, [])
+    def test_a_clean_tree_passes(self):
+        src = tree({"low/a.h": "", "low/a.c": '#include "low/a.h"\n', "high/b.c": '#include "low/a.h"\n'})
+        self.assertEqual(layers.problems(src), [])
 
-    def test_no_include_cycle_between_modules(self):
-        # module = file stem: x.c and x.h together; an edge when x.c or x.h includes y.h
-        graph: dict[str, set[str]] = {}
-        for p in SRC.glob("*.[ch]"):
-            graph.setdefault(p.stem, set()).update(h[:-2] for h in includes(p) if h[:-2] != p.stem)
-        state: dict[str, int] = {}
-        path: list[str] = []
+    def test_an_include_from_above_is_reported(self):
+        src = tree({"low/a.c": '#include "high/b.h"\n', "high/b.h": ""})
+        self.assertEqual(len(layers.problems(src)), 1)
+        self.assertIn("above it", layers.problems(src)[0])
 
-        def visit(m: str) -> None:
-            state[m] = 1
-            path.append(m)
-            for n in sorted(graph.get(m, ())):
-                if state.get(n) == 1:
-                    self.fail("include cycle: " + " -> ".join(path[path.index(n):] + [n]))
-                if n not in state:
-                    visit(n)
-            path.pop()
-            state[m] = 2
+    def test_a_folder_missing_from_layers_is_reported(self):
+        src = tree({"low/a.c": "", "stray/x.c": ""})
+        self.assertIn("src/stray/ is not in src/LAYERS", layers.problems(src))
 
-        for m in sorted(graph):
-            if m not in state:
-                visit(m)
+    def test_a_bare_include_is_reported(self):
+        src = tree({"low/a.h": "", "low/b.c": '#include "a.h"\n'})
+        self.assertIn("by their path", " ".join(layers.problems(src)))
+
+    def test_a_cycle_inside_a_folder_is_reported(self):
+        src = tree({"low/a.h": '#include "low/b.h"\n', "low/b.h": '#include "low/a.h"\n'})
+        self.assertIn("include cycle: low/a -> low/b -> low/a", layers.problems(src))
+
+    def test_a_file_outside_any_folder_is_reported(self):
+        src = tree({"low/a.c": "", "loose.c": ""})
+        self.assertIn("src/loose.c is in no folder", layers.problems(src))
 
 
 if __name__ == "__main__":

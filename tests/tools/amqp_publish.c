@@ -12,9 +12,9 @@
  *
  * End of input frees the publisher (a polite connection.close) and exits 0. A bad URL exits 2
  * with the parser's message on stderr; a bad command line of input exits 3. */
-#include "amqppub.h"
-#include "clock.h"
-#include "log.h"
+#include "delivery/amqppub.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #include <jansson.h>
 #include <signal.h>

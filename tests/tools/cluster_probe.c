@@ -10,7 +10,7 @@
  *   cluster_probe keyslot KEY...         one line per key: its slot
  *
  * Exits 0, or 1 when the reply is refused (its message on stderr), 2 on bad usage. */
-#include "cluster.h"
+#include "core/cluster.h"
 
 #include <hiredis/hiredis.h>
 #include <jansson.h>

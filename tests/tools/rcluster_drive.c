@@ -16,11 +16,11 @@
  *
  * KEY must carry a hash tag ("c:{17}"). Exits 0, or 1 when the cluster never became ready,
  * 2 on bad usage. */
-#include "cluster.h"
-#include "clock.h"
-#include "log.h"
-#include "rcluster.h"
-#include "scripts.h"
+#include "core/cluster.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "redis/rcluster.h"
+#include "redis/scripts.h"
 
 #include <event2/event.h>
 #include <stddef.h>

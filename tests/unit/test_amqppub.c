@@ -2,10 +2,10 @@
  * confirm ledger, outcome names; plus what the publisher does without a broker (a refused
  * port, a silent one, the backoff). Publishing to a real RabbitMQ is
  * tests/integration/test_amqp_publisher.py. */
-#include "amqppub.h"
-#include "amqpurl.h"
-#include "clock.h"
-#include "log.h"
+#include "delivery/amqppub.h"
+#include "core/amqpurl.h"
+#include "base/clock.h"
+#include "base/log.h"
 #include "refused_port.h"
 
 #include <arpa/inet.h>

@@ -8,7 +8,7 @@
  * with slot 105 half-way through a migration was byte for byte REC_INITIAL (a migration shows
  * only as ASK), so it is not repeated. Hand-written replies cover what a healthy cluster never
  * says (wrong types, ranges, ports). */
-#include "cluster.h"
+#include "core/cluster.h"
 
 #include <check.h>
 #include <hiredis/hiredis.h>

@@ -1,5 +1,5 @@
 /* test_config.c — src/config.h: defaults, the strict INI reader, validation and printing. */
-#include "config.h"
+#include "core/config.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -13,8 +13,8 @@
  * compares cron.c with the same reference on hundreds of random expressions around the
  * transitions of 17 zone windows (Lord Howe's 30-minute DST, Sao Paulo's midnight changes,
  * Apia's skipped day, Troll's 2-hour DST, Dublin's negative DST, the footer rule in 2045). */
-#include "cron.h"
-#include "tz.h"
+#include "base/cron.h"
+#include "base/tz.h"
 
 #include <check.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* test_delivstats.c — src/delivstats.h: per topic and route delivery counts and latency, as
  * Prometheus text. */
-#include "delivstats.h"
-#include "sbuf.h"
+#include "delivery/delivstats.h"
+#include "base/sbuf.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* test_errpage.c — evhttp 2.1's own error pages become the contract's JSON errors
  * (errpage.h): complete pages are rewritten with the right status (never a 5xx), partial
  * ones wait, successes are left alone, a "100 Continue" head before the page is kept. */
-#include "errpage.h"
+#include "http/errpage.h"
 
 #include <check.h>
 #include <stdio.h>

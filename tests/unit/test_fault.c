@@ -1,8 +1,8 @@
 /* test_fault.c — the fault seam's spec (fault.h): what parses, what is refused with a message
  * naming the bad rule, and which arrivals fire (the Nth and K-1 after it, per thread name when
  * one is given, nothing when disarmed). */
-#include "fault.h"
-#include "log.h"
+#include "base/fault.h"
+#include "base/log.h"
 
 #include <check.h>
 #include <pthread.h>

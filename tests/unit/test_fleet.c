@@ -1,7 +1,7 @@
 /* test_fleet.c — rendezvous ownership of shards (fleet_owner): every instance computes the
  * same owner from the same list whatever its order, shards spread over the instances, and
  * when an instance leaves only its own shards move. */
-#include "fleet.h"
+#include "duties/fleet.h"
 
 #include <check.h>
 #include <stdlib.h>

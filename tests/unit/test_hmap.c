@@ -1,7 +1,7 @@
 /* test_hmap.c — the one hash map: put/get/replace/remove, keys of any bytes (NUL included),
  * pointer keys, growth, backward-shift deletion keeping every other key findable (checked
  * against a plain array model with random operations), and iteration. */
-#include "hmap.h"
+#include "base/hmap.h"
 
 #include <check.h>
 #include <stdint.h>

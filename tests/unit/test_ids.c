@@ -1,5 +1,5 @@
 /* test_ids.c — src/ids.h: the id generator, shards, the compact key form and decimal ids. */
-#include "ids.h"
+#include "core/ids.h"
 
 #include <check.h>
 #include <inttypes.h>

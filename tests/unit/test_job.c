@@ -1,5 +1,5 @@
 /* test_job.c — src/job.h: push validation, topics, bizKeys and state names. */
-#include "job.h"
+#include "core/job.h"
 
 #include <check.h>
 #include <jansson.h>

@@ -2,7 +2,7 @@
  * 7.0.15): every integer form (fixint, uint8..64, negative fixint, int8..64) and every string
  * form (fixstr, str8, str16, str32) at their boundaries. Each vector is written as tokens:
  * hex bytes, or "<char>*<count>" for a run of one character. */
-#include "jobrec.h"
+#include "core/jobrec.h"
 
 #include <check.h>
 #include <stdio.h>

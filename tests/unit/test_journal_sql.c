@@ -3,8 +3,8 @@
  * escaped (quotes, backslashes, NUL bytes), the newest update per job staged with its
  * version, replacements guarded by version, long scripts cut between statements only, and
  * failures of the sender passed on. */
-#include "journal_sql.h"
-#include "db.h"
+#include "mysql/journal_sql.h"
+#include "mysql/db.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jscan.h"
+#include "base/jscan.h"
 
 static int scan(const char *text, size_t *start, size_t *end)
 {

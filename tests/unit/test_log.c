@@ -1,7 +1,7 @@
 /* test_log.c — the log file: lines land in it, and a reopen (SIGHUP after logrotate renamed
  * the file) switches to the new file on the SAME descriptor number, so a thread writing
  * at that moment can never write into a descriptor reused by a socket. */
-#include "log.h"
+#include "base/log.h"
 
 #include <check.h>
 #include <stdio.h>

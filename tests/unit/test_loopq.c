@@ -1,7 +1,7 @@
 /* test_loopq.c — the one cross-thread hand-off: functions posted from several threads all
  * run on the loop's thread, in each poster's order, none lost; the after-drain hook runs after
  * a batch; close runs what is queued and refuses later posts (their senders keep ownership). */
-#include "loopq.h"
+#include "base/loopq.h"
 
 #include <check.h>
 #include <event2/event.h>

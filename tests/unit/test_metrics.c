@@ -3,8 +3,8 @@
  * Metrics are process-wide, so every check compares a render before and after the change
  * (deltas), and the tests hold whether or not Check forks per test. The output is read with
  * a small, strict parser of the Prometheus text exposition format written for these tests. */
-#include "job.h"
-#include "metrics.h"
+#include "core/job.h"
+#include "core/metrics.h"
 
 #include <check.h>
 #include <math.h>

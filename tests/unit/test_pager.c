@@ -3,8 +3,8 @@
  * less a margin of min(60 s, horizon / 2), and whatever the horizon the paging front
  * (bucket_end(now + lead) <= now + lead + bucket) stays behind where far pushes begin
  * (now + horizon), so paging never races a push being made. */
-#include "config.h"
-#include "pager.h"
+#include "core/config.h"
+#include "durable/pager.h"
 
 #include <check.h>
 #include <stdlib.h>

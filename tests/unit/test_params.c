@@ -1,5 +1,5 @@
 /* test_params.c — src/params.h: form and JSON parameters, typed getters, strict integers. */
-#include "params.h"
+#include "http/params.h"
 
 #include <check.h>
 #include <stdio.h>

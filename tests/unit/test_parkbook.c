@@ -5,7 +5,7 @@
  * after one that emptied its topics; the
  * tick's topics; drain; and random filing and unfiling of 10,000 requests checked against a
  * plain array model. */
-#include "parkbook.h"
+#include "core/parkbook.h"
 
 #include <check.h>
 #include <stdarg.h>

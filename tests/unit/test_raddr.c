@@ -1,6 +1,6 @@
 /* test_raddr.c — src/raddr.h: the [redis] address parser every connection and the config
  * check use, and the Cluster seed list. */
-#include "raddr.h"
+#include "core/raddr.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* test_ratelimit.c — token buckets per key: a burst is allowed then refused with the seconds
  * to wait, refill follows the rate, keys are independent, full buckets are forgotten (the
  * table stays as small as the active clients), and a clock going backwards refunds nothing. */
-#include "ratelimit.h"
+#include "base/ratelimit.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -2,12 +2,12 @@
  * routes by, how far a command follows redirects and retries, seed lists, and refusing
  * commands before a map has arrived. The rest is proven against a real cluster by
  * tests/integration/test_rcluster_conn.py. */
-#include "cluster.h"
-#include "log.h"
+#include "core/cluster.h"
+#include "base/log.h"
 #include "refused_port.h"
-#include "rcluster.h"
-#include "rlink.h"
-#include "scripts.h"
+#include "redis/rcluster.h"
+#include "redis/rlink.h"
+#include "redis/scripts.h"
 
 #include <check.h>
 #include <event2/event.h>

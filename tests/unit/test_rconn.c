@@ -8,11 +8,11 @@
  *
  * Built with -DRCONN_OLD_API it uses only what rconn.h offered before issue 11, to show the
  * NOSCRIPT tests failing against the old rconn.c (see the report of that change). */
-#include "metrics.h"
-#include "log.h"
-#include "rconn.h"
-#include "resolve.h"
-#include "scripts.h"
+#include "core/metrics.h"
+#include "base/log.h"
+#include "redis/rconn.h"
+#include "base/resolve.h"
+#include "redis/scripts.h"
 
 #include <arpa/inet.h>
 #include <check.h>

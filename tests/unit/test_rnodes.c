@@ -3,7 +3,7 @@
  * freshest snapshot; the Prometheus series, and none before any post (a single Redis). The
  * table is process-wide: each test uses addresses of its own, so the tests also pass in one
  * process (CK_FORK=no). */
-#include "rnodes.h"
+#include "redis/rnodes.h"
 
 #include <check.h>
 #include <pthread.h>

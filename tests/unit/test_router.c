@@ -1,5 +1,5 @@
 /* test_router.c — src/router.h: paths to endpoints, path arguments, methods, admin endpoints. */
-#include "router.h"
+#include "core/router.h"
 
 #include <check.h>
 #include <stdio.h>

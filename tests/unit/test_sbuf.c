@@ -1,5 +1,5 @@
 /* test_sbuf.c — src/sbuf.h: the growable buffer and its JSON helpers. */
-#include "sbuf.h"
+#include "base/sbuf.h"
 
 #include <check.h>
 #include <inttypes.h>

@@ -1,10 +1,10 @@
 /* test_schedule.c — src/schedule.h: a POST /schedules body checked field by field (the 400
  * messages name the field), the /push body of a fire, and which fires to make when (the
  * catch-up policies after downtime, the look-ahead, the cap). */
-#include "cron.h"
-#include "job.h"
-#include "sbuf.h"
-#include "schedule.h"
+#include "base/cron.h"
+#include "core/job.h"
+#include "base/sbuf.h"
+#include "durable/schedule.h"
 
 #include <check.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* test_scripts.c — the script table made at build time (scripts/embed-lua.sh): every script
  * is bound, and its SHA-1 is the one Redis will compute for its text (checked with the
  * system's sha1sum, independently of the shell pipeline that made it). */
-#include "scripts.h"
+#include "redis/scripts.h"
 
 #include <check.h>
 #include <stdio.h>

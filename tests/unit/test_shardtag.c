@@ -2,11 +2,11 @@
  * tags leave every key byte for byte as single-Redis data has them; cluster tags are the
  * pinned ones, each key lands in its shard's slot, and every tag reads back as its shard
  * number the way lib.lua reads it. */
-#include "cluster.h"
-#include "ids.h"
-#include "rcodec.h"
-#include "shardtag.h"
-#include "store.h"
+#include "core/cluster.h"
+#include "core/ids.h"
+#include "redis/rcodec.h"
+#include "core/shardtag.h"
+#include "redis/store.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* test_sign.c — src/sign.h: HMAC-SHA256 as lowercase hex, against the RFC 4231 test vectors
  * (section 4, the SHA-256 rows), and the Hourglass-Signature header value built from it. */
-#include "sign.h"
+#include "delivery/sign.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  * shape an id script answers, the refusals (missing, state, stale, bizheld), and replies of
  * the wrong shape, which must be refused (-1: the caller answers 503) rather than read. The
  * replies are written as RESP text and parsed by hiredis's own reader, as they arrive. */
-#include "job.h"
-#include "store.h"
+#include "core/job.h"
+#include "redis/store.h"
 
 #include <check.h>
 #include <hiredis/hiredis.h>

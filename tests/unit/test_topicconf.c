@@ -1,7 +1,7 @@
 /* test_topicconf.c — src/topicconf.h: a topic's settings, merged from PUT bodies, written as
  * JSON and as the scripts' compact value. */
-#include "sbuf.h"
-#include "topicconf.h"
+#include "base/sbuf.h"
+#include "core/topicconf.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * connections they accept (their bufferevent callback runs once per connection), so keep-alive
  * and the connection cap are checked from the receiving side. Tests wait for events by running
  * the loop until a condition holds, with a deadline that fails the test instead of hanging. */
-#include "whclient.h"
+#include "delivery/whclient.h"
 
 #include <arpa/inet.h>
 #include <check.h>

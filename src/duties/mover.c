@@ -1,0 +1,218 @@
+/* mover.c — see mover.h. */
+#include "duties/mover.h"
+#include "core/app.h"
+#include "base/clock.h"
+#include "durable/journal.h"
+#include "core/metrics.h"
+#include "redis/store.h"
+
+#include <event2/event.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#define NEVER INT64_MAX
+#define SAFETY_MS 1000
+
+struct mover {
+    struct app *app;
+    struct store *store;
+    const char *who;
+    struct event *timer;      /* next due time of an owned shard */
+    int shards;
+    int64_t *next_due;        /* per shard, unix ms; NEVER when the zset is empty */
+    char *running;            /* a move.lua call is in flight */
+    char *again;              /* run again when it returns */
+    char *owned;
+    atomic_llong moved_total;
+    atomic_llong expired_total;
+};
+
+struct move_call {
+    struct mover *m;
+    int shard;
+};
+
+static void arm_timer(struct mover *m);
+static void run_shard(struct mover *m, int shard);
+
+/* move.lua logged the transitions in the outbox; here they are only counted. */
+static void count_moves(struct mover *m, const struct move_outcome *o)
+{
+    long long expired = 0;
+    for (int i = 0; i < o->n; i++) {
+        metrics_transition(o->moved[i].from, o->moved[i].to, 1);
+        if (o->moved[i].from == JS_RESERVED)
+            expired++;
+    }
+    atomic_fetch_add(&m->moved_total, o->n);
+    atomic_fetch_add(&m->expired_total, expired);
+}
+
+static void on_moved(const struct move_outcome *o, void *arg)
+{
+    struct move_call *call = arg;
+    struct mover *m = call->m;
+    int shard = call->shard;
+    free(call);
+    m->running[shard] = 0;
+    metrics_inc(MC_MOVER_RUNS, 1);
+    if (o == NULL) {
+        m->again[shard] = 0; /* Redis trouble: the safety tick retries */
+        return;
+    }
+    count_moves(m, o);
+    m->next_due[shard] = o->next_due < 0 ? NEVER : o->next_due;
+    if (o->more || m->again[shard]) {
+        m->again[shard] = 0;
+        run_shard(m, shard);
+    }
+    arm_timer(m);
+}
+
+static void run_shard(struct mover *m, int shard)
+{
+    if (atomic_load(&m->app->layout) != 1)
+        return; /* not before the shard count is known to match the data */
+    if (m->running[shard]) {
+        m->again[shard] = 1;
+        return;
+    }
+    if (!journal_accepting())
+        return; /* back-pressure: leave the jobs where they are until MySQL catches up */
+    struct move_call *call = malloc(sizeof *call);
+    if (call == NULL)
+        return;
+    call->m = m;
+    call->shard = shard;
+    m->running[shard] = 1;
+    if (store_move(m->store, shard, clock_unix_ms(), m->app->cfg.mover_batch, m->who, on_moved, call) < 0) {
+        m->running[shard] = 0;
+        free(call);
+    }
+}
+
+/* Run every owned shard that is due, then sleep until the next one (at most SAFETY_MS). */
+/* Run every owned shard that is due, then sleep until the next one (at most SAFETY_MS). */
+static void run_due(struct mover *m)
+{
+    int64_t now = clock_unix_ms();
+    for (int s = 0; s < m->shards; s++)
+        if (m->owned[s] && m->next_due[s] <= now)
+            run_shard(m, s);
+    arm_timer(m);
+}
+
+static void arm_timer(struct mover *m)
+{
+    int64_t next = NEVER;
+    for (int s = 0; s < m->shards; s++)
+        if (m->owned[s] && !m->running[s] && m->next_due[s] < next)
+            next = m->next_due[s];
+    int64_t now_us = clock_unix_us();
+    int64_t wait_us = next == NEVER ? SAFETY_MS * 1000 : next * 1000 - now_us;
+    if (wait_us < 0)
+        wait_us = 0;
+    if (wait_us > SAFETY_MS * 1000)
+        wait_us = SAFETY_MS * 1000;
+    struct timeval tv = {(time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000)};
+    event_add(m->timer, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    run_due(arg);
+}
+
+void mover_tick(struct mover *m)
+{
+    for (int s = 0; s < m->shards; s++)
+        run_shard(m, s);
+}
+
+void mover_wake(struct mover *m, int shard, int64_t due)
+{
+    if (shard < 0 || shard >= m->shards || due <= 0 || due >= m->next_due[shard])
+        return;
+    m->next_due[shard] = due;
+    if (due <= clock_unix_ms())
+        run_shard(m, shard);
+    arm_timer(m);
+}
+
+void mover_rescan(struct mover *m)
+{
+    for (int s = 0; s < m->shards; s++)
+        m->next_due[s] = 0;
+    run_due(m);
+}
+
+void mover_set_owned(struct mover *m, const char *owned, int shards)
+{
+    int count = 0;
+    for (int s = 0; s < shards && s < m->shards; s++) {
+        if (owned[s] && !m->owned[s])
+            m->next_due[s] = 0; /* newly ours: look at it now */
+        m->owned[s] = owned[s];
+        count += owned[s];
+    }
+    metrics_gauge_set(MG_OWNED_SHARDS, count);
+    run_due(m);
+}
+
+struct mover *mover_new(struct app *app, struct event_base *base, struct store *store, const char *who)
+{
+    struct mover *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    m->app = app;
+    m->store = store;
+    m->who = who;
+    m->shards = app->cfg.redis_shards;
+    m->next_due = calloc((size_t)m->shards, sizeof *m->next_due);
+    m->running = calloc((size_t)m->shards, 1);
+    m->again = calloc((size_t)m->shards, 1);
+    m->owned = calloc((size_t)m->shards, 1);
+    m->timer = evtimer_new(base, on_timer, m);
+    if (!m->next_due || !m->running || !m->again || !m->owned || !m->timer) {
+        mover_free(m);
+        return NULL;
+    }
+    for (int s = 0; s < m->shards; s++)
+        m->owned[s] = 1; /* alone until the fleet registry says otherwise (fleet.c) */
+    metrics_gauge_set(MG_OWNED_SHARDS, m->shards);
+    arm_timer(m);
+    return m;
+}
+
+void mover_stop(struct mover *m)
+{
+    event_del(m->timer);
+}
+
+void mover_free(struct mover *m)
+{
+    if (m == NULL)
+        return;
+    if (m->timer)
+        event_free(m->timer);
+    free(m->next_due);
+    free(m->running);
+    free(m->again);
+    free(m->owned);
+    free(m);
+}
+
+int mover_owns(const struct mover *m, int shard)
+{
+    return shard >= 0 && shard < m->shards && m->owned[shard];
+}
+
+long long mover_moved_total(const struct mover *m)
+{
+    return atomic_load(&m->moved_total);
+}
+
+long long mover_expired_total(const struct mover *m)
+{
+    return atomic_load(&m->expired_total);
+}

@@ -1,0 +1,227 @@
+/* db.c — see db.h. */
+#include "mysql/db.h"
+#include "base/fault.h"
+#include "base/log.h"
+#include "core/metrics.h"
+#include "base/sbuf.h"
+
+#include <errmsg.h>
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
+{
+    MYSQL *db = mysql_init(NULL);
+    if (db == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    unsigned int timeout = (unsigned int)cfg->mysql_timeout;
+    my_bool off = 0;
+    mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &timeout);
+    mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &timeout);
+    mysql_options(db, MYSQL_OPT_RECONNECT, &off); /* we reconnect ourselves, knowing what was lost */
+    mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    const char *socket = cfg->mysql_socket[0] ? cfg->mysql_socket : NULL;
+    if (mysql_real_connect(db, socket ? NULL : cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
+                           cfg->mysql_database, (unsigned int)cfg->mysql_port, socket, 0) == NULL) {
+        snprintf(err, errlen, "%s", mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    if (mysql_autocommit(db, 0) != 0) {
+        snprintf(err, errlen, "autocommit off failed: %s", mysql_error(db));
+        mysql_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+int db_check_schema(MYSQL *db, char *err, size_t errlen)
+{
+    static const char sql[] = "SELECT MAX(version) FROM schema_version";
+    if (mysql_real_query(db, sql, sizeof sql - 1) != 0) {
+        unsigned int e = mysql_errno(db);
+        if (e == ER_NO_SUCH_TABLE || e == ER_BAD_DB_ERROR) {
+            snprintf(err, errlen, "the hourglass tables are missing: apply sql/schema.sql to this database (%s)",
+                     mysql_error(db));
+            return -1;
+        }
+        snprintf(err, errlen, "schema check failed: %s", mysql_error(db));
+        return -2;
+    }
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+    long version = row && row[0] ? atol(row[0]) : 0;
+    if (res)
+        mysql_free_result(res);
+    mysql_commit(db);
+    if (version < SCHEMA_VERSION_REQUIRED) {
+        snprintf(err, errlen, "schema version %ld is older than %d: apply sql/schema.sql", version,
+                 SCHEMA_VERSION_REQUIRED);
+        return -1;
+    }
+    /* Every column the journal writes: CREATE TABLE IF NOT EXISTS leaves a table made by an
+     * older sql/schema.sql as it was, and the schema version alone would not tell. */
+    static const char *const checks[][2] = {{"message", "SELECT " MESSAGE_COLUMNS " FROM message LIMIT 0"},
+                                            {"transition", "SELECT " TRANSITION_COLUMNS " FROM transition LIMIT 0"},
+                                            {"refused_record", "SELECT " REFUSED_COLUMNS " FROM refused_record LIMIT 0"},
+                                            {"topic_setting", "SELECT " TOPIC_SETTING_COLUMNS " FROM topic_setting LIMIT 0"},
+                                            {"topic_change", "SELECT " TOPIC_CHANGE_COLUMNS " FROM topic_change LIMIT 0"}};
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        if (mysql_real_query(db, checks[i][1], (unsigned long)strlen(checks[i][1])) != 0) {
+            if (mysql_errno(db) == ER_BAD_FIELD_ERROR) {
+                snprintf(err, errlen,
+                         "table %s is not the one sql/schema.sql defines (%s): it was made by an older "
+                         "sql/schema.sql; bring it to the current definition (or start from an empty database)",
+                         checks[i][0], mysql_error(db));
+                return -3;
+            }
+            snprintf(err, errlen, "table %s: %s: apply sql/schema.sql", checks[i][0], mysql_error(db));
+            return db_error_is_connection(db) ? -2 : -1;
+        }
+        MYSQL_RES *r = mysql_store_result(db);
+        if (r)
+            mysql_free_result(r);
+    }
+    mysql_commit(db);
+    return 0;
+}
+
+int db_errno_is_lock_conflict(unsigned err)
+{
+    return err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT;
+}
+
+int db_error_is_connection(MYSQL *db)
+{
+    if (db_errno_is_lock_conflict(mysql_errno(db)))
+        return 1; /* the transaction is gone: callers that simply reconnect retry it too */
+    switch (mysql_errno(db)) {
+    case CR_SERVER_GONE_ERROR:
+    case CR_SERVER_LOST:
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_SERVER_LOST_EXTENDED:
+    case CR_COMMANDS_OUT_OF_SYNC:
+    case ER_SERVER_SHUTDOWN:
+    case ER_CONNECTION_KILLED:
+    case ER_QUERY_INTERRUPTED:
+    case ER_OPTION_PREVENTS_STATEMENT: /* read-only server during failover */
+        return 1;
+    default:
+        return mysql_errno(db) >= 2000 && mysql_errno(db) < 3000; /* client-side errors */
+    }
+}
+
+/* ---- the fault seam (fault.h) ----
+ * Faults are made with the real connection so that every error path runs as it would:
+ * "fail" shuts the socket before the statement is sent (the server rolls back, the client
+ * sees CR_SERVER_LOST); "lost" lets the statement run and then shuts the socket, so the
+ * caller gets a connection error for something that did happen. */
+static void break_connection(MYSQL *db)
+{
+    shutdown((int)mysql_get_socket(db), SHUT_RDWR);
+}
+
+/* Before a statement: what the seam does to it (for "fail" it breaks the connection now). */
+static enum fault_action fault_before(MYSQL *db, enum fault_point point)
+{
+    if (!fault_armed(point))
+        return FA_NONE;
+    enum fault_action f = fault_at(point);
+    if (f == FA_FAIL)
+        break_connection(db);
+    return f;
+}
+
+/* After a statement that succeeded: -1 when the seam loses its answer (after the read
+ * timeout for a hang); the connection's error is then the one a lost answer leaves. */
+static int fault_after(MYSQL *db, enum fault_action f)
+{
+    if (f != FA_LOST && f != FA_HANG)
+        return 0;
+    if (f == FA_HANG) {
+        unsigned int timeout = 0;
+        mysql_get_option(db, MYSQL_OPT_READ_TIMEOUT, &timeout);
+        sleep(timeout ? timeout : 1);
+    }
+    break_connection(db);
+    if (mysql_ping(db) == 0) /* cannot succeed on a shut socket; if it did, say so rather than lie */
+        log_error("fault seam: the connection survived its shutdown");
+    return -1;
+}
+
+static void note_failure(MYSQL *db, const char *what, int statement, const char *sql)
+{
+    metrics_inc(MC_MYSQL_ERRORS, 1);
+    log_warn("mysql: %s (errno %u) in %s %d of: %.120s", mysql_error(db), mysql_errno(db), what, statement, sql);
+}
+
+int db_commit(MYSQL *db)
+{
+    enum fault_action f = fault_before(db, FP_MYSQL_COMMIT);
+    if (mysql_commit(db) != 0 || fault_after(db, f) < 0) {
+        note_failure(db, "COMMIT", 1, "COMMIT");
+        return -1;
+    }
+    return 0;
+}
+
+int db_exec(MYSQL *db, const char *sql, size_t len)
+{
+    enum fault_action f = fault_before(db, FP_MYSQL_EXEC);
+    if (mysql_real_query(db, sql, (unsigned long)len) != 0 || fault_after(db, f) < 0) {
+        note_failure(db, "statement", 1, sql);
+        return -1;
+    }
+    return 0;
+}
+
+int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *affected)
+{
+    /* mysql_real_query: 0 = the first statement succeeded; mysql_next_result: 0 = the next
+     * one succeeded, -1 = there is no next one, > 0 = it failed. */
+    enum fault_action f = fault_before(db, FP_MYSQL_EXEC);
+    int failed = mysql_real_query(db, sql, (unsigned long)len) != 0;
+    for (int statement = 1;; statement++) {
+        if (failed) {
+            note_failure(db, "statement", statement, sql);
+            return -1;
+        }
+        MYSQL_RES *res = mysql_store_result(db); /* none expected; freed if a statement returned rows */
+        if (res)
+            mysql_free_result(res);
+        else if (affected)
+            *affected = mysql_affected_rows(db); /* this statement's: asked after the last one, it is -1 */
+        int rc = mysql_next_result(db);
+        if (rc < 0 && fault_after(db, f) < 0) {
+            note_failure(db, "statement", statement, sql);
+            return -1;
+        }
+        if (rc < 0)
+            return 0;
+        failed = rc > 0;
+    }
+}
+
+int db_enable_scripts(MYSQL *db)
+{
+    return mysql_set_server_option(db, MYSQL_OPTION_MULTI_STATEMENTS_ON) == 0 ? 0 : -1;
+}
+
+void db_quote(MYSQL *db, struct sbuf *sb, const char *s, size_t len)
+{
+    sb_putc(sb, '\'');
+    if (sb_reserve(sb, len * 2 + 1) < 0)
+        return;
+    unsigned long n = mysql_real_escape_string(db, sb->data + sb->len, s, (unsigned long)len);
+    sb->len += n;
+    sb->data[sb->len] = '\0';
+    sb_putc(sb, '\'');
+}

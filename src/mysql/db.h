@@ -1,0 +1,65 @@
+/* db.h — MySQL/MariaDB connection helpers shared by the journal and the background
+ * (restore, retention, history) threads. Every connection has connect/read/write timeouts,
+ * so a hung server turns into an error within [mysql] timeout seconds instead of a hang.
+ * db_exec, db_exec_script and db_commit carry the fault seam (fault.h): a test can make a
+ * chosen statement or COMMIT fail, lose its answer or hang. */
+#ifndef HG_DB_H
+#define HG_DB_H
+
+#include <mysql.h>
+#include <stddef.h>
+
+#include "core/config.h"
+
+#define SCHEMA_VERSION_REQUIRED 6
+
+/* The columns the journal writes, in the order its INSERTs list them; db_check_schema()
+ * reads them all, so a table made by an older sql/schema.sql is refused at start rather than
+ * failing every journal cycle. */
+#define MESSAGE_COLUMNS \
+    "id,topic,biz_key,body,run_at,priority,ttr,tries,attempts,backoff,state,version,created_at,updated_at," \
+    "far_shard,far_run_at"
+#define TRANSITION_COLUMNS "message_id,version,from_state,to_state,at,actor,host,instance,attempts"
+#define REFUSED_COLUMNS "message_id,at,error,record,instance"
+#define TOPIC_SETTING_COLUMNS "topic,settings,seq,updated_at"
+#define TOPIC_CHANGE_COLUMNS "topic,at,actor,host,instance,settings"
+
+/* Connect with the configured timeouts, utf8mb4, autocommit off. NULL with err filled. */
+MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen);
+
+/* Is the schema there, new enough, and are its tables' columns the ones this binary writes?
+ * 0; -1 with err saying to apply sql/schema.sql; -3 when a table lacks a column (made by an
+ * older sql/schema.sql: applying it again does not change the table); -2 when the check
+ * itself failed (connection problem). */
+int db_check_schema(MYSQL *db, char *err, size_t errlen);
+
+/* Run one statement; logs and returns -1 on failure. */
+int db_exec(MYSQL *db, const char *sql, size_t len) __attribute__((warn_unused_result));
+
+/* COMMIT; logs and counts a failure, returns -1 (then db_error_is_connection tells whether
+ * the answer was lost, i.e. the outcome is unknown). */
+int db_commit(MYSQL *db) __attribute__((warn_unused_result));
+
+/* Run several statements separated by ';' in one round trip (needs db_enable_scripts).
+ * The server stops at the first failing one; logs it and returns -1. 0 when all succeeded,
+ * with *affected (unless NULL) set to the rows the last statement without a result set
+ * changed. */
+int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *affected)
+    __attribute__((warn_unused_result));
+
+/* Allow multi-statement scripts on this connection (only the journal's: its SQL is built
+ * from escaped values, and the other connections never need it). 0 / -1. */
+int db_enable_scripts(MYSQL *db) __attribute__((warn_unused_result));
+
+/* Was this error a lost/broken connection (reconnect and retry) rather than a bad statement? */
+int db_error_is_connection(MYSQL *db);
+/* Was error number `err` a deadlock or a lock wait timeout: the transaction (or, for a lock
+ * wait, its statement) rolled back by the server, the connection itself still good? Such
+ * errors also count as db_error_is_connection, for callers that simply reconnect. */
+int db_errno_is_lock_conflict(unsigned err);
+
+/* Append `s` escaped and single-quoted for SQL (uses the connection's charset). */
+struct sbuf;
+void db_quote(MYSQL *db, struct sbuf *sb, const char *s, size_t len);
+
+#endif

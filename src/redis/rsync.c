@@ -1,0 +1,279 @@
+/* rsync.c — see rsync.h. */
+#include "redis/rsync.h"
+#include "core/cluster.h"
+#include "core/raddr.h"
+#include "core/shardtag.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* Connect to one server: address, db (0 for a cluster node), scripts. */
+static redisContext *connect_to(const struct config *cfg, const char *address, int db, int load_scripts,
+                                enum rsync_failure *why, char *err, size_t errlen)
+{
+    char host[256];
+    int port, is_unix;
+    *why = RSYNC_UNREACHABLE;
+    if (raddr_parse(address, host, sizeof host, &port, &is_unix) < 0) {
+        snprintf(err, errlen, "bad [redis] address");
+        return NULL;
+    }
+    struct timeval tv = {cfg->redis_timeout_ms / 1000, (cfg->redis_timeout_ms % 1000) * 1000};
+    redisContext *c = is_unix ? redisConnectUnixWithTimeout(host, tv) : redisConnectWithTimeout(host, port, tv);
+    if (c == NULL || c->err) {
+        snprintf(err, errlen, "%s", c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    /* pipelined; each reply names what a failure means to the operator */
+    const char *step[2 + SCRIPT_COUNT];
+    int n = 0;
+    if (cfg->redis_password[0]) {
+        redisAppendCommand(c, "AUTH %s", cfg->redis_password);
+        step[n++] = "AUTH failed (check [redis] password)";
+    }
+    if (db) {
+        redisAppendCommand(c, "SELECT %d", db);
+        step[n++] = "SELECT failed (check [redis] db)";
+    }
+    for (int id = 0; load_scripts && id < SCRIPT_COUNT; id++) {
+        redisAppendCommand(c, "SCRIPT LOAD %s", script_text((enum script_id)id));
+        step[n++] = "SCRIPT LOAD failed";
+    }
+    for (int i = 0; i < n; i++) {
+        redisReply *r = rsync_reply(c);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            *why = r ? RSYNC_REFUSED : RSYNC_UNREACHABLE;
+            snprintf(err, errlen, "%s: %s", step[i], r ? r->str : c->errstr);
+            if (r)
+                freeReplyObject(r);
+            redisFree(c);
+            return NULL;
+        }
+        freeReplyObject(r);
+    }
+    return c;
+}
+
+/* The slot map (CLUSTER SLOTS) of the first seed that answers with one. NULL with err. */
+static struct cluster_map *read_map(const struct config *cfg, enum rsync_failure *why, char *err, size_t errlen)
+{
+    char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
+    *why = RSYNC_UNREACHABLE;
+    int n = raddr_seeds(cfg->redis_address, seeds, RADDR_SEEDS_MAX, err, errlen);
+    for (int i = 0; i < n; i++) {
+        redisContext *c = connect_to(cfg, seeds[i], 0, 0, why, err, errlen);
+        if (c == NULL)
+            continue;
+        char host[CLUSTER_ADDR_MAX];
+        int port, is_unix;
+        redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+        struct cluster_map *m = NULL;
+        if (r == NULL)
+            snprintf(err, errlen, "%s: %s", seeds[i], c->errstr);
+        else if (raddr_parse(seeds[i], host, sizeof host, &port, &is_unix) == 0 &&
+                 (m = cluster_map_parse(r, host, err, errlen)) == NULL)
+            *why = RSYNC_REFUSED; /* it answered, but no map: not a cluster node? (err says) */
+        if (r)
+            freeReplyObject(r);
+        redisFree(c);
+        if (m != NULL)
+            return m;
+    }
+    return NULL;
+}
+
+/* Map master i's context in conns (connected on first use). NULL with err. */
+static redisContext *master_conn(const struct config *cfg, const struct cluster_map *m, int i,
+                                 redisContext **conns, int load_scripts, enum rsync_failure *why, char *err,
+                                 size_t errlen)
+{
+    if (i < 0) {
+        snprintf(err, errlen, "a slot has no master (the cluster is not whole)");
+        *why = RSYNC_UNREACHABLE;
+        return NULL;
+    }
+    if (conns[i] == NULL)
+        conns[i] = connect_to(cfg, m->masters[i].node.addr, 0, load_scripts, why, err, errlen);
+    return conns[i];
+}
+
+redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
+                                enum rsync_failure *why, char *err, size_t errlen)
+{
+    enum rsync_failure ignored;
+    if (why == NULL)
+        why = &ignored;
+    if (!cfg->redis_cluster)
+        return connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why, err, errlen);
+    struct cluster_map *m = read_map(cfg, why, err, errlen);
+    int i = m ? cluster_map_lookup(m, cluster_keyslot(key, len)) : -1;
+    redisContext *c = NULL;
+    if (i >= 0)
+        c = connect_to(cfg, m->masters[i].node.addr, 0, load_scripts, why, err, errlen);
+    else if (m != NULL) {
+        /* not whole (a failover, a slot being assigned): like a master that does not answer */
+        snprintf(err, errlen, "no master serves the slot of %.*s (the cluster is not whole)", (int)len, key);
+        *why = RSYNC_UNREACHABLE;
+    }
+    cluster_map_free(m);
+    return c;
+}
+
+redisContext *rsync_connect_shard(const struct config *cfg, int shard, int load_scripts, enum rsync_failure *why,
+                                  char *err, size_t errlen)
+{
+    char key[CLUSTER_TAG_MAX + 2];
+    size_t len = 0;
+    const char *tag = shardtag(shard, &len);
+    if (tag == NULL || len + 2 >= sizeof key) {
+        snprintf(err, errlen, "no shard %d", shard);
+        return NULL;
+    }
+    snprintf(key, sizeof key, "{%s}", tag);
+    return rsync_connect_key(cfg, key, len + 2, load_scripts, why, err, errlen);
+}
+
+struct rsync_shards {
+    int shards, nconns;
+    int cluster;             /* every shard a slot of its own */
+    redisContext **by_shard; /* shard -> one of conns */
+    redisContext **conns;    /* one per server (map master index) */
+};
+
+void rsync_shards_free(struct rsync_shards *set)
+{
+    if (set == NULL)
+        return;
+    for (int i = 0; i < set->nconns; i++)
+        if (set->conns[i])
+            redisFree(set->conns[i]);
+    free(set->conns);
+    free(set->by_shard);
+    free(set);
+}
+
+struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
+                                       size_t errlen)
+{
+    enum rsync_failure ignored;
+    if (why == NULL)
+        why = &ignored;
+    struct cluster_map *m = NULL;
+    if (cfg->redis_cluster && (m = read_map(cfg, why, err, errlen)) == NULL)
+        return NULL;
+    struct rsync_shards *set = calloc(1, sizeof *set);
+    int nconns = m ? m->nmasters : 1;
+    if (set == NULL || (set->by_shard = calloc((size_t)cfg->redis_shards, sizeof *set->by_shard)) == NULL ||
+        (set->conns = calloc((size_t)nconns, sizeof *set->conns)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        cluster_map_free(m);
+        rsync_shards_free(set);
+        return NULL;
+    }
+    set->shards = cfg->redis_shards;
+    set->nconns = nconns;
+    set->cluster = m != NULL;
+    if (m == NULL) /* one server holds every shard */
+        set->conns[0] = connect_to(cfg, cfg->redis_address, cfg->redis_db, load_scripts, why, err, errlen);
+    for (int n = 0; n < set->shards; n++) {
+        size_t len = 0;
+        const char *tag = shardtag(n, &len);
+        int i = m ? cluster_map_lookup(m, tag ? cluster_keyslot(tag, len) : -1) : 0;
+        set->by_shard[n] = m ? master_conn(cfg, m, i, set->conns, load_scripts, why, err, errlen) : set->conns[0];
+        if (set->by_shard[n] == NULL) {
+            cluster_map_free(m);
+            rsync_shards_free(set);
+            return NULL;
+        }
+    }
+    cluster_map_free(m);
+    return set;
+}
+
+redisContext *rsync_shard(const struct rsync_shards *set, int shard)
+{
+    return set->by_shard[shard];
+}
+
+int rsync_shards_first(const struct rsync_shards *set, int shard)
+{
+    if (set->cluster)
+        return shard;
+    int first = 0;
+    while (set->by_shard[first] != set->by_shard[shard])
+        first++;
+    return first;
+}
+
+void rsync_shards_shutdown(const struct rsync_shards *set)
+{
+    for (int i = 0; i < set->nconns; i++)
+        if (set->conns[i])
+            shutdown(set->conns[i]->fd, SHUT_RDWR);
+}
+
+int rsync_shards_drain(struct rsync_shards *set)
+{
+    int ok = 0;
+    for (int n = 0; n < set->shards; n++) {
+        redisReply *r = rsync_shard_reply(set->by_shard[n]);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR)
+            ok = -1;
+        if (r)
+            freeReplyObject(r);
+        if (r == NULL)
+            break; /* the connection is gone: the caller opens a new set */
+    }
+    return ok;
+}
+
+const char *rsync_shards_errstr(const struct rsync_shards *set)
+{
+    for (int i = 0; i < set->nconns; i++)
+        if (set->conns[i] && set->conns[i]->errstr[0])
+            return set->conns[i]->errstr;
+    return "";
+}
+
+redisReply *rsync_shard_reply(redisContext *c)
+{
+    redisReply *r = rsync_reply(c);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR && cluster_error_kind(r->str, r->len) != CLUSTER_ERR_OTHER) {
+        snprintf(c->errstr, sizeof c->errstr, "%.*s", (int)(sizeof c->errstr - 1), r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)
+{
+    script_evalsha_head(script, argv, lens);
+    return redisAppendCommandArgv(c, argc, argv, lens) == REDIS_OK ? 0 : -1;
+}
+
+redisReply *rsync_reply(redisContext *c)
+{
+    void *reply = NULL;
+    if (redisGetReply(c, &reply) != REDIS_OK)
+        return NULL;
+    return reply;
+}
+
+int rsync_drain(redisContext *c, int n)
+{
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        redisReply *r = rsync_reply(c);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR)
+            ok = -1;
+        if (r)
+            freeReplyObject(r);
+    }
+    return ok;
+}
