@@ -7,7 +7,7 @@
 #include "durable/journal.h"
 #include "core/metrics.h"
 #include "durable/pager.h"
-#include "durable/scheduler.h"
+#include "durable/firing.h"
 #include "redis/rlink.h"
 #include "redis/rnodes.h"
 #include "core/app.h"
@@ -50,7 +50,7 @@ static int health_json(struct request *r, struct sbuf *sb)
     int layout = atomic_load(&app->layout) == 1;  /* shard count checked against the data */
     /* Redis may answer and still refuse work (OOM, BUSY, READONLY...): name it (rconn.h). */
     struct rconn_error rerr;
-    int refused = rconn_cause_refuses(rconn_process_error(&rerr));
+    int refused = rcause_refuses(rconn_process_error(&rerr));
     int ok = redis && !refused && mysql && ids && layout && !draining;
     /* A Redis loss no restore has repaired yet (lossmark.h) is named in redisLoss. Rolled back
      * (older data) is "degraded": jobs deleted or finished since may be delivered again until
@@ -70,7 +70,7 @@ static int health_json(struct request *r, struct sbuf *sb)
                   (long long)loss_at, atomic_load(&app->redis_loss_kind) == 1 ? "older" : "none of its",
                   app->cfg.redis_auto_restore ? "an automatic restore is repairing it" : "run GET /reStore");
     if (rerr.cause != RCAUSE_NONE) {
-        sb_printf(sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rconn_cause_name(rerr.cause));
+        sb_printf(sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rcause_name(rerr.cause));
         sb_json_cstr(sb, rerr.text);
         sb_printf(sb, ",\"ageMs\":%lld}", (long long)rerr.age_ms);
     }
@@ -184,7 +184,7 @@ static void on_counts(const struct topic_counts *topics, int n, long outbox, int
               ntopics, (long long)total[0], (long long)total[1], (long long)total[2], (long long)total[3],
               (long long)total[4]);
     pager_stats_json(&app->cfg, &sb);
-    scheduler_stats_json(&sb);
+    firing_stats_json(&sb);
     free(far);
     journal_json(&sb, app, outbox);
     keeper_json(app, &sb);
@@ -224,7 +224,7 @@ void api_metrics(struct request *r)
     metrics_render(&sb, r->ctx->app->instance);
     delivstats_render(&sb);
     pager_metrics(&sb);
-    scheduler_metrics(&sb);
+    firing_metrics(&sb);
     rnodes_render(&sb); /* nothing for a single Redis */
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);

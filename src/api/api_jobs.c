@@ -27,7 +27,7 @@ struct id_state {
     uint64_t id;
     int shard;
     char who[STORE_WHO_MAX];
-    struct jrec rec;       /* delete: the durable transition */
+    struct jobchange rec;       /* delete: the durable transition */
     int64_t due;           /* reschedule: the new due time */
     int retried;           /* a far lookup found the job paged in meanwhile: Redis was asked again */
     struct far_view {      /* the job's message row, when Redis lacks the job (it may be far) */
@@ -202,7 +202,7 @@ void api_touch(struct request *r)
 
 /* ---- the far tier: a job MySQL alone holds (state 'far', due beyond the horizon) ----
  * A by-id operation that finds nothing in Redis reads the message row on a pool thread; a far
- * job is then changed in MySQL (JR_FAR_LEAVE / JR_FAR_MOVE, guarded on the row still being
+ * job is then changed in MySQL (JC_FAR_LEAVE / JC_FAR_MOVE, guarded on the row still being
  * far: if the pager took it meanwhile, the change is a no-op there and the Redis step after it
  * finds the job). */
 
@@ -268,7 +268,7 @@ static int far_found(struct id_state *st)
 static int far_commit(struct id_state *st, int kind, int to, int64_t run_at, journal_done_fn done)
 {
     struct request *r = st->r;
-    api_fill_jrec(&st->rec, r, st->id, st->shard, "jobs", JS_FAR, to, st->far.ver + 1, 0, run_at);
+    api_fill_jobchange(&st->rec, r, st->id, st->shard, "jobs", JS_FAR, to, st->far.ver + 1, 0, run_at);
     st->rec.kind = (uint8_t)kind;
     if (journal_submit_sync(&st->rec, 1, r->ctx->inbox, done, st) == 0)
         return 0;
@@ -307,7 +307,7 @@ static void on_far_delete_read(void *arg)
     struct id_state *st = arg;
     switch (far_found(st)) {
     case 1:
-        far_commit(st, JR_FAR_LEAVE, JS_DELETED, st->far.run_at, on_far_delete_committed);
+        far_commit(st, JC_FAR_LEAVE, JS_DELETED, st->far.run_at, on_far_delete_committed);
         break;
     case -1:
         if (store_inspect(&st->r->ctx->store, st->id, on_delete_checked, st) < 0)
@@ -363,7 +363,7 @@ static void on_delete_checked(const struct job_view *v, void *arg)
         far_lookup(st, on_far_delete_read); /* a far job, or none */
         return;
     }
-    api_fill_jrec(&st->rec, r, st->id, st->shard, "jobs", v->state, JS_DELETED, v->ver + 1, v->attempts, v->run_at);
+    api_fill_jobchange(&st->rec, r, st->id, st->shard, "jobs", v->state, JS_DELETED, v->ver + 1, v->attempts, v->run_at);
     st->rec.force = 1;
     if (journal_submit_sync(&st->rec, 1, r->ctx->inbox, on_delete_committed, st) < 0)
         respond_unavailable(r, "MySQL");
@@ -418,7 +418,7 @@ static void on_far_reschedule_read(void *arg)
     struct id_state *st = arg;
     switch (far_found(st)) {
     case 1:
-        far_commit(st, JR_FAR_MOVE, JS_FAR, st->due, on_far_moved);
+        far_commit(st, JC_FAR_MOVE, JS_FAR, st->due, on_far_moved);
         break;
     case -1:
         if (store_reschedule(&st->r->ctx->store, st->id, clock_unix_ms(), st->due, st->who, on_rescheduled, st) < 0)

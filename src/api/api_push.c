@@ -38,7 +38,7 @@ struct push_state {
     int n;
     int is_array;
     int64_t now;
-    struct jrec *recs;
+    struct jobchange *recs;
     struct push_outcome *outcomes;
     char *failed;           /* per job: Redis did not take it (or may not have: see in_doubt) */
     char *in_doubt;         /* per job: the call was sent but its reply was lost */
@@ -76,12 +76,12 @@ static void push_state_free(void *p)
  * can have touched a row committed a moment ago for a job that never reached Redis. */
 static void journal_abort(struct request *r, const struct job_spec *j, int from, uint64_t biz_holder)
 {
-    struct jrec rec;
-    api_fill_jrec(&rec, r, j->id, j->shard, "jobs", from, JS_ABORTED, 2, 0, j->run_at);
+    struct jobchange rec;
+    api_fill_jobchange(&rec, r, j->id, j->shard, "jobs", from, JS_ABORTED, 2, 0, j->run_at);
     rec.force = 1;
     rec.biz_holder = biz_holder; /* biz_latest goes back to the job that kept the key */
     if (from == JS_FAR)
-        rec.kind = JR_FAR_LEAVE; /* its far key and far_biz row go too */
+        rec.kind = JC_FAR_LEAVE; /* its far key and far_biz row go too */
     journal_submit(&rec, 1);
     metrics_transition(from, JS_ABORTED, 1);
 }
@@ -89,12 +89,12 @@ static void journal_abort(struct request *r, const struct job_spec *j, int from,
 /* A far job that held the bizKey a push replaced (push.lua gave the key to the new job): its
  * row is to be deleted (unless the pager took it into Redis meanwhile: then the pager finds its
  * key held by the new job and deletes it itself, pager.c). */
-static void far_replaced_rec(struct jrec *rec, struct request *r, uint64_t holder, uint64_t by)
+static void far_replaced_rec(struct jobchange *rec, struct request *r, uint64_t holder, uint64_t by)
 {
-    api_fill_jrec(rec, r, holder, id_shard(holder, r->ctx->app->cfg.redis_shards), "jobs", JS_FAR, JS_DELETED, 0,
+    api_fill_jobchange(rec, r, holder, id_shard(holder, r->ctx->app->cfg.redis_shards), "jobs", JS_FAR, JS_DELETED, 0,
                   0, 0);
     snprintf(rec->actor, sizeof rec->actor, "push: bizKey replaced by %llu", (unsigned long long)by);
-    rec->kind = JR_FAR_LEAVE;
+    rec->kind = JC_FAR_LEAVE;
     metrics_transition(JS_FAR, JS_DELETED, 1);
 }
 
@@ -123,7 +123,7 @@ static void respond_push_unavailable(struct push_state *st)
         snprintf(msg, sizeof msg,
                  "Redis failed the push (%s: %s): the jobs in maybeQueued may have been queued (GET /jobs/{id} "
                  "tells); the rest were not; retry shortly",
-                 rconn_cause_name(rerr.cause), rerr.text);
+                 rcause_name(rerr.cause), rerr.text);
         respond_error_members(st->r, 503, "unavailable", msg, &ids);
         sb_free(&ids);
         return;
@@ -308,7 +308,7 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
     int maybe_ran = 1;
     struct rconn_error e;
     if (out == NULL && call->n > 0 &&
-        rlink_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE && rconn_cause_refuses(e.cause))
+        rlink_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE && rcause_refuses(e.cause))
         maybe_ran = 0;
     settle_jobs(call->jobs, call->n, out, n, maybe_ran);
     free(call);
@@ -481,10 +481,10 @@ void api_push(struct request *r)
             respond_unavailable(r, "the id generator (no worker id held yet)");
             return;
         }
-        struct jrec *rec = &st->recs[i];
-        api_fill_jrec(rec, r, j->id, j->shard, "jobs", JS_NONE, j->far ? JS_FAR : job_initial_state(j, st->now), 1,
+        struct jobchange *rec = &st->recs[i];
+        api_fill_jobchange(rec, r, j->id, j->shard, "jobs", JS_NONE, j->far ? JS_FAR : job_initial_state(j, st->now), 1,
                       0, j->run_at);
-        rec->kind = JR_INSERT;
+        rec->kind = JC_INSERT;
         rec->at = st->now;
         rec->job = j;
         metrics_transition(JS_NONE, rec->to, 1);

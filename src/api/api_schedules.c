@@ -1,7 +1,7 @@
 /* api_schedules.c — /schedules: create, list, read, pause/resume and delete schedules
  * (docs/api.md "Schedules"). The definitions live in MySQL (schedule.h); every statement runs
  * on the MySQL task pool (dbtask.h), never on the worker's loop. The scheduler thread of each
- * instance sees a change within a second (scheduler.h). */
+ * instance sees a change within a second (firing.h). */
 #include "api/api.h"
 #include "api/api_util.h"
 #include "base/clock.h"
@@ -21,7 +21,7 @@
 enum op { OP_CREATE, OP_LIST, OP_GET, OP_DELETE, OP_PAUSE };
 #define BAD_ZONE (-2) /* OP_CREATE: the schedule's zone does not load (err says why): 400 */
 
-struct sched_state {
+struct schedules_call {
     struct request *r;
     enum op op;
     uint64_t id;
@@ -36,9 +36,9 @@ struct sched_state {
     char err[256];
 };
 
-static void sched_state_free(void *p)
+static void schedules_call_free(void *p)
 {
-    struct sched_state *st = p;
+    struct schedules_call *st = p;
     schedule_clear(&st->s);
     schedule_list_free(st->list, st->n > 0 ? st->n : 0);
     free(st->nexts);
@@ -49,11 +49,11 @@ static void sched_state_free(void *p)
 /* The next fire after `now` in zone tz (schedule_load_zone's). */
 static int64_t next_fire_in(const struct schedule *s, const struct tz *tz, int64_t now)
 {
-    struct sched sc;
+    struct cron_rule sc;
     char err[256];
-    if (schedule_sched(s, tz, &sc, err, sizeof err) < 0)
+    if (schedule_cron_rule(s, tz, &sc, err, sizeof err) < 0)
         return CRON_NEVER;
-    return sched_next(&sc, now > s->fired_through || s->paused ? now : s->fired_through);
+    return cron_rule_next(&sc, now > s->fired_through || s->paused ? now : s->fired_through);
 }
 
 /* The next fire after `now` (CRON_NEVER when its zone cannot be loaded any more). Reads the
@@ -71,7 +71,7 @@ static int64_t next_fire(const struct schedule *s, int64_t now)
 
 static void run(MYSQL *db, void *arg)
 {
-    struct sched_state *st = arg;
+    struct schedules_call *st = arg;
     /* the zone's file is read here, not on the worker's loop (schedule_parse checked its name),
      * and before MySQL is needed: a bad zone is the client's 400 whatever MySQL's state */
     if (st->op == OP_CREATE && schedule_load_zone(&st->s, &st->zone, st->err, sizeof st->err) < 0) {
@@ -114,7 +114,7 @@ static void run(MYSQL *db, void *arg)
 
 static void done(void *arg)
 {
-    struct sched_state *st = arg;
+    struct schedules_call *st = arg;
     struct request *r = st->r;
     if (st->n == BAD_ZONE) {
         respond_error(r, 400, "bad_request", "%s", st->err);
@@ -167,7 +167,7 @@ static void done(void *arg)
     sb_free(&sb);
 }
 
-static void submit(struct sched_state *st)
+static void submit(struct schedules_call *st)
 {
     if (dbtask_submit(run, done, st->r->ctx->inbox, st) < 0)
         respond_unavailable(st->r, "MySQL (its task queue is full)");
@@ -179,7 +179,7 @@ void api_schedules(struct request *r)
     static const char *const none[] = {NULL};
     if (api_params_only(r, none) < 0)
         return;
-    struct sched_state *st = api_state_new(r, sizeof *st, sched_state_free);
+    struct schedules_call *st = api_state_new(r, sizeof *st, schedules_call_free);
     if (st == NULL)
         return;
     st->r = r;
@@ -224,7 +224,7 @@ void api_schedule(struct request *r)
         respond_error(r, 400, "bad_request", "a schedule id is a decimal number");
         return;
     }
-    struct sched_state *st = api_state_new(r, sizeof *st, sched_state_free);
+    struct schedules_call *st = api_state_new(r, sizeof *st, schedules_call_free);
     if (st == NULL)
         return;
     st->r = r;

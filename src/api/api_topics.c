@@ -55,7 +55,7 @@ struct one_state {
     char err[256];
     char *body;
     size_t body_len;
-    char actor[JREC_ACTOR_MAX], host[JREC_HOST_MAX];
+    char actor[JOBCHANGE_ACTOR_MAX], host[JOBCHANGE_HOST_MAX];
     const char *instance;
     struct topic_conf conf;
     uint64_t seq;

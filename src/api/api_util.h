@@ -62,8 +62,8 @@ void api_json_view(struct sbuf *sb, uint64_t id, const struct job_view *v);
 void api_who(const struct request *r, char *out, size_t cap);
 
 
-/* Fill a jrec for a transition this request made (the durable paths: push rows, delete); counts nothing. */
-void api_fill_jrec(struct jrec *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,
+/* Fill a jobchange for a transition this request made (the durable paths: push rows, delete); counts nothing. */
+void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,
                    uint32_t ver, uint32_t attempts, int64_t run_at);
 
 #endif

@@ -3,7 +3,7 @@
  * The request is checked on its worker, then the whole purge runs on a MySQL pool thread, as
  * /reStore does: a purge of 100,000 jobs takes a while, and the loop must go on serving. The
  * thread has the pool's MySQL connection (the far tier) and a blocking Redis connection of its
- * own (rsync.h), and each round walks:
+ * own (rblock.h), and each round walks:
  *
  *   far jobs (delayed, MySQL tier) — the far keys of the topic's shard (message.idx_far), a
  *     page of keys at a time, kept to the topic's rows still 'far'; per batch one transaction
@@ -30,7 +30,7 @@
 #include "core/metrics.h"
 #include "durable/outbox.h"
 #include "redis/rcodec.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 #include "core/app.h"
 #include "base/clock.h"
 
@@ -64,8 +64,8 @@ struct purge_task {
     int shard;
     unsigned states;
     char who[STORE_WHO_MAX];        /* for the scripts' outbox entries */
-    char actor[JREC_ACTOR_MAX];     /* for the far rows' transitions */
-    char host[JREC_HOST_MAX];
+    char actor[JOBCHANGE_ACTOR_MAX];     /* for the far rows' transitions */
+    char host[JOBCHANGE_HOST_MAX];
     char instance[64];
     uint64_t max_id;                /* jobs above it were pushed after the purge began */
     char max_key[ID_KEY_LEN + 1];
@@ -153,11 +153,11 @@ static int purge_near(struct purge_task *t, redisContext *c, int state, long lon
             rargv_str(&b, t->max_key, strlen(t->max_key));
             rargv_int(&b, clock_unix_ms());
             rargv_str(&b, t->who, strlen(t->who));
-            rc = rsync_append_eval(c, SCRIPT_PURGE, b.argc, b.argv, b.lens);
+            rc = rblock_append_eval(c, SCRIPT_PURGE, b.argc, b.argv, b.lens);
         }
         rargv_free(&b);
         int64_t sent_us = clock_mono_us();
-        redisReply *reply = rc == 0 ? rsync_reply(c) : NULL;
+        redisReply *reply = rc == 0 ? rblock_reply(c) : NULL;
         int64_t took_us = clock_mono_us() - sent_us;
         size_t slen = 0, klen = 0;
         const char *s = rreply_is_array(reply, 3) ? rreply_str(reply, 0, &slen) : NULL;
@@ -228,7 +228,7 @@ static int exec(MYSQL *db, struct sbuf *q)
     return rc;
 }
 
-/* Delete cands[0..n) that are still far, in one transaction, as JR_FAR_LEAVE does one by one.
+/* Delete cands[0..n) that are still far, in one transaction, as JC_FAR_LEAVE does one by one.
  * The rows deleted go to rows[] (with their bizKeys, for fardelete.lua). -1 on failure. */
 static long far_delete_rows(struct purge_task *t, MYSQL *db, const uint64_t *cands, size_t n, struct far_row *rows)
 {
@@ -317,7 +317,7 @@ static int far_delete_redis(struct purge_task *t, redisContext *c, const struct 
             rargv_str(&b, t->who, strlen(t->who));
             rargv_str(&b, t->topic, t->topic_len);
             rargv_str(&b, rows[i].biz, strlen(rows[i].biz));
-            rc = rsync_append_eval(c, SCRIPT_FARDELETE, b.argc, b.argv, b.lens);
+            rc = rblock_append_eval(c, SCRIPT_FARDELETE, b.argc, b.argv, b.lens);
         }
         rargv_free(&b);
         if (rc < 0)
@@ -326,7 +326,7 @@ static int far_delete_redis(struct purge_task *t, redisContext *c, const struct 
     }
     int failed = sent < n;
     for (long i = 0; i < sent; i++) {
-        redisReply *reply = rsync_reply(c);
+        redisReply *reply = rblock_reply(c);
         if (reply == NULL) {
             failed = 1;
             break;
@@ -428,7 +428,7 @@ static void purge_run(MYSQL *db, void *arg)
         return;
     }
     char err[256];
-    redisContext *c = rsync_connect_shard(t->cfg, t->shard, 1, NULL, err, sizeof err); /* a topic is one shard */
+    redisContext *c = rblock_connect_shard(t->cfg, t->shard, 1, NULL, err, sizeof err); /* a topic is one shard */
     if (c == NULL) {
         log_error("purge: %s", err);
         t->failed = "Redis";

@@ -6,7 +6,7 @@
  *    holds; `all` = delayed + ready + dead. Reserved jobs are never purged (a consumer holds
  *    them; they come back to ready or dead when their lease ends, and a later purge takes them).
  *  - Nothing is half-deleted: each job goes in one atomic step (purge.lua deletes it as
- *    delete.lua does; a far job's row is deleted under the far delete's guards, JR_FAR_LEAVE's
+ *    delete.lua does; a far job's row is deleted under the far delete's guards, JC_FAR_LEAVE's
  *    set-based twin, then fardelete.lua), and bizKeys are released as a delete releases them.
  *  - Redis is held for a fraction of a millisecond at a time: at most PURGE_BATCH jobs deleted
  *    and PURGE_SCAN index entries looked at per script call, then a wait until the journal has

@@ -26,7 +26,7 @@
 #include "redis/rcodec.h"
 #include "redis/reinsert.h"
 #include "redis/layout.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -47,7 +47,7 @@ static void count_restored(const struct mrow *r, int to)
 /* Set (ttl > 0) or clear the per-shard "restoring" flags; clearing also drops tombstones,
  * unless a pager's page step is between its Redis write and its commit (the shard's "paging"
  * set, pager.c): a re-page after a crash still needs them, and the pager prunes them later. */
-static int set_restoring(struct rsync_shards *set, const struct config *cfg, int on)
+static int set_restoring(struct rblock_shards *set, const struct config *cfg, int on)
 {
     static const char clear[] = "redis.call('DEL', KEYS[1]) "
                                 "if redis.call('EXISTS', KEYS[3]) == 0 then redis.call('DEL', KEYS[2]) end return 0";
@@ -57,18 +57,18 @@ static int set_restoring(struct rsync_shards *set, const struct config *cfg, int
         rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
         rkey(paging, sizeof paging, cfg->redis_prefix, s, "paging");
         if (on)
-            redisAppendCommand(rsync_shard(set, s), "SET %s 1 PX %d", flag, FLAG_TTL_MS);
+            redisAppendCommand(rblock_shard(set, s), "SET %s 1 PX %d", flag, FLAG_TTL_MS);
         else
-            redisAppendCommand(rsync_shard(set, s), "EVAL %s 3 %s %s %s", clear, flag, gone, paging);
+            redisAppendCommand(rblock_shard(set, s), "EVAL %s 3 %s %s %s", clear, flag, gone, paging);
     }
-    return rsync_shards_drain(set);
+    return rblock_shards_drain(set);
 }
 
 /* The flags expire FLAG_TTL_MS after they were set, so a crashed restore cannot leave them
  * up; while the restore runs they must never lapse (a job finished meanwhile would leave no
  * tombstone and could come back), so they are renewed every quarter of that, also while
  * the restore waits for the journal. 0, or -1 when Redis did not take the renewal. */
-static int renew_flags(struct rsync_shards *set, const struct config *cfg, int64_t *set_at)
+static int renew_flags(struct rblock_shards *set, const struct config *cfg, int64_t *set_at)
 {
     if (clock_mono_ms() - *set_at <= FLAG_TTL_MS / 4)
         return 0;
@@ -83,10 +83,10 @@ static int renew_flags(struct rsync_shards *set, const struct config *cfg, int64
  * still in the outbox, the MySQL snapshot says it is live and the restore would bring it
  * back. So the restore waits until every outbox entry older than the flags is committed,
  * renewing the flags meanwhile. */
-static int renew_flags(struct rsync_shards *set, const struct config *cfg, int64_t *set_at);
+static int renew_flags(struct rblock_shards *set, const struct config *cfg, int64_t *set_at);
 
 struct outbox_tick {
-    struct rsync_shards *c;
+    struct rblock_shards *c;
     const struct config *cfg;
     int64_t *flags_set;
 };
@@ -102,22 +102,22 @@ static int outbox_tick(int second, void *arg)
 }
 
 /* 0 once the outbox has caught up; -1 when it cannot (MySQL or Redis down, or stopping). */
-static int wait_for_outbox(struct rsync_shards *c, const struct config *cfg, int64_t *flags_set)
+static int wait_for_outbox(struct rblock_shards *c, const struct config *cfg, int64_t *flags_set)
 {
     struct outbox_tick t = {c, cfg, flags_set};
     return outbox_wait(outbox_tick, &t) ? 0 : -1;
 }
 
 /* Tell every instance's loss detection (lossmark.h) that the shards are repaired now. */
-static void note_restored(struct rsync_shards *set, const struct config *cfg)
+static void note_restored(struct rblock_shards *set, const struct config *cfg)
 {
     char key[160];
     long long now = (long long)clock_unix_ms();
     for (int s = 0; s < cfg->redis_shards; s++) {
         rkey(key, sizeof key, cfg->redis_prefix, s, "marks");
-        redisAppendCommand(rsync_shard(set, s), "HSET %s restored %lld", key, now);
+        redisAppendCommand(rblock_shard(set, s), "HSET %s restored %lld", key, now);
     }
-    if (rsync_shards_drain(set) < 0)
+    if (rblock_shards_drain(set) < 0)
         log_warn("restore: could not note the repair in every shard (instances keep reporting the loss until the "
                  "next restore)");
 }
@@ -185,10 +185,10 @@ static int align_jobs(struct restore_all *ra, redisContext *c, int shard, const 
             rargv_int(&b, todo[i].run_at);
             rargv_int(&b, todo[i].attempts);
         }
-        rc = rsync_append_eval(c, SCRIPT_ALIGN, b.argc, b.argv, b.lens);
+        rc = rblock_append_eval(c, SCRIPT_ALIGN, b.argc, b.argv, b.lens);
     }
     rargv_free(&b);
-    redisReply *reply = rc == 0 ? rsync_reply(c) : NULL;
+    redisReply *reply = rc == 0 ? rblock_reply(c) : NULL;
     if (!rreply_is_array(reply, 0)) {
         log_warn("restore: align.lua failed: %s", reply && reply->str ? reply->str : c->errstr);
         if (reply)
@@ -262,14 +262,14 @@ static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int sh
 #define ALIGN_PAGE 1000
 
 /* Every shard's jobs, a page at a time. */
-static void align_all(struct restore_all *ra, MYSQL *db, struct rsync_shards *set, int64_t *flags_set)
+static void align_all(struct restore_all *ra, MYSQL *db, struct rblock_shards *set, int64_t *flags_set)
 {
     const struct config *cfg = &ra->app->cfg;
     struct held *held = NULL;
     size_t cap = 0;
     for (int shard = 0; shard < cfg->redis_shards && !ra->unavailable; shard++) {
         char cursor[32] = "0";
-        redisContext *c = rsync_shard(set, shard);
+        redisContext *c = rblock_shard(set, shard);
         do {
             if (renew_flags(set, cfg, flags_set) < 0) {
                 ra->unavailable = "Redis";
@@ -281,8 +281,8 @@ static void align_all(struct restore_all *ra, MYSQL *db, struct rsync_shards *se
                 rargv_key(&b, cfg->redis_prefix, shard, "jobs");
                 rargv_str(&b, cursor, strlen(cursor));
                 rargv_int(&b, ALIGN_PAGE);
-                if (rsync_append_eval(c, SCRIPT_JOBSCAN, b.argc, b.argv, b.lens) == 0)
-                    reply = rsync_shard_reply(c);
+                if (rblock_append_eval(c, SCRIPT_JOBSCAN, b.argc, b.argv, b.lens) == 0)
+                    reply = rblock_shard_reply(c);
             }
             rargv_free(&b);
             size_t clen = 0;
@@ -326,7 +326,7 @@ static void align_all(struct restore_all *ra, MYSQL *db, struct rsync_shards *se
 }
 
 /* One page of one state. Returns rows read (0 = done), or -1 on failure. */
-static int restore_page(struct restore_all *ra, MYSQL *db, struct rsync_shards *set, const char *state,
+static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards *set, const char *state,
                         uint64_t *after)
 {
     const struct config *cfg = &ra->app->cfg;
@@ -386,7 +386,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rsync_shards *
                 by_shard[k++] = &rows[i];
         if (k == 0)
             continue;
-        if (reinsert_append(rsync_shard(set, s), cfg, s, by_shard, k, now, ra->expire, 1, ra->who) < 0) {
+        if (reinsert_append(rblock_shard(set, s), cfg, s, by_shard, k, now, ra->expire, 1, ra->who) < 0) {
             rc = -1;
             ra->unavailable = "memory";
             goto out;
@@ -394,9 +394,9 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rsync_shards *
         order[calls++] = s;
     }
     for (int call = 0; call < calls; call++) { /* in the order each shard's connection got them */
-        redisReply *reply = rsync_shard_reply(rsync_shard(set, order[call]));
+        redisReply *reply = rblock_shard_reply(rblock_shard(set, order[call]));
         if (reply == NULL || reply->type != REDIS_REPLY_ARRAY) {
-            log_warn("restore: Redis failed: %s", reply && reply->str ? reply->str : rsync_shards_errstr(set));
+            log_warn("restore: Redis failed: %s", reply && reply->str ? reply->str : rblock_shards_errstr(set));
             if (reply)
                 freeReplyObject(reply);
             ra->unavailable = "Redis";
@@ -434,7 +434,7 @@ out:
 /* The bizKeys of far jobs (MySQL alone holds those jobs: they are not restored, the pager
  * brings them in time) go back into the topics' bizKey hashes, so dedupe holds across the
  * tiers after a Redis loss. far_biz a page at a time in id order, one farbiz.lua per shard. */
-static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rsync_shards *set)
+static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_shards *set)
 {
     const struct config *cfg = &ra->app->cfg;
     uint64_t after = 0;
@@ -486,7 +486,7 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rsync_shar
                 rargv_str(&b, rows[i][2], strlen(rows[i][2]));
                 rargv_str(&b, rows[i][3], strlen(rows[i][3]));
             }
-            int rc = rsync_append_eval(rsync_shard(set, s), SCRIPT_FARBIZ, b.argc, b.argv, b.lens);
+            int rc = rblock_append_eval(rblock_shard(set, s), SCRIPT_FARBIZ, b.argc, b.argv, b.lens);
             rargv_free(&b);
             if (rc < 0) {
                 ra->unavailable = "memory";
@@ -495,7 +495,7 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rsync_shar
             order[calls++] = s;
         }
         for (int i = 0; i < calls; i++) {
-            redisReply *r = rsync_shard_reply(rsync_shard(set, order[i]));
+            redisReply *r = rblock_shard_reply(rblock_shard(set, order[i]));
             if (r == NULL || r->type != REDIS_REPLY_INTEGER)
                 ra->unavailable = "Redis";
             else
@@ -521,7 +521,7 @@ static void restore_all_run(MYSQL *db, void *arg)
         return;
     }
     char err[256];
-    struct rsync_shards *c = layout_open_shards(cfg, 1, NULL, err, sizeof err);
+    struct rblock_shards *c = layout_open_shards(cfg, 1, NULL, err, sizeof err);
     if (c == NULL) {
         log_warn("restore: cannot connect to Redis: %s", err);
         ra->unavailable = "Redis";
@@ -529,21 +529,21 @@ static void restore_all_run(MYSQL *db, void *arg)
     }
     if (set_restoring(c, cfg, 1) < 0) {
         ra->unavailable = "Redis";
-        rsync_shards_free(c);
+        rblock_shards_free(c);
         return;
     }
     /* In-doubt outcomes first: a push answered 503 whose row committed must not come back. */
     if (doubt_settle(db, cfg, 1) < 0) {
         ra->unavailable = "MySQL or Redis (settling outcomes in doubt)";
         set_restoring(c, cfg, 0);
-        rsync_shards_free(c);
+        rblock_shards_free(c);
         return;
     }
     int64_t flags_set = clock_mono_ms();
     if (wait_for_outbox(c, cfg, &flags_set) < 0) {
         ra->unavailable = "the journal (the outbox could not catch up: MySQL or Redis down)";
         set_restoring(c, cfg, 0);
-        rsync_shards_free(c);
+        rblock_shards_free(c);
         return;
     }
     /* One snapshot for the whole scan, taken after the flags are up: every live row is seen
@@ -556,7 +556,7 @@ static void restore_all_run(MYSQL *db, void *arg)
     if (db_exec(db, isolation, sizeof isolation - 1) < 0 || db_exec(db, snapshot, sizeof snapshot - 1) < 0) {
         ra->unavailable = "MySQL";
         set_restoring(c, cfg, 0);
-        rsync_shards_free(c);
+        rblock_shards_free(c);
         return;
     }
     /* The other way first, over what Redis held before this restore adds to it. */
@@ -595,7 +595,7 @@ static void restore_all_run(MYSQL *db, void *arg)
     if (!ra->unavailable)
         note_restored(c, cfg);
     set_restoring(c, cfg, 0);
-    rsync_shards_free(c);
+    rblock_shards_free(c);
     metrics_inc(MC_RESTORED, (uint64_t)ra->restored);
     log_info("restore: scanned %ld, restored %ld, present %ld, expiredSkipped %ld, gone %ld, bizHeld %ld; Redis held "
              "%ld, aligned %ld, removed %ld (MySQL newer) in %lld ms",
@@ -666,7 +666,7 @@ static void restore_auto_run(MYSQL *db, void *arg)
     const struct config *cfg = &ra->app->cfg;
     char err[256], key[160];
     rkey(key, sizeof key, cfg->redis_prefix, 0, "autorestore");
-    redisContext *c = rsync_connect_shard(cfg, 0, 1, NULL, err, sizeof err); /* the lock is shard 0's */
+    redisContext *c = rblock_connect_shard(cfg, 0, 1, NULL, err, sizeof err); /* the lock is shard 0's */
     redisReply *lock = c ? redisCommand(c, "SET %s %s NX PX %d", key, ra->app->instance, AUTO_LOCK_MS) : NULL;
     int mine = lock && lock->type == REDIS_REPLY_STATUS;
     if (lock)
@@ -736,10 +736,10 @@ static redisReply *eval_one(redisContext *c, const struct config *cfg, enum scri
             rargv_int(&b, now);
             rargv_str(&b, who, strlen(who));
         }
-        rc = rsync_append_eval(c, script, b.argc, b.argv, b.lens);
+        rc = rblock_append_eval(c, script, b.argc, b.argv, b.lens);
     }
     rargv_free(&b);
-    return rc == 0 ? rsync_reply(c) : NULL;
+    return rc == 0 ? rblock_reply(c) : NULL;
 }
 
 static void restore_one_run(MYSQL *db, void *arg)
@@ -765,7 +765,7 @@ static void restore_one_run(MYSQL *db, void *arg)
 
     char err[256];
     int shard = id_shard(ro->id, cfg->redis_shards);
-    redisContext *c = rsync_connect_shard(cfg, shard, 1, NULL, err, sizeof err);
+    redisContext *c = rblock_connect_shard(cfg, shard, 1, NULL, err, sizeof err);
     snprintf(ro->message, sizeof ro->message, "Redis");
     if (c == NULL)
         goto out;
@@ -828,7 +828,7 @@ static void restore_one_run(MYSQL *db, void *arg)
     struct mrow *one = &put;
     redisReply *rr = NULL;
     if (reinsert_append(c, cfg, shard, &one, 1, now, 1, 1, ro->who) == 0)
-        rr = rsync_reply(c);
+        rr = rblock_reply(c);
     int to = 0;
     unsigned ver = 0;
     enum reinsert_outcome out = (rr && rr->type == REDIS_REPLY_ARRAY && rr->elements == 1) ? reinsert_outcome(rr->element[0], &to, &ver)

@@ -283,27 +283,27 @@ int64_t cron_next(const struct cron_expr *c, const struct tz *tz, int64_t after_
     return best == CRON_NEVER ? CRON_NEVER : best * 1000;
 }
 
-int sched_init_cron(struct sched *s, const char *text, const struct tz *tz, char *err, size_t errlen)
+int cron_rule_init_cron(struct cron_rule *s, const char *text, const struct tz *tz, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    s->kind = SCHED_CRON;
+    s->kind = CRON_RULE_CRON;
     s->tz = tz;
     return cron_parse(text, &s->cron, err, errlen);
 }
 
-int sched_init_every(struct sched *s, int64_t every_ms, int64_t anchor_ms, char *err, size_t errlen)
+int cron_rule_init_every(struct cron_rule *s, int64_t every_ms, int64_t anchor_ms, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     if (every_ms < 1) return fail(err, errlen, "every: must be at least 1 ms");
-    s->kind = SCHED_EVERY;
+    s->kind = CRON_RULE_EVERY;
     s->every_ms = every_ms;
     s->anchor_ms = anchor_ms;
     return 0;
 }
 
-int64_t sched_next(const struct sched *s, int64_t after_ms)
+int64_t cron_rule_next(const struct cron_rule *s, int64_t after_ms)
 {
-    if (s->kind == SCHED_CRON) return cron_next(&s->cron, s->tz, after_ms);
+    if (s->kind == CRON_RULE_CRON) return cron_next(&s->cron, s->tz, after_ms);
     if (after_ms < s->anchor_ms) return s->anchor_ms;
     int64_t diff, k, t;
     if (__builtin_sub_overflow(after_ms, s->anchor_ms, &diff)) return CRON_NEVER;
@@ -314,12 +314,12 @@ int64_t sched_next(const struct sched *s, int64_t after_ms)
     return t;
 }
 
-size_t sched_fires(const struct sched *s, int64_t a, int64_t b, int64_t *out, size_t cap)
+size_t cron_rule_fires(const struct cron_rule *s, int64_t a, int64_t b, int64_t *out, size_t cap)
 {
     size_t n = 0;
     int64_t t = a;
     while (n <= cap) {
-        t = sched_next(s, t);
+        t = cron_rule_next(s, t);
         if (t == CRON_NEVER || t > b) break;
         if (n < cap) out[n] = t;
         n++;
@@ -327,10 +327,10 @@ size_t sched_fires(const struct sched *s, int64_t a, int64_t b, int64_t *out, si
     return n;
 }
 
-int64_t sched_last(const struct sched *s, int64_t a, int64_t b)
+int64_t cron_rule_last(const struct cron_rule *s, int64_t a, int64_t b)
 {
     if (a >= b) return CRON_NEVER;
-    if (s->kind == SCHED_EVERY) {
+    if (s->kind == CRON_RULE_EVERY) {
         if (b < s->anchor_ms) return CRON_NEVER;
         int64_t diff, t;
         if (__builtin_sub_overflow(b, s->anchor_ms, &diff)) return CRON_NEVER;
@@ -342,10 +342,10 @@ int64_t sched_last(const struct sched *s, int64_t a, int64_t b)
     int64_t w = 3600 * 1000;
     while (1) {
         int64_t lo = (b - a > w) ? b - w : a;
-        int64_t t = sched_next(s, lo);
+        int64_t t = cron_rule_next(s, lo);
         if (t != CRON_NEVER && t <= b) {
             int64_t last = t;
-            while ((t = sched_next(s, t)) != CRON_NEVER && t <= b)
+            while ((t = cron_rule_next(s, t)) != CRON_NEVER && t <= b)
                 last = t;
             return last;
         }

@@ -53,12 +53,12 @@ struct cron_expr {
     uint8_t flags;   /* CRON_* */
 };
 
-enum sched_kind { SCHED_CRON, SCHED_EVERY };
+enum cron_rule_kind { CRON_RULE_CRON, CRON_RULE_EVERY };
 
 /* A schedule: a cron expression in a zone, or every `every_ms` from `anchor_ms` on. The zone
  * is borrowed: it must outlive every call that uses the schedule. */
-struct sched {
-    enum sched_kind kind;
+struct cron_rule {
+    enum cron_rule_kind kind;
     struct cron_expr cron;
     const struct tz *tz;
     int64_t every_ms;
@@ -74,24 +74,24 @@ int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen
 int64_t cron_next(const struct cron_expr *c, const struct tz *tz, int64_t after_ms);
 
 /* Fill *s with a cron schedule in zone tz (borrowed). Returns cron_parse's result. */
-int sched_init_cron(struct sched *s, const char *text, const struct tz *tz, char *err, size_t errlen)
+int cron_rule_init_cron(struct cron_rule *s, const char *text, const struct tz *tz, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* Fill *s with "every every_ms milliseconds, at anchor_ms + k * every_ms". 0, or -1 with a
  * message when every_ms < 1. */
-int sched_init_every(struct sched *s, int64_t every_ms, int64_t anchor_ms, char *err, size_t errlen)
+int cron_rule_init_every(struct cron_rule *s, int64_t every_ms, int64_t anchor_ms, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* The first fire time strictly after after_ms; CRON_NEVER if none. */
-int64_t sched_next(const struct sched *s, int64_t after_ms);
+int64_t cron_rule_next(const struct cron_rule *s, int64_t after_ms);
 
 /* The fire times in (a, b], ascending: writes at most cap of them to out (out may be NULL
  * when cap is 0) and returns how many there are in all, counting no further than cap + 1,
  * so a result > cap means "more than cap" (catch-up policies: skip / one / all, bounded). */
-size_t sched_fires(const struct sched *s, int64_t a, int64_t b, int64_t *out, size_t cap);
+size_t cron_rule_fires(const struct cron_rule *s, int64_t a, int64_t b, int64_t *out, size_t cap);
 
 /* The last fire time in (a, b], or CRON_NEVER if there is none (catch-up "one" after a
  * long outage, without walking every missed fire). */
-int64_t sched_last(const struct sched *s, int64_t a, int64_t b);
+int64_t cron_rule_last(const struct cron_rule *s, int64_t a, int64_t b);
 
 #endif

@@ -123,7 +123,7 @@ static void render_redis_errors(struct sbuf *out)
         v[RCAUSE_OTHER] += total - known;
     sb_printf(out, "# HELP %s %s\n# TYPE %s counter\n", def->name, def->help, def->name);
     for (int c = RCAUSE_NONE + 1; c < RCAUSE_COUNT; c++)
-        sb_printf(out, "%s{cause=\"%s\"} %llu\n", def->name, rconn_cause_name((enum rconn_cause)c),
+        sb_printf(out, "%s{cause=\"%s\"} %llu\n", def->name, rcause_name((enum rcause)c),
                   (unsigned long long)v[c]);
 }
 

@@ -70,7 +70,7 @@ int64_t metrics_gauge_get(enum metric_gauge g);
 uint64_t metrics_counter_get(enum metric_counter c);
 void metrics_observe(enum metric_hist h, double value);
 
-/* One failed Redis command, by cause (enum rconn_cause); also counted in MC_REDIS_ERRORS by the
+/* One failed Redis command, by cause (enum rcause); also counted in MC_REDIS_ERRORS by the
  * caller. /metrics shows them as hourglass_redis_error_causes_total{cause=...}; failures
  * counted only in MC_REDIS_ERRORS show as cause="other". */
 void metrics_redis_error(int cause);

@@ -1,6 +1,6 @@
 /* raddr.h — [redis] address, parsed without I/O: one server ("host:port", "[v6]:port" or
  * "unix:/path") for a single Redis, or a seed list ("host:port,host:port") for a Redis Cluster.
- * The config check (config.c) and every connection (rconn.c, rsync.c, rcluster.c) read
+ * The config check (config.c) and every connection (rconn.c, rblock.c, rcluster.c) read
  * addresses through these two functions, so what `hourglassd -t` accepts is what connects. */
 #ifndef HG_RADDR_H
 #define HG_RADDR_H

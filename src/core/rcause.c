@@ -10,12 +10,12 @@ static const char *const cause_names[RCAUSE_COUNT] = {
     [RCAUSE_AUTH] = "auth",         [RCAUSE_OTHER] = "other",
 };
 
-const char *rconn_cause_name(enum rconn_cause cause)
+const char *rcause_name(enum rcause cause)
 {
     return (unsigned)cause < RCAUSE_COUNT ? cause_names[cause] : "other";
 }
 
-int rconn_cause_refuses(enum rconn_cause cause)
+int rcause_refuses(enum rcause cause)
 {
     switch (cause) {
     case RCAUSE_OOM:
@@ -39,11 +39,11 @@ static int has_word(const char *s, size_t len, const char *word)
     return 0;
 }
 
-enum rconn_cause rconn_classify(const char *err, size_t len)
+enum rcause rcause_classify(const char *err, size_t len)
 {
     static const struct {
         const char *prefix;
-        enum rconn_cause cause;
+        enum rcause cause;
     } codes[] = {
         {"OOM ", RCAUSE_OOM},           {"BUSY ", RCAUSE_BUSY},         {"READONLY ", RCAUSE_READONLY},
         {"LOADING ", RCAUSE_LOADING},   {"NOSCRIPT ", RCAUSE_NOSCRIPT}, {"NOAUTH ", RCAUSE_AUTH},

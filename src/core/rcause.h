@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 /* Why Redis did not do what was asked. */
-enum rconn_cause {
+enum rcause {
     RCAUSE_NONE,
     RCAUSE_DOWN,     /* not connected: refused, lost, or dropped by us */
     RCAUSE_TIMEOUT,  /* no reply within timeout_ms (a hung or paused Redis) */
@@ -23,14 +23,14 @@ enum rconn_cause {
 };
 
 /* Stable lower-case name of a cause ("oom", "readonly"...), for metrics labels and JSON. */
-const char *rconn_cause_name(enum rconn_cause cause);
+const char *rcause_name(enum rcause cause);
 
 /* Classify the text of an error reply (exposed for tests). */
-enum rconn_cause rconn_classify(const char *err, size_t len);
+enum rcause rcause_classify(const char *err, size_t len);
 
 /* 1 when the cause is Redis answering but refusing work as a whole (OOM, BUSY, READONLY,
  * LOADING, NOSCRIPT, AUTH): /health should say unavailable while it lasts. Script and "other"
  * errors concern one command only; down and timeout are what rconn_is_up already reports. */
-int rconn_cause_refuses(enum rconn_cause cause);
+int rcause_refuses(enum rcause cause);
 
 #endif

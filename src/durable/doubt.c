@@ -15,7 +15,7 @@
 #include "core/metrics.h"
 #include "redis/rcodec.h"
 #include "redis/layout.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 #include "base/sbuf.h"
 #include "redis/store.h"
 
@@ -48,19 +48,19 @@ static struct {
     char who[STORE_WHO_MAX];    /* the reconciler's actor in the outbox */
     char instance[64];
     atomic_int queued;
-} D = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .lock_fd = -1};
+} ledger = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .lock_fd = -1};
 
 static int add_locked(const struct entry *e)
 {
-    if (D.n == D.cap) {
-        size_t cap = D.cap ? D.cap * 2 : 64;
-        struct entry *grown = realloc(D.v, cap * sizeof *grown);
+    if (ledger.n == ledger.cap) {
+        size_t cap = ledger.cap ? ledger.cap * 2 : 64;
+        struct entry *grown = realloc(ledger.v, cap * sizeof *grown);
         if (grown == NULL)
             return -1;
-        D.v = grown;
-        D.cap = cap;
+        ledger.v = grown;
+        ledger.cap = cap;
     }
-    D.v[D.n++] = *e;
+    ledger.v[ledger.n++] = *e;
     return 0;
 }
 
@@ -76,14 +76,14 @@ static void note(char kind, uint64_t id, uint32_t ver)
     struct entry e = {id, ver, kind, clock_unix_ms()};
     char line[96];
     int len = format_entry(&e, line, sizeof line);
-    pthread_mutex_lock(&D.lock);
+    pthread_mutex_lock(&ledger.lock);
     if (add_locked(&e) < 0)
         log_error("doubt: out of memory; the outcome of job %llu stays unsettled", (unsigned long long)id);
-    if (D.fd >= 0 && (write(D.fd, line, (size_t)len) != len || fdatasync(D.fd) != 0))
-        log_error("doubt: cannot write %s: %s; job %llu is in doubt in memory only", D.path, strerror(errno),
+    if (ledger.fd >= 0 && (write(ledger.fd, line, (size_t)len) != len || fdatasync(ledger.fd) != 0))
+        log_error("doubt: cannot write %s: %s; job %llu is in doubt in memory only", ledger.path, strerror(errno),
                   (unsigned long long)id);
-    metrics_gauge_set(MG_IN_DOUBT, (int64_t)D.n);
-    pthread_mutex_unlock(&D.lock);
+    metrics_gauge_set(MG_IN_DOUBT, (int64_t)ledger.n);
+    pthread_mutex_unlock(&ledger.lock);
 }
 
 void doubt_push(uint64_t id)
@@ -98,9 +98,9 @@ void doubt_delete(uint64_t id, uint32_t ver_before)
 
 long doubt_count(void)
 {
-    pthread_mutex_lock(&D.lock);
-    long n = (long)D.n;
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_lock(&ledger.lock);
+    long n = (long)ledger.n;
+    pthread_mutex_unlock(&ledger.lock);
     return n;
 }
 
@@ -117,7 +117,7 @@ static void load(FILE *f)
         } else if (sscanf(line, "D %llu %u %lld", &id, &ver, &at) == 3) {
             e = (struct entry){id, ver, 'D', at};
         } else {
-            log_warn("doubt: %s: ignoring a line it cannot read: %.60s", D.path, line);
+            log_warn("doubt: %s: ignoring a line it cannot read: %.60s", ledger.path, line);
             continue;
         }
         if (add_locked(&e) < 0)
@@ -127,8 +127,8 @@ static void load(FILE *f)
 
 int doubt_open(const struct config *cfg, const char *instance, const char *host, char *err, size_t errlen)
 {
-    snprintf(D.instance, sizeof D.instance, "%s", instance);
-    store_who(D.who, sizeof D.who, instance, "reconciler", host);
+    snprintf(ledger.instance, sizeof ledger.instance, "%s", instance);
+    store_who(ledger.who, sizeof ledger.who, instance, "reconciler", host);
     if (cfg->state_dir[0] == '\0') {
         log_warn("doubt: no [instance] state_dir: outcomes in doubt (a lost COMMIT or Redis reply) are kept in "
                  "memory only, and a crash forgets them");
@@ -139,82 +139,82 @@ int doubt_open(const struct config *cfg, const char *instance, const char *host,
         return -1;
     }
     char lock_path[1040];
-    snprintf(D.path, sizeof D.path, "%s/in-doubt", cfg->state_dir);
-    snprintf(D.tmp, sizeof D.tmp, "%s.tmp", D.path);
-    snprintf(lock_path, sizeof lock_path, "%s.lock", D.path);
-    D.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
-    if (D.lock_fd < 0 || flock(D.lock_fd, LOCK_EX | LOCK_NB) < 0) {
+    snprintf(ledger.path, sizeof ledger.path, "%s/in-doubt", cfg->state_dir);
+    snprintf(ledger.tmp, sizeof ledger.tmp, "%s.tmp", ledger.path);
+    snprintf(lock_path, sizeof lock_path, "%s.lock", ledger.path);
+    ledger.lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (ledger.lock_fd < 0 || flock(ledger.lock_fd, LOCK_EX | LOCK_NB) < 0) {
         snprintf(err, errlen, "[instance] state_dir %s: %s", cfg->state_dir,
-                 D.lock_fd < 0 ? strerror(errno) : "in use by another hourglassd (each instance needs its own)");
+                 ledger.lock_fd < 0 ? strerror(errno) : "in use by another hourglassd (each instance needs its own)");
         return -1;
     }
-    FILE *f = fopen(D.path, "r");
+    FILE *f = fopen(ledger.path, "r");
     if (f) {
         load(f);
         fclose(f);
     }
-    D.fd = open(D.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-    if (D.fd < 0) {
-        snprintf(err, errlen, "[instance] state_dir: cannot write %s: %s", D.path, strerror(errno));
+    ledger.fd = open(ledger.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (ledger.fd < 0) {
+        snprintf(err, errlen, "[instance] state_dir: cannot write %s: %s", ledger.path, strerror(errno));
         return -1;
     }
-    metrics_gauge_set(MG_IN_DOUBT, (int64_t)D.n);
-    if (D.n)
-        log_warn("doubt: %zu outcomes a previous run left in doubt; settling them", D.n);
+    metrics_gauge_set(MG_IN_DOUBT, (int64_t)ledger.n);
+    if (ledger.n)
+        log_warn("doubt: %zu outcomes a previous run left in doubt; settling them", ledger.n);
     return 0;
 }
 
 void doubt_close(void)
 {
-    pthread_mutex_lock(&D.lock);
-    if (D.n)
-        log_warn("doubt: stopping with %zu outcomes in doubt%s", D.n,
-                 D.fd >= 0 ? " (kept in the state file: the next start settles them)" : " (forgotten: no state_dir)");
-    if (D.fd >= 0)
-        close(D.fd);
-    if (D.lock_fd >= 0)
-        close(D.lock_fd);
-    D.fd = D.lock_fd = -1;
-    free(D.v);
-    D.v = NULL;
-    D.n = D.cap = 0;
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_lock(&ledger.lock);
+    if (ledger.n)
+        log_warn("doubt: stopping with %zu outcomes in doubt%s", ledger.n,
+                 ledger.fd >= 0 ? " (kept in the state file: the next start settles them)" : " (forgotten: no state_dir)");
+    if (ledger.fd >= 0)
+        close(ledger.fd);
+    if (ledger.lock_fd >= 0)
+        close(ledger.lock_fd);
+    ledger.fd = ledger.lock_fd = -1;
+    free(ledger.v);
+    ledger.v = NULL;
+    ledger.n = ledger.cap = 0;
+    pthread_mutex_unlock(&ledger.lock);
 }
 
 /* Drop settled[0..n) from the list and rewrite the file with what is left. */
 static void forget(const struct entry *settled, size_t n)
 {
-    pthread_mutex_lock(&D.lock);
+    pthread_mutex_lock(&ledger.lock);
     size_t keep = 0;
-    for (size_t i = 0; i < D.n; i++) {
+    for (size_t i = 0; i < ledger.n; i++) {
         int gone = 0;
         for (size_t k = 0; k < n && !gone; k++)
-            gone = D.v[i].id == settled[k].id && D.v[i].kind == settled[k].kind && D.v[i].at_ms == settled[k].at_ms;
+            gone = ledger.v[i].id == settled[k].id && ledger.v[i].kind == settled[k].kind && ledger.v[i].at_ms == settled[k].at_ms;
         if (!gone)
-            D.v[keep++] = D.v[i];
+            ledger.v[keep++] = ledger.v[i];
     }
-    D.n = keep;
-    if (D.fd >= 0) {
-        int fd = open(D.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    ledger.n = keep;
+    if (ledger.fd >= 0) {
+        int fd = open(ledger.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
         int ok = fd >= 0;
-        for (size_t i = 0; ok && i < D.n; i++) {
+        for (size_t i = 0; ok && i < ledger.n; i++) {
             char line[96];
-            int len = format_entry(&D.v[i], line, sizeof line);
+            int len = format_entry(&ledger.v[i], line, sizeof line);
             ok = write(fd, line, (size_t)len) == len;
         }
         ok = ok && fsync(fd) == 0;
         if (fd >= 0)
             close(fd);
-        if (ok && rename(D.tmp, D.path) == 0) {
-            close(D.fd);
-            D.fd = open(D.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (ok && rename(ledger.tmp, ledger.path) == 0) {
+            close(ledger.fd);
+            ledger.fd = open(ledger.path, O_WRONLY | O_APPEND | O_CLOEXEC);
         } else {
-            log_warn("doubt: cannot rewrite %s (%s); settled outcomes will be looked at again", D.path,
+            log_warn("doubt: cannot rewrite %s (%s); settled outcomes will be looked at again", ledger.path,
                      strerror(errno));
         }
     }
-    metrics_gauge_set(MG_IN_DOUBT, (int64_t)D.n);
-    pthread_mutex_unlock(&D.lock);
+    metrics_gauge_set(MG_IN_DOUBT, (int64_t)ledger.n);
+    pthread_mutex_unlock(&ledger.lock);
 }
 
 /* MySQL's view: state and version per id (rows that exist). */
@@ -250,13 +250,13 @@ static int read_rows(MYSQL *db, const struct entry *e, size_t n, struct row_view
 }
 
 /* The connection that serves job id's shard. */
-static redisContext *shard_conn(struct rsync_shards *set, const struct config *cfg, uint64_t id)
+static redisContext *shard_conn(struct rblock_shards *set, const struct config *cfg, uint64_t id)
 {
-    return rsync_shard(set, id_shard(id, cfg->redis_shards));
+    return rblock_shard(set, id_shard(id, cfg->redis_shards));
 }
 
 /* Redis's view of each job: found? its state and version (inspect.lua, pipelined). */
-static int read_jobs(struct rsync_shards *set, const struct config *cfg, const struct entry *e, size_t n,
+static int read_jobs(struct rblock_shards *set, const struct config *cfg, const struct entry *e, size_t n,
                      struct row_view *jobs)
 {
     for (size_t i = 0; i < n; i++) {
@@ -265,7 +265,7 @@ static int read_jobs(struct rsync_shards *set, const struct config *cfg, const s
         if (rc == 0) {
             rargv_key(&b, cfg->redis_prefix, id_shard(e[i].id, cfg->redis_shards), "jobs");
             rargv_id(&b, e[i].id);
-            rc = rsync_append_eval(shard_conn(set, cfg, e[i].id), SCRIPT_INSPECT, b.argc, b.argv, b.lens);
+            rc = rblock_append_eval(shard_conn(set, cfg, e[i].id), SCRIPT_INSPECT, b.argc, b.argv, b.lens);
         }
         rargv_free(&b);
         if (rc < 0)
@@ -273,7 +273,7 @@ static int read_jobs(struct rsync_shards *set, const struct config *cfg, const s
     }
     int failed = 0;
     for (size_t i = 0; i < n; i++) { /* in the order each connection got them */
-        redisReply *r = rsync_shard_reply(shard_conn(set, cfg, e[i].id));
+        redisReply *r = rblock_shard_reply(shard_conn(set, cfg, e[i].id));
         if (r == NULL)
             return -1;
         if (r->type != REDIS_REPLY_ARRAY)
@@ -313,7 +313,7 @@ static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long 
     sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, state, 'aborted', ");
     sb_json_int(&sql, now);
     sb_puts(&sql, ", 'reconciler: push in doubt (answered 503, never in Redis)', '', ");
-    db_quote(db, &sql, D.instance, strlen(D.instance));
+    db_quote(db, &sql, ledger.instance, strlen(ledger.instance));
     sb_puts(&sql, ", attempts FROM message WHERE 1");
     sb_puts(&sql, live);
     sb_put(&sql, in.data, in.len);
@@ -349,7 +349,7 @@ static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long 
 }
 
 /* Run delete.lua on jobs[0..n) guarded by the version each had before its delete. */
-static int delete_in_redis(struct rsync_shards *set, const struct config *cfg, const struct entry *e, size_t n,
+static int delete_in_redis(struct rblock_shards *set, const struct config *cfg, const struct entry *e, size_t n,
                            long *done)
 {
     int64_t now = clock_unix_ms();
@@ -360,16 +360,16 @@ static int delete_in_redis(struct rsync_shards *set, const struct config *cfg, c
             rargv_key(&b, cfg->redis_prefix, id_shard(e[i].id, cfg->redis_shards), "jobs");
             rargv_id(&b, e[i].id);
             rargv_int(&b, now);
-            rargv_str(&b, D.who, strlen(D.who));
+            rargv_str(&b, ledger.who, strlen(ledger.who));
             rargv_int(&b, e[i].ver);
-            rc = rsync_append_eval(shard_conn(set, cfg, e[i].id), SCRIPT_DELETE, b.argc, b.argv, b.lens);
+            rc = rblock_append_eval(shard_conn(set, cfg, e[i].id), SCRIPT_DELETE, b.argc, b.argv, b.lens);
         }
         rargv_free(&b);
         if (rc < 0)
             return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = rsync_shard_reply(shard_conn(set, cfg, e[i].id));
+        redisReply *r = rblock_shard_reply(shard_conn(set, cfg, e[i].id));
         if (r == NULL)
             return -1;
         if (rreply_is_array(r, 1) && rreply_is(r, 0, "ok"))
@@ -393,19 +393,19 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
     long settled = -1;
     if (!e || !rows || !jobs || !aborts || !dels)
         goto out;
-    pthread_mutex_lock(&D.lock);
-    for (size_t i = 0; i < D.n && n < SETTLE_BATCH; i++)
-        if (D.v[i].at_ms <= ripe)
-            e[n++] = D.v[i];
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_lock(&ledger.lock);
+    for (size_t i = 0; i < ledger.n && n < SETTLE_BATCH; i++)
+        if (ledger.v[i].at_ms <= ripe)
+            e[n++] = ledger.v[i];
+    pthread_mutex_unlock(&ledger.lock);
     if (n == 0) {
         settled = 0;
         goto out;
     }
     char err[256];
-    struct rsync_shards *c = layout_open_shards(cfg, 1, NULL, err, sizeof err);
+    struct rblock_shards *c = layout_open_shards(cfg, 1, NULL, err, sizeof err);
     if (c == NULL || read_rows(db, e, n, rows) < 0 || read_jobs(c, cfg, e, n, jobs) < 0) {
-        rsync_shards_free(c);
+        rblock_shards_free(c);
         log_warn("reconciler: %zu outcomes stay in doubt for now (%s)", n, c ? "MySQL or Redis failed" : err);
         goto out;
     }
@@ -424,7 +424,7 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
     int rc = naborts ? abort_pushes(db, aborts, naborts, &aborted) : 0;
     if (rc == 0 && ndels)
         rc = delete_in_redis(c, cfg, dels, ndels, &deleted);
-    rsync_shards_free(c);
+    rblock_shards_free(c);
     if (rc < 0) {
         log_warn("reconciler: %zu outcomes stay in doubt for now (MySQL or Redis failed while settling)", n);
         goto out;
@@ -449,20 +449,20 @@ static void settle_task(MYSQL *db, void *arg)
     const struct config *cfg = arg;
     if (db != NULL)
         doubt_settle(db, cfg, 0);
-    atomic_store(&D.queued, 0);
+    atomic_store(&ledger.queued, 0);
 }
 
 void doubt_schedule(const struct config *cfg)
 {
     int64_t ripe = clock_unix_ms() - DOUBT_GRACE_MS;
     int any = 0;
-    pthread_mutex_lock(&D.lock);
-    for (size_t i = 0; i < D.n && !any; i++)
-        any = D.v[i].at_ms <= ripe;
-    pthread_mutex_unlock(&D.lock);
+    pthread_mutex_lock(&ledger.lock);
+    for (size_t i = 0; i < ledger.n && !any; i++)
+        any = ledger.v[i].at_ms <= ripe;
+    pthread_mutex_unlock(&ledger.lock);
     int idle = 0;
-    if (!any || !atomic_compare_exchange_strong(&D.queued, &idle, 1))
+    if (!any || !atomic_compare_exchange_strong(&ledger.queued, &idle, 1))
         return;
     if (dbtask_submit(settle_task, NULL, NULL, (void *)cfg) < 0)
-        atomic_store(&D.queued, 0);
+        atomic_store(&ledger.queued, 0);
 }

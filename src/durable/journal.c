@@ -41,7 +41,7 @@
 
 struct jsync {
     struct jsync *next;
-    struct jrec *recs;
+    struct jobchange *recs;
     int n;
     int split;                /* refused as a whole: write its records one by one (outbox batches) */
     struct loopq *reply_to;
@@ -58,7 +58,7 @@ static struct {
     int stop;
     int64_t stop_deadline_us;
 
-    struct jrec *ring;
+    struct jobchange *ring;
     size_t cap, head, count;
 
     struct jsync *sync_head, *sync_tail;
@@ -116,7 +116,7 @@ int journal_accepting(void)
     return ok;
 }
 
-static void free_rec(struct jrec *r)
+static void free_rec(struct jobchange *r)
 {
     if (r->replacement) {
         job_specs_free(r->replacement, 1);
@@ -125,11 +125,11 @@ static void free_rec(struct jrec *r)
 }
 
 /* Ring append; grows by doubling. Caller holds the lock. */
-static int ring_push(const struct jrec *r)
+static int ring_push(const struct jobchange *r)
 {
     if (journal.count == journal.cap) {
         size_t cap = journal.cap ? journal.cap * 2 : 1024;
-        struct jrec *ring = malloc(cap * sizeof *ring);
+        struct jobchange *ring = malloc(cap * sizeof *ring);
         if (ring == NULL)
             return -1;
         for (size_t i = 0; i < journal.count; i++)
@@ -144,14 +144,14 @@ static int ring_push(const struct jrec *r)
     return 0;
 }
 
-void journal_submit(const struct jrec *recs, int n)
+void journal_submit(const struct jobchange *recs, int n)
 {
     pthread_mutex_lock(&journal.lock);
     for (int i = 0; i < n; i++) {
         if (ring_push(&recs[i]) < 0) {
             log_error("journal: out of memory; a transition of job %llu is not journaled",
                       (unsigned long long)recs[i].id);
-            struct jrec copy = recs[i];
+            struct jobchange copy = recs[i];
             free_rec(&copy);
         }
     }
@@ -160,7 +160,7 @@ void journal_submit(const struct jrec *recs, int n)
     pthread_mutex_unlock(&journal.lock);
 }
 
-static int submit_group(struct jrec *recs, int n, int split, struct loopq *reply_to, journal_done_fn done,
+static int submit_group(struct jobchange *recs, int n, int split, struct loopq *reply_to, journal_done_fn done,
                         void *arg)
 {
     struct jsync *s = calloc(1, sizeof *s);
@@ -190,12 +190,12 @@ static int submit_group(struct jrec *recs, int n, int split, struct loopq *reply
     return 0;
 }
 
-int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
+int journal_submit_sync(struct jobchange *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
 {
     return submit_group(recs, n, 0, reply_to, done, arg);
 }
 
-int journal_submit_outbox(struct jrec *recs, int n, journal_done_fn done, void *arg)
+int journal_submit_outbox(struct jobchange *recs, int n, journal_done_fn done, void *arg)
 {
     return submit_group(recs, n, 1, NULL, done, arg);
 }
@@ -247,24 +247,24 @@ static int send_script(void *db, const char *sql, size_t len)
     return db_exec_script(db, sql, len, NULL);
 }
 
-static int is_far_change(const struct jrec *r)
+static int is_far_change(const struct jobchange *r)
 {
-    return r->kind == JR_FAR_LEAVE || r->kind == JR_FAR_MOVE;
+    return r->kind == JC_FAR_LEAVE || r->kind == JC_FAR_MOVE;
 }
 
 /* Write durable groups and batched records in one transaction. 0 = committed; on failure
  * *lost_connection tells whether the connection broke (retry) or the server refused it. */
-static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_t nrecs, const char *instance,
+static int write_batch(MYSQL *db, struct jsync *groups, struct jobchange *recs, size_t nrecs, const char *instance,
                        int *lost_connection)
 {
-    struct jsql b;
-    jsql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
+    struct journal_sql b;
+    journal_sql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
     size_t nupdates = 0, cap = nrecs;
     for (struct jsync *g = groups; g; g = g->next)
         cap += (size_t)g->n;
-    const struct jrec **updates = malloc((cap ? cap : 1) * 5 * sizeof *updates);
-    const struct jrec **far_inserts = updates + (cap ? cap : 1), **far_changes = far_inserts + (cap ? cap : 1);
-    const struct jrec **inserts = far_changes + (cap ? cap : 1), **aborts = inserts + (cap ? cap : 1);
+    const struct jobchange **updates = malloc((cap ? cap : 1) * 5 * sizeof *updates);
+    const struct jobchange **far_inserts = updates + (cap ? cap : 1), **far_changes = far_inserts + (cap ? cap : 1);
+    const struct jobchange **inserts = far_changes + (cap ? cap : 1), **aborts = inserts + (cap ? cap : 1);
     size_t ninserts = 0, nchanges = 0, nnew = 0, naborts = 0;
     int rc = -1;
     if (updates == NULL)
@@ -272,12 +272,12 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
 
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++)
-            if (g->recs[i].kind == JR_INSERT && jsql_message_row(&b, &g->recs[i]) < 0)
+            if (g->recs[i].kind == JC_INSERT && journal_sql_message_row(&b, &g->recs[i]) < 0)
                 goto out;
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
-            const struct jrec *r = &g->recs[i];
-            if (r->kind == JR_INSERT)
+            const struct jobchange *r = &g->recs[i];
+            if (r->kind == JC_INSERT)
                 inserts[nnew++] = r;
             if (r->to == JS_ABORTED)
                 aborts[naborts++] = r;
@@ -285,9 +285,9 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
                 far_changes[nchanges++] = r;
                 continue;
             }
-            if (jsql_transition_row(&b, r, instance) < 0)
+            if (journal_sql_transition_row(&b, r, instance) < 0)
                 goto out;
-            if (r->kind != JR_INSERT)
+            if (r->kind != JC_INSERT)
                 updates[nupdates++] = r;
             else if (r->to == JS_FAR)
                 far_inserts[ninserts++] = r;
@@ -299,18 +299,18 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jrec *recs, size_
             far_changes[nchanges++] = &recs[i];
             continue;
         }
-        if (jsql_transition_row(&b, &recs[i], instance) < 0)
+        if (journal_sql_transition_row(&b, &recs[i], instance) < 0)
             goto out;
         updates[nupdates++] = &recs[i];
     }
-    if (jsql_update_messages(&b, updates, nupdates) < 0 || jsql_biz_latest(&b, inserts, nnew) < 0 ||
-        jsql_biz_aborted(&b, aborts, naborts) < 0 || jsql_far_inserts(&b, far_inserts, ninserts) < 0)
+    if (journal_sql_update_messages(&b, updates, nupdates) < 0 || journal_sql_biz_latest(&b, inserts, nnew) < 0 ||
+        journal_sql_biz_aborted(&b, aborts, naborts) < 0 || journal_sql_far_inserts(&b, far_inserts, ninserts) < 0)
         goto out;
     for (size_t k = 0; k < nchanges; k++)
-        if (jsql_far_change(&b, far_changes[k], k, instance) < 0)
+        if (journal_sql_far_change(&b, far_changes[k], k, instance) < 0)
             goto out;
-    if (jsql_far_counts(&b, far_inserts, ninserts) < 0 || jsql_far_leave_counts(&b, far_changes, nchanges) < 0 ||
-        jsql_send(&b) < 0)
+    if (journal_sql_far_counts(&b, far_inserts, ninserts) < 0 || journal_sql_far_leave_counts(&b, far_changes, nchanges) < 0 ||
+        journal_sql_send(&b) < 0)
         goto out;
     /* COMMIT on its own, only once every statement succeeded: sent inside the script it would
      * run even after we gave up on a hung server (the script waits in its socket), committing
@@ -331,7 +331,7 @@ out:
         mysql_rollback(db);
     }
     free(updates);
-    jsql_free(&b);
+    journal_sql_free(&b);
     return rc;
 }
 
@@ -381,7 +381,7 @@ static void wait_locked(int64_t us)
 /* Write taken[0..n) and the groups in one transaction; on success the groups are told. In
  * the benchmark baseline mode, one transaction per group and per record: each group is told
  * as soon as it is committed, and those not yet written stay in *groups on failure. */
-static int write_all(MYSQL *db, struct jsync **groups, struct jrec *taken, size_t n, int *lost)
+static int write_all(MYSQL *db, struct jsync **groups, struct jobchange *taken, size_t n, int *lost)
 {
     if (!journal.cfg->journal_per_row) {
         if (write_batch(db, *groups, taken, n, journal.instance, lost) < 0)
@@ -416,34 +416,34 @@ static void note_in_doubt(const struct jsync *groups)
 {
     for (const struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
-            const struct jrec *r = &g->recs[i];
-            if (r->kind == JR_INSERT)
+            const struct jobchange *r = &g->recs[i];
+            if (r->kind == JC_INSERT)
                 doubt_push(r->id);
-            else if (r->kind == JR_TRANSITION && r->to == JS_DELETED && r->ver > 0)
+            else if (r->kind == JC_TRANSITION && r->to == JS_DELETED && r->ver > 0)
                 doubt_delete(r->id, r->ver - 1);
         }
 }
 
 /* Keep a record MySQL refused in refused_record, with the server's error. 0, or -1 when that
  * failed too (then the record is in the log only). */
-static int park_refused(MYSQL *db, const struct jrec *r, const char *error)
+static int park_refused(MYSQL *db, const struct jobchange *r, const char *error)
 {
-    struct jsql b;
-    jsql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
-    int rc = jsql_refused_row(&b, r, error, clock_unix_ms(), journal.instance);
+    struct journal_sql b;
+    journal_sql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
+    int rc = journal_sql_refused_row(&b, r, error, clock_unix_ms(), journal.instance);
     if (rc == 0)
-        rc = jsql_send(&b);
+        rc = journal_sql_send(&b);
     if (rc == 0)
         rc = db_commit(db);
     if (rc < 0) {
         struct sbuf json = SBUF_INIT;
-        jsql_record_json(&json, r);
+        journal_sql_record_json(&json, r);
         log_error("journal: could not keep the refused record either (%s); it was: %s", mysql_error(db),
                   json.data ? json.data : "(out of memory)");
         mysql_rollback(db);
         sb_free(&json);
     }
-    jsql_free(&b);
+    journal_sql_free(&b);
     return rc;
 }
 
@@ -463,7 +463,7 @@ static int lock_conflict_victim(void)
 /* Write records one by one; those the server refuses go to refused_record, counted (so one
  * bad record cannot block the journal, and none is lost silently). -1 only when the
  * connection broke meanwhile. */
-static int write_each(MYSQL *db, struct jrec *recs, size_t n, int *lost)
+static int write_each(MYSQL *db, struct jobchange *recs, size_t n, int *lost)
 {
     for (size_t i = 0; i < n; i++) {
         if (write_batch(db, NULL, &recs[i], 1, journal.instance, lost) == 0)
@@ -487,7 +487,7 @@ static int write_each(MYSQL *db, struct jrec *recs, size_t n, int *lost)
  * rows stand or fall together (its client gets 503); an outbox batch is split so only the
  * records refused alone are dropped. Returns -1 if the connection broke meanwhile, with the
  * groups not yet settled left in *groups. */
-static int settle_refused(MYSQL *db, struct jsync **groups, struct jrec *taken, size_t n, int *lost)
+static int settle_refused(MYSQL *db, struct jsync **groups, struct jobchange *taken, size_t n, int *lost)
 {
     while (*groups) {
         struct jsync *g = *groups, *next = g->next;
@@ -512,7 +512,7 @@ static void *journal_main(void *unused)
     int64_t last_connect_try = 0;
     int warned_down = 0;
     size_t batch_cap = (size_t)journal.cfg->journal_batch;
-    struct jrec *taken = malloc(batch_cap * sizeof *taken);
+    struct jobchange *taken = malloc(batch_cap * sizeof *taken);
     if (taken == NULL) {
         log_error("journal: out of memory at start");
         abort();

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "core/config.h"
-#include "core/jrec.h"
+#include "core/jobchange.h"
 
 struct loopq;
 
@@ -42,16 +42,16 @@ void journal_stop(int deadline_ms);
 
 /* Durable submission of recs[0..n) in one transaction; recs must stay valid until `done`
  * runs on `reply_to`. Returns -1 without queueing when MySQL is down or the queue is full. */
-int journal_submit_sync(struct jrec *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
+int journal_submit_sync(struct jobchange *recs, int n, struct loopq *reply_to, journal_done_fn done, void *arg)
     __attribute__((warn_unused_result));
 
 /* Batched submission; records are copied. Always accepted (check journal_accepting first). */
-void journal_submit(const struct jrec *recs, int n);
+void journal_submit(const struct jobchange *recs, int n);
 
 /* The outbox thread's batch: like a durable submission, but `done` runs on the journal
  * thread itself, and if MySQL refuses the batch as a whole its records are written one by
  * one (records refused alone are dropped and logged) rather than failing together. */
-int journal_submit_outbox(struct jrec *recs, int n, journal_done_fn done, void *arg)
+int journal_submit_outbox(struct jobchange *recs, int n, journal_done_fn done, void *arg)
     __attribute__((warn_unused_result));
 
 /* Is the backlog below [mysql] backlog? Producers of transitions pause when it is not. */

@@ -7,7 +7,7 @@
 #include "base/loopq.h"
 #include "core/metrics.h"
 #include "redis/layout.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 #include "redis/rcodec.h"
 #include "redis/store.h"
 
@@ -63,12 +63,12 @@ static struct {
     int64_t stop_deadline_us;
     const struct config *cfg;
     char consumer[64];
-    struct rsync_shards *set;    /* written by the thread under lock; read by it without */
+    struct rblock_shards *set;    /* written by the thread under lock; read by it without */
     int64_t last_connect_us, last_claim_us;
     int layout_refused;          /* the last connect found another layout's data (layout.h) */
     int shards;
     struct shard_state *s;
-    struct jrec *recs;
+    struct jobchange *recs;
     int max;
     int committed, commit_ok;    /* outcome of the batch handed to the journal */
     struct barrier *barriers;
@@ -196,20 +196,20 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
 
 /* Set or clear the connections under the lock, so that cut_connection never shuts a socket
  * that redisFree has closed (its number may already belong to someone else). One per shard
- * (rsync_shards: the same one for every shard of a single Redis, a cluster master's for its
+ * (rblock_shards: the same one for every shard of a single Redis, a cluster master's for its
  * shards); commands pipelined on a shard's connection are read back from it in order. */
-static void set_connection(struct rsync_shards *set)
+static void set_connection(struct rblock_shards *set)
 {
     pthread_mutex_lock(&outbox.lock);
-    struct rsync_shards *old = outbox.set;
+    struct rblock_shards *old = outbox.set;
     outbox.set = set;
     pthread_mutex_unlock(&outbox.lock);
-    rsync_shards_free(old);
+    rblock_shards_free(old);
 }
 
 static redisContext *conn(int shard)
 {
-    return rsync_shard(outbox.set, shard);
+    return rblock_shard(outbox.set, shard);
 }
 
 /* outbox_stop, past its deadline: make the Redis call the thread is blocked in fail now
@@ -219,7 +219,7 @@ static void cut_connection(void)
     pthread_mutex_lock(&outbox.lock);
     if (outbox.set) {
         log_warn("outbox: a Redis call outlived the stop deadline; cutting the connection");
-        rsync_shards_shutdown(outbox.set);
+        rblock_shards_shutdown(outbox.set);
     }
     pthread_mutex_unlock(&outbox.lock);
 }
@@ -325,7 +325,7 @@ static void split_who(const char *who, char *buf, size_t cap, const char **parts
 }
 
 /* One stream entry -> one journal record. 0, or -1 for an entry that cannot be read. */
-static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
+static int parse_entry(int shard, const redisReply *fields, struct jobchange *r)
 {
     const redisReply *t = field(fields, "t"), *w = field(fields, "w");
     if (t == NULL || t->type != REDIS_REPLY_STRING)
@@ -338,7 +338,7 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
     if (sscanf(t->str, "%12s %d %d %u %u %lld %lld %15s", idkey, &from, &to, &ver, &att, &run_at, &at, key) != 8 ||
         id_from_key(idkey, strlen(idkey), &r->id) < 0 || from < 0 || from > JS_FAR || to < 0 || to > JS_FAR)
         return -1;
-    r->kind = JR_TRANSITION;
+    r->kind = JC_TRANSITION;
     r->from = (uint8_t)from;
     r->to = (uint8_t)to;
     r->ver = ver;
@@ -367,7 +367,7 @@ static int parse_entry(int shard, const redisReply *fields, struct jrec *r)
         memcpy(j->body, body->str, body->len);
         j->body[body->len] = '\0';
         j->body_len = body->len;
-        r->kind = JR_REPLACE;
+        r->kind = JC_REPLACE;
         r->replacement = j;
     }
     return 0;
@@ -479,7 +479,7 @@ static int read_batch(int *drained)
     }
     for (int i = 0, k = 0; k < pipelined; i++) {
         if (outbox.s[i].reread) {
-            redisReply *r = rsync_shard_reply(conn(i));
+            redisReply *r = rblock_shard_reply(conn(i));
             k++;
             if (r == NULL)
                 return -1;
@@ -498,7 +498,7 @@ static int read_batch(int *drained)
             freeReplyObject(r);
         }
         if (claim) {
-            redisReply *r = rsync_shard_reply(conn(i));
+            redisReply *r = rblock_shard_reply(conn(i));
             k++;
             if (r == NULL)
                 return -1;
@@ -511,15 +511,15 @@ static int read_batch(int *drained)
         return n; /* old business first; new entries on the next call */
 
     /* New entries: all shards in one command on a single Redis; a command per shard in a
-     * cluster (rsync_shards_first), every one sent before any is read. */
+     * cluster (rblock_shards_first), every one sent before any is read. */
     char count[16];
     snprintf(count, sizeof count, "%d", per);
     int full = 0;
     for (int i = 0; i < outbox.shards; i++)
-        if (rsync_shards_first(outbox.set, i) == i && append_read_new(i, count) < 0)
+        if (rblock_shards_first(outbox.set, i) == i && append_read_new(i, count) < 0)
             return -1;
     for (int i = 0; i < outbox.shards; i++)
-        if (rsync_shards_first(outbox.set, i) == i && take_new(rsync_shard_reply(conn(i)), per, &n, &full) < 0)
+        if (rblock_shards_first(outbox.set, i) == i && take_new(rblock_shard_reply(conn(i)), per, &n, &full) < 0)
             return -1;
     *drained = !full;
     return n;
@@ -538,7 +538,7 @@ static int append_read_new(int first, const char *count)
     }
     int k = 0;
     for (int i = first; i < outbox.shards; i++)
-        if (rsync_shards_first(outbox.set, i) == first) {
+        if (rblock_shards_first(outbox.set, i) == first) {
             argv[a] = outbox.s[i].key;
             lens[a++] = strlen(outbox.s[i].key);
             k++;
@@ -645,7 +645,7 @@ static int ack_batch(void)
     int rc = 0;
     for (int i = 0; i < outbox.shards && rc == 0; i++) /* in the order each connection got them */
         for (int k = 0; k < sent[i]; k++) {
-            redisReply *r = rsync_shard_reply(conn(i));
+            redisReply *r = rblock_shard_reply(conn(i));
             if (r == NULL) {
                 rc = -1; /* unacknowledged entries are read again, and written again idempotently */
                 break;
@@ -713,7 +713,7 @@ static void *outbox_main(void *unused)
         int n = read_batch(&read_all);
         drained = read_all && n == 0;
         if (n < 0) {
-            const char *why = outbox.set ? rsync_shards_errstr(outbox.set) : "";
+            const char *why = outbox.set ? rblock_shards_errstr(outbox.set) : "";
             log_warn("outbox: Redis failed (%s); reconnecting", why[0] ? why : "no reply");
             metrics_inc(MC_REDIS_ERRORS, 1);
             disconnect();

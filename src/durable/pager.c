@@ -5,13 +5,13 @@
 #include "mysql/db.h"
 #include "core/ids.h"
 #include "core/job.h"
-#include "core/jrec.h"
+#include "core/jobchange.h"
 #include "base/log.h"
 #include "core/metrics.h"
 #include "redis/rcodec.h"
 #include "redis/reinsert.h"
 #include "redis/layout.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 #include "base/sbuf.h"
 #include "redis/store.h"
 
@@ -48,10 +48,10 @@
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 #define NBOUNDS (sizeof BUCKET_BOUNDS / sizeof BUCKET_BOUNDS[0])
 
-/* A thread's connections: MySQL, and blocking Redis connections (one per shard: rsync.h). */
+/* A thread's connections: MySQL, and blocking Redis connections (one per shard: rblock.h). */
 struct conns {
     MYSQL *db;
-    struct rsync_shards *c;
+    struct rblock_shards *c;
 };
 enum { PAGER, COMMITTER }; /* published[PAGER], published[COMMITTER + i] */
 
@@ -66,21 +66,21 @@ static struct {
     const struct config *cfg;
     pthread_t thread;
     int started;
-    pthread_mutex_t mu;
+    pthread_mutex_t lock;
     pthread_cond_t cond;
-    int stop;                            /* under mu */
-    int64_t stop_deadline_us;            /* under mu */
-    struct conns published[1 + COMMITTERS]; /* under mu: the threads' connections, for pager_stop to
+    int stop;                            /* under lock */
+    int64_t stop_deadline_us;            /* under lock */
+    struct conns published[1 + COMMITTERS]; /* under lock: the threads' connections, for pager_stop to
                                                cut when a call outlives its deadline */
     pthread_t committer[COMMITTERS];     /* step 3 (the pipeline below) */
-    struct chunk *slot[COMMITTERS];      /* under mu: the chunk handed to each committer */
-    int committing[COMMITTERS];          /* under mu */
+    struct chunk *slot[COMMITTERS];      /* under lock: the chunk handed to each committer */
+    int committing[COMMITTERS];          /* under lock */
     int commit_failed, committer_stop;
     _Atomic long long shard_paged[MAX_SHARDS];
-    char owned[MAX_SHARDS];              /* under mu */
-    struct page_req req[REQUESTS_MAX];   /* under mu */
+    char owned[MAX_SHARDS];              /* under lock */
+    struct page_req req[REQUESTS_MAX];   /* under lock */
     int nreq;
-    struct far_topic *counts;            /* under mu: far_count, sorted by topic */
+    struct far_topic *counts;            /* under lock: far_count, sorted by topic */
     int ncounts;
     char who[STORE_WHO_MAX];
     /* figures */
@@ -88,7 +88,7 @@ static struct {
     _Atomic int shards_paging;
     _Atomic unsigned long long bucket_hist[NBOUNDS + 1];
     _Atomic unsigned long long buckets;
-} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} pager = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 /* The thread's own view of each shard. */
 struct shard_view {
@@ -137,9 +137,9 @@ static int64_t bucket_end(const struct config *cfg, int64_t t)
 
 static int stopping(void)
 {
-    pthread_mutex_lock(&P.mu);
-    int s = P.stop;
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    int s = pager.stop;
+    pthread_mutex_unlock(&pager.lock);
     return s;
 }
 
@@ -168,38 +168,38 @@ static int refresh_counts(MYSQL *db)
         total += t[i].jobs;
     }
     mysql_free_result(res);
-    pthread_mutex_lock(&P.mu);
-    free(P.counts);
-    P.counts = t;
-    P.ncounts = n;
-    pthread_mutex_unlock(&P.mu);
-    atomic_store(&P.far_total, total);
+    pthread_mutex_lock(&pager.lock);
+    free(pager.counts);
+    pager.counts = t;
+    pager.ncounts = n;
+    pthread_mutex_unlock(&pager.lock);
+    atomic_store(&pager.far_total, total);
     return 0;
 }
 
 int pager_far_counts(struct far_topic **out)
 {
-    pthread_mutex_lock(&P.mu);
-    int n = P.ncounts;
+    pthread_mutex_lock(&pager.lock);
+    int n = pager.ncounts;
     *out = malloc((size_t)(n ? n : 1) * sizeof **out);
     if (*out && n)
-        memcpy(*out, P.counts, (size_t)n * sizeof **out);
-    pthread_mutex_unlock(&P.mu);
+        memcpy(*out, pager.counts, (size_t)n * sizeof **out);
+    pthread_mutex_unlock(&pager.lock);
     return *out ? n : -1;
 }
 
 int64_t pager_far_count(const char *topic, size_t len)
 {
     int64_t jobs = 0;
-    pthread_mutex_lock(&P.mu);
-    int lo = 0, hi = P.ncounts - 1;
+    pthread_mutex_lock(&pager.lock);
+    int lo = 0, hi = pager.ncounts - 1;
     while (lo <= hi) { /* sorted by name, as strcmp orders them */
         int mid = (lo + hi) / 2;
-        int c = strncmp(P.counts[mid].topic, topic, len);
-        if (c == 0 && P.counts[mid].topic[len] != '\0')
+        int c = strncmp(pager.counts[mid].topic, topic, len);
+        if (c == 0 && pager.counts[mid].topic[len] != '\0')
             c = 1;
         if (c == 0) {
-            jobs = P.counts[mid].jobs;
+            jobs = pager.counts[mid].jobs;
             break;
         }
         if (c < 0)
@@ -207,23 +207,23 @@ int64_t pager_far_count(const char *topic, size_t len)
         else
             hi = mid - 1;
     }
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&pager.lock);
     return jobs;
 }
 
 /* Jobs Redis holds (the shards' counters of live and dead jobs), for hourglass_jobs_tier. */
-static int refresh_redis_tier(struct rsync_shards *set)
+static int refresh_redis_tier(struct rblock_shards *set)
 {
-    const struct config *cfg = P.cfg;
+    const struct config *cfg = pager.cfg;
     for (int s = 0; s < cfg->redis_shards; s++) {
         char key[160];
         rkey(key, sizeof key, cfg->redis_prefix, s, "count");
-        redisAppendCommand(rsync_shard(set, s), "HVALS %s", key);
+        redisAppendCommand(rblock_shard(set, s), "HVALS %s", key);
     }
     long long total = 0;
     int rc = 0;
     for (int s = 0; s < cfg->redis_shards; s++) { /* in the order each shard's connection got them */
-        redisReply *r = rsync_shard_reply(rsync_shard(set, s));
+        redisReply *r = rblock_shard_reply(rblock_shard(set, s));
         if (r == NULL)
             return -1;
         if (r->type == REDIS_REPLY_ARRAY)
@@ -234,7 +234,7 @@ static int refresh_redis_tier(struct rsync_shards *set)
         freeReplyObject(r);
     }
     if (rc == 0)
-        atomic_store(&P.redis_total, total);
+        atomic_store(&pager.redis_total, total);
     return 0;
 }
 
@@ -296,7 +296,7 @@ static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
 static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int64_t now, int paced, char *token,
                     size_t tsize)
 {
-    const struct config *cfg = P.cfg;
+    const struct config *cfg = pager.cfg;
     struct mrow **put = malloc((size_t)(n ? n : 1) * sizeof *put);
     struct far_row **whose = malloc((size_t)(n ? n : 1) * sizeof *whose);
     int k = 0, rc = 0;
@@ -317,7 +317,7 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
         static _Atomic unsigned long long steps;
         char flag[160];
         rkey(flag, sizeof flag, cfg->redis_prefix, shard, "paging");
-        snprintf(token, tsize, "%s#%llu", P.who, atomic_fetch_add(&steps, 1));
+        snprintf(token, tsize, "%s#%llu", pager.who, atomic_fetch_add(&steps, 1));
         redisAppendCommand(c, "SADD %s %s", flag, token);
         redisAppendCommand(c, "PEXPIRE %s %d", flag, PAGING_FLAG_MS);
     }
@@ -326,12 +326,12 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
         int lo = round * per_round, hi = lo + per_round < k ? lo + per_round : k, calls = 0;
         for (int from = lo; from < hi && rc == 0; from += SCRIPT_JOBS, calls++)
             rc = reinsert_append(c, cfg, shard, put + from, hi - from < SCRIPT_JOBS ? hi - from : SCRIPT_JOBS, now, 1,
-                                 0, P.who); /* not journaled: step 3 writes the transitions */
+                                 0, pager.who); /* not journaled: step 3 writes the transitions */
         if (rc == 0 && round == 0)
-            rc = rsync_drain(c, 2); /* the token's SADD and PEXPIRE */
+            rc = rblock_drain(c, 2); /* the token's SADD and PEXPIRE */
         for (int call = 0; call < calls && rc == 0; call++) {
             int from = lo + call * SCRIPT_JOBS, m = hi - from < SCRIPT_JOBS ? hi - from : SCRIPT_JOBS;
-            redisReply *r = rsync_reply(c);
+            redisReply *r = rblock_reply(c);
             if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)m) {
                 log_warn("pager: shard %d: Redis failed restore.lua: %s", shard, r && r->str ? r->str : c->errstr);
                 rc = -1;
@@ -417,9 +417,9 @@ static int leave_tier(MYSQL *db, struct sbuf *sql, const struct sbuf *ids, const
               to_state, (long long)now);
     db_quote(db, sql, actor, strlen(actor));
     sb_putc(sql, ',');
-    db_quote(db, sql, P.app->hostname, strlen(P.app->hostname));
+    db_quote(db, sql, pager.app->hostname, strlen(pager.app->hostname));
     sb_putc(sql, ',');
-    db_quote(db, sql, P.app->instance, strlen(P.app->instance));
+    db_quote(db, sql, pager.app->instance, strlen(pager.app->instance));
     sb_printf(sql, ", attempts FROM message WHERE state = 'far' AND id IN (%.*s)", (int)ids->len, ids->data);
     int rc = exec(db, sql);
     if (rc == 0) {
@@ -496,9 +496,9 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
             put_id(&marked, done[i]->m.id);
     for (int i = 0; i < nheld; i++)
         put_id(&lost, held[i]->m.id);
-    char to[80], actor[JREC_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
+    char to[80], actor[JOBCHANGE_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
     snprintf(to, sizeof to, "IF(run_at > %lld, 'delayed', 'ready')", (long long)now);
-    store_actor(actor, sizeof actor, "pager", P.cfg->redis_prefix, shard, "jobs");
+    store_actor(actor, sizeof actor, "pager", pager.cfg->redis_prefix, shard, "jobs");
     if (rc == 0 && marked.len)
         rc = leave_tier(db, &sql, &marked, to, actor, now);
     if (rc == 0 && lost.len)
@@ -555,7 +555,7 @@ static int take_back(redisContext *c, int shard, struct far_row **rows, int n)
     struct rargv b;
     int rc = -1;
     if (rargv_init(&b, 5 + 3 * n, 1 + 2 * n, n) == 0) {
-        rargv_key(&b, P.cfg->redis_prefix, shard, "jobs");
+        rargv_key(&b, pager.cfg->redis_prefix, shard, "jobs");
         rargv_int(&b, n);
         for (int i = 0; i < n; i++) {
             rargv_id(&b, rows[i]->m.id);
@@ -565,9 +565,9 @@ static int take_back(redisContext *c, int shard, struct far_row **rows, int n)
             else
                 rargv_str(&b, "", 0);
         }
-        rc = rsync_append_eval(c, SCRIPT_UNPAGE, b.argc, b.argv, b.lens);
+        rc = rblock_append_eval(c, SCRIPT_UNPAGE, b.argc, b.argv, b.lens);
         if (rc == 0)
-            rc = rsync_drain(c, 1);
+            rc = rblock_drain(c, 1);
     }
     rargv_free(&b);
     if (rc < 0)
@@ -608,30 +608,30 @@ static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
 {
     char err[256];
     int64_t now = clock_unix_ms();
-    if (k->db == NULL && (k->db = db_connect(P.cfg, err, sizeof err)) == NULL && now - *last_complaint > 10000) {
+    if (k->db == NULL && (k->db = db_connect(pager.cfg, err, sizeof err)) == NULL && now - *last_complaint > 10000) {
         log_warn("pager: MySQL: %s", err);
         *last_complaint = now;
     }
-    if (k->c == NULL && (k->c = layout_open_shards(P.cfg, 1, NULL, err, sizeof err)) == NULL &&
+    if (k->c == NULL && (k->c = layout_open_shards(pager.cfg, 1, NULL, err, sizeof err)) == NULL &&
         now - *last_complaint > 10000) {
         log_warn("pager: Redis: %s", err);
         *last_complaint = now;
     }
-    pthread_mutex_lock(&P.mu);
-    P.published[thread] = *k;
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    pager.published[thread] = *k;
+    pthread_mutex_unlock(&pager.lock);
     return k->db && k->c ? 0 : -1;
 }
 
 /* Unpublish and close both (after a failure: the next step starts on fresh connections). */
 static void conns_close(struct conns *k, int thread)
 {
-    pthread_mutex_lock(&P.mu);
-    P.published[thread] = (struct conns){NULL, NULL};
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    pager.published[thread] = (struct conns){NULL, NULL};
+    pthread_mutex_unlock(&pager.lock);
     if (k->db)
         mysql_close(k->db);
-    rsync_shards_free(k->c);
+    rblock_shards_free(k->c);
     *k = (struct conns){NULL, NULL};
 }
 
@@ -640,26 +640,26 @@ static void conns_close(struct conns *k, int thread)
 static int hand_off(struct chunk *ch)
 {
     int i = ch->shard % COMMITTERS;
-    pthread_mutex_lock(&P.mu);
-    while (P.slot[i] != NULL && !P.commit_failed)
-        pthread_cond_wait(&P.cond, &P.mu);
-    int failed = P.commit_failed;
-    P.commit_failed = 0;
+    pthread_mutex_lock(&pager.lock);
+    while (pager.slot[i] != NULL && !pager.commit_failed)
+        pthread_cond_wait(&pager.cond, &pager.lock);
+    int failed = pager.commit_failed;
+    pager.commit_failed = 0;
     if (!failed) {
-        P.slot[i] = ch;
-        pthread_cond_broadcast(&P.cond);
+        pager.slot[i] = ch;
+        pthread_cond_broadcast(&pager.cond);
     }
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&pager.lock);
     if (failed)
         chunk_free(ch);
     return failed ? -1 : 0;
 }
 
-/* Under mu: a chunk handed off or being committed. */
+/* Under lock: a chunk handed off or being committed. */
 static int commits_pending(void)
 {
     for (int i = 0; i < COMMITTERS; i++)
-        if (P.slot[i] != NULL || P.committing[i])
+        if (pager.slot[i] != NULL || pager.committing[i])
             return 1;
     return 0;
 }
@@ -667,19 +667,19 @@ static int commits_pending(void)
 /* Wait until everything handed off is committed. 0, or -1 when a commit failed. */
 static int drain_commits(void)
 {
-    pthread_mutex_lock(&P.mu);
-    while (commits_pending() && !P.commit_failed)
-        pthread_cond_wait(&P.cond, &P.mu);
-    int failed = P.commit_failed;
-    P.commit_failed = 0;
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    while (commits_pending() && !pager.commit_failed)
+        pthread_cond_wait(&pager.cond, &pager.lock);
+    int failed = pager.commit_failed;
+    pager.commit_failed = 0;
+    pthread_mutex_unlock(&pager.lock);
     return failed ? -1 : 0;
 }
 
 /* Steps 1 and 2 for the rows `where` selects (a condition on the far key m.far_run_at, m.id),
  * then hand-off. Returns rows read, -1 on failure; *last = the last row's key. `paced`: see
  * to_redis. */
-static int read_and_send(MYSQL *db, struct rsync_shards *set, int shard, const char *where, int64_t through_if_all,
+static int read_and_send(MYSQL *db, struct rblock_shards *set, int shard, const char *where, int64_t through_if_all,
                          int paced, int64_t *last_run_at, uint64_t *last_id)
 {
     char sql[640];
@@ -718,7 +718,7 @@ static int read_and_send(MYSQL *db, struct rsync_shards *set, int shard, const c
     ch->now = clock_unix_ms();
     ch->through = n < CHUNK_ROWS(paced) ? through_if_all : *last_run_at;
     int64_t t1 = clock_mono_us();
-    if (to_redis(rsync_shard(set, shard), shard, rows, n, ch->now, paced, ch->token, sizeof ch->token) < 0) {
+    if (to_redis(rblock_shard(set, shard), shard, rows, n, ch->now, paced, ch->token, sizeof ch->token) < 0) {
         chunk_free(ch);
         return -1;
     }
@@ -735,18 +735,18 @@ static int read_and_send(MYSQL *db, struct rsync_shards *set, int shard, const c
 static int step_committed(redisContext *c, int shard, const char *token)
 {
     char flag[160];
-    rkey(flag, sizeof flag, P.cfg->redis_prefix, shard, "paging");
+    rkey(flag, sizeof flag, pager.cfg->redis_prefix, shard, "paging");
     redisAppendCommand(c, "SREM %s %s", flag, token);
-    if (rsync_drain(c, 1) == 0)
+    if (rblock_drain(c, 1) == 0)
         return 0;
     log_warn("pager: shard %d: could not end a page step's flag: %s", shard, c->errstr);
     return -1;
 }
 
 /* Step 3 of one chunk, on the committer's connections; 0 / -1. */
-static int commit_chunk(MYSQL *db, struct rsync_shards *set, struct chunk *ch)
+static int commit_chunk(MYSQL *db, struct rblock_shards *set, struct chunk *ch)
 {
-    redisContext *c = rsync_shard(set, ch->shard);
+    redisContext *c = rblock_shard(set, ch->shard);
     struct far_row **unpage = calloc((size_t)ch->n, sizeof *unpage);
     int nunpage = 0, rc = -1;
     long paged = 0;
@@ -759,8 +759,8 @@ static int commit_chunk(MYSQL *db, struct rsync_shards *set, struct chunk *ch)
     if (rc == 0 && ch->token[0] != '\0')
         rc = step_committed(c, ch->shard, ch->token);
     if (rc == 0) {
-        atomic_fetch_add(&P.paged, paged);
-        atomic_fetch_add(&P.shard_paged[ch->shard], paged);
+        atomic_fetch_add(&pager.paged, paged);
+        atomic_fetch_add(&pager.shard_paged[ch->shard], paged);
         log_debug("pager: shard %d: %d rows, %ld paged: commit %lld us", ch->shard, ch->n, paged,
                   (long long)(clock_mono_us() - t0));
     }
@@ -776,13 +776,13 @@ static void *committer_main(void *arg)
     struct conns k = {NULL, NULL};
     int64_t last_complaint = 0;
     for (;;) {
-        pthread_mutex_lock(&P.mu);
-        while (P.slot[self] == NULL && !P.committer_stop)
-            pthread_cond_wait(&P.cond, &P.mu);
-        struct chunk *ch = P.slot[self];
-        P.slot[self] = NULL;
-        P.committing[self] = ch != NULL;
-        pthread_mutex_unlock(&P.mu);
+        pthread_mutex_lock(&pager.lock);
+        while (pager.slot[self] == NULL && !pager.committer_stop)
+            pthread_cond_wait(&pager.cond, &pager.lock);
+        struct chunk *ch = pager.slot[self];
+        pager.slot[self] = NULL;
+        pager.committing[self] = ch != NULL;
+        pthread_mutex_unlock(&pager.lock);
         if (ch == NULL)
             break;
         int failed = conns_open(&k, COMMITTER + self, &last_complaint) < 0 || commit_chunk(k.db, k.c, ch) < 0;
@@ -791,11 +791,11 @@ static void *committer_main(void *arg)
             log_warn("pager: a commit failed (%s); its rows are paged again", k.db ? mysql_error(k.db) : "no MySQL");
             conns_close(&k, COMMITTER + self);
         }
-        pthread_mutex_lock(&P.mu);
-        P.committing[self] = 0;
-        P.commit_failed |= failed;
-        pthread_cond_broadcast(&P.cond);
-        pthread_mutex_unlock(&P.mu);
+        pthread_mutex_lock(&pager.lock);
+        pager.committing[self] = 0;
+        pager.commit_failed |= failed;
+        pthread_cond_broadcast(&pager.cond);
+        pthread_mutex_unlock(&pager.lock);
     }
     conns_close(&k, COMMITTER + self);
     mysql_thread_end();
@@ -807,16 +807,16 @@ static void observe_bucket(long long jobs)
     size_t b = 0;
     while (b < NBOUNDS && (double)jobs > BUCKET_BOUNDS[b])
         b++;
-    atomic_fetch_add(&P.bucket_hist[b], 1);
-    atomic_fetch_add(&P.bucket_sum, jobs);
-    atomic_fetch_add(&P.buckets, 1);
+    atomic_fetch_add(&pager.bucket_hist[b], 1);
+    atomic_fetch_add(&pager.bucket_sum, jobs);
+    atomic_fetch_add(&pager.buckets, 1);
 }
 
 /* Between two chunks of a pass, and once per tick: what must not wait for a whole pass —
  * jobs a reschedule brought near (pager_page_now), the far counts /stats shows, the lag. */
 struct pass {
     MYSQL *db;
-    struct rsync_shards *c;
+    struct rblock_shards *c;
     const char *owned;
     struct shard_view *views;
     int64_t last_counts;
@@ -824,22 +824,22 @@ struct pass {
 
 static void note_lag(const struct pass *p)
 {
-    const struct config *cfg = P.cfg;
+    const struct config *cfg = pager.cfg;
     int64_t lag = 0, want = clock_unix_ms() + pager_lead_ms(cfg);
     for (int s = 0; s < cfg->redis_shards; s++)
         if (p->owned[s] && p->views[s].paged_through != 0 && want - p->views[s].paged_through > lag)
             lag = want - p->views[s].paged_through;
-    atomic_store(&P.lag_ms, lag);
+    atomic_store(&pager.lag_ms, lag);
 }
 
 static int between_chunks(struct pass *p)
 {
     struct page_req req[REQUESTS_MAX];
-    pthread_mutex_lock(&P.mu);
-    int nreq = P.nreq;
-    memcpy(req, P.req, (size_t)nreq * sizeof req[0]);
-    P.nreq = 0;
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    int nreq = pager.nreq;
+    memcpy(req, pager.req, (size_t)nreq * sizeof req[0]);
+    pager.nreq = 0;
+    pthread_mutex_unlock(&pager.lock);
     for (int i = 0; i < nreq; i++) {
         char where[96];
         int64_t last;
@@ -863,14 +863,14 @@ static int between_chunks(struct pass *p)
  * request (served between chunks, never held up by pacing). */
 static void pace_until(int64_t until_us)
 {
-    pthread_mutex_lock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
     for (;;) {
         int64_t left = until_us - clock_mono_us();
-        if (P.stop || P.nreq > 0 || left <= 0)
+        if (pager.stop || pager.nreq > 0 || left <= 0)
             break;
-        clock_cond_wait_us(&P.cond, &P.mu, left);
+        clock_cond_wait_us(&pager.cond, &pager.lock, left);
     }
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&pager.lock);
 }
 
 /* A pass's pacing (pager.h, "Pacing"): the jobs it pages, and the time by which it must have
@@ -888,7 +888,7 @@ struct pace {
 #define PACE_COUNT_MAX 5000000
 static int pace_begin(struct pass *p, int64_t bound, struct pace *pc)
 {
-    const struct config *cfg = P.cfg;
+    const struct config *cfg = pager.cfg;
     *pc = (struct pace){0, 0, 0};
     int64_t slack = pager_pace_slack_ms(cfg), now = clock_unix_ms();
     if (slack >= pager_lead_ms(cfg))
@@ -939,7 +939,7 @@ static void pace_chunk(struct pace *pc, int n)
  * in turn (so one shard's big bucket does not hold up another's earlier jobs). 0 / -1. */
 static int page_pass(struct pass *p)
 {
-    const struct config *cfg = P.cfg;
+    const struct config *cfg = pager.cfg;
     int64_t bound = bucket_end(cfg, clock_unix_ms() + pager_lead_ms(cfg));
     struct cursor {
         int active;
@@ -954,7 +954,7 @@ static int page_pass(struct pass *p)
         if (!p->owned[s])
             continue;
         nowned++;
-        long long paged = atomic_load(&P.shard_paged[s]);
+        long long paged = atomic_load(&pager.shard_paged[s]);
         if (bound != v->bound) {
             if (paged > v->bucket_start)
                 observe_bucket(paged - v->bucket_start);
@@ -964,7 +964,7 @@ static int page_pass(struct pass *p)
         cur[s].active = 1;
         cur[s].run_at = INT64_MIN;
     }
-    atomic_store(&P.shards_paging, nowned);
+    atomic_store(&pager.shards_paging, nowned);
     int rc = 0;
     struct pace pace;
     if (pace_begin(p, bound, &pace) < 0) {
@@ -1007,9 +1007,9 @@ static int page_pass(struct pass *p)
     return rc;
 }
 
-static int prune_tombstones(struct rsync_shards *set, const char *owned)
+static int prune_tombstones(struct rblock_shards *set, const char *owned)
 {
-    const struct config *cfg = P.cfg;
+    const struct config *cfg = pager.cfg;
     static const char script[] = "if redis.call('EXISTS', KEYS[2]) == 0 then "
                                  "return redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end return 0";
     int sent = 0;
@@ -1019,45 +1019,45 @@ static int prune_tombstones(struct rsync_shards *set, const char *owned)
         char gone[160], restoring[160];
         rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
         rkey(restoring, sizeof restoring, cfg->redis_prefix, s, "restoring");
-        redisAppendCommand(rsync_shard(set, s), "EVAL %s 2 %s %s %lld", script, gone, restoring,
+        redisAppendCommand(rblock_shard(set, s), "EVAL %s 2 %s %s %lld", script, gone, restoring,
                            (long long)(clock_unix_ms() - TOMBSTONE_KEEP_MS));
         sent++;
     }
     int rc = 0;
     for (int s = 0; s < cfg->redis_shards && sent > 0; s++) /* in the order each connection got them */
-        if (owned[s] && rsync_drain(rsync_shard(set, s), 1) < 0)
+        if (owned[s] && rblock_drain(rblock_shard(set, s), 1) < 0)
             rc = -1;
     return rc;
 }
 
 static void wait_tick(void)
 {
-    pthread_mutex_lock(&P.mu);
-    if (!P.stop && P.nreq == 0)
-        clock_cond_wait_us(&P.cond, &P.mu, PAGER_TICK_MS * 1000);
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    if (!pager.stop && pager.nreq == 0)
+        clock_cond_wait_us(&pager.cond, &pager.lock, PAGER_TICK_MS * 1000);
+    pthread_mutex_unlock(&pager.lock);
 }
 
 /* pager_stop, past its deadline: make the call a thread is blocked in fail now (a hung Redis
  * or MySQL would otherwise hold the stop for a whole timeout, or longer). */
 static void cut_connections(void)
 {
-    pthread_mutex_lock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
     log_warn("pager: a call outlived the stop deadline; cutting its connections");
     for (int t = PAGER; t <= COMMITTER + COMMITTERS - 1; t++) {
-        if (P.published[t].c)
-            rsync_shards_shutdown(P.published[t].c);
-        if (P.published[t].db)
-            shutdown((int)mysql_get_socket(P.published[t].db), SHUT_RDWR);
+        if (pager.published[t].c)
+            rblock_shards_shutdown(pager.published[t].c);
+        if (pager.published[t].db)
+            shutdown((int)mysql_get_socket(pager.published[t].db), SHUT_RDWR);
     }
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&pager.lock);
 }
 
 static void *pager_main(void *unused)
 {
     (void)unused;
     log_set_thread_name("pager");
-    const struct config *cfg = P.cfg;
+    const struct config *cfg = pager.cfg;
     struct conns k = {NULL, NULL};
     int64_t last_counts = 0, last_prune = 0, last_tier = 0, last_complaint = 0;
     struct shard_view *views = calloc((size_t)cfg->redis_shards, sizeof *views);
@@ -1066,7 +1066,7 @@ static void *pager_main(void *unused)
         int64_t now = clock_unix_ms();
         conns_open(&k, PAGER, &last_complaint);
         MYSQL *db = k.db;
-        struct rsync_shards *c = k.c;
+        struct rblock_shards *c = k.c;
         int failed = 0;
         if (db && now - last_counts >= COUNTS_EVERY_MS) {
             failed |= refresh_counts(db) < 0;
@@ -1077,9 +1077,9 @@ static void *pager_main(void *unused)
             last_tier = now;
         }
         if (db && c && !failed) {
-            pthread_mutex_lock(&P.mu);
-            memcpy(owned, P.owned, (size_t)cfg->redis_shards);
-            pthread_mutex_unlock(&P.mu);
+            pthread_mutex_lock(&pager.lock);
+            memcpy(owned, pager.owned, (size_t)cfg->redis_shards);
+            pthread_mutex_unlock(&pager.lock);
             struct pass p = {db, c, owned, views, last_counts};
             failed |= page_pass(&p) < 0;
             last_counts = p.last_counts;
@@ -1092,12 +1092,12 @@ static void *pager_main(void *unused)
         if (failed) {
             /* start again on fresh connections (a failed step is simply repeated) */
             log_warn("pager: a step failed (%s%s); retrying", db ? mysql_error(db) : "MySQL down",
-                     c ? rsync_shards_errstr(c) : "");
+                     c ? rblock_shards_errstr(c) : "");
             conns_close(&k, PAGER);
-            pthread_mutex_lock(&P.mu);
-            if (!P.stop)
-                clock_cond_wait_us(&P.cond, &P.mu, 1000000);
-            pthread_mutex_unlock(&P.mu);
+            pthread_mutex_lock(&pager.lock);
+            if (!pager.stop)
+                clock_cond_wait_us(&pager.cond, &pager.lock, 1000000);
+            pthread_mutex_unlock(&pager.lock);
             continue;
         }
         wait_tick();
@@ -1110,62 +1110,62 @@ static void *pager_main(void *unused)
 
 int pager_start(struct app *app)
 {
-    P.app = app;
-    P.cfg = &app->cfg;
+    pager.app = app;
+    pager.cfg = &app->cfg;
     if (app->cfg.redis_shards > MAX_SHARDS)
         return -1;
-    memset(P.owned, 1, sizeof P.owned); /* alone until the fleet says otherwise, like the mover */
-    store_who(P.who, sizeof P.who, app->instance, "pager", app->hostname);
+    memset(pager.owned, 1, sizeof pager.owned); /* alone until the fleet says otherwise, like the mover */
+    store_who(pager.who, sizeof pager.who, app->instance, "pager", app->hostname);
     int made = 0;
-    while (made < COMMITTERS && pthread_create(&P.committer[made], NULL, committer_main, (void *)(intptr_t)made) == 0)
+    while (made < COMMITTERS && pthread_create(&pager.committer[made], NULL, committer_main, (void *)(intptr_t)made) == 0)
         made++;
-    if (made < COMMITTERS || pthread_create(&P.thread, NULL, pager_main, NULL) != 0) {
-        pthread_mutex_lock(&P.mu);
-        P.committer_stop = 1;
-        pthread_cond_broadcast(&P.cond);
-        pthread_mutex_unlock(&P.mu);
+    if (made < COMMITTERS || pthread_create(&pager.thread, NULL, pager_main, NULL) != 0) {
+        pthread_mutex_lock(&pager.lock);
+        pager.committer_stop = 1;
+        pthread_cond_broadcast(&pager.cond);
+        pthread_mutex_unlock(&pager.lock);
         for (int i = 0; i < made; i++)
-            pthread_join(P.committer[i], NULL);
-        P.committer_stop = 0;
+            pthread_join(pager.committer[i], NULL);
+        pager.committer_stop = 0;
         return -1;
     }
-    P.started = 1;
+    pager.started = 1;
     return 0;
 }
 
 void pager_stop(void)
 {
-    if (!P.started)
+    if (!pager.started)
         return;
-    clock_stop_thread(P.thread, &P.mu, &P.cond, &P.stop, &P.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
+    clock_stop_thread(pager.thread, &pager.lock, &pager.cond, &pager.stop, &pager.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
     int64_t unused_deadline;
     for (int i = 0; i < COMMITTERS; i++) {
-        clock_stop_thread(P.committer[i], &P.mu, &P.cond, &P.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
+        clock_stop_thread(pager.committer[i], &pager.lock, &pager.cond, &pager.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
                           cut_connections);
-        chunk_free(P.slot[i]); /* handed off but not committed: paged again by whoever pages next */
-        P.slot[i] = NULL;
+        chunk_free(pager.slot[i]); /* handed off but not committed: paged again by whoever pages next */
+        pager.slot[i] = NULL;
     }
-    P.committer_stop = 0;
-    P.started = 0;
-    free(P.counts);
-    P.counts = NULL;
-    P.ncounts = 0;
+    pager.committer_stop = 0;
+    pager.started = 0;
+    free(pager.counts);
+    pager.counts = NULL;
+    pager.ncounts = 0;
 }
 
 void pager_set_owned(const char *owned, int shards)
 {
-    pthread_mutex_lock(&P.mu);
-    memcpy(P.owned, owned, (size_t)(shards < MAX_SHARDS ? shards : MAX_SHARDS));
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    memcpy(pager.owned, owned, (size_t)(shards < MAX_SHARDS ? shards : MAX_SHARDS));
+    pthread_mutex_unlock(&pager.lock);
 }
 
 void pager_page_now(int shard, int64_t run_at, uint64_t id)
 {
-    pthread_mutex_lock(&P.mu);
-    if (P.nreq < REQUESTS_MAX) /* else the regular pass takes it at run_at - lead */
-        P.req[P.nreq++] = (struct page_req){shard, run_at, id};
-    pthread_cond_broadcast(&P.cond);
-    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_lock(&pager.lock);
+    if (pager.nreq < REQUESTS_MAX) /* else the regular pass takes it at run_at - lead */
+        pager.req[pager.nreq++] = (struct page_req){shard, run_at, id};
+    pthread_cond_broadcast(&pager.cond);
+    pthread_mutex_unlock(&pager.lock);
 }
 
 void pager_stats_json(const struct config *cfg, struct sbuf *sb)
@@ -1174,31 +1174,31 @@ void pager_stats_json(const struct config *cfg, struct sbuf *sb)
               ",\"pager\":{\"horizon\":%lld,\"lead\":%lld,\"bucket\":%lld,\"lag\":%lld,\"paged\":%lld,\"shards\":%d,"
               "\"farJobs\":%lld}",
               (long long)cfg->horizon, (long long)pager_lead_ms(cfg), (long long)pager_bucket_ms(cfg),
-              (long long)atomic_load(&P.lag_ms), (long long)atomic_load(&P.paged), atomic_load(&P.shards_paging),
-              (long long)atomic_load(&P.far_total));
+              (long long)atomic_load(&pager.lag_ms), (long long)atomic_load(&pager.paged), atomic_load(&pager.shards_paging),
+              (long long)atomic_load(&pager.far_total));
 }
 
 void pager_metrics(struct sbuf *sb)
 {
     sb_puts(sb, "# HELP hourglass_jobs_tier Jobs held by each tier: redis (the near future, live and dead) and "
                 "mysql (far jobs, paged in before they are due).\n# TYPE hourglass_jobs_tier gauge\n");
-    sb_printf(sb, "hourglass_jobs_tier{tier=\"redis\"} %lld\n", (long long)atomic_load(&P.redis_total));
-    sb_printf(sb, "hourglass_jobs_tier{tier=\"mysql\"} %lld\n", (long long)atomic_load(&P.far_total));
+    sb_printf(sb, "hourglass_jobs_tier{tier=\"redis\"} %lld\n", (long long)atomic_load(&pager.redis_total));
+    sb_printf(sb, "hourglass_jobs_tier{tier=\"mysql\"} %lld\n", (long long)atomic_load(&pager.far_total));
     sb_puts(sb, "# HELP hourglass_pager_lag_seconds How far this instance's paging is behind now + lead, over the "
                 "shards it pages.\n# TYPE hourglass_pager_lag_seconds gauge\n");
-    sb_printf(sb, "hourglass_pager_lag_seconds %.3f\n", (double)atomic_load(&P.lag_ms) / 1000.0);
+    sb_printf(sb, "hourglass_pager_lag_seconds %.3f\n", (double)atomic_load(&pager.lag_ms) / 1000.0);
     sb_puts(sb, "# HELP hourglass_pager_paged_total Far jobs this instance paged into Redis.\n"
                 "# TYPE hourglass_pager_paged_total counter\n");
-    sb_printf(sb, "hourglass_pager_paged_total %lld\n", (long long)atomic_load(&P.paged));
+    sb_printf(sb, "hourglass_pager_paged_total %lld\n", (long long)atomic_load(&pager.paged));
     sb_puts(sb, "# HELP hourglass_pager_bucket_jobs Jobs paged per bucket (per shard).\n"
                 "# TYPE hourglass_pager_bucket_jobs histogram\n");
     unsigned long long cum = 0;
     for (size_t b = 0; b < NBOUNDS; b++) {
-        cum += atomic_load(&P.bucket_hist[b]);
+        cum += atomic_load(&pager.bucket_hist[b]);
         sb_printf(sb, "hourglass_pager_bucket_jobs_bucket{le=\"%g\"} %llu\n", BUCKET_BOUNDS[b], cum);
     }
-    cum += atomic_load(&P.bucket_hist[NBOUNDS]);
+    cum += atomic_load(&pager.bucket_hist[NBOUNDS]);
     sb_printf(sb, "hourglass_pager_bucket_jobs_bucket{le=\"+Inf\"} %llu\n", cum);
     sb_printf(sb, "hourglass_pager_bucket_jobs_sum %lld\nhourglass_pager_bucket_jobs_count %llu\n",
-              (long long)atomic_load(&P.bucket_sum), (unsigned long long)atomic_load(&P.buckets));
+              (long long)atomic_load(&pager.bucket_sum), (unsigned long long)atomic_load(&pager.buckets));
 }

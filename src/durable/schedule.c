@@ -25,11 +25,11 @@ void schedule_clear(struct schedule *s)
     s->job_len = 0;
 }
 
-int schedule_sched(const struct schedule *s, const struct tz *tz, struct sched *out, char *err, size_t errlen)
+int schedule_cron_rule(const struct schedule *s, const struct tz *tz, struct cron_rule *out, char *err, size_t errlen)
 {
     if (s->cron[0])
-        return sched_init_cron(out, s->cron, tz, err, errlen);
-    return sched_init_every(out, s->every_ms, s->anchor_ms, err, errlen);
+        return cron_rule_init_cron(out, s->cron, tz, err, errlen);
+    return cron_rule_init_every(out, s->every_ms, s->anchor_ms, err, errlen);
 }
 
 /* The fields a job template may have: what /push takes, less what each fire decides. */
@@ -217,11 +217,11 @@ out:
 }
 
 /* How many fires of sc in (a, b]: counted a chunk at a time, up to SCHEDULE_COUNT_MAX. */
-static int64_t count_fires(const struct sched *sc, int64_t a, int64_t b)
+static int64_t count_fires(const struct cron_rule *sc, int64_t a, int64_t b)
 {
     int64_t buf[SCHEDULE_CATCHUP_MAX], n = 0;
     while (n < SCHEDULE_COUNT_MAX) {
-        size_t k = sched_fires(sc, a, b, buf, SCHEDULE_CATCHUP_MAX);
+        size_t k = cron_rule_fires(sc, a, b, buf, SCHEDULE_CATCHUP_MAX);
         if (k <= SCHEDULE_CATCHUP_MAX)
             return n + (int64_t)k;
         n += SCHEDULE_CATCHUP_MAX;
@@ -230,7 +230,7 @@ static int64_t count_fires(const struct sched *sc, int64_t a, int64_t b)
     return n;
 }
 
-int schedule_due(const struct schedule *s, const struct sched *sc, int64_t now, int64_t grace, int64_t lookahead,
+int schedule_due(const struct schedule *s, const struct cron_rule *sc, int64_t now, int64_t grace, int64_t lookahead,
                  int64_t *at, int cap, struct schedule_due *due)
 {
     int64_t from = s->fired_through, to = now + lookahead;
@@ -239,13 +239,13 @@ int schedule_due(const struct schedule *s, const struct sched *sc, int64_t now, 
     int n = 0, missed_any = 0;
     if (from < missed_edge) {
         /* the daemon (or the fleet) was down: the fires older than the grace follow catchUp */
-        if (sched_fires(sc, from, missed_edge, NULL, 0) > 0) {
+        if (cron_rule_fires(sc, from, missed_edge, NULL, 0) > 0) {
             missed_any = 1;
             int64_t missed = count_fires(sc, from, missed_edge);
             if (s->catch_up == CATCHUP_ONE) {
-                at[n++] = sched_last(sc, from, missed_edge);
+                at[n++] = cron_rule_last(sc, from, missed_edge);
             } else if (s->catch_up == CATCHUP_ALL) {
-                size_t all = sched_fires(sc, from, missed_edge, at, (size_t)cap);
+                size_t all = cron_rule_fires(sc, from, missed_edge, at, (size_t)cap);
                 n = all > (size_t)cap ? cap : (int)all;
             }
             due->caught_up = n;
@@ -258,7 +258,7 @@ int schedule_due(const struct schedule *s, const struct sched *sc, int64_t now, 
         due->through = from;
         return 1;
     }
-    size_t more = sched_fires(sc, from, to, at + n, (size_t)(cap - n));
+    size_t more = cron_rule_fires(sc, from, to, at + n, (size_t)(cap - n));
     if (more > (size_t)(cap - n)) { /* more than fit: the rest next time round */
         due->n = cap;
         due->through = at[cap - 1];

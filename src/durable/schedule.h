@@ -25,7 +25,7 @@
 #include "base/tz.h"
 
 struct sbuf;
-struct sched;
+struct cron_rule;
 
 #define SCHEDULE_CRON_MAX 255
 #define SCHEDULE_JOB_MAX 65536     /* the job template's JSON text */
@@ -70,7 +70,7 @@ void schedule_clear(struct schedule *s);
 
 /* The fire times of `s` as cron.h computes them, in zone `tz` (borrowed; NULL for an
  * interval). 0, or -1 with err. */
-int schedule_sched(const struct schedule *s, const struct tz *tz, struct sched *out, char *err, size_t errlen);
+int schedule_cron_rule(const struct schedule *s, const struct tz *tz, struct cron_rule *out, char *err, size_t errlen);
 
 /* What to do for a schedule at one moment (schedule_due). */
 struct schedule_due {
@@ -86,7 +86,7 @@ struct schedule_due {
  * Writes at most `cap` fire times, ascending, to at[]. 1 with *due filled when there is
  * something to do (fires to push, or only the watermark to move past skipped fires); 0 when
  * there is nothing. */
-int schedule_due(const struct schedule *s, const struct sched *sc, int64_t now, int64_t grace, int64_t lookahead,
+int schedule_due(const struct schedule *s, const struct cron_rule *sc, int64_t now, int64_t grace, int64_t lookahead,
                  int64_t *at, int cap, struct schedule_due *due);
 
 /* The JSON object of a schedule, with its next fire time (CRON_NEVER: null). */

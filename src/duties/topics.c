@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "redis/rcodec.h"
 #include "redis/layout.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 #include "base/sbuf.h"
 
 #include <pthread.h>
@@ -30,7 +30,7 @@ static struct {
     uint64_t seen;      /* highest seq read from MySQL */
     atomic_int loaded;
     atomic_int running; /* a refresh is queued or running */
-    struct rsync_shards *redis; /* the refresh's own connections, kept between refreshes */
+    struct rblock_shards *redis; /* the refresh's own connections, kept between refreshes */
 } topics = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 int topics_init(const struct config *cfg)
@@ -50,7 +50,7 @@ void topics_free(void)
     topics.seen = 0;
     pthread_mutex_unlock(&topics.lock);
     if (topics.redis) {
-        rsync_shards_free(topics.redis);
+        rblock_shards_free(topics.redis);
         topics.redis = NULL;
     }
     atomic_store(&topics.loaded, 0);
@@ -344,8 +344,8 @@ static int sync_shard(redisContext *c, int shard, struct shard_batch *b, uint64_
                 rargv_str(&a, v, vl);
                 v += vl + 1;
             }
-            if (rsync_append_eval(c, SCRIPT_TOPICSET, a.argc, a.argv, a.lens) == 0)
-                reply = rsync_reply(c);
+            if (rblock_append_eval(c, SCRIPT_TOPICSET, a.argc, a.argv, a.lens) == 0)
+                reply = rblock_reply(c);
         }
         rargv_free(&a);
         int ok = reply && reply->type == REDIS_REPLY_INTEGER;
@@ -375,12 +375,12 @@ static int sync_redis(uint64_t max_seq)
     char key[256];
     for (int s = 0; s < shards; s++) {
         rkey(key, sizeof key, cfg->redis_prefix, s, "topic");
-        redisAppendCommand(rsync_shard(topics.redis, s), "HGET %s ~synced", key);
+        redisAppendCommand(rblock_shard(topics.redis, s), "HGET %s ~synced", key);
     }
     uint64_t *synced = calloc((size_t)shards, sizeof *synced);
     int rc = synced ? 0 : -1;
     for (int s = 0; s < shards; s++) { /* in order on each shard's connection */
-        redisReply *r = rsync_reply(rsync_shard(topics.redis, s));
+        redisReply *r = rblock_reply(rblock_shard(topics.redis, s));
         if (r == NULL || r->type == REDIS_REPLY_ERROR)
             rc = -1;
         else if (synced && r->type == REDIS_REPLY_STRING)
@@ -418,7 +418,7 @@ static int sync_redis(uint64_t max_seq)
             b.n++;
         }
         pthread_mutex_unlock(&topics.lock);
-        if (b.values.oom || sync_shard(rsync_shard(topics.redis, s), s, &b, max_seq) < 0)
+        if (b.values.oom || sync_shard(rblock_shard(topics.redis, s), s, &b, max_seq) < 0)
             rc = -1;
         else if (b.n > 0)
             log_info("topics: shard %d was behind (held changes up to %llu of %llu): wrote %d topics' settings", s,
@@ -428,7 +428,7 @@ static int sync_redis(uint64_t max_seq)
     }
     free(synced);
     if (rc < 0) { /* made again next time: after a failure its replies may be out of step */
-        rsync_shards_free(topics.redis);
+        rblock_shards_free(topics.redis);
         topics.redis = NULL;
     }
     return rc;

@@ -64,7 +64,7 @@ struct request {
     enum endpoint endpoint;
     enum method method;
     int64_t start_us;
-    char client[JREC_HOST_MAX]; /* peer address */
+    char client[JOBCHANGE_HOST_MAX]; /* peer address */
     int loopback;
     const char *body;           /* request body, linearised; valid until the answer */
     size_t body_len;

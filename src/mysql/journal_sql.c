@@ -20,18 +20,18 @@ static const char BIZLATEST_TAIL[] =
 static const char UPDATE_HEAD[] =
     "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES ";
 
-void jsql_init(struct jsql *b, MYSQL *db, size_t flush_bytes, jsql_send_fn send, void *send_arg)
+void journal_sql_init(struct journal_sql *b, MYSQL *db, size_t flush_bytes, journal_sql_send_fn send, void *send_arg)
 {
-    *b = (struct jsql){
+    *b = (struct journal_sql){
         .db = db, .flush_bytes = flush_bytes, .send = send, .send_arg = send_arg, .sql = SBUF_INIT};
 }
 
-void jsql_free(struct jsql *b)
+void journal_sql_free(struct journal_sql *b)
 {
     sb_free(&b->sql);
 }
 
-static void close_insert(struct jsql *b)
+static void close_insert(struct journal_sql *b)
 {
     if (b->rows > 0 && b->head == FARCOUNT_HEAD)
         sb_puts(&b->sql, FARCOUNT_TAIL);
@@ -43,7 +43,7 @@ static void close_insert(struct jsql *b)
     b->rows = 0;
 }
 
-int jsql_send(struct jsql *b)
+int journal_sql_send(struct journal_sql *b)
 {
     close_insert(b);
     if (b->sql.oom) {
@@ -58,14 +58,14 @@ int jsql_send(struct jsql *b)
 }
 
 /* Between statements: send what is built once the script is long. */
-static int statement_boundary(struct jsql *b)
+static int statement_boundary(struct journal_sql *b)
 {
     close_insert(b);
-    return b->sql.len > b->flush_bytes ? jsql_send(b) : 0;
+    return b->sql.len > b->flush_bytes ? journal_sql_send(b) : 0;
 }
 
 /* Begin a row of the multi-row INSERT `head`, ending another INSERT (or a long one) first. */
-static int begin_row(struct jsql *b, const char *head)
+static int begin_row(struct journal_sql *b, const char *head)
 {
     if (b->rows > 0 && (b->head != head || b->sql.len > b->flush_bytes) && statement_boundary(b) < 0)
         return -1;
@@ -81,7 +81,7 @@ static int begin_row(struct jsql *b, const char *head)
 }
 
 /* A whole statement of its own (no trailing ';' in `sql`). */
-static int add_statement(struct jsql *b, const char *sql, size_t len)
+static int add_statement(struct journal_sql *b, const char *sql, size_t len)
 {
     if (statement_boundary(b) < 0)
         return -1;
@@ -97,12 +97,12 @@ static void put_state(struct sbuf *sb, int state)
     sb_putc(sb, '\'');
 }
 
-static void put_field(struct jsql *b, const char *s, size_t size)
+static void put_field(struct journal_sql *b, const char *s, size_t size)
 {
     db_quote(b->db, &b->sql, s, strnlen(s, size));
 }
 
-int jsql_message_row(struct jsql *b, const struct jrec *r)
+int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
 {
     const struct job_spec *j = r->job;
     if (begin_row(b, MESSAGE_HEAD) < 0)
@@ -145,7 +145,7 @@ int jsql_message_row(struct jsql *b, const struct jrec *r)
     return 0;
 }
 
-int jsql_transition_row(struct jsql *b, const struct jrec *r, const char *instance)
+int journal_sql_transition_row(struct journal_sql *b, const struct jobchange *r, const char *instance)
 {
     if (begin_row(b, TRANSITION_HEAD) < 0)
         return -1;
@@ -172,7 +172,7 @@ int jsql_transition_row(struct jsql *b, const struct jrec *r, const char *instan
 
 static int cmp_update(const void *a, const void *b)
 {
-    const struct jrec *x = *(const struct jrec *const *)a, *y = *(const struct jrec *const *)b;
+    const struct jobchange *x = *(const struct jobchange *const *)a, *y = *(const struct jobchange *const *)b;
     if (x->id != y->id)
         return x->id < y->id ? -1 : 1;
     if (x->ver != y->ver)
@@ -180,7 +180,7 @@ static int cmp_update(const void *a, const void *b)
     return (int)x->force - (int)y->force;
 }
 
-int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
+int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **updates, size_t n)
 {
     if (n == 0)
         return 0;
@@ -191,7 +191,7 @@ int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (i + 1 < n && updates[i + 1]->id == updates[i]->id)
             continue; /* a newer update for this job follows */
-        const struct jrec *r = updates[i];
+        const struct jobchange *r = updates[i];
         if (begin_row(b, UPDATE_HEAD) < 0)
             return -1;
         sb_json_uint(&b->sql, r->id);
@@ -216,8 +216,8 @@ int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
 
     /* Replacements also change the job itself; they are rare, so one statement each. */
     for (size_t i = 0; i < n; i++) {
-        const struct jrec *r = updates[i];
-        if (r->kind != JR_REPLACE || r->replacement == NULL)
+        const struct jobchange *r = updates[i];
+        if (r->kind != JC_REPLACE || r->replacement == NULL)
             continue;
         const struct job_spec *j = r->replacement;
         if (statement_boundary(b) < 0)
@@ -238,10 +238,10 @@ int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n)
 
 /* ---- the far tier ---- */
 
-int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n)
+int journal_sql_far_inserts(struct journal_sql *b, const struct jobchange *const *recs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const struct jrec *r = recs[i];
+        const struct jobchange *r = recs[i];
         const struct job_spec *j = r->job;
         if (j->biz_key == NULL)
             continue;
@@ -261,11 +261,11 @@ int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n)
 
 static int cmp_rec_topic(const void *a, const void *b)
 {
-    const struct job_spec *x = (*(const struct jrec *const *)a)->job, *y = (*(const struct jrec *const *)b)->job;
+    const struct job_spec *x = (*(const struct jobchange *const *)a)->job, *y = (*(const struct jobchange *const *)b)->job;
     return topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
 }
 
-int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n)
+int journal_sql_far_counts(struct journal_sql *b, const struct jobchange **recs, size_t n)
 {
     /* In topic order: one row per topic, and the rows locked in the order the pager locks
      * them too (job.h, topic_cmp). */
@@ -289,8 +289,8 @@ int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n)
 /* A far job's change, guarded on its row still being 'far'. The row is locked first (the
  * order every writer of these tables keeps: message, far_biz, far_count), its topic kept in
  * @far_topic_<k>: NULL when the row is no longer far, which the statements after test, and
- * the topic jsql_far_leave_counts subtracts from at the end of the script. */
-int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance)
+ * the topic journal_sql_far_leave_counts subtracts from at the end of the script. */
+int journal_sql_far_change(struct journal_sql *b, const struct jobchange *r, size_t k, const char *instance)
 {
     char id[24];
     snprintf(id, sizeof id, "%llu", (unsigned long long)r->id);
@@ -312,7 +312,7 @@ int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *
     sb_printf(q, ", attempts FROM message WHERE id = %s AND @far_topic_%zu IS NOT NULL;", id, k);
     /* The far key is the row's own (far_shard, far_run_at): re-keyed with the due time, or
      * cleared as the job leaves the tier, in the same UPDATE. */
-    if (r->kind == JR_FAR_MOVE) {
+    if (r->kind == JC_FAR_MOVE) {
         sb_puts(q, "UPDATE far_biz SET run_at = ");
         sb_json_int(q, r->run_at);
         sb_printf(q, " WHERE id = %s AND @far_topic_%zu IS NOT NULL;", id, k);
@@ -332,10 +332,10 @@ int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *
     return 0;
 }
 
-int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, size_t n)
+int journal_sql_far_leave_counts(struct journal_sql *b, const struct jobchange *const *changes, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
-        if (changes[k]->kind != JR_FAR_LEAVE)
+        if (changes[k]->kind != JC_FAR_LEAVE)
             continue;
         if (statement_boundary(b) < 0)
             return -1;
@@ -346,11 +346,11 @@ int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, siz
 
 /* ---- biz_latest ---- */
 
-int jsql_biz_latest(struct jsql *b, const struct jrec *const *recs, size_t n)
+int journal_sql_biz_latest(struct journal_sql *b, const struct jobchange *const *recs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const struct jrec *r = recs[i];
-        if (r->kind != JR_INSERT || r->job == NULL || r->job->biz_key == NULL)
+        const struct jobchange *r = recs[i];
+        if (r->kind != JC_INSERT || r->job == NULL || r->job->biz_key == NULL)
             continue;
         if (begin_row(b, BIZLATEST_HEAD) < 0)
             return -1;
@@ -364,10 +364,10 @@ int jsql_biz_latest(struct jsql *b, const struct jrec *const *recs, size_t n)
     return 0;
 }
 
-int jsql_biz_aborted(struct jsql *b, const struct jrec *const *recs, size_t n)
+int journal_sql_biz_aborted(struct journal_sql *b, const struct jobchange *const *recs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const struct jrec *r = recs[i];
+        const struct jobchange *r = recs[i];
         if (r->to != JS_ABORTED)
             continue;
         if (statement_boundary(b) < 0)
@@ -388,7 +388,7 @@ int jsql_biz_aborted(struct jsql *b, const struct jrec *const *recs, size_t n)
     return 0;
 }
 
-void jsql_record_json(struct sbuf *sb, const struct jrec *r)
+void journal_sql_record_json(struct sbuf *sb, const struct jobchange *r)
 {
     sb_puts(sb, "{\"id\":\"");
     sb_json_uint(sb, r->id);
@@ -407,11 +407,11 @@ void jsql_record_json(struct sbuf *sb, const struct jrec *r)
     sb_putc(sb, '}');
 }
 
-int jsql_refused_row(struct jsql *b, const struct jrec *r, const char *error, int64_t at,
+int journal_sql_refused_row(struct journal_sql *b, const struct jobchange *r, const char *error, int64_t at,
                      const char *instance)
 {
     struct sbuf json = SBUF_INIT;
-    jsql_record_json(&json, r);
+    journal_sql_record_json(&json, r);
     int rc = statement_boundary(b);
     if (rc == 0) {
         sb_puts(&b->sql, "INSERT INTO refused_record (" REFUSED_COLUMNS ") VALUES (");

@@ -22,66 +22,66 @@
 #include <mysql.h>
 #include <stddef.h>
 
-#include "core/jrec.h"
+#include "core/jobchange.h"
 #include "base/sbuf.h"
 
 /* Called with a script of complete statements (each ended by ';'); 0 or -1 (stop). */
-typedef int (*jsql_send_fn)(void *arg, const char *sql, size_t len);
+typedef int (*journal_sql_send_fn)(void *arg, const char *sql, size_t len);
 
-struct jsql {
+struct journal_sql {
     MYSQL *db;          /* for escaping only: never queried */
     size_t flush_bytes; /* hand the script to `send` once it is longer than this */
-    jsql_send_fn send;
+    journal_sql_send_fn send;
     void *send_arg;
     struct sbuf sql;  /* complete statements, then the one being built */
     const char *head; /* the INSERT being built (its "INSERT ... VALUES "), NULL if none */
     int rows;         /* rows in it */
 };
 
-void jsql_init(struct jsql *b, MYSQL *db, size_t flush_bytes, jsql_send_fn send, void *send_arg);
-void jsql_free(struct jsql *b);
+void journal_sql_init(struct journal_sql *b, MYSQL *db, size_t flush_bytes, journal_sql_send_fn send, void *send_arg);
+void journal_sql_free(struct journal_sql *b);
 
-/* A new job's message row (r->kind == JR_INSERT, r->job set). 0 / -1. */
-int jsql_message_row(struct jsql *b, const struct jrec *r);
+/* A new job's message row (r->kind == JC_INSERT, r->job set). 0 / -1. */
+int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r);
 
 /* A record's transition row; `instance` is written when the record names none. 0 / -1. */
-int jsql_transition_row(struct jsql *b, const struct jrec *r, const char *instance);
+int journal_sql_transition_row(struct journal_sql *b, const struct jobchange *r, const char *instance);
 
 /* Apply the newest of updates[0..n) per job to its message row (the array is sorted in
  * place by job and version), plus the body/priority/ttr/tries of replacements. 0 / -1. */
-int jsql_update_messages(struct jsql *b, const struct jrec **updates, size_t n);
+int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **updates, size_t n);
 
 /* One refused_record row: the record as JSON with the server's error (its own statement). */
-int jsql_refused_row(struct jsql *b, const struct jrec *r, const char *error, int64_t at,
+int journal_sql_refused_row(struct journal_sql *b, const struct jobchange *r, const char *error, int64_t at,
                      const char *instance);
 
 /* End the statement being built and hand everything built to `send`. 0 / -1 (also when
  * memory ran out while building: nothing incomplete is ever sent). */
-int jsql_send(struct jsql *b);
+int journal_sql_send(struct journal_sql *b);
 
 /* The far tier (architecture.md, "Tiers"), written after everything above in a cycle so that
  * the locks are taken in the order every writer of these tables keeps: message rows, far_biz,
  * far_count last. A new far job's key (far_shard, far_run_at) is in its message row
- * (jsql_message_row), so it costs no statement of its own.
- * jsql_far_inserts: the far_biz rows of new far jobs that carry a bizKey (JR_INSERT to
- * JS_FAR); jsql_far_counts: their far_count additions, one row per topic, in topic_cmp order
+ * (journal_sql_message_row), so it costs no statement of its own.
+ * journal_sql_far_inserts: the far_biz rows of new far jobs that carry a bizKey (JC_INSERT to
+ * JS_FAR); journal_sql_far_counts: their far_count additions, one row per topic, in topic_cmp order
  * (job.h; it sorts recs[0..n) so).
- * jsql_far_change: a JR_FAR_LEAVE or JR_FAR_MOVE record, the k-th of the script's;
- * jsql_far_leave_counts: the far_count subtractions of changes[0..n) (the same k's). 0 / -1. */
-int jsql_far_inserts(struct jsql *b, const struct jrec *const *recs, size_t n);
-int jsql_far_counts(struct jsql *b, const struct jrec **recs, size_t n);
-int jsql_far_change(struct jsql *b, const struct jrec *r, size_t k, const char *instance);
-int jsql_far_leave_counts(struct jsql *b, const struct jrec *const *changes, size_t n);
+ * journal_sql_far_change: a JC_FAR_LEAVE or JC_FAR_MOVE record, the k-th of the script's;
+ * journal_sql_far_leave_counts: the far_count subtractions of changes[0..n) (the same k's). 0 / -1. */
+int journal_sql_far_inserts(struct journal_sql *b, const struct jobchange *const *recs, size_t n);
+int journal_sql_far_counts(struct journal_sql *b, const struct jobchange **recs, size_t n);
+int journal_sql_far_change(struct journal_sql *b, const struct jobchange *r, size_t k, const char *instance);
+int journal_sql_far_leave_counts(struct journal_sql *b, const struct jobchange *const *changes, size_t n);
 
 /* biz_latest (GET /jobs?topic=&bizKey=): the newest job pushed with each (topic, bizKey).
- * jsql_biz_latest: upserts for the new jobs among recs[0..n) that carry a bizKey (JR_INSERT);
+ * journal_sql_biz_latest: upserts for the new jobs among recs[0..n) that carry a bizKey (JC_INSERT);
  * the higher id wins (ids are time-ordered), the one it displaced is kept as prev_id.
- * jsql_biz_aborted: for each record to JS_ABORTED (a push that never became a job), a row
+ * journal_sql_biz_aborted: for each record to JS_ABORTED (a push that never became a job), a row
  * still pointing at it points back at its biz_holder, else at prev_id. 0 / -1. */
-int jsql_biz_latest(struct jsql *b, const struct jrec *const *recs, size_t n);
-int jsql_biz_aborted(struct jsql *b, const struct jrec *const *recs, size_t n);
+int journal_sql_biz_latest(struct journal_sql *b, const struct jobchange *const *recs, size_t n);
+int journal_sql_biz_aborted(struct journal_sql *b, const struct jobchange *const *recs, size_t n);
 
 /* A record as JSON (what an operator needs to replay it by hand). */
-void jsql_record_json(struct sbuf *sb, const struct jrec *r);
+void journal_sql_record_json(struct sbuf *sb, const struct jobchange *r);
 
 #endif

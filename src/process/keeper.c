@@ -12,7 +12,7 @@
 #include "redis/layout.h"
 #include "base/log.h"
 #include "durable/pager.h"
-#include "durable/scheduler.h"
+#include "durable/firing.h"
 #include "core/metrics.h"
 #include "duties/mover.h"
 #include "duties/pubsub.h"
@@ -125,7 +125,7 @@ static void on_owned(const char *owned, int shards, void *arg)
     struct keeper *k = arg;
     mover_set_owned(k->mover, owned, shards);
     pager_set_owned(owned, shards); /* the pager pages the shards the mover moves */
-    scheduler_set_owned(owned, shards); /* and their schedules fire here */
+    firing_set_owned(owned, shards); /* and their schedules fire here */
 }
 
 static void on_wake(int shard, int64_t due, void *arg)

@@ -21,13 +21,13 @@
 #include "durable/journal.h"
 #include "base/log.h"
 #include "durable/pager.h"
-#include "durable/scheduler.h"
+#include "durable/firing.h"
 #include "process/keeper.h"
 #include "redis/layout.h"
 #include "durable/outbox.h"
 #include "base/ratelimit.h"
 #include "redis/rconn.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 #include "redis/scripts.h"
 #include "base/sdnotify.h"
 #include "core/shardtag.h"
@@ -140,10 +140,10 @@ static void check_redis_layout(struct app *app)
 {
     const struct config *cfg = &app->cfg;
     char err[512];
-    enum rsync_failure why;
+    enum rblock_failure why;
     /* the record is a {w} key: in a cluster, on the master of {w}'s slot */
-    redisContext *c = rsync_connect_key(cfg, "{w}", 3, 0, &why, err, sizeof err);
-    if (c == NULL && why == RSYNC_UNREACHABLE) {
+    redisContext *c = rblock_connect_key(cfg, "{w}", 3, 0, &why, err, sizeof err);
+    if (c == NULL && why == RBLOCK_UNREACHABLE) {
         log_warn("Redis at %s is not reachable now (%s); starting anyway, requests get 503 until it is "
                  "(and the shard count is checked then)",
                  cfg->redis_address, err);
@@ -274,7 +274,7 @@ static void notify_workers(const char *topic, size_t len, void *arg)
 }
 
 /* The scheduler's pushes go to the HTTP workers in turn, as internal requests (dispatch.h). */
-static int push_from_scheduler(const char *body, size_t len, scheduler_sink_fn sink, void *arg, void *ctx)
+static int push_from_firing(const char *body, size_t len, firing_sink_fn sink, void *arg, void *ctx)
 {
     const struct workers *ws = ctx;
     static atomic_uint next;
@@ -448,7 +448,7 @@ int main(int argc, char **argv)
         log_error("cannot start the pager thread");
         return 1;
     }
-    if (scheduler_start(&app, push_from_scheduler, &ws) < 0) {
+    if (firing_start(&app, push_from_firing, &ws) < 0) {
         log_error("cannot start the scheduler thread");
         return 1;
     }
@@ -471,7 +471,7 @@ int main(int argc, char **argv)
     sd_notify_msg("READY=1");
     event_base_dispatch(sigs.base);
 
-    scheduler_stop(); /* no new fires while the workers drain; what it pushed is answered */
+    firing_stop(); /* no new fires while the workers drain; what it pushed is answered */
     shutdown_workers(&app, &ws, &sigs);
     /* Requests still waiting on Redis are answered now, while the journal and the reconciler
      * run: a push whose call went unanswered must be written down as in doubt. */

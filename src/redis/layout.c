@@ -3,7 +3,7 @@
 #include "core/app.h"
 #include "base/log.h"
 #include "redis/rlink.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 #include "base/sbuf.h"
 #include "redis/scripts.h"
 #include "core/shardtag.h"
@@ -127,20 +127,20 @@ void layout_check(struct rlink *rc, struct app *app, layout_done_fn done, void *
     }
 }
 
-struct rsync_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
+struct rblock_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
                                         size_t errlen)
 {
     enum layout_verdict ignored;
     if (v == NULL)
         v = &ignored;
     *v = LAYOUT_UNKNOWN;
-    struct rsync_shards *set = rsync_shards_open(cfg, load_scripts, NULL, err, errlen);
+    struct rblock_shards *set = rblock_shards_open(cfg, load_scripts, NULL, err, errlen);
     if (set == NULL)
         return NULL;
     /* The record is a {w} key: a single Redis's one connection has it; in a cluster it is on
      * the master of {w}'s slot, which need not serve a shard. Made after the set, so the
      * answer speaks of the data the set's connections reach. */
-    redisContext *c = cfg->redis_cluster ? rsync_connect_key(cfg, "{w}", 3, 0, NULL, err, errlen) : rsync_shard(set, 0);
+    redisContext *c = cfg->redis_cluster ? rblock_connect_key(cfg, "{w}", 3, 0, NULL, err, errlen) : rblock_shard(set, 0);
     struct layout_record found;
     if (c != NULL) {
         *v = layout_check_blocking(c, cfg->redis_prefix, cfg->redis_shards, &found);
@@ -153,6 +153,6 @@ struct rsync_shards *layout_open_shards(const struct config *cfg, int load_scrip
     }
     if (*v == LAYOUT_OK)
         return set;
-    rsync_shards_free(set);
+    rblock_shards_free(set);
     return NULL;
 }

@@ -16,7 +16,7 @@
 struct app;
 struct config;
 struct rlink;
-struct rsync_shards;
+struct rblock_shards;
 
 enum layout_verdict {
     LAYOUT_DIFFERS = -1, /* the data says another shard count or tag scheme */
@@ -43,13 +43,13 @@ typedef void (*layout_done_fn)(enum layout_verdict v, void *arg);
  * tells done (may be NULL). */
 void layout_check(struct rlink *rc, struct app *app, layout_done_fn done, void *arg);
 
-/* Blocking connections for every shard (rsync_shards_open), handed out only once the layout
+/* Blocking connections for every shard (rblock_shards_open), handed out only once the layout
  * record, read after they were made, says this instance's shard count and tags: a blocking
  * writer (the outbox, the pager, topics' catch-up, the reconciler, /reStore) that (re)connects
  * to a Redis holding another layout's data — or that cannot check it yet — writes nothing
  * there. NULL with err filled and *v (unless NULL) the verdict (LAYOUT_UNKNOWN when Redis could
- * not be reached or checked). The caller frees the set with rsync_shards_free. */
-struct rsync_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
+ * not be reached or checked). The caller frees the set with rblock_shards_free. */
+struct rblock_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
                                         size_t errlen);
 
 /* The operator's sentence for a LAYOUT_DIFFERS: "the data under prefix "hg" was written with

@@ -887,7 +887,7 @@ int rcluster_any_up(const struct rcluster *rc)
     return 0;
 }
 
-enum rconn_cause rcluster_last_error(const struct rcluster *rc, struct rconn_error *out)
+enum rcause rcluster_last_error(const struct rcluster *rc, struct rconn_error *out)
 {
     struct rconn_error e;
     out->cause = RCAUSE_NONE;

@@ -129,7 +129,7 @@ int rcluster_any_up(const struct rcluster *rc);
 /* The most recent current error over the nodes' connections (rconn_last_error; inside a
  * command's callback, the failing node's), else RCAUSE_DOWN when no master is up. Returns
  * out->cause. */
-enum rconn_cause rcluster_last_error(const struct rcluster *rc, struct rconn_error *out);
+enum rcause rcluster_last_error(const struct rcluster *rc, struct rconn_error *out);
 
 /* ---- pure parts, exposed for tests ---- */
 

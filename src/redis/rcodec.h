@@ -4,7 +4,7 @@
  * struct rargv collects an EVALSHA's argv without copying what it points at: strings stay the
  * caller's, numbers and id keys are formatted into the builder's own storage. Small calls
  * keep everything inside the struct (on the caller's stack); batches allocate once. argv[0..2]
- * are left for rconn_eval / rsync_append_eval (EVALSHA sha numkeys).
+ * are left for rconn_eval / rblock_append_eval (EVALSHA sha numkeys).
  *
  * The rreply_* readers never trust a reply's shape: a wrong type reads as NULL / 0 / -1. */
 #ifndef HG_RCODEC_H

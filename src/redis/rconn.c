@@ -28,7 +28,7 @@
  * new reload only when none was sent after the call itself (seq numbers below), so a flush
  * costs one reload however many calls were in flight, and every later flush gets its own.
  *
- * Error replies are classified (rconn_classify). READONLY and LOADING are about the server,
+ * Error replies are classified (rcause_classify). READONLY and LOADING are about the server,
  * not the command: the connection is dropped and counts as down until a reconnect finds a
  * master that has loaded (set-up asks ROLE). Every other error is the command's: the reply
  * fails, the cause is remembered for the HTTP layer (503 message, /health) and counted. */
@@ -111,7 +111,7 @@ struct rconn {
 
     /* Current trouble. Written by the owner thread under err_lock; read by any thread under
      * it (rconn_process_error), by the owner without it. */
-    enum rconn_cause cause;
+    enum rcause cause;
     int cause_sticky;        /* lasts until the connection is up again (it went down for it) */
     int cause_script;        /* script whose call failed, -1 for a plain command */
     int64_t cause_at_us;
@@ -143,7 +143,7 @@ static struct rconn *all_rconns;
 static atomic_uint demote_epoch;
 static struct {
     char address[256];
-    enum rconn_cause cause;
+    enum rcause cause;
     char text[RCONN_ERROR_TEXT];
 } demoted; /* under err_lock */
 
@@ -157,7 +157,7 @@ void rconn_set_fault_hook(rconn_fault_fn fn, void *arg)
 }
 
 /* Remember why something failed (and count it). `text` need not be terminated. */
-static void set_error(struct rconn *rc, enum rconn_cause cause, int sticky, int script, const char *text,
+static void set_error(struct rconn *rc, enum rcause cause, int sticky, int script, const char *text,
                       size_t len)
 {
     if (len >= RCONN_ERROR_TEXT)
@@ -173,7 +173,7 @@ static void set_error(struct rconn *rc, enum rconn_cause cause, int sticky, int 
     pthread_mutex_unlock(&err_lock);
 }
 
-static void set_error_str(struct rconn *rc, enum rconn_cause cause, const char *text)
+static void set_error_str(struct rconn *rc, enum rcause cause, const char *text)
 {
     set_error(rc, cause, 1, -1, text, strlen(text));
 }
@@ -201,7 +201,7 @@ static void fill_error(const struct rconn *rc, int64_t now, struct rconn_error *
     out->age_ms = (now - rc->cause_at_us) / 1000;
 }
 
-enum rconn_cause rconn_last_error(const struct rconn *rc, struct rconn_error *out)
+enum rcause rconn_last_error(const struct rconn *rc, struct rconn_error *out)
 {
     int64_t now = clock_mono_us();
     memset(out, 0, sizeof *out);
@@ -212,7 +212,7 @@ enum rconn_cause rconn_last_error(const struct rconn *rc, struct rconn_error *ou
     return out->cause;
 }
 
-enum rconn_cause rconn_process_error(struct rconn_error *out)
+enum rcause rconn_process_error(struct rconn_error *out)
 {
     int64_t now = clock_mono_us();
     const struct rconn *best = NULL;
@@ -221,7 +221,7 @@ enum rconn_cause rconn_process_error(struct rconn_error *out)
     for (const struct rconn *rc = all_rconns; rc; rc = rc->next_all) {
         if (!error_current(rc, now))
             continue;
-        int refuses = rconn_cause_refuses(rc->cause), best_refuses = best && rconn_cause_refuses(best->cause);
+        int refuses = rcause_refuses(rc->cause), best_refuses = best && rcause_refuses(best->cause);
         if (best == NULL || refuses > best_refuses || (refuses == best_refuses && rc->cause_at_us > best->cause_at_us))
             best = rc;
     }
@@ -231,7 +231,7 @@ enum rconn_cause rconn_process_error(struct rconn_error *out)
     return out->cause;
 }
 
-static void count_error(enum rconn_cause cause)
+static void count_error(enum rcause cause)
 {
     metrics_inc(MC_REDIS_ERRORS, 1);
     metrics_redis_error((int)cause);
@@ -300,7 +300,7 @@ static void fail_hung(struct rconn *rc)
 
 /* Drop the connection now: every pending callback runs with NULL. `cause` (unless NONE, which
  * keeps the one already recorded) says why, for the callbacks and for the HTTP layer. */
-static void drop(struct rconn *rc, const char *why, enum rconn_cause cause)
+static void drop(struct rconn *rc, const char *why, enum rcause cause)
 {
     redisAsyncContext *ac = rc->ac;
     if (ac == NULL)
@@ -308,7 +308,7 @@ static void drop(struct rconn *rc, const char *why, enum rconn_cause cause)
     if (why)
         log_warn("redis %s: dropping connection to %s: %s", rc->name, rc->address, why);
     if (cause != RCAUSE_NONE)
-        set_error_str(rc, cause, why ? why : rconn_cause_name(cause));
+        set_error_str(rc, cause, why ? why : rcause_name(cause));
     else if (rc->cause != RCAUSE_NONE) {
         pthread_mutex_lock(&err_lock);
         rc->cause_sticky = 1;
@@ -399,7 +399,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
                cluster_error_kind(reply->str, reply->len) != CLUSTER_ERR_OTHER) {
         /* Where the slot lives, or a cluster settling: the owner re-routes the command. */
     } else if (reply->type == REDIS_REPLY_ERROR) {
-        enum rconn_cause cause = rconn_classify(reply->str, reply->len);
+        enum rcause cause = rcause_classify(reply->str, reply->len);
         count_error(cause);
         if (cause == RCAUSE_NOSCRIPT && retry_after_reload(rc, ac, p) == 0)
             return;
@@ -743,7 +743,7 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
     unsigned epoch = atomic_load(&demote_epoch);
     if (epoch != rc->seen_demote_epoch) {
         rc->seen_demote_epoch = epoch;
-        enum rconn_cause cause = RCAUSE_NONE;
+        enum rcause cause = RCAUSE_NONE;
         char text[RCONN_ERROR_TEXT + 48];
         pthread_mutex_lock(&err_lock);
         if (strcmp(demoted.address, rc->address) == 0) {

@@ -7,7 +7,7 @@
  * pending command at once. A connection counts as up only after its set-up commands were
  * answered, so callers get an immediate "down" instead of waiting on a half-open socket.
  *
- * Error replies are classified (enum rconn_cause) rather than all read as "Redis down": each
+ * Error replies are classified (enum rcause) rather than all read as "Redis down": each
  * connection keeps its current trouble, readable by its own thread (rconn_last_error) and by
  * any thread for the whole process (rconn_process_error), and /metrics counts them by cause.
  * A script call answered NOSCRIPT (someone flushed the script cache) reloads every script and
@@ -86,7 +86,7 @@ int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **a
 #define RCONN_ERROR_HOLD_MS 10000
 
 struct rconn_error {
-    enum rconn_cause cause;
+    enum rcause cause;
     char text[RCONN_ERROR_TEXT]; /* Redis's own words, or ours for down/timeout */
     int64_t age_ms;              /* since it last happened */
 };
@@ -95,11 +95,11 @@ struct rconn_error {
  * error is current until a later call of the same script (or any command, for a plain one)
  * succeeds, or RCONN_ERROR_HOLD_MS pass without it repeating; a connection that is not up
  * keeps why it went down until it is up again. Owner thread only. Returns out->cause. */
-enum rconn_cause rconn_last_error(const struct rconn *rc, struct rconn_error *out);
+enum rcause rconn_last_error(const struct rconn *rc, struct rconn_error *out);
 
 /* The same over every connection of the process (any thread): the most recent current error,
  * preferring one that refuses work. Returns out->cause. */
-enum rconn_cause rconn_process_error(struct rconn_error *out);
+enum rcause rconn_process_error(struct rconn_error *out);
 
 /* ---- fault seam (tests only) ----
  * A hook asked before each command leaves through rconn_command/rconn_eval (RCONN_AT_SEND)

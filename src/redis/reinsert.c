@@ -2,7 +2,7 @@
 #include "redis/reinsert.h"
 #include "core/job.h"
 #include "redis/rcodec.h"
-#include "redis/rsync.h"
+#include "redis/rblock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +57,7 @@ int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct
             else
                 rargv_str(&b, "", 0);
         }
-        rc = rsync_append_eval(c, SCRIPT_RESTORE, b.argc, b.argv, b.lens);
+        rc = rblock_append_eval(c, SCRIPT_RESTORE, b.argc, b.argv, b.lens);
     }
     rargv_free(&b);
     return rc;

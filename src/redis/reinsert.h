@@ -31,7 +31,7 @@ struct mrow {
 
 void mrow_read(MYSQL_ROW m, unsigned long *len, struct mrow *r);
 
-/* Queue one restore.lua call for rows[0..n) (all on `shard`); read it with rsync_reply. journal:
+/* Queue one restore.lua call for rows[0..n) (all on `shard`); read it with rblock_reply. journal:
  * the script logs each job put back in the outbox (else the caller writes the transitions). 0 / -1. */
 int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct mrow **rows, int n, int64_t now,
                     int expire, int journal, const char *who);

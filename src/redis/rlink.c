@@ -82,7 +82,7 @@ int rlink_usable(const struct rlink *l)
     return l->cluster == NULL ? rconn_is_up(l->plain) : rcluster_any_up(l->cluster);
 }
 
-enum rconn_cause rlink_last_error(const struct rlink *l, struct rconn_error *out)
+enum rcause rlink_last_error(const struct rlink *l, struct rconn_error *out)
 {
     if (l->cluster == NULL)
         return rconn_last_error(l->plain, out);

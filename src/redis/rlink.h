@@ -89,6 +89,6 @@ static inline __attribute__((warn_unused_result)) int rlink_eval(struct rlink *l
 /* The link's current trouble (rconn_last_error): for a cluster, the most recent one over its
  * nodes (inside a command's callback, that is the failing node's), else "down" while it is not
  * usable. Owner thread only. Returns out->cause. */
-enum rconn_cause rlink_last_error(const struct rlink *l, struct rconn_error *out);
+enum rcause rlink_last_error(const struct rlink *l, struct rconn_error *out);
 
 #endif

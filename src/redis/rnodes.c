@@ -24,7 +24,7 @@ static struct {
     struct rcluster_node_status retired[RNODES_MAX]; /* counts of nodes slots no longer list */
     int nretired;
     struct rcluster_stats gone; /* counters of slots that left */
-} R = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} registry = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 int rnodes_join(const char *name)
 {
@@ -33,22 +33,22 @@ int rnodes_join(const char *name)
         return -1;
     s->used = 1;
     snprintf(s->name, sizeof s->name, "%s", name ? name : "");
-    pthread_mutex_lock(&R.lock);
+    pthread_mutex_lock(&registry.lock);
     int i = 0;
-    while (i < R.nslots && R.slots[i] != NULL)
+    while (i < registry.nslots && registry.slots[i] != NULL)
         i++;
-    if (i == R.nslots) {
-        struct slot **grown = realloc(R.slots, (size_t)(R.nslots + 1) * sizeof *grown);
+    if (i == registry.nslots) {
+        struct slot **grown = realloc(registry.slots, (size_t)(registry.nslots + 1) * sizeof *grown);
         if (grown == NULL) {
-            pthread_mutex_unlock(&R.lock);
+            pthread_mutex_unlock(&registry.lock);
             free(s);
             return -1;
         }
-        R.slots = grown;
-        R.slots[R.nslots++] = NULL;
+        registry.slots = grown;
+        registry.slots[registry.nslots++] = NULL;
     }
-    R.slots[i] = s;
-    pthread_mutex_unlock(&R.lock);
+    registry.slots[i] = s;
+    pthread_mutex_unlock(&registry.lock);
     return i;
 }
 
@@ -67,16 +67,16 @@ static void add_counters(struct rcluster_node_status *to, const struct rcluster_
 static void retire(const struct rcluster_node_status *n)
 {
     int i = 0;
-    while (i < R.nretired && strcmp(R.retired[i].addr, n->addr) != 0)
+    while (i < registry.nretired && strcmp(registry.retired[i].addr, n->addr) != 0)
         i++;
-    if (i == R.nretired) {
-        if (R.nretired == RNODES_MAX)
+    if (i == registry.nretired) {
+        if (registry.nretired == RNODES_MAX)
             return; /* more nodes than a cluster of this size has ever had: dropped */
-        memset(&R.retired[i], 0, sizeof R.retired[i]);
-        snprintf(R.retired[i].addr, sizeof R.retired[i].addr, "%s", n->addr);
-        R.nretired++;
+        memset(&registry.retired[i], 0, sizeof registry.retired[i]);
+        snprintf(registry.retired[i].addr, sizeof registry.retired[i].addr, "%s", n->addr);
+        registry.nretired++;
     }
-    add_counters(&R.retired[i], n);
+    add_counters(&registry.retired[i], n);
 }
 
 static const struct rcluster_node_status *find(const struct rcluster_node_status *nodes, int n, const char *addr)
@@ -100,8 +100,8 @@ void rnodes_post(int slot, const struct rcluster_node_status *nodes, int n, cons
 {
     if (n > RNODES_MAX)
         n = RNODES_MAX;
-    pthread_mutex_lock(&R.lock);
-    struct slot *s = slot >= 0 && slot < R.nslots ? R.slots[slot] : NULL;
+    pthread_mutex_lock(&registry.lock);
+    struct slot *s = slot >= 0 && slot < registry.nslots ? registry.slots[slot] : NULL;
     if (s != NULL) {
         for (int i = 0; i < s->n; i++) {
             const struct rcluster_node_status *now = find(nodes, n, s->nodes[i].addr);
@@ -112,26 +112,26 @@ void rnodes_post(int slot, const struct rcluster_node_status *nodes, int n, cons
             memcpy(s->nodes, nodes, (size_t)n * sizeof *nodes);
         s->n = n > 0 ? n : 0;
         s->stats = *stats;
-        s->seq = ++R.seq;
-        R.posted = 1;
+        s->seq = ++registry.seq;
+        registry.posted = 1;
     }
-    pthread_mutex_unlock(&R.lock);
+    pthread_mutex_unlock(&registry.lock);
 }
 
 void rnodes_leave(int slot)
 {
-    pthread_mutex_lock(&R.lock);
-    struct slot *s = slot >= 0 && slot < R.nslots ? R.slots[slot] : NULL;
+    pthread_mutex_lock(&registry.lock);
+    struct slot *s = slot >= 0 && slot < registry.nslots ? registry.slots[slot] : NULL;
     if (s != NULL) {
         for (int i = 0; i < s->n; i++)
             retire(&s->nodes[i]);
-        R.gone.map_reads += s->stats.map_reads;
-        R.gone.map_changes += s->stats.map_changes;
-        R.gone.map_errors += s->stats.map_errors;
-        R.gone.gave_up += s->stats.gave_up;
-        R.slots[slot] = NULL;
+        registry.gone.map_reads += s->stats.map_reads;
+        registry.gone.map_changes += s->stats.map_changes;
+        registry.gone.map_errors += s->stats.map_errors;
+        registry.gone.gave_up += s->stats.gave_up;
+        registry.slots[slot] = NULL;
     }
-    pthread_mutex_unlock(&R.lock);
+    pthread_mutex_unlock(&registry.lock);
     free(s);
 }
 
@@ -160,18 +160,18 @@ static int sum_locked(struct rnodes_sum *all, struct rcluster_stats *stats)
     int n = 0;
     uint64_t fresh[RNODES_MAX] = {0}; /* seq of the snapshot each node's master and nslots came from */
     if (stats) {
-        *stats = R.gone;
+        *stats = registry.gone;
         stats->nmasters = stats->covered = 0;
     }
     uint64_t stats_seq = 0;
-    for (int i = 0; i < R.nretired; i++) {
-        struct rnodes_sum *e = entry(all, &n, RNODES_MAX, R.retired[i].addr);
+    for (int i = 0; i < registry.nretired; i++) {
+        struct rnodes_sum *e = entry(all, &n, RNODES_MAX, registry.retired[i].addr);
         if (e == NULL)
             break;
-        add_counters(&e->node, &R.retired[i]);
+        add_counters(&e->node, &registry.retired[i]);
     }
-    for (int k = 0; k < R.nslots; k++) {
-        const struct slot *s = R.slots[k];
+    for (int k = 0; k < registry.nslots; k++) {
+        const struct slot *s = registry.slots[k];
         if (s == NULL)
             continue;
         if (stats) {
@@ -212,9 +212,9 @@ int rnodes_sum(struct rnodes_sum *out, int max, struct rcluster_stats *stats)
             memset(stats, 0, sizeof *stats);
         return 0;
     }
-    pthread_mutex_lock(&R.lock);
+    pthread_mutex_lock(&registry.lock);
     int n = sum_locked(all, stats);
-    pthread_mutex_unlock(&R.lock);
+    pthread_mutex_unlock(&registry.lock);
     qsort(all, (size_t)n, sizeof *all, by_addr);
     if (max > 0)
         memcpy(out, all, (size_t)(n < max ? n : max) * sizeof *all);
@@ -233,9 +233,9 @@ static void head(struct sbuf *out, const struct series *s)
 
 void rnodes_render(struct sbuf *out)
 {
-    pthread_mutex_lock(&R.lock);
-    int posted = R.posted;
-    pthread_mutex_unlock(&R.lock);
+    pthread_mutex_lock(&registry.lock);
+    int posted = registry.posted;
+    pthread_mutex_unlock(&registry.lock);
     if (!posted)
         return;
     struct rnodes_sum *nodes = calloc(RNODES_MAX, sizeof *nodes);

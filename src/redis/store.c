@@ -4,7 +4,7 @@
 #include "base/hmap.h"
 #include "redis/rcodec.h"
 #include "core/ids.h"
-#include "core/jobrec.h"
+#include "core/jobpack.h"
 #include "base/log.h"
 #include "core/metrics.h"
 #include "redis/rlink.h"
@@ -181,11 +181,11 @@ bad:
 
 int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
 {
-    /* Plain new jobs (no bizKey) go with their records built here (jobrec.h), in one buffer. */
+    /* Plain new jobs (no bizKey) go with their records built here (jobpack.h), in one buffer. */
     size_t record_bytes = 0;
     for (int i = 0; i < n; i++)
         if (items[i].job->biz_key == NULL)
-            record_bytes += jobrec_max_size(items[i].job);
+            record_bytes += jobpack_max_size(items[i].job);
     struct push_call *c = malloc(sizeof *c + (size_t)n * sizeof c->jobs[0]);
     char *records = malloc(record_bytes ? record_bytes : 1);
     struct rargv b;
@@ -206,7 +206,7 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         c->jobs[i].run_at = j->run_at;
         size_t rec_len = 0;
         if (j->biz_key == NULL)
-            rec_len = jobrec_encode(rec, j, 1, job_initial_state(j, items[i].now), 0);
+            rec_len = jobpack_encode(rec, j, 1, job_initial_state(j, items[i].now), 0);
         rargv_id(&b, j->id);
         rargv_str(&b, j->topic, j->topic_len);
         if (rec_len) /* the record carries the body */

@@ -21,13 +21,13 @@ int main(int argc, char **argv)
     long long a = atoll(argv[2]), b = atoll(argv[3]);
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = '\0';
-        struct sched s;
-        if (sched_init_cron(&s, line, tz, err, sizeof err) < 0) {
+        struct cron_rule s;
+        if (cron_rule_init_cron(&s, line, tz, err, sizeof err) < 0) {
             printf("ERR %s\n", err);
             continue;
         }
         int64_t t = a * 1000;
-        while ((t = sched_next(&s, t)) != CRON_NEVER && t <= b * 1000)
+        while ((t = cron_rule_next(&s, t)) != CRON_NEVER && t <= b * 1000)
             printf("%lld ", (long long)(t / 1000));
         printf("\n");
     }

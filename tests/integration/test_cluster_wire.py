@@ -1,7 +1,7 @@
 """The daemon with `[redis] cluster = true` against a real cluster of 3 masters + 3 replicas
 (tests/integration/rcluster.py; issue 14, step 4): the asynchronous traffic through
 src/rcluster.c (workers, keeper, delivery thread: src/rlink.h), the subscriber on one node,
-and the blocking connections per master (src/rsync.h: start-up layout check, outbox, pager,
+and the blocking connections per master (src/rblock.h: start-up layout check, outbox, pager,
 restore, reconciler, purge, topic settings).
 
 * a: push -> get -> finish on topics of every shard, and a delayed job made ready by the mover
@@ -45,7 +45,7 @@ class ClusterWireTest(ClusterCase):
         job = self.get_one(d, "cw.late", timeout=6)  # the mover made it ready, woken over pub/sub
         self.assertEqual(job["id"], late)
         self.assertJsonOk(d.finish(late))
-        # the outbox (rsync_shards: a connection per master) carried every transition to MySQL
+        # the outbox (rblock_shards: a connection per master) carried every transition to MySQL
         for id_ in [late, *list(ids.values())[:6]]:
             self.wait_history(d, id_, ["ready", "reserved", "finished"] if id_ != late
                               else ["delayed", "ready", "reserved", "finished"])
@@ -209,7 +209,7 @@ class ClusterWireTest(ClusterCase):
 
     # -- d
     def test_d_topic_settings_caught_up_per_shard(self):
-        """topics.c's blocking catch-up (rsync_shards): a shard whose copy of the settings was
+        """topics.c's blocking catch-up (rblock_shards): a shard whose copy of the settings was
         lost (as a failover may lose it) gets them back on the master that serves it."""
         d = self.cluster_daemon()
         prefix = d.config["redis"]["prefix"]
@@ -238,7 +238,7 @@ class ClusterWireTest(ClusterCase):
     # -- e
     def test_e_restore_after_a_failover_that_lost_writes(self):
         """A master killed -9, its heir without the dead master's last writes (here: none of
-        the prefix's keys, the worst case): /reStore (rsync_shards: the restoring flags, the
+        the prefix's keys, the worst case): /reStore (rblock_shards: the restoring flags, the
         align pass, restore.lua per shard on its master) puts back every acknowledged live job,
         never a deleted or finished one; the reconciler and ids work on."""
         c = self.cluster
@@ -287,7 +287,7 @@ class ClusterWireTest(ClusterCase):
 
     # -- f
     def test_f_pager_and_purge(self):
-        """The pager (rsync_shards) pages a job due beyond the horizon into its shard's master in
+        """The pager (rblock_shards) pages a job due beyond the horizon into its shard's master in
         time; a topic purge (its shard's master) deletes a topic's jobs."""
         d = Daemon(overrides={"redis": {"cluster": True, "address": ",".join(self.cluster.seeds()), "db": 0},
                               "queue": {"horizon": 2000}})
@@ -311,7 +311,7 @@ class ClusterWireTest(ClusterCase):
 class ClusterNotWholeAtStartTest(ClusterCase):
     """A daemon started while the slot of its {w} keys has no master (unassigned on every node,
     as between a master's loss and its replica's promotion when there is none to promote) starts
-    and waits, as it does when Redis does not answer, rather than exiting: rsync_connect_key
+    and waits, as it does when Redis does not answer, rather than exiting: rblock_connect_key
     reports that as unreachable. Once the slot has a master again the daemon is healthy."""
 
     def test_starts_and_recovers_when_the_w_slot_has_no_master(self):

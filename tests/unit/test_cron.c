@@ -49,11 +49,11 @@ static void check_fires(const char *expr, const char *zname, const char *a, cons
                         const char *const *want)
 {
     struct tz *tz = zone(zname);
-    struct sched s;
+    struct cron_rule s;
     char err[CRON_ERR_MAX] = "";
-    ck_assert_msg(sched_init_cron(&s, expr, tz, err, sizeof err) == 0, "%s: %s", expr, err);
+    ck_assert_msg(cron_rule_init_cron(&s, expr, tz, err, sizeof err) == 0, "%s: %s", expr, err);
     int64_t got[64];
-    size_t n = sched_fires(&s, ms(a), ms(b), got, 64), nwant = 0;
+    size_t n = cron_rule_fires(&s, ms(a), ms(b), got, 64), nwant = 0;
     while (want[nwant])
         nwant++;
     for (size_t i = 0; i < n && i < nwant; i++)
@@ -358,11 +358,11 @@ START_TEST(test_berlin_wildcard)
           "2026-10-25T01:00:00Z", "2026-10-25T01:20:00Z", "2026-10-25T01:40:00Z"); /* CET */
     /* Every 15 minutes over the autumn night: 12 fires in 3 hours, evenly spaced. */
     struct tz *tz = zone("Europe/Berlin");
-    struct sched s;
-    ck_assert_int_eq(sched_init_cron(&s, "*/15 * * * *", tz, NULL, 0), 0);
+    struct cron_rule s;
+    ck_assert_int_eq(cron_rule_init_cron(&s, "*/15 * * * *", tz, NULL, 0), 0);
     int64_t out[20];
     int64_t a = ms("2026-10-24T23:00:00Z");
-    ck_assert_uint_eq(sched_fires(&s, a, a + 3 * 3600000, out, 20), 12);
+    ck_assert_uint_eq(cron_rule_fires(&s, a, a + 3 * 3600000, out, 20), 12);
     for (int i = 0; i < 12; i++)
         ck_assert_int_eq(out[i], a + (i + 1) * 900000);
     tz_free(tz);
@@ -405,56 +405,56 @@ END_TEST
 
 START_TEST(test_every)
 {
-    struct sched s;
+    struct cron_rule s;
     char err[CRON_ERR_MAX] = "";
     int64_t t0 = ms("2026-01-01T00:00:00Z") + 123;
-    ck_assert_int_eq(sched_init_every(&s, 1000, t0, err, sizeof err), 0);
-    ck_assert_int_eq(sched_next(&s, t0 - 5000), t0); /* before the anchor: the anchor */
-    ck_assert_int_eq(sched_next(&s, t0 - 1), t0);
-    ck_assert_int_eq(sched_next(&s, t0), t0 + 1000);
-    ck_assert_int_eq(sched_next(&s, t0 + 999), t0 + 1000);
-    ck_assert_int_eq(sched_next(&s, t0 + 1000), t0 + 2000);
-    ck_assert_int_eq(sched_next(&s, t0 + 86400000 + 1), t0 + 86401000);
-    ck_assert_int_eq(sched_init_every(&s, 0, t0, err, sizeof err), -1);
+    ck_assert_int_eq(cron_rule_init_every(&s, 1000, t0, err, sizeof err), 0);
+    ck_assert_int_eq(cron_rule_next(&s, t0 - 5000), t0); /* before the anchor: the anchor */
+    ck_assert_int_eq(cron_rule_next(&s, t0 - 1), t0);
+    ck_assert_int_eq(cron_rule_next(&s, t0), t0 + 1000);
+    ck_assert_int_eq(cron_rule_next(&s, t0 + 999), t0 + 1000);
+    ck_assert_int_eq(cron_rule_next(&s, t0 + 1000), t0 + 2000);
+    ck_assert_int_eq(cron_rule_next(&s, t0 + 86400000 + 1), t0 + 86401000);
+    ck_assert_int_eq(cron_rule_init_every(&s, 0, t0, err, sizeof err), -1);
     ck_assert_str_eq(err, "every: must be at least 1 ms");
-    ck_assert_int_eq(sched_init_every(&s, -5, t0, err, sizeof err), -1);
+    ck_assert_int_eq(cron_rule_init_every(&s, -5, t0, err, sizeof err), -1);
     /* Near the end of time the next fire is "never", not an overflow. */
-    ck_assert_int_eq(sched_init_every(&s, INT64_MAX / 2, 0, err, sizeof err), 0);
-    ck_assert_int_eq(sched_next(&s, INT64_MAX / 2), INT64_MAX / 2 * 2);
-    ck_assert_int_eq(sched_next(&s, INT64_MAX / 2 * 2), CRON_NEVER);
-    ck_assert_int_eq(sched_init_every(&s, 7, INT64_MIN + 3, err, sizeof err), 0);
-    ck_assert_int_eq(sched_next(&s, INT64_MAX - 1), CRON_NEVER);
+    ck_assert_int_eq(cron_rule_init_every(&s, INT64_MAX / 2, 0, err, sizeof err), 0);
+    ck_assert_int_eq(cron_rule_next(&s, INT64_MAX / 2), INT64_MAX / 2 * 2);
+    ck_assert_int_eq(cron_rule_next(&s, INT64_MAX / 2 * 2), CRON_NEVER);
+    ck_assert_int_eq(cron_rule_init_every(&s, 7, INT64_MIN + 3, err, sizeof err), 0);
+    ck_assert_int_eq(cron_rule_next(&s, INT64_MAX - 1), CRON_NEVER);
     /* A DST change does not move an interval schedule. */
-    ck_assert_int_eq(sched_init_every(&s, 3600000, ms("2026-03-28T23:00:00Z"), err, sizeof err), 0);
-    ck_assert_int_eq(sched_next(&s, ms("2026-03-29T00:30:00Z")), ms("2026-03-29T01:00:00Z"));
+    ck_assert_int_eq(cron_rule_init_every(&s, 3600000, ms("2026-03-28T23:00:00Z"), err, sizeof err), 0);
+    ck_assert_int_eq(cron_rule_next(&s, ms("2026-03-29T00:30:00Z")), ms("2026-03-29T01:00:00Z"));
 }
 END_TEST
 
 START_TEST(test_fires_between)
 {
-    struct sched s;
+    struct cron_rule s;
     int64_t t0 = ms("2026-01-01T00:00:00Z"), out[8];
-    ck_assert_int_eq(sched_init_every(&s, 1000, t0, NULL, 0), 0);
+    ck_assert_int_eq(cron_rule_init_every(&s, 1000, t0, NULL, 0), 0);
     /* (a, b]: a fire at a is excluded, a fire at b included. */
-    ck_assert_uint_eq(sched_fires(&s, t0, t0 + 3000, out, 8), 3);
+    ck_assert_uint_eq(cron_rule_fires(&s, t0, t0 + 3000, out, 8), 3);
     ck_assert_int_eq(out[0], t0 + 1000);
     ck_assert_int_eq(out[2], t0 + 3000);
-    ck_assert_uint_eq(sched_fires(&s, t0 - 1, t0 + 2999, out, 8), 3);
+    ck_assert_uint_eq(cron_rule_fires(&s, t0 - 1, t0 + 2999, out, 8), 3);
     ck_assert_int_eq(out[0], t0);
     ck_assert_int_eq(out[2], t0 + 2000);
     /* Over the cap: cap written, cap + 1 returned, nothing beyond the cap touched. */
     out[2] = 42;
-    ck_assert_uint_eq(sched_fires(&s, t0, t0 + 100000, out, 2), 3);
+    ck_assert_uint_eq(cron_rule_fires(&s, t0, t0 + 100000, out, 2), 3);
     ck_assert_int_eq(out[0], t0 + 1000);
     ck_assert_int_eq(out[1], t0 + 2000);
     ck_assert_int_eq(out[2], 42);
-    ck_assert_uint_eq(sched_fires(&s, t0, t0 + 100000, NULL, 0), 1); /* "any?" */
-    ck_assert_uint_eq(sched_fires(&s, t0, t0 + 999, NULL, 0), 0);
-    ck_assert_uint_eq(sched_fires(&s, t0 + 5000, t0, out, 8), 0); /* empty range */
+    ck_assert_uint_eq(cron_rule_fires(&s, t0, t0 + 100000, NULL, 0), 1); /* "any?" */
+    ck_assert_uint_eq(cron_rule_fires(&s, t0, t0 + 999, NULL, 0), 0);
+    ck_assert_uint_eq(cron_rule_fires(&s, t0 + 5000, t0, out, 8), 0); /* empty range */
     /* Cron across the Berlin autumn night: hourly, 5 fires in 5 hours. */
     struct tz *tz = zone("Europe/Berlin");
-    ck_assert_int_eq(sched_init_cron(&s, "0 * * * *", tz, NULL, 0), 0);
-    ck_assert_uint_eq(sched_fires(&s, ms("2026-10-24T22:00:00Z"), ms("2026-10-25T03:00:00Z"), out, 8), 5);
+    ck_assert_int_eq(cron_rule_init_cron(&s, "0 * * * *", tz, NULL, 0), 0);
+    ck_assert_uint_eq(cron_rule_fires(&s, ms("2026-10-24T22:00:00Z"), ms("2026-10-25T03:00:00Z"), out, 8), 5);
     ck_assert_int_eq(out[0], ms("2026-10-24T23:00:00Z"));
     ck_assert_int_eq(out[4], ms("2026-10-25T03:00:00Z"));
     tz_free(tz);
@@ -463,26 +463,26 @@ END_TEST
 
 START_TEST(test_last_fire)
 {
-    struct sched s;
+    struct cron_rule s;
     int64_t t0 = ms("2026-01-01T00:00:00Z");
-    ck_assert_int_eq(sched_init_every(&s, 1000, t0, NULL, 0), 0);
-    ck_assert_int_eq(sched_last(&s, t0, t0 + 10500), t0 + 10000);
-    ck_assert_int_eq(sched_last(&s, t0, t0 + 10000), t0 + 10000);
-    ck_assert_int_eq(sched_last(&s, t0, t0 + 999), CRON_NEVER);
-    ck_assert_int_eq(sched_last(&s, t0 - 10, t0 + 999), t0);
-    ck_assert_int_eq(sched_last(&s, t0 - 5000, t0 - 1), CRON_NEVER); /* before the anchor */
-    ck_assert_int_eq(sched_last(&s, t0 + 5, t0 + 5), CRON_NEVER);
+    ck_assert_int_eq(cron_rule_init_every(&s, 1000, t0, NULL, 0), 0);
+    ck_assert_int_eq(cron_rule_last(&s, t0, t0 + 10500), t0 + 10000);
+    ck_assert_int_eq(cron_rule_last(&s, t0, t0 + 10000), t0 + 10000);
+    ck_assert_int_eq(cron_rule_last(&s, t0, t0 + 999), CRON_NEVER);
+    ck_assert_int_eq(cron_rule_last(&s, t0 - 10, t0 + 999), t0);
+    ck_assert_int_eq(cron_rule_last(&s, t0 - 5000, t0 - 1), CRON_NEVER); /* before the anchor */
+    ck_assert_int_eq(cron_rule_last(&s, t0 + 5, t0 + 5), CRON_NEVER);
 
     struct tz *tz = zone("Europe/Berlin");
-    ck_assert_int_eq(sched_init_cron(&s, "30 2 * * *", tz, NULL, 0), 0);
+    ck_assert_int_eq(cron_rule_init_cron(&s, "30 2 * * *", tz, NULL, 0), 0);
     /* Down for ten years: the last missed fire, found without walking 3,650 of them. */
-    ck_assert_int_eq(sched_last(&s, ms("2016-06-01T00:00:00Z"), ms("2026-10-25T12:00:00Z")),
+    ck_assert_int_eq(cron_rule_last(&s, ms("2016-06-01T00:00:00Z"), ms("2026-10-25T12:00:00Z")),
                      ms("2026-10-25T00:30:00Z")); /* 02:30 CEST, the first of the two */
-    ck_assert_int_eq(sched_last(&s, ms("2026-03-28T12:00:00Z"), ms("2026-03-29T01:00:00Z")),
+    ck_assert_int_eq(cron_rule_last(&s, ms("2026-03-28T12:00:00Z"), ms("2026-03-29T01:00:00Z")),
                      ms("2026-03-29T01:00:00Z"));
-    ck_assert_int_eq(sched_last(&s, ms("2026-03-29T01:00:00Z"), ms("2026-03-30T00:29:59Z")), CRON_NEVER);
-    ck_assert_int_eq(sched_init_cron(&s, "0 0 1 1 *", tz, NULL, 0), 0);
-    ck_assert_int_eq(sched_last(&s, ms("2020-06-01T00:00:00Z"), ms("2026-06-01T00:00:00Z")),
+    ck_assert_int_eq(cron_rule_last(&s, ms("2026-03-29T01:00:00Z"), ms("2026-03-30T00:29:59Z")), CRON_NEVER);
+    ck_assert_int_eq(cron_rule_init_cron(&s, "0 0 1 1 *", tz, NULL, 0), 0);
+    ck_assert_int_eq(cron_rule_last(&s, ms("2020-06-01T00:00:00Z"), ms("2026-06-01T00:00:00Z")),
                      ms("2025-12-31T23:00:00Z")); /* 2026-01-01 00:00 CET */
     tz_free(tz);
 }

@@ -38,15 +38,15 @@ static void capture_free(struct capture *c)
 }
 
 static struct capture c; /* what each test's builder sent */
-static struct jsql b;    /* each test's builder, sending to c */
+static struct journal_sql b;    /* each test's builder, sending to c */
 
 /* A fresh builder that sends past `flush_bytes`, its send failing at the fail_at-th call. */
 static void rebuild(size_t flush_bytes, int fail_at)
 {
-    jsql_free(&b);
+    journal_sql_free(&b);
     capture_free(&c);
     c.fail_at = fail_at;
-    jsql_init(&b, db, flush_bytes, capture_send, &c);
+    journal_sql_init(&b, db, flush_bytes, capture_send, &c);
 }
 
 static void setup(void)
@@ -54,19 +54,19 @@ static void setup(void)
     db = mysql_init(NULL);
     ck_assert_ptr_nonnull(db);
     memset(&c, 0, sizeof c); /* without fork, the previous test's settings are still here */
-    jsql_init(&b, db, 1 << 20, capture_send, &c);
+    journal_sql_init(&b, db, 1 << 20, capture_send, &c);
 }
 
 static void teardown(void)
 {
-    jsql_free(&b);
+    journal_sql_free(&b);
     capture_free(&c);
     mysql_close(db);
 }
 
-static struct jrec transition(uint64_t id, uint32_t ver, int from, int to)
+static struct jobchange transition(uint64_t id, uint32_t ver, int from, int to)
 {
-    struct jrec r = {.kind = JR_TRANSITION,
+    struct jobchange r = {.kind = JC_TRANSITION,
                      .from = (uint8_t)from,
                      .to = (uint8_t)to,
                      .ver = ver,
@@ -98,34 +98,34 @@ START_TEST(message_row_exact_text)
                          .priority = 5,
                          .ttr = 30000,
                          .tries = 3};
-    struct jrec r = {.kind = JR_INSERT,
+    struct jobchange r = {.kind = JC_INSERT,
                      .from = JS_NONE,
                      .to = JS_DELAYED,
                      .ver = 1,
                      .id = 42,
                      .at = 1700000000000,
                      .job = &j};
-    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
-    ck_assert_uint_eq(c.n, 0); /* nothing is sent before jsql_send */
-    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_uint_eq(c.n, 0); /* nothing is sent before journal_sql_send */
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0], "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
                                    "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,NULL,'delayed',1,"
                                    "1700000000000,1700000000000,NULL,NULL);");
-    ck_assert_int_eq(jsql_send(&b), 0); /* nothing built: nothing sent */
+    ck_assert_int_eq(journal_sql_send(&b), 0); /* nothing built: nothing sent */
     ck_assert_uint_eq(c.n, 1);
     /* a job pushed with its own backoff keeps it in its row (restore reads it back) */
     j.has_backoff = 1;
     j.backoff = 1500;
-    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 2);
     ck_assert_ptr_nonnull(strstr(c.scripts[1], ",3,0,1500,'delayed',1,"));
     /* a far job's row carries its far key, the pager's index: its shard and due time */
     r.to = JS_FAR;
     r.shard = 9;
-    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 3);
     ck_assert_ptr_nonnull(strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000);"));
 }
@@ -143,9 +143,9 @@ START_TEST(values_are_escaped)
                          .run_at = 1,
                          .ttr = 1,
                          .tries = 1};
-    struct jrec r = {.kind = JR_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 2, .job = &j};
-    ck_assert_int_eq(jsql_message_row(&b, &r), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    struct jobchange r = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 2, .job = &j};
+    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_ptr_nonnull(strstr(c.scripts[0], "'o\\'brien'"));
     /* every quote, backslash, newline and the NUL byte escaped; the text after the NUL kept */
     ck_assert_ptr_nonnull(strstr(c.scripts[0], "'it\\'s \\\\ a \\\"x\\\"\\n\\0end'"));
@@ -154,11 +154,11 @@ END_TEST
 
 START_TEST(transition_rows_share_one_insert)
 {
-    struct jrec a = transition(1, 2, JS_DELAYED, JS_READY), z = transition(2, 3, JS_READY, JS_RESERVED);
+    struct jobchange a = transition(1, 2, JS_DELAYED, JS_READY), z = transition(2, 3, JS_READY, JS_RESERVED);
     snprintf(z.instance, sizeof z.instance, "other:7001");
-    ck_assert_int_eq(jsql_transition_row(&b, &a, "me:7000"), 0);
-    ck_assert_int_eq(jsql_transition_row(&b, &z, "me:7000"), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_int_eq(journal_sql_transition_row(&b, &a, "me:7000"), 0);
+    ck_assert_int_eq(journal_sql_transition_row(&b, &z, "me:7000"), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_str_eq(
         c.scripts[0],
         "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES "
@@ -169,14 +169,14 @@ END_TEST
 
 START_TEST(full_size_fields_without_nul_are_cut_at_their_size)
 {
-    struct jrec r = transition(9, 1, JS_NONE, JS_READY);
+    struct jobchange r = transition(9, 1, JS_NONE, JS_READY);
     memset(r.actor, 'a', sizeof r.actor); /* no NUL anywhere in the field */
     memset(r.host, 'h', sizeof r.host);
-    ck_assert_int_eq(jsql_transition_row(&b, &r, "i"), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
-    char actor[JREC_ACTOR_MAX + 3] = "'", host[JREC_HOST_MAX + 3] = "'";
-    memset(actor + 1, 'a', JREC_ACTOR_MAX);
-    memset(host + 1, 'h', JREC_HOST_MAX);
+    ck_assert_int_eq(journal_sql_transition_row(&b, &r, "i"), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
+    char actor[JOBCHANGE_ACTOR_MAX + 3] = "'", host[JOBCHANGE_HOST_MAX + 3] = "'";
+    memset(actor + 1, 'a', JOBCHANGE_ACTOR_MAX);
+    memset(host + 1, 'h', JOBCHANGE_HOST_MAX);
     strcat(actor, "'");
     strcat(host, "'");
     ck_assert_ptr_nonnull(strstr(c.scripts[0], actor));
@@ -189,12 +189,12 @@ START_TEST(switching_kinds_ends_the_statement)
 {
     char one[] = "1";
     struct job_spec j = {.topic = "t", .topic_len = 1, .body = one, .body_len = 1, .ttr = 1, .tries = 1};
-    struct jrec ins = {.kind = JR_INSERT, .to = JS_READY, .ver = 1, .id = 1, .at = 1, .job = &j};
-    struct jrec tr = transition(1, 1, JS_NONE, JS_READY);
-    ck_assert_int_eq(jsql_message_row(&b, &ins), 0);
-    ck_assert_int_eq(jsql_transition_row(&b, &tr, "i"), 0);
-    ck_assert_int_eq(jsql_message_row(&b, &ins), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    struct jobchange ins = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 1, .at = 1, .job = &j};
+    struct jobchange tr = transition(1, 1, JS_NONE, JS_READY);
+    ck_assert_int_eq(journal_sql_message_row(&b, &ins), 0);
+    ck_assert_int_eq(journal_sql_transition_row(&b, &tr, "i"), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &ins), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     const char *s = c.scripts[0];
     ck_assert_uint_eq(count(s, "INSERT INTO message"), 2);
     ck_assert_uint_eq(count(s, "INSERT IGNORE INTO transition"), 1);
@@ -206,13 +206,13 @@ END_TEST
 
 START_TEST(updates_keep_the_newest_per_job)
 {
-    struct jrec r[5] = {transition(5, 4, JS_READY, JS_RESERVED), transition(3, 2, JS_DELAYED, JS_READY),
+    struct jobchange r[5] = {transition(5, 4, JS_READY, JS_RESERVED), transition(3, 2, JS_DELAYED, JS_READY),
                         transition(5, 6, JS_RESERVED, JS_FINISHED), transition(5, 5, JS_RESERVED, JS_READY),
                         transition(3, 2, JS_READY, JS_DELETED)};
     r[4].force = 1; /* a delete at the same version wins over the update it follows */
-    const struct jrec *u[5] = {&r[0], &r[1], &r[2], &r[3], &r[4]};
-    ck_assert_int_eq(jsql_update_messages(&b, u, 5), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    const struct jobchange *u[5] = {&r[0], &r[1], &r[2], &r[3], &r[4]};
+    ck_assert_int_eq(journal_sql_update_messages(&b, u, 5), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(
         c.scripts[0],
@@ -223,8 +223,8 @@ START_TEST(updates_keep_the_newest_per_job)
         "UPDATE message m JOIN journal_update u ON m.id = u.id SET m.state = u.state, "
         "m.attempts = u.attempts, m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
         "WHERE u.version > m.version OR u.force_apply = 1;");
-    ck_assert_int_eq(jsql_update_messages(&b, u, 0), 0); /* none: no statement at all */
-    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_int_eq(journal_sql_update_messages(&b, u, 0), 0); /* none: no statement at all */
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
 }
 END_TEST
@@ -233,13 +233,13 @@ START_TEST(replacements_are_guarded_by_version)
 {
     char body[] = "new'body";
     struct job_spec rep = {.body = body, .body_len = 8, .priority = 9, .ttr = 500, .tries = 4};
-    struct jrec r = transition(11, 3, JS_DELAYED, JS_DELAYED);
-    r.kind = JR_REPLACE;
+    struct jobchange r = transition(11, 3, JS_DELAYED, JS_DELAYED);
+    r.kind = JC_REPLACE;
     r.replacement = &rep;
-    struct jrec later = transition(11, 4, JS_DELAYED, JS_READY);
-    const struct jrec *u[2] = {&later, &r};
-    ck_assert_int_eq(jsql_update_messages(&b, u, 2), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    struct jobchange later = transition(11, 4, JS_DELAYED, JS_READY);
+    const struct jobchange *u[2] = {&later, &r};
+    ck_assert_int_eq(journal_sql_update_messages(&b, u, 2), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     const char *s = c.scripts[0];
     ck_assert_ptr_nonnull(strstr(s, "(11,'ready',2,1700000005000,4,1700000000004,0);"));
     /* the replacement is not the newest version: its statement still runs, guarded by version 3 */
@@ -254,15 +254,15 @@ START_TEST(long_scripts_are_cut_between_statements)
 {
     enum { N = 3000 };
     rebuild(4096, 0);
-    static struct jrec r[N];
-    static const struct jrec *u[N];
+    static struct jobchange r[N];
+    static const struct jobchange *u[N];
     for (int i = 0; i < N; i++) {
         r[i] = transition((uint64_t)i + 1, 2, JS_DELAYED, JS_READY);
         u[i] = &r[i];
-        ck_assert_int_eq(jsql_transition_row(&b, &r[i], "i"), 0);
+        ck_assert_int_eq(journal_sql_transition_row(&b, &r[i], "i"), 0);
     }
-    ck_assert_int_eq(jsql_update_messages(&b, u, N), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_int_eq(journal_sql_update_messages(&b, u, N), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_gt(c.n, 10);
     size_t transitions = 0, updates = 0;
     for (size_t k = 0; k < c.n; k++) {
@@ -295,8 +295,8 @@ START_TEST(a_failed_send_stops_the_build)
     rebuild(256, 2);
     int rc = 0, i;
     for (i = 0; i < 100 && rc == 0; i++) {
-        struct jrec r = transition((uint64_t)i + 1, 2, JS_DELAYED, JS_READY);
-        rc = jsql_transition_row(&b, &r, "i");
+        struct jobchange r = transition((uint64_t)i + 1, 2, JS_DELAYED, JS_READY);
+        rc = journal_sql_transition_row(&b, &r, "i");
     }
     ck_assert_int_eq(rc, -1);
     ck_assert_uint_eq(c.n, 2); /* nothing sent after the failure */
@@ -319,14 +319,14 @@ START_TEST(far_inserts_count_and_keep_bizkeys)
     m.topic_len = 4;
     memcpy(pre.topic, "mai", 4);
     pre.topic_len = 3;
-    struct jrec r[4] = {{.kind = JR_INSERT, .to = JS_FAR, .id = 10, .shard = 3, .job = &a},
-                        {.kind = JR_INSERT, .to = JS_FAR, .id = 12, .shard = 5, .job = &m},
-                        {.kind = JR_INSERT, .to = JS_FAR, .id = 11, .shard = 3, .job = &bz},
-                        {.kind = JR_INSERT, .to = JS_FAR, .id = 13, .shard = 1, .job = &pre}};
-    const struct jrec *p[4] = {&r[0], &r[1], &r[2], &r[3]};
-    ck_assert_int_eq(jsql_far_inserts(&b, p, 4), 0);
-    ck_assert_int_eq(jsql_far_counts(&b, p, 4), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    struct jobchange r[4] = {{.kind = JC_INSERT, .to = JS_FAR, .id = 10, .shard = 3, .job = &a},
+                        {.kind = JC_INSERT, .to = JS_FAR, .id = 12, .shard = 5, .job = &m},
+                        {.kind = JC_INSERT, .to = JS_FAR, .id = 11, .shard = 3, .job = &bz},
+                        {.kind = JC_INSERT, .to = JS_FAR, .id = 13, .shard = 1, .job = &pre}};
+    const struct jobchange *p[4] = {&r[0], &r[1], &r[2], &r[3]};
+    ck_assert_int_eq(journal_sql_far_inserts(&b, p, 4), 0);
+    ck_assert_int_eq(journal_sql_far_counts(&b, p, 4), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     /* no statement for the far keys: they are in the message rows (message_row_exact_text) */
     ck_assert_str_eq(c.scripts[0],
@@ -345,12 +345,12 @@ START_TEST(biz_latest_upserts_only_bizkey_pushes)
     struct job_spec keyed = plain;
     keyed.biz_key = key;
     keyed.biz_len = 4;
-    struct jrec r[3] = {{.kind = JR_INSERT, .to = JS_DELAYED, .id = 20, .job = &plain},
-                        {.kind = JR_INSERT, .to = JS_FAR, .id = 21, .job = &keyed},
+    struct jobchange r[3] = {{.kind = JC_INSERT, .to = JS_DELAYED, .id = 20, .job = &plain},
+                        {.kind = JC_INSERT, .to = JS_FAR, .id = 21, .job = &keyed},
                         transition(22, 3, JS_READY, JS_RESERVED)};
-    const struct jrec *p[3] = {&r[0], &r[1], &r[2]};
-    ck_assert_int_eq(jsql_biz_latest(&b, p, 3), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    const struct jobchange *p[3] = {&r[0], &r[1], &r[2]};
+    ck_assert_int_eq(journal_sql_biz_latest(&b, p, 3), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0],
                      "INSERT INTO biz_latest (topic,biz_key,id) VALUES ('orders','k-\\'1',21) ON DUPLICATE KEY "
@@ -360,12 +360,12 @@ END_TEST
 
 START_TEST(aborted_pushes_give_the_key_back)
 {
-    struct jrec dup = transition(30, 2, JS_DELAYED, JS_ABORTED), lost = transition(31, 2, JS_READY, JS_ABORTED);
-    struct jrec other = transition(32, 2, JS_READY, JS_RESERVED);
+    struct jobchange dup = transition(30, 2, JS_DELAYED, JS_ABORTED), lost = transition(31, 2, JS_READY, JS_ABORTED);
+    struct jobchange other = transition(32, 2, JS_READY, JS_RESERVED);
     dup.biz_holder = 9;
-    const struct jrec *p[3] = {&dup, &lost, &other};
-    ck_assert_int_eq(jsql_biz_aborted(&b, p, 3), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    const struct jobchange *p[3] = {&dup, &lost, &other};
+    ck_assert_int_eq(journal_sql_biz_aborted(&b, p, 3), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0],
                      "UPDATE biz_latest b JOIN message m ON m.topic = b.topic AND m.biz_key = b.biz_key SET "
@@ -377,18 +377,18 @@ END_TEST
 
 START_TEST(far_changes_are_guarded_on_the_row_being_far)
 {
-    struct jrec del = transition(77, 2, JS_FAR, JS_DELETED);
-    del.kind = JR_FAR_LEAVE;
+    struct jobchange del = transition(77, 2, JS_FAR, JS_DELETED);
+    del.kind = JC_FAR_LEAVE;
     del.shard = 4;
-    struct jrec mv = transition(78, 2, JS_FAR, JS_FAR);
-    mv.kind = JR_FAR_MOVE;
+    struct jobchange mv = transition(78, 2, JS_FAR, JS_FAR);
+    mv.kind = JC_FAR_MOVE;
     mv.shard = 6;
     mv.run_at = 1900000000000;
-    const struct jrec *p[2] = {&del, &mv};
-    ck_assert_int_eq(jsql_far_change(&b, &del, 0, "inst"), 0);
-    ck_assert_int_eq(jsql_far_change(&b, &mv, 1, "inst"), 0);
-    ck_assert_int_eq(jsql_far_leave_counts(&b, p, 2), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    const struct jobchange *p[2] = {&del, &mv};
+    ck_assert_int_eq(journal_sql_far_change(&b, &del, 0, "inst"), 0);
+    ck_assert_int_eq(journal_sql_far_change(&b, &mv, 1, "inst"), 0);
+    ck_assert_int_eq(journal_sql_far_leave_counts(&b, p, 2), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     const char *q = c.scripts[0];
     /* the row is locked first and read into variables the later statements test */
@@ -414,10 +414,10 @@ END_TEST
 
 START_TEST(refused_row_keeps_the_record_as_json)
 {
-    struct jrec r = transition(77, 5, JS_RESERVED, JS_FINISHED);
+    struct jobchange r = transition(77, 5, JS_RESERVED, JS_FINISHED);
     snprintf(r.actor, sizeof r.actor, "http-0 o'k");
-    ck_assert_int_eq(jsql_refused_row(&b, &r, "1406: Data too long for 'actor'", 1234, "me:1"), 0);
-    ck_assert_int_eq(jsql_send(&b), 0);
+    ck_assert_int_eq(journal_sql_refused_row(&b, &r, "1406: Data too long for 'actor'", 1234, "me:1"), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
     const char *s = c.scripts[0];
     ck_assert_ptr_nonnull(strstr(s, "INSERT INTO refused_record (" REFUSED_COLUMNS ") VALUES (77,1234,"
                                     "'1406: Data too long for \\'actor\\''"));
@@ -427,7 +427,7 @@ START_TEST(refused_row_keeps_the_record_as_json)
     ck_assert_ptr_nonnull(strstr(s, ",'me:1');"));
 
     struct sbuf json = SBUF_INIT;
-    jsql_record_json(&json, &r);
+    journal_sql_record_json(&json, &r);
     ck_assert_ptr_nonnull(strstr(json.data, "\"version\":5,\"attempts\":2,"));
     sb_free(&json);
 }

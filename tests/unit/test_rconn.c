@@ -412,7 +412,7 @@ START_TEST(test_classify)
 {
     static const struct {
         const char *err;
-        enum rconn_cause cause;
+        enum rcause cause;
     } t[] = {
         {"OOM command not allowed when used memory > 'maxmemory'.", RCAUSE_OOM},
         {"OOM command not allowed when used memory > 'maxmemory'. script: 1b2c, on @user_script:12.", RCAUSE_OOM},
@@ -436,13 +436,13 @@ START_TEST(test_classify)
         {"", RCAUSE_OTHER},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        ck_assert_msg(rconn_classify(t[i].err, strlen(t[i].err)) == t[i].cause, "%s -> %s, want %s", t[i].err,
-                      rconn_cause_name(rconn_classify(t[i].err, strlen(t[i].err))), rconn_cause_name(t[i].cause));
-    ck_assert_str_eq(rconn_cause_name(RCAUSE_OOM), "oom");
-    ck_assert_str_eq(rconn_cause_name(RCAUSE_READONLY), "readonly");
-    ck_assert_str_eq(rconn_cause_name((enum rconn_cause)99), "other");
-    ck_assert(rconn_cause_refuses(RCAUSE_OOM) && rconn_cause_refuses(RCAUSE_BUSY));
-    ck_assert(!rconn_cause_refuses(RCAUSE_SCRIPT) && !rconn_cause_refuses(RCAUSE_NONE));
+        ck_assert_msg(rcause_classify(t[i].err, strlen(t[i].err)) == t[i].cause, "%s -> %s, want %s", t[i].err,
+                      rcause_name(rcause_classify(t[i].err, strlen(t[i].err))), rcause_name(t[i].cause));
+    ck_assert_str_eq(rcause_name(RCAUSE_OOM), "oom");
+    ck_assert_str_eq(rcause_name(RCAUSE_READONLY), "readonly");
+    ck_assert_str_eq(rcause_name((enum rcause)99), "other");
+    ck_assert(rcause_refuses(RCAUSE_OOM) && rcause_refuses(RCAUSE_BUSY));
+    ck_assert(!rcause_refuses(RCAUSE_SCRIPT) && !rcause_refuses(RCAUSE_NONE));
 }
 END_TEST
 
@@ -499,7 +499,7 @@ START_TEST(test_script_error_is_not_down)
     struct rconn_error e;
     ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_SCRIPT);
     ck_assert(rconn_is_up(rc));
-    ck_assert(!rconn_cause_refuses(e.cause));
+    ck_assert(!rcause_refuses(e.cause));
     finish(rc);
 }
 END_TEST
@@ -687,7 +687,7 @@ static struct rconn *start_with_fault(int timeout_ms, int at, int what)
 }
 
 /* The connection names `cause`, comes back by itself, and a call then succeeds. */
-static void assert_recovers(struct rconn *rc, enum rconn_cause cause, struct result *r)
+static void assert_recovers(struct rconn *rc, enum rcause cause, struct result *r)
 {
     struct rconn_error e;
     ck_assert_int_eq(rconn_last_error(rc, &e), cause);

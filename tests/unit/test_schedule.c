@@ -151,9 +151,9 @@ static int due(enum catch_up cu, int64_t through, int64_t now, int64_t *at, int 
     memset(&s, 0, sizeof s);
     s.catch_up = cu;
     s.fired_through = through;
-    struct sched sc;
+    struct cron_rule sc;
     char err[64];
-    ck_assert_int_eq(sched_init_every(&sc, 1000, T0, err, sizeof err), 0);
+    ck_assert_int_eq(cron_rule_init_every(&sc, 1000, T0, err, sizeof err), 0);
     memset(&D, 0xff, sizeof D);
     if (schedule_due(&s, &sc, now, 2000, 1000, at, cap, &D) == 0)
         return -1;
@@ -222,12 +222,12 @@ START_TEST(test_due_nothing_missed_nothing_written)
     struct schedule s;
     memset(&s, 0, sizeof s);
     s.fired_through = T0;
-    struct sched sc;
+    struct cron_rule sc;
     char err[CRON_ERR_MAX];
     struct tz *utc = tz_load("UTC", err, sizeof err);
     ck_assert_ptr_nonnull(utc);
-    ck_assert_int_eq(sched_init_cron(&sc, "0 0 1 * *", utc, err, sizeof err), 0);
-    int64_t next = sched_next(&sc, T0);
+    ck_assert_int_eq(cron_rule_init_cron(&sc, "0 0 1 * *", utc, err, sizeof err), 0);
+    int64_t next = cron_rule_next(&sc, T0);
     struct schedule_due d;
     ck_assert_int_eq(schedule_due(&s, &sc, next - 5000, 2000, 1000, at, 4, &d), 0);
     /* its day: made a second ahead */

@@ -1,13 +1,13 @@
-/* scheduler.h — the thread that fires schedules (schedule.h, docs/api.md "Schedules").
+/* firing.h — the thread that fires schedules (schedule.h, docs/api.md "Schedules").
  *
  * Every instance runs one. It keeps a copy of the `schedule` table, reloaded whenever the
- * table's signature changes (polled every SCHEDULER_POLL_MS, so a new, changed, paused or
+ * table's signature changes (polled every FIRING_POLL_MS, so a new, changed, paused or
  * deleted schedule reaches every instance within a second). It fires only the schedules whose
  * shard (id mod [redis] shards) this instance's mover owns (keeper.h, fleet.h): one instance
  * fires each schedule, and a dead instance's schedules pass on with its shards, within the
  * seconds a takeover takes.
  *
- * A fire is pushed up to SCHEDULER_LOOKAHEAD_MS before its time, with runAt = the fire time and
+ * A fire is pushed up to FIRING_LOOKAHEAD_MS before its time, with runAt = the fire time and
  * bizKey "<id>@<fire time>", through the daemon's own POST /push (an internal request on an
  * HTTP worker's loop, dispatch.h): the same checks, durability and bizKey dedupe as any push,
  * and the mover makes it ready at its time like any job due then — a fire is no later than
@@ -21,36 +21,36 @@
  *    make them all (at most SCHEDULE_CATCHUP_MAX); younger ones are made, late.
  * A push refused for its content (4xx: the job template no longer passes a changed limit) is
  * logged and the fire dropped; an unavailable answer (503) is tried again a second later. */
-#ifndef HG_SCHEDULER_H
-#define HG_SCHEDULER_H
+#ifndef HG_FIRING_H
+#define HG_FIRING_H
 
 #include <stddef.h>
 
 struct app;
 struct sbuf;
 
-#define SCHEDULER_TICK_MS 100
-#define SCHEDULER_POLL_MS 250
-#define SCHEDULER_LOOKAHEAD_MS 1000
+#define FIRING_TICK_MS 100
+#define FIRING_POLL_MS 250
+#define FIRING_LOOKAHEAD_MS 1000
 
 /* Where a push's answer goes: its status and JSON body (request.h's request_sink_fn; named
  * here so that this header stays below the HTTP layer, as the layers in architecture.md want). */
-typedef void (*scheduler_sink_fn)(int status, const char *body, size_t len, void *arg);
+typedef void (*firing_sink_fn)(int status, const char *body, size_t len, void *arg);
 
 /* Send a /push body into the daemon (from the scheduler's thread; the answer comes to sink on
  * another thread). 0, or -1 when it could not be sent (the sink is then never called). */
-typedef int (*scheduler_push_fn)(const char *body, size_t len, scheduler_sink_fn sink, void *arg, void *ctx);
+typedef int (*firing_push_fn)(const char *body, size_t len, firing_sink_fn sink, void *arg, void *ctx);
 
-int scheduler_start(struct app *app, scheduler_push_fn push, void *push_ctx) __attribute__((warn_unused_result));
-void scheduler_stop(void);
+int firing_start(struct app *app, firing_push_fn push, void *push_ctx) __attribute__((warn_unused_result));
+void firing_stop(void);
 
 /* The shards this instance's mover owns (keeper.h on_owned): their schedules are ours to fire. */
-void scheduler_set_owned(const char *owned, int shards);
+void firing_set_owned(const char *owned, int shards);
 
 /* ",\"schedules\":{...}" for /stats: how many, fired by this instance, failed pushes. */
-void scheduler_stats_json(struct sbuf *sb);
+void firing_stats_json(struct sbuf *sb);
 
 /* The Prometheus lines of the scheduler. */
-void scheduler_metrics(struct sbuf *sb);
+void firing_metrics(struct sbuf *sb);
 
 #endif

@@ -1,5 +1,5 @@
-/* rsync.c — see rsync.h. */
-#include "redis/rsync.h"
+/* rblock.c — see rblock.h. */
+#include "redis/rblock.h"
 #include "core/cluster.h"
 #include "core/raddr.h"
 #include "core/shardtag.h"
@@ -11,11 +11,11 @@
 
 /* Connect to one server: address, db (0 for a cluster node), scripts. */
 static redisContext *connect_to(const struct config *cfg, const char *address, int db, int load_scripts,
-                                enum rsync_failure *why, char *err, size_t errlen)
+                                enum rblock_failure *why, char *err, size_t errlen)
 {
     char host[256];
     int port, is_unix;
-    *why = RSYNC_UNREACHABLE;
+    *why = RBLOCK_UNREACHABLE;
     if (raddr_parse(address, host, sizeof host, &port, &is_unix) < 0) {
         snprintf(err, errlen, "bad [redis] address");
         return NULL;
@@ -45,9 +45,9 @@ static redisContext *connect_to(const struct config *cfg, const char *address, i
         step[n++] = "SCRIPT LOAD failed";
     }
     for (int i = 0; i < n; i++) {
-        redisReply *r = rsync_reply(c);
+        redisReply *r = rblock_reply(c);
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-            *why = r ? RSYNC_REFUSED : RSYNC_UNREACHABLE;
+            *why = r ? RBLOCK_REFUSED : RBLOCK_UNREACHABLE;
             snprintf(err, errlen, "%s: %s", step[i], r ? r->str : c->errstr);
             if (r)
                 freeReplyObject(r);
@@ -60,10 +60,10 @@ static redisContext *connect_to(const struct config *cfg, const char *address, i
 }
 
 /* The slot map (CLUSTER SLOTS) of the first seed that answers with one. NULL with err. */
-static struct cluster_map *read_map(const struct config *cfg, enum rsync_failure *why, char *err, size_t errlen)
+static struct cluster_map *read_map(const struct config *cfg, enum rblock_failure *why, char *err, size_t errlen)
 {
     char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
-    *why = RSYNC_UNREACHABLE;
+    *why = RBLOCK_UNREACHABLE;
     int n = raddr_seeds(cfg->redis_address, seeds, RADDR_SEEDS_MAX, err, errlen);
     for (int i = 0; i < n; i++) {
         redisContext *c = connect_to(cfg, seeds[i], 0, 0, why, err, errlen);
@@ -77,7 +77,7 @@ static struct cluster_map *read_map(const struct config *cfg, enum rsync_failure
             snprintf(err, errlen, "%s: %s", seeds[i], c->errstr);
         else if (raddr_parse(seeds[i], host, sizeof host, &port, &is_unix) == 0 &&
                  (m = cluster_map_parse(r, host, err, errlen)) == NULL)
-            *why = RSYNC_REFUSED; /* it answered, but no map: not a cluster node? (err says) */
+            *why = RBLOCK_REFUSED; /* it answered, but no map: not a cluster node? (err says) */
         if (r)
             freeReplyObject(r);
         redisFree(c);
@@ -89,12 +89,12 @@ static struct cluster_map *read_map(const struct config *cfg, enum rsync_failure
 
 /* Map master i's context in conns (connected on first use). NULL with err. */
 static redisContext *master_conn(const struct config *cfg, const struct cluster_map *m, int i,
-                                 redisContext **conns, int load_scripts, enum rsync_failure *why, char *err,
+                                 redisContext **conns, int load_scripts, enum rblock_failure *why, char *err,
                                  size_t errlen)
 {
     if (i < 0) {
         snprintf(err, errlen, "a slot has no master (the cluster is not whole)");
-        *why = RSYNC_UNREACHABLE;
+        *why = RBLOCK_UNREACHABLE;
         return NULL;
     }
     if (conns[i] == NULL)
@@ -102,10 +102,10 @@ static redisContext *master_conn(const struct config *cfg, const struct cluster_
     return conns[i];
 }
 
-redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
-                                enum rsync_failure *why, char *err, size_t errlen)
+redisContext *rblock_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
+                                enum rblock_failure *why, char *err, size_t errlen)
 {
-    enum rsync_failure ignored;
+    enum rblock_failure ignored;
     if (why == NULL)
         why = &ignored;
     if (!cfg->redis_cluster)
@@ -118,13 +118,13 @@ redisContext *rsync_connect_key(const struct config *cfg, const char *key, size_
     else if (m != NULL) {
         /* not whole (a failover, a slot being assigned): like a master that does not answer */
         snprintf(err, errlen, "no master serves the slot of %.*s (the cluster is not whole)", (int)len, key);
-        *why = RSYNC_UNREACHABLE;
+        *why = RBLOCK_UNREACHABLE;
     }
     cluster_map_free(m);
     return c;
 }
 
-redisContext *rsync_connect_shard(const struct config *cfg, int shard, int load_scripts, enum rsync_failure *why,
+redisContext *rblock_connect_shard(const struct config *cfg, int shard, int load_scripts, enum rblock_failure *why,
                                   char *err, size_t errlen)
 {
     char key[CLUSTER_TAG_MAX + 2];
@@ -135,17 +135,17 @@ redisContext *rsync_connect_shard(const struct config *cfg, int shard, int load_
         return NULL;
     }
     snprintf(key, sizeof key, "{%s}", tag);
-    return rsync_connect_key(cfg, key, len + 2, load_scripts, why, err, errlen);
+    return rblock_connect_key(cfg, key, len + 2, load_scripts, why, err, errlen);
 }
 
-struct rsync_shards {
+struct rblock_shards {
     int shards, nconns;
     int cluster;             /* every shard a slot of its own */
     redisContext **by_shard; /* shard -> one of conns */
     redisContext **conns;    /* one per server (map master index) */
 };
 
-void rsync_shards_free(struct rsync_shards *set)
+void rblock_shards_free(struct rblock_shards *set)
 {
     if (set == NULL)
         return;
@@ -157,22 +157,22 @@ void rsync_shards_free(struct rsync_shards *set)
     free(set);
 }
 
-struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_scripts, enum rsync_failure *why, char *err,
+struct rblock_shards *rblock_shards_open(const struct config *cfg, int load_scripts, enum rblock_failure *why, char *err,
                                        size_t errlen)
 {
-    enum rsync_failure ignored;
+    enum rblock_failure ignored;
     if (why == NULL)
         why = &ignored;
     struct cluster_map *m = NULL;
     if (cfg->redis_cluster && (m = read_map(cfg, why, err, errlen)) == NULL)
         return NULL;
-    struct rsync_shards *set = calloc(1, sizeof *set);
+    struct rblock_shards *set = calloc(1, sizeof *set);
     int nconns = m ? m->nmasters : 1;
     if (set == NULL || (set->by_shard = calloc((size_t)cfg->redis_shards, sizeof *set->by_shard)) == NULL ||
         (set->conns = calloc((size_t)nconns, sizeof *set->conns)) == NULL) {
         snprintf(err, errlen, "out of memory");
         cluster_map_free(m);
-        rsync_shards_free(set);
+        rblock_shards_free(set);
         return NULL;
     }
     set->shards = cfg->redis_shards;
@@ -187,7 +187,7 @@ struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_script
         set->by_shard[n] = m ? master_conn(cfg, m, i, set->conns, load_scripts, why, err, errlen) : set->conns[0];
         if (set->by_shard[n] == NULL) {
             cluster_map_free(m);
-            rsync_shards_free(set);
+            rblock_shards_free(set);
             return NULL;
         }
     }
@@ -195,12 +195,12 @@ struct rsync_shards *rsync_shards_open(const struct config *cfg, int load_script
     return set;
 }
 
-redisContext *rsync_shard(const struct rsync_shards *set, int shard)
+redisContext *rblock_shard(const struct rblock_shards *set, int shard)
 {
     return set->by_shard[shard];
 }
 
-int rsync_shards_first(const struct rsync_shards *set, int shard)
+int rblock_shards_first(const struct rblock_shards *set, int shard)
 {
     if (set->cluster)
         return shard;
@@ -210,18 +210,18 @@ int rsync_shards_first(const struct rsync_shards *set, int shard)
     return first;
 }
 
-void rsync_shards_shutdown(const struct rsync_shards *set)
+void rblock_shards_shutdown(const struct rblock_shards *set)
 {
     for (int i = 0; i < set->nconns; i++)
         if (set->conns[i])
             shutdown(set->conns[i]->fd, SHUT_RDWR);
 }
 
-int rsync_shards_drain(struct rsync_shards *set)
+int rblock_shards_drain(struct rblock_shards *set)
 {
     int ok = 0;
     for (int n = 0; n < set->shards; n++) {
-        redisReply *r = rsync_shard_reply(set->by_shard[n]);
+        redisReply *r = rblock_shard_reply(set->by_shard[n]);
         if (r == NULL || r->type == REDIS_REPLY_ERROR)
             ok = -1;
         if (r)
@@ -232,7 +232,7 @@ int rsync_shards_drain(struct rsync_shards *set)
     return ok;
 }
 
-const char *rsync_shards_errstr(const struct rsync_shards *set)
+const char *rblock_shards_errstr(const struct rblock_shards *set)
 {
     for (int i = 0; i < set->nconns; i++)
         if (set->conns[i] && set->conns[i]->errstr[0])
@@ -240,9 +240,9 @@ const char *rsync_shards_errstr(const struct rsync_shards *set)
     return "";
 }
 
-redisReply *rsync_shard_reply(redisContext *c)
+redisReply *rblock_shard_reply(redisContext *c)
 {
-    redisReply *r = rsync_reply(c);
+    redisReply *r = rblock_reply(c);
     if (r != NULL && r->type == REDIS_REPLY_ERROR && cluster_error_kind(r->str, r->len) != CLUSTER_ERR_OTHER) {
         snprintf(c->errstr, sizeof c->errstr, "%.*s", (int)(sizeof c->errstr - 1), r->str);
         freeReplyObject(r);
@@ -251,13 +251,13 @@ redisReply *rsync_shard_reply(redisContext *c)
     return r;
 }
 
-int rsync_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)
+int rblock_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)
 {
     script_evalsha_head(script, argv, lens);
     return redisAppendCommandArgv(c, argc, argv, lens) == REDIS_OK ? 0 : -1;
 }
 
-redisReply *rsync_reply(redisContext *c)
+redisReply *rblock_reply(redisContext *c)
 {
     void *reply = NULL;
     if (redisGetReply(c, &reply) != REDIS_OK)
@@ -265,11 +265,11 @@ redisReply *rsync_reply(redisContext *c)
     return reply;
 }
 
-int rsync_drain(redisContext *c, int n)
+int rblock_drain(redisContext *c, int n)
 {
     int ok = 0;
     for (int i = 0; i < n; i++) {
-        redisReply *r = rsync_reply(c);
+        redisReply *r = rblock_reply(c);
         if (r == NULL || r->type == REDIS_REPLY_ERROR)
             ok = -1;
         if (r)

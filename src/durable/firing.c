@@ -1,5 +1,5 @@
-/* scheduler.c — see scheduler.h. */
-#include "durable/scheduler.h"
+/* firing.c — see firing.h. */
+#include "durable/firing.h"
 #include "core/app.h"
 #include "base/clock.h"
 #include "base/cron.h"
@@ -25,7 +25,7 @@
  * in ANSWER_WAIT_MS) the sink frees the call when the answer comes after all. */
 struct call {
     struct sbuf body;
-    int done, abandoned; /* under S.mu */
+    int done, abandoned; /* under fire_thread.lock */
     int status;
     char answer[256];
 };
@@ -33,7 +33,7 @@ struct call {
 /* The thread's copy of one schedule. */
 struct entry {
     struct schedule s;
-    struct sched sc;
+    struct cron_rule sc;
     struct tz *tz;       /* NULL for an interval */
     int usable;          /* its expression and zone loaded (else logged once and left) */
     int verify;          /* before the next push, ask MySQL which fires already have a job */
@@ -43,27 +43,27 @@ struct entry {
 static struct {
     struct app *app;
     const struct config *cfg;
-    scheduler_push_fn push;
+    firing_push_fn push;
     void *push_ctx;
     pthread_t thread;
     int started;
-    pthread_mutex_t mu;
+    pthread_mutex_t lock;
     pthread_cond_t cond;
-    int stop;                 /* under mu */
-    int64_t stop_deadline_us; /* under mu */
-    MYSQL *published;         /* under mu: the thread's connection, for a stop to cut */
-    char owned[MAX_SHARDS];   /* under mu */
-    unsigned owned_epoch;     /* under mu: bumped by every change of `owned` */
+    int stop;                 /* under lock */
+    int64_t stop_deadline_us; /* under lock */
+    MYSQL *published;         /* under lock: the thread's connection, for a stop to cut */
+    char owned[MAX_SHARDS];   /* under lock */
+    unsigned owned_epoch;     /* under lock: bumped by every change of `owned` */
     /* figures */
     _Atomic long long fired, dropped, failed;
     atomic_int count, firing;
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} fire_thread = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static int stopping(void)
 {
-    pthread_mutex_lock(&S.mu);
-    int s = S.stop;
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&fire_thread.lock);
+    int s = fire_thread.stop;
+    pthread_mutex_unlock(&fire_thread.lock);
     return s;
 }
 
@@ -72,13 +72,13 @@ static int stopping(void)
 static void on_answer(int status, const char *body, size_t len, void *arg)
 {
     struct call *c = arg;
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&fire_thread.lock);
     c->status = status;
     snprintf(c->answer, sizeof c->answer, "%.*s", (int)(len < sizeof c->answer ? len : sizeof c->answer - 1), body);
     c->done = 1;
     int abandoned = c->abandoned;
-    pthread_cond_broadcast(&S.cond);
-    pthread_mutex_unlock(&S.mu);
+    pthread_cond_broadcast(&fire_thread.cond);
+    pthread_mutex_unlock(&fire_thread.lock);
     if (abandoned) {
         sb_free(&c->body);
         free(c);
@@ -93,7 +93,7 @@ static int push_fires(const struct schedule *s, const int64_t *at, int n, char *
     if (c == NULL)
         return 0;
     schedule_push_body(&c->body, s, at, n);
-    if (c->body.oom || S.push(c->body.data, c->body.len, on_answer, c, S.push_ctx) < 0) {
+    if (c->body.oom || fire_thread.push(c->body.data, c->body.len, on_answer, c, fire_thread.push_ctx) < 0) {
         sb_free(&c->body);
         free(c);
         snprintf(answer, cap, "could not hand the push to an HTTP worker");
@@ -102,15 +102,15 @@ static int push_fires(const struct schedule *s, const int64_t *at, int n, char *
     /* Even when stopping, the answer is worth waiting for until the stop's deadline: with it
      * the watermark moves, and the next start need not push these fires again. */
     int64_t until = clock_mono_us() + (int64_t)ANSWER_WAIT_MS * 1000;
-    pthread_mutex_lock(&S.mu);
-    while (!c->done && clock_mono_us() < until && !(S.stop && clock_mono_us() >= S.stop_deadline_us))
-        clock_cond_wait_us(&S.cond, &S.mu, 100000);
+    pthread_mutex_lock(&fire_thread.lock);
+    while (!c->done && clock_mono_us() < until && !(fire_thread.stop && clock_mono_us() >= fire_thread.stop_deadline_us))
+        clock_cond_wait_us(&fire_thread.cond, &fire_thread.lock, 100000);
     int done = c->done, status = c->status;
     if (done)
         snprintf(answer, cap, "%s", c->answer);
     else
         c->abandoned = 1; /* the sink frees it */
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&fire_thread.lock);
     if (!done) {
         snprintf(answer, cap, "no answer");
         return 0;
@@ -153,7 +153,7 @@ static struct entry *load(MYSQL *db, int *n)
                      e[i].s.tz, err);
             continue;
         }
-        if (schedule_sched(&e[i].s, e[i].tz, &e[i].sc, err, sizeof err) < 0) {
+        if (schedule_cron_rule(&e[i].s, e[i].tz, &e[i].sc, err, sizeof err) < 0) {
             log_warn("scheduler: schedule %llu: %s; it does not fire", (unsigned long long)e[i].s.id, err);
             continue;
         }
@@ -170,10 +170,10 @@ static struct entry *load(MYSQL *db, int *n)
 /* Make the fires of `e` that are due. -1 when MySQL failed (reconnect). */
 static int fire(MYSQL *db, struct entry *e, int64_t now)
 {
-    int cap = S.cfg->max_batch < SCHEDULE_CATCHUP_MAX ? S.cfg->max_batch : SCHEDULE_CATCHUP_MAX;
+    int cap = fire_thread.cfg->max_batch < SCHEDULE_CATCHUP_MAX ? fire_thread.cfg->max_batch : SCHEDULE_CATCHUP_MAX;
     int64_t at[SCHEDULE_CATCHUP_MAX];
     struct schedule_due due;
-    if (schedule_due(&e->s, &e->sc, now, S.cfg->schedule_grace, SCHEDULER_LOOKAHEAD_MS, at, cap, &due) == 0)
+    if (schedule_due(&e->s, &e->sc, now, fire_thread.cfg->schedule_grace, FIRING_LOOKAHEAD_MS, at, cap, &due) == 0)
         return 0;
     char err[256];
     if (due.n > 0 && e->verify) {
@@ -197,7 +197,7 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
         char answer[256];
         int status = push_fires(&e->s, at, due.n, answer, sizeof answer);
         if (status == 0 || status >= 500) {
-            atomic_fetch_add(&S.failed, 1);
+            atomic_fetch_add(&fire_thread.failed, 1);
             log_warn("scheduler: schedule %llu: pushing %d fires: %d %s; trying again in %d ms",
                      (unsigned long long)e->s.id, due.n, status, answer, RETRY_MS);
             e->retry_at = now + RETRY_MS;
@@ -205,11 +205,11 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
             return 0;
         }
         if (status >= 400) {
-            atomic_fetch_add(&S.dropped, due.n);
+            atomic_fetch_add(&fire_thread.dropped, due.n);
             log_error("scheduler: schedule %llu: its job was refused (%d %s); %d fires dropped",
                       (unsigned long long)e->s.id, status, answer, due.n);
         } else {
-            atomic_fetch_add(&S.fired, due.n);
+            atomic_fetch_add(&fire_thread.fired, due.n);
         }
     }
     if (due.skipped || due.caught_up)
@@ -247,33 +247,33 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
 
 static void wait_ms(int ms)
 {
-    pthread_mutex_lock(&S.mu);
-    if (!S.stop)
-        clock_cond_wait_us(&S.cond, &S.mu, (int64_t)ms * 1000);
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&fire_thread.lock);
+    if (!fire_thread.stop)
+        clock_cond_wait_us(&fire_thread.cond, &fire_thread.lock, (int64_t)ms * 1000);
+    pthread_mutex_unlock(&fire_thread.lock);
 }
 
 static void publish(MYSQL *db)
 {
-    pthread_mutex_lock(&S.mu);
-    S.published = db;
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&fire_thread.lock);
+    fire_thread.published = db;
+    pthread_mutex_unlock(&fire_thread.lock);
 }
 
 static void cut_connection(void)
 {
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&fire_thread.lock);
     log_warn("scheduler: a MySQL call outlived the stop deadline; cutting its connection");
-    if (S.published)
-        shutdown((int)mysql_get_socket(S.published), SHUT_RDWR);
-    pthread_mutex_unlock(&S.mu);
+    if (fire_thread.published)
+        shutdown((int)mysql_get_socket(fire_thread.published), SHUT_RDWR);
+    pthread_mutex_unlock(&fire_thread.lock);
 }
 
-static void *scheduler_main(void *unused)
+static void *firing_main(void *unused)
 {
     (void)unused;
     log_set_thread_name("scheduler");
-    const struct config *cfg = S.cfg;
+    const struct config *cfg = fire_thread.cfg;
     MYSQL *db = NULL;
     struct entry *entries = NULL;
     int n = 0;
@@ -295,12 +295,12 @@ static void *scheduler_main(void *unused)
             publish(db);
             signature[0] = '\0'; /* read everything again: it may have changed meanwhile */
         }
-        pthread_mutex_lock(&S.mu);
-        memcpy(owned, S.owned, (size_t)cfg->redis_shards);
-        unsigned epoch = S.owned_epoch;
-        pthread_mutex_unlock(&S.mu);
+        pthread_mutex_lock(&fire_thread.lock);
+        memcpy(owned, fire_thread.owned, (size_t)cfg->redis_shards);
+        unsigned epoch = fire_thread.owned_epoch;
+        pthread_mutex_unlock(&fire_thread.lock);
         int failed = 0;
-        if (now - last_poll >= SCHEDULER_POLL_MS || epoch != seen_epoch) {
+        if (now - last_poll >= FIRING_POLL_MS || epoch != seen_epoch) {
             char sig[sizeof signature];
             last_poll = now;
             if (schedule_db_signature(db, sig, sizeof sig) < 0) {
@@ -318,7 +318,7 @@ static void *scheduler_main(void *unused)
                     n = k;
                     snprintf(signature, sizeof signature, "%s", sig);
                     seen_epoch = epoch;
-                    atomic_store(&S.count, n);
+                    atomic_store(&fire_thread.count, n);
                 }
             }
         }
@@ -332,7 +332,7 @@ static void *scheduler_main(void *unused)
                 continue;
             failed = fire(db, e, clock_unix_ms()) < 0;
         }
-        atomic_store(&S.firing, firing);
+        atomic_store(&fire_thread.firing, firing);
         if (failed) {
             log_warn("scheduler: MySQL failed (%s); reconnecting", mysql_error(db));
             publish(NULL);
@@ -341,7 +341,7 @@ static void *scheduler_main(void *unused)
             wait_ms(1000);
             continue;
         }
-        wait_ms(SCHEDULER_TICK_MS);
+        wait_ms(FIRING_TICK_MS);
     }
     entries_free(entries, n);
     publish(NULL);
@@ -351,55 +351,55 @@ static void *scheduler_main(void *unused)
     return NULL;
 }
 
-int scheduler_start(struct app *app, scheduler_push_fn push, void *push_ctx)
+int firing_start(struct app *app, firing_push_fn push, void *push_ctx)
 {
-    S.app = app;
-    S.cfg = &app->cfg;
-    S.push = push;
-    S.push_ctx = push_ctx;
+    fire_thread.app = app;
+    fire_thread.cfg = &app->cfg;
+    fire_thread.push = push;
+    fire_thread.push_ctx = push_ctx;
     if (app->cfg.redis_shards > MAX_SHARDS)
         return -1;
-    memset(S.owned, 1, sizeof S.owned); /* alone until the fleet says otherwise, like the mover */
-    if (pthread_create(&S.thread, NULL, scheduler_main, NULL) != 0)
+    memset(fire_thread.owned, 1, sizeof fire_thread.owned); /* alone until the fleet says otherwise, like the mover */
+    if (pthread_create(&fire_thread.thread, NULL, firing_main, NULL) != 0)
         return -1;
-    S.started = 1;
+    fire_thread.started = 1;
     return 0;
 }
 
-void scheduler_stop(void)
+void firing_stop(void)
 {
-    if (!S.started)
+    if (!fire_thread.started)
         return;
-    clock_stop_thread(S.thread, &S.mu, &S.cond, &S.stop, &S.stop_deadline_us, STOP_DEADLINE_MS, cut_connection);
-    S.started = 0;
+    clock_stop_thread(fire_thread.thread, &fire_thread.lock, &fire_thread.cond, &fire_thread.stop, &fire_thread.stop_deadline_us, STOP_DEADLINE_MS, cut_connection);
+    fire_thread.started = 0;
 }
 
-void scheduler_set_owned(const char *owned, int shards)
+void firing_set_owned(const char *owned, int shards)
 {
     size_t len = (size_t)(shards < MAX_SHARDS ? shards : MAX_SHARDS);
-    pthread_mutex_lock(&S.mu);
-    if (memcmp(S.owned, owned, len) != 0) {
-        memcpy(S.owned, owned, len);
-        S.owned_epoch++;
+    pthread_mutex_lock(&fire_thread.lock);
+    if (memcmp(fire_thread.owned, owned, len) != 0) {
+        memcpy(fire_thread.owned, owned, len);
+        fire_thread.owned_epoch++;
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&fire_thread.lock);
 }
 
-void scheduler_stats_json(struct sbuf *sb)
+void firing_stats_json(struct sbuf *sb)
 {
     sb_printf(sb, ",\"schedules\":{\"count\":%d,\"firing\":%d,\"fired\":%lld,\"dropped\":%lld,\"failedPushes\":%lld}",
-              atomic_load(&S.count), atomic_load(&S.firing), (long long)atomic_load(&S.fired),
-              (long long)atomic_load(&S.dropped), (long long)atomic_load(&S.failed));
+              atomic_load(&fire_thread.count), atomic_load(&fire_thread.firing), (long long)atomic_load(&fire_thread.fired),
+              (long long)atomic_load(&fire_thread.dropped), (long long)atomic_load(&fire_thread.failed));
 }
 
-void scheduler_metrics(struct sbuf *sb)
+void firing_metrics(struct sbuf *sb)
 {
     sb_puts(sb, "# HELP hourglass_schedule_fires_total Schedule fires this instance pushed (made: a job, or its "
                 "bizKey's job already there; dropped: the job template was refused).\n"
                 "# TYPE hourglass_schedule_fires_total counter\n");
-    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"made\"} %lld\n", (long long)atomic_load(&S.fired));
-    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"dropped\"} %lld\n", (long long)atomic_load(&S.dropped));
+    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"made\"} %lld\n", (long long)atomic_load(&fire_thread.fired));
+    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"dropped\"} %lld\n", (long long)atomic_load(&fire_thread.dropped));
     sb_puts(sb, "# HELP hourglass_schedule_push_failures_total Pushes of schedule fires answered unavailable (tried "
                 "again a second later).\n# TYPE hourglass_schedule_push_failures_total counter\n");
-    sb_printf(sb, "hourglass_schedule_push_failures_total %lld\n", (long long)atomic_load(&S.failed));
+    sb_printf(sb, "hourglass_schedule_push_failures_total %lld\n", (long long)atomic_load(&fire_thread.failed));
 }

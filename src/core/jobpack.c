@@ -1,6 +1,6 @@
-/* jobrec.c — see jobrec.h. The forms match Redis's lua_cmsgpack.c (mp_encode_int,
+/* jobpack.c — see jobpack.h. The forms match Redis's lua_cmsgpack.c (mp_encode_int,
  * mp_encode_bytes): smallest integer encoding, signed forms only for negatives. */
-#include "core/jobrec.h"
+#include "core/jobpack.h"
 
 #include <string.h>
 
@@ -60,12 +60,12 @@ static size_t put_str(unsigned char *p, const char *s, size_t len)
     return head + len;
 }
 
-size_t jobrec_max_size(const struct job_spec *j)
+size_t jobpack_max_size(const struct job_spec *j)
 {
     return 8 * 9 + 3 * 5 + j->topic_len + (j->biz_key ? j->biz_len : 0) + j->body_len;
 }
 
-size_t jobrec_encode(char *out, const struct job_spec *j, uint32_t ver, int state, uint32_t attempts)
+size_t jobpack_encode(char *out, const struct job_spec *j, uint32_t ver, int state, uint32_t attempts)
 {
     unsigned char *p = (unsigned char *)out;
     size_t n = 0;

@@ -1,8 +1,8 @@
-/* test_jobrec.c — src/jobrec.h against records made by Redis's own cmsgpack.pack (Redis
+/* test_jobpack.c — src/jobpack.h against records made by Redis's own cmsgpack.pack (Redis
  * 7.0.15): every integer form (fixint, uint8..64, negative fixint, int8..64) and every string
  * form (fixstr, str8, str16, str32) at their boundaries. Each vector is written as tokens:
  * hex bytes, or "<char>*<count>" for a run of one character. */
-#include "core/jobrec.h"
+#include "core/jobpack.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -45,12 +45,12 @@ static char *repeat(char c, size_t count)
 /* Encode `j` and compare with the vector, byte for byte and in length. */
 static void check_record(const struct job_spec *j, uint32_t ver, int state, uint32_t attempts, const char *vector)
 {
-    size_t cap = jobrec_max_size(j);
+    size_t cap = jobpack_max_size(j);
     char *got = malloc(cap);
     unsigned char *want = malloc(cap + 64);
     ck_assert_ptr_nonnull(got);
     ck_assert_ptr_nonnull(want);
-    size_t n = jobrec_encode(got, j, ver, state, attempts);
+    size_t n = jobpack_encode(got, j, ver, state, attempts);
     size_t wn = expand(vector, want);
     ck_assert_uint_le(n, cap);
     ck_assert_uint_eq(n, wn);
@@ -159,9 +159,9 @@ START_TEST(test_long_bodies)
 }
 END_TEST
 
-static Suite *jobrec_suite(void)
+static Suite *jobpack_suite(void)
 {
-    Suite *s = suite_create("jobrec");
+    Suite *s = suite_create("jobpack");
     TCase *tc = tcase_create("cmsgpack vectors");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_push_of_the_benchmark);
@@ -177,7 +177,7 @@ static Suite *jobrec_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(jobrec_suite());
+    SRunner *sr = srunner_create(jobpack_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
