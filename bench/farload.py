@@ -9,7 +9,7 @@ a `message` row in state 'far' with its far key (far_shard, far_run_at), and per
 `far_count`. No
 transition rows (the history of these jobs is not what is measured).
 
-Ids follow src/ids.h (| 41 bits ms since 2024-01-01 | 10 bits worker | 12 bits k * shards +
+Ids follow src/core/ids.h (| 41 bits ms since 2024-01-01 | 10 bits worker | 12 bits k * shards +
 shard |), with shard = the topic's shard (FNV-1a of its name, mod shards), so every job lands
 on the shard the daemon would have chosen and pages in through that shard's pager. The ids'
 milliseconds start a day before now (--id-ms-ago) and the worker is 1023, so no id the daemon

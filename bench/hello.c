@@ -2,7 +2,7 @@
  *
  *   hello ADDR:PORT THREADS
  *
- * Built the way hourglassd's front end is (src/main.c, src/http.c): one thread per worker,
+ * Built the way hourglassd's front end is (src/process/main.c, src/http.c): one thread per worker,
  * each with its own event_base, evhttp and listening socket on the same address
  * (SO_REUSEPORT, so the kernel spreads connections over the threads; up to fecaa63 this
  * server shared one socket between its threads, and in about a third of the runs one thread

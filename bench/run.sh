@@ -406,7 +406,7 @@ start_daemon() { # PER_ROW
     name_threads
 }
 
-# name_threads: the daemon names its threads in the kernel (src/log.c: http-N, journal, keeper,
+# name_threads: the daemon names its threads in the kernel (src/base/log.c: http-N, journal, keeper,
 # outbox, db-N); the main thread keeps the process's name and is called "main" here.
 name_threads() {
     sleep 0.5
@@ -793,7 +793,7 @@ DATA_PORTS=""
 data_ports() { echo "${DATA_PORTS:-$RPORT}"; }
 redis_jobs_at() { # PORT -> total HLEN of the shards' jobs hashes on that node
     # Every shard's jobs hash is hg:{<tag>}:jobs, the tag "3" on a single Redis and "3.2520" in a
-    # cluster (src/shardtag.h), whatever the shard count: find them by SCAN, not by number.
+    # cluster (src/core/shardtag.h), whatever the shard count: find them by SCAN, not by number.
     redis-cli -h 127.0.0.1 -p "$1" --scan --pattern 'hg:{*}:jobs' | sed 's/^/HLEN /' |
         redis-cli -h 127.0.0.1 -p "$1" | awk '{ t += $1 } END { print t + 0 }'
 }

@@ -33,7 +33,7 @@
  * '{' and the first '}' after it, if there are any — or of the whole key otherwise. */
 int cluster_keyslot(const char *key, size_t len);
 
-/* A node as the map names it: "host:port" (or "[v6]:port", as rconn_parse_address reads it)
+/* A node as the map names it: "host:port" (or "[v6]:port", as raddr_parse (core/raddr.h) reads it)
  * and its node id ("" when the reply gave none). */
 struct cluster_node {
     char addr[CLUSTER_ADDR_MAX];

@@ -1,8 +1,8 @@
 /* job.h — the job model: states, and validation of what producers push.
  *
  * Validation is all-or-nothing for an array: the first bad item fails the whole request
- * with a message naming its index and field. Pure functions (jansson only), unit-tested
- * and fuzzed directly. */
+ * with a message naming its index and field. Pure functions (no I/O, no jansson: a push is scanned by
+ * base/jscan.h, its body kept byte for byte), unit-tested and fuzzed directly. */
 #ifndef HG_JOB_H
 #define HG_JOB_H
 
@@ -14,7 +14,7 @@
 #define TOPICS_PER_GET 32
 #define JOB_BACKOFF_MAX (365LL * 24 * 3600 * 1000) /* ms; as a topic's (topicconf.h) */
 
-/* Numbers match the Lua scripts (src/lua/lib.lua); ABORTED exists only in MySQL. FAR too: a
+/* Numbers match the Lua scripts (src/redis/lua/lib.lua); ABORTED exists only in MySQL. FAR too: a
  * delayed job due beyond [queue] horizon, held by MySQL alone until the pager (pager.h) puts
  * it in Redis; the API shows it as "delayed" (with "tier":"mysql"). */
 enum job_state {

@@ -1,6 +1,6 @@
 /* jobpack.h — a job's Redis record, encoded on the daemon's side.
  *
- * The record is what src/lua/lib.lua's save_job() stores in the shard's jobs hash:
+ * The record is what src/redis/lua/lib.lua's save_job() stores in the shard's jobs hash:
  * cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic, bizKey, body[,
  * backoff]), ten MessagePack values back to back (eleven for a job pushed with its own
  * backoff), each integer in its shortest form and each string as a MessagePack str, byte for

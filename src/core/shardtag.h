@@ -7,7 +7,7 @@
  *   cluster  the tag is cluster_shard_tag(n, shards), "3.2520": shard n's slot is the middle of
  *            the n-th of `shards` equal slices of 0..16383, so the masters of a Redis Cluster
  *            share the shards evenly (cluster.h). It still starts with the shard number and a
- *            '.', which is how the scripts read the shard back (src/lua/lib.lua).
+ *            '.', which is how the scripts read the shard back (src/redis/lua/lib.lua).
  *
  * The table is computed once, by shardtag_init in main() before any thread starts (a cluster
  * tag costs ~16384 CRCs: ~40 ms for all 256 of 256 shards here), and only read afterwards, so any

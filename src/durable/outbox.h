@@ -1,7 +1,7 @@
 /* outbox.h — the outbox thread: carries transitions from the Redis outbox streams to MySQL.
  *
  * Every Lua script that changes a job appends the change to its shard's stream
- * (<prefix>:{n}:log, see src/lua/lib.lua) atomically with the change itself. This thread
+ * (<prefix>:{n}:log, see src/redis/lua/lib.lua) atomically with the change itself. This thread
  * reads those entries through the consumer group "journal" (each entry goes to one
  * instance), hands each batch to the journal as one submission, waits for the commit, and
  * only then acknowledges and deletes the entries. So a transition reaches MySQL even when

@@ -1,7 +1,7 @@
 /* pubsub.h — what instances tell each other through Redis pub/sub, received on one
  * subscriber connection on the keeper's loop:
  *   <prefix>:wake   "<shard> <due>": a push, release or reschedule made a sooner entry in a
- *                   shard's delay zset (src/lua/lib.lua) -> on_wake (the mover);
+ *                   shard's delay zset (src/redis/lua/lib.lua) -> on_wake (the mover);
  *   <prefix>:ready  "<topic>": jobs became ready on a topic (move.lua, release...) ->
  *                   on_ready (main.c hands it to every HTTP worker's parked long-polls).
  * Messages sent while the subscriber was disconnected are lost, so on every (re)connect it

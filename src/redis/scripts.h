@@ -1,4 +1,4 @@
-/* scripts.h — the Lua scripts (the .lua files under src/lua, embedded at build time by
+/* scripts.h — the Lua scripts (the .lua files under src/redis/lua, embedded at build time by
  * scripts/embed-lua.sh) and their SHA-1 names, also computed at build time. Each script's
  * contract (KEYS, ARGV, reply) is in the header comment of its .lua file. */
 #ifndef HG_SCRIPTS_H
@@ -52,7 +52,7 @@ extern const int script_sources_count;
 int scripts_init(void) __attribute__((warn_unused_result));
 
 /* Use the guarded texts (1) or the plain ones (0, the default) from now on: the guard
- * (src/lua/guard.lua) makes a script refuse whole while its slot migrates in a Redis Cluster.
+ * (src/redis/lua/guard.lua) makes a script refuse whole while its slot migrates in a Redis Cluster.
  * Set once with the shard tags (cluster tags: guarded), before any thread loads a script. */
 void scripts_guard(int on);
 

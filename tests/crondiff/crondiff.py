@@ -1,4 +1,4 @@
-"""crondiff.py — differential test of src/cron.c against ref.py around DST transitions.
+"""crondiff.py — differential test of src/base/cron.c against ref.py around DST transitions.
 
     make && python3 tests/crondiff/crondiff.py [SEED]
 

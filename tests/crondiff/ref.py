@@ -1,9 +1,9 @@
-"""ref.py — brute-force reference for cron fire times, independent of src/cron.c.
+"""ref.py — brute-force reference for cron fire times, independent of src/base/cron.c.
 
 Wildcard expressions (minute or hour field starting with '*') fire at every instant whose
 wall time matches: walk UTC minutes. Fixed expressions fire once per matching wall time:
 walk wall minutes; a repeated time fires at its first occurrence (fold=0), a time in a gap
-at the transition that ends the gap (found by bisection). See src/cron.h. Assumes the
+at the transition that ends the gap (found by bisection). See src/base/cron.h. Assumes the
 zone's offsets in the window are whole minutes (true of every zone since 1972 or so)."""
 import datetime as dt
 import zoneinfo

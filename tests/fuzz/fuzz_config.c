@@ -1,4 +1,4 @@
-/* fuzz_config.c — libFuzzer entry point: INI text (src/config.h: config_load_string, config_print, config_validate).
+/* fuzz_config.c — libFuzzer entry point: INI text (src/core/config.h: config_load_string, config_print, config_validate).
  * The target body is fuzz_config() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
 #include "targets.h"
 

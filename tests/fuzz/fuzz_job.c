@@ -1,4 +1,4 @@
-/* fuzz_job.c — libFuzzer entry point: a POST /push body, topic list or bizKey (src/job.h).
+/* fuzz_job.c — libFuzzer entry point: a POST /push body, topic list or bizKey (src/core/job.h).
  * The target body is fuzz_job() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
 #include "targets.h"
 

@@ -9,7 +9,7 @@ from harness import Daemon
 from rcluster import RedisCluster
 
 SHARDS = 8
-# src/shardtag.h under Cluster, pinned like test_cluster.c / test_shardtag.c pin them
+# src/core/shardtag.h under Cluster, pinned like test_cluster.c / test_shardtag.c pin them
 CLUSTER_TAGS = ["0.6957", "1.48242", "2.68352", "3.2520", "4.586", "5.22978", "6.1197", "7.5679"]
 
 

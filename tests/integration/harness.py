@@ -255,7 +255,7 @@ KEY_ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz
 
 
 def id_key(job_id: str) -> str:
-    """The compact Redis form of a job id: its field in the shard's jobs hash (src/ids.c id_to_key)."""
+    """The compact Redis form of a job id: its field in the shard's jobs hash (src/core/ids.c id_to_key)."""
     v, out = int(job_id), []
     for _ in range(11):
         out.append(KEY_ALPHABET[v & 63])

@@ -104,7 +104,7 @@ def _crc16(data: bytes) -> int:
 
 
 def keyslot(key: str | bytes) -> int:
-    """Redis's key -> slot (hash tag rule included), independent of src/cluster.c."""
+    """Redis's key -> slot (hash tag rule included), independent of src/core/cluster.c."""
     k = key.encode() if isinstance(key, str) else key
     i = k.find(b"{")
     if i >= 0:

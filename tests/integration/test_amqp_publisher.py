@@ -1,4 +1,4 @@
-"""The AMQP publisher (src/amqppub.h) against a real, private RabbitMQ, driven through
+"""The AMQP publisher (src/delivery/amqppub.h) against a real, private RabbitMQ, driven through
 tests/tools/amqp_publish.c (one publisher per driver process, commands as JSON lines), with
 consumers in pika (Debian's python3-pika).
 

@@ -5,7 +5,7 @@ daemon on a real cluster: test_cluster_wire, test_cluster_lifecycle).
   while no seed answers (requests get 503 until one does), as a single-Redis daemon starts
   while its Redis is down; a seed list that does not parse is named, and so is a seed list
   without `cluster = true`.
-* The cluster key layout ({<n>.<k>} tags, src/shardtag.h) runs on a single Redis through the
+* The cluster key layout ({<n>.<k>} tags, src/core/shardtag.h) runs on a single Redis through the
   test-only HOURGLASS_TEST_SHARD_TAGS=cluster (main.c): every key the daemon writes, and every
   script it runs, then works on tagged keys, which is what a cluster will see. A push -> due ->
   get -> finish round trip (a delayed job too: the mover and its wake) works there, and every
@@ -31,7 +31,7 @@ from rcluster import keyslot
 
 KNOB = "HOURGLASS_TEST_SHARD_TAGS"
 SHARDS = 8
-# src/shardtag.h under Cluster, pinned like test_cluster.c / test_shardtag.c pin them
+# src/core/shardtag.h under Cluster, pinned like test_cluster.c / test_shardtag.c pin them
 CLUSTER_TAGS = ["0.6957", "1.48242", "2.68352", "3.2520", "4.586", "5.22978", "6.1197", "7.5679"]
 
 

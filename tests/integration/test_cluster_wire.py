@@ -1,7 +1,7 @@
 """The daemon with `[redis] cluster = true` against a real cluster of 3 masters + 3 replicas
 (tests/integration/rcluster.py; issue 14, step 4): the asynchronous traffic through
-src/rcluster.c (workers, keeper, delivery thread: src/rlink.h), the subscriber on one node,
-and the blocking connections per master (src/rblock.h: start-up layout check, outbox, pager,
+src/redis/rcluster.c (workers, keeper, delivery thread: src/redis/rlink.h), the subscriber on one node,
+and the blocking connections per master (src/redis/rblock.h: start-up layout check, outbox, pager,
 restore, reconciler, purge, topic settings).
 
 * a: push -> get -> finish on topics of every shard, and a delayed job made ready by the mover

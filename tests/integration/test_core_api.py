@@ -122,7 +122,7 @@ class PushTest(CoreTestCase):
 
 class JobRecordTest(CoreTestCase):
     """A new job without a bizKey reaches Redis with a record the daemon encoded
-    (src/jobpack.c) and push.lua stores as it is; every script reads it with cmsgpack.unpack.
+    (src/core/jobpack.c) and push.lua stores as it is; every script reads it with cmsgpack.unpack.
     Each record must be exactly what Redis's cmsgpack.pack writes for its fields (so the
     scripts' own records and these are interchangeable) and hold the pushed values."""
 

@@ -1,4 +1,4 @@
-"""The fault seam (src/fault.h) with real servers: HOURGLASS_FAULTS makes a chosen MySQL
+"""The fault seam (src/base/fault.h) with real servers: HOURGLASS_FAULTS makes a chosen MySQL
 statement or COMMIT fail or lose its answer, and the daemon must come out right each time.
 
 - A cycle whose statements fail before they reach MySQL (the connection broke) is certainly

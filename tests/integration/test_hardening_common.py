@@ -32,7 +32,7 @@ def key_to_id(key: str) -> str:
 
 
 # Every job record of a namespace: id key, state number, version, attempts (cmsgpack, see
-# src/lua/lib.lua: pack(ver, state, attempts, ...)). Test-only: KEYS over one Redis.
+# src/redis/lua/lib.lua: pack(ver, state, attempts, ...)). Test-only: KEYS over one Redis.
 _DUMP_JOBS = """
 local out = {}
 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
@@ -62,7 +62,7 @@ def redis_jobs(cli, prefix: str, timeout: float = 10.0) -> dict[str, tuple[str, 
 
 # A fingerprint of every key of a namespace but the id-generator lease ({w}: renewed every
 # second by design) and the loss-detection marks (<shard>:marks: advanced every second by
-# design, src/lossmark.h): type and content (stream: length only; its consumer group's
+# design, src/duties/lossmark.h): type and content (stream: length only; its consumer group's
 # bookkeeping moves with every blocking read).
 _DUMP_KEYS = """
 local out = {}

@@ -105,7 +105,7 @@ class HistoryTest(HourglassTestCase):
         self.check_history(j, ["ready", "reserved", "ready", "reserved", "dead"], t0, now_ms())
 
 
-IDS_EPOCH_MS = 1704067200000  # src/ids.h: ids are (ms since this) << 22 | worker << 12 | low bits
+IDS_EPOCH_MS = 1704067200000  # src/core/ids.h: ids are (ms since this) << 22 | worker << 12 | low bits
 
 
 def id_made_at(ms: int, low: int) -> int:

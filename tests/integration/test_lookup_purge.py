@@ -424,7 +424,7 @@ class PurgeBigTest(Case):
 
 # --------------------------------------------------------------------------- retention
 
-IDS_EPOCH_MS = 1704067200000  # src/ids.h
+IDS_EPOCH_MS = 1704067200000  # src/core/ids.h
 
 
 class LookupRetentionTest(Case):

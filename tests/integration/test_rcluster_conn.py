@@ -1,4 +1,4 @@
-"""src/rcluster.c (the asynchronous connections to a Redis Cluster, issue 14 step 2) against a
+"""src/redis/rcluster.c (the asynchronous connections to a Redis Cluster, issue 14 step 2) against a
 real cluster (rcluster.py), through tests/tools/rcluster_drive: keys on every master, a slot
 migrated under traffic (ASK, then MOVED, no command lost or doubled; an ASKed script that meets
 a flushed script cache), and a master killed

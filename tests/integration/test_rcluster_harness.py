@@ -1,4 +1,4 @@
-"""Self-test of rcluster.py (a real Redis Cluster on loopback), and src/cluster.c checked
+"""Self-test of rcluster.py (a real Redis Cluster on loopback), and src/core/cluster.c checked
 against it through tests/tools/cluster_probe: the C key slots and shard tags against CLUSTER
 KEYSLOT, the C slot map against the cluster's own view, MOVED/ASK as Redis sends them — at
 the start, during and after a slot migration, and after a master is killed. No daemon yet

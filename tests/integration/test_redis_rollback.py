@@ -2,7 +2,7 @@
 after losing the master's last writes): `/reStore` reconciles both ways.
 
 The loss is also noticed without an admin: each instance keeps a growing mark in every shard
-(src/lossmark.h); Redis holding an older mark, or none, is a loss — logged, counted, shown in
+(src/duties/lossmark.h); Redis holding an older mark, or none, is a loss — logged, counted, shown in
 /health as "degraded" until a restore repairs it, and with [redis] auto_restore repaired by
 the daemon itself.
 

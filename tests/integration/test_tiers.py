@@ -664,7 +664,7 @@ class PagerPacingTest(TiersCase):
     PAGER_PACED_RATE = 2,000 jobs/s — 10 s for 20,000, where flat out takes ~1.5 s here."""
 
     N = 20_000
-    PACED_RATE = 2000  # src/pager.h
+    PACED_RATE = 2000  # src/durable/pager.h
 
     def test_an_early_bucket_is_paced_and_a_page_now_is_not_held_up(self):
         a = self.start_daemon({"queue": {"horizon": 3000}, "http": {"max_body": 4 << 20}})

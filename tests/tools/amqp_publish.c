@@ -1,4 +1,4 @@
-/* amqp_publish — drives src/amqppub.h for tests/integration/test_amqp_publisher.py.
+/* amqp_publish — drives src/delivery/amqppub.h for tests/integration/test_amqp_publisher.py.
  *
  *   amqp_publish URL
  *

@@ -1,4 +1,4 @@
-/* cluster_probe — drives src/cluster.h for tests/integration/test_rcluster_harness.py, so the
+/* cluster_probe — drives src/core/cluster.h for tests/integration/test_rcluster_harness.py, so the
  * C code itself is checked against a real Redis Cluster (not a Python copy of it).
  *
  *   cluster_probe tags S                 one line per shard n < S: "n tag slot"

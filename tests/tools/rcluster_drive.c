@@ -1,4 +1,4 @@
-/* rcluster_drive — runs src/rcluster.h against a real Redis Cluster for
+/* rcluster_drive — runs src/redis/rcluster.h against a real Redis Cluster for
  * tests/integration/test_rcluster_conn.py. One event loop, one rcluster, like a daemon thread.
  *
  *   rcluster_drive SEEDS check KEY...

@@ -1,4 +1,4 @@
-/* test_amqppub.c — src/amqpurl.h (the [amqp] url) and the pure parts of src/amqppub.h: the
+/* test_amqppub.c — src/core/amqpurl.h (the [amqp] url) and the pure parts of src/delivery/amqppub.h: the
  * confirm ledger, outcome names; plus what the publisher does without a broker (a refused
  * port, a silent one, the backoff). Publishing to a real RabbitMQ is
  * tests/integration/test_amqp_publisher.py. */

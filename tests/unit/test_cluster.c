@@ -1,4 +1,4 @@
-/* test_cluster.c — src/cluster.h: key slots, the slot map, MOVED/ASK, shard tags.
+/* test_cluster.c — src/core/cluster.h: key slots, the slot map, MOVED/ASK, shard tags.
  *
  * The CLUSTER SLOTS replies and redirections below are real: recorded from a 3-master +
  * 3-replica Redis 7.0.15 cluster on loopback (tests/integration/rcluster_record.py prints

@@ -1,4 +1,4 @@
-/* test_config.c — src/config.h: defaults, the strict INI reader, validation and printing. */
+/* test_config.c — src/core/config.h: defaults, the strict INI reader, validation and printing. */
 #include "core/config.h"
 
 #include <check.h>

@@ -1,4 +1,4 @@
-/* test_cron.c — src/cron.h and src/tz.h: parsing, next-fire times across DST in real zones,
+/* test_cron.c — src/base/cron.h and src/base/tz.h: parsing, next-fire times across DST in real zones,
  * intervals, enumeration, zone names and the TZif / POSIX TZ readers.
  *
  * Expected fire times were not computed with cron.c: they come from tests/crondiff/ref.py, a

@@ -1,4 +1,4 @@
-/* test_delivstats.c — src/delivstats.h: per topic and route delivery counts and latency, as
+/* test_delivstats.c — src/delivery/delivstats.h: per topic and route delivery counts and latency, as
  * Prometheus text. */
 #include "delivery/delivstats.h"
 #include "base/sbuf.h"

@@ -1,4 +1,4 @@
-/* test_ids.c — src/ids.h: the id generator, shards, the compact key form and decimal ids. */
+/* test_ids.c — src/core/ids.h: the id generator, shards, the compact key form and decimal ids. */
 #include "core/ids.h"
 
 #include <check.h>

@@ -1,4 +1,4 @@
-/* test_job.c — src/job.h: push validation, topics, bizKeys and state names. */
+/* test_job.c — src/core/job.h: push validation, topics, bizKeys and state names. */
 #include "core/job.h"
 
 #include <check.h>

@@ -1,4 +1,4 @@
-/* test_jobpack.c — src/jobpack.h against records made by Redis's own cmsgpack.pack (Redis
+/* test_jobpack.c — src/core/jobpack.h against records made by Redis's own cmsgpack.pack (Redis
  * 7.0.15): every integer form (fixint, uint8..64, negative fixint, int8..64) and every string
  * form (fixstr, str8, str16, str32) at their boundaries. Each vector is written as tokens:
  * hex bytes, or "<char>*<count>" for a run of one character. */

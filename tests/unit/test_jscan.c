@@ -1,4 +1,4 @@
-/* test_jscan.c — the validating JSON scanner (src/jscan.h): it must accept exactly RFC 8259
+/* test_jscan.c — the validating JSON scanner (src/base/jscan.h): it must accept exactly RFC 8259
  * JSON. jansson serves as the independent judge for inputs both can represent. */
 #include <check.h>
 #include <jansson.h>

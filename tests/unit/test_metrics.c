@@ -1,4 +1,4 @@
-/* test_metrics.c — src/metrics.h: counters, gauges, histograms and the Prometheus text output.
+/* test_metrics.c — src/core/metrics.h: counters, gauges, histograms and the Prometheus text output.
  *
  * Metrics are process-wide, so every check compares a render before and after the change
  * (deltas), and the tests hold whether or not Check forks per test. The output is read with

@@ -1,4 +1,4 @@
-/* test_params.c — src/params.h: form and JSON parameters, typed getters, strict integers. */
+/* test_params.c — src/http/params.h: form and JSON parameters, typed getters, strict integers. */
 #include "http/params.h"
 
 #include <check.h>

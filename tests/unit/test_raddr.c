@@ -1,4 +1,4 @@
-/* test_raddr.c — src/raddr.h: the [redis] address parser every connection and the config
+/* test_raddr.c — src/core/raddr.h: the [redis] address parser every connection and the config
  * check use, and the Cluster seed list. */
 #include "core/raddr.h"
 

@@ -1,4 +1,4 @@
-/* test_rcluster.c — the parts of src/rcluster.h that need no server: which slot a command
+/* test_rcluster.c — the parts of src/redis/rcluster.h that need no server: which slot a command
  * routes by, how far a command follows redirects and retries, seed lists, and refusing
  * commands before a map has arrived. The rest is proven against a real cluster by
  * tests/integration/test_rcluster_conn.py. */

@@ -1,4 +1,4 @@
-/* test_rconn.c — src/rconn.h: the connection state machine against a fake Redis.
+/* test_rconn.c — src/redis/rconn.h: the connection state machine against a fake Redis.
  *
  * The fake is a thread in this process speaking just enough RESP on a loopback port: AUTH,
  * SELECT, CLIENT, ROLE, SCRIPT LOAD and EVALSHA (answered NOSCRIPT until some SCRIPT LOAD

@@ -1,4 +1,4 @@
-/* test_rnodes.c — src/rnodes.h: the links' snapshots summed per node; counters that stay
+/* test_rnodes.c — src/redis/rnodes.h: the links' snapshots summed per node; counters that stay
  * monotonic when a link lets a node go or comes back to it; the map's view taken from the
  * freshest snapshot; the Prometheus series, and none before any post (a single Redis). The
  * table is process-wide: each test uses addresses of its own, so the tests also pass in one

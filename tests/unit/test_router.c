@@ -1,4 +1,4 @@
-/* test_router.c — src/router.h: paths to endpoints, path arguments, methods, admin endpoints. */
+/* test_router.c — src/core/router.h: paths to endpoints, path arguments, methods, admin endpoints. */
 #include "core/router.h"
 
 #include <check.h>

@@ -1,4 +1,4 @@
-/* test_sbuf.c — src/sbuf.h: the growable buffer and its JSON helpers. */
+/* test_sbuf.c — src/base/sbuf.h: the growable buffer and its JSON helpers. */
 #include "base/sbuf.h"
 
 #include <check.h>

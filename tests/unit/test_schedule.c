@@ -1,4 +1,4 @@
-/* test_schedule.c — src/schedule.h: a POST /schedules body checked field by field (the 400
+/* test_schedule.c — src/durable/schedule.h: a POST /schedules body checked field by field (the 400
  * messages name the field), the /push body of a fire, and which fires to make when (the
  * catch-up policies after downtime, the look-ahead, the cap). */
 #include "base/cron.h"

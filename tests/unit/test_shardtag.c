@@ -1,4 +1,4 @@
-/* test_shardtag.c — src/shardtag.h and the key builders over it (rkey, store_actor): plain
+/* test_shardtag.c — src/core/shardtag.h and the key builders over it (rkey, store_actor): plain
  * tags leave every key byte for byte as single-Redis data has them; cluster tags are the
  * pinned ones, each key lands in its shard's slot, and every tag reads back as its shard
  * number the way lib.lua reads it. */

@@ -1,4 +1,4 @@
-/* test_sign.c — src/sign.h: HMAC-SHA256 as lowercase hex, against the RFC 4231 test vectors
+/* test_sign.c — src/delivery/sign.h: HMAC-SHA256 as lowercase hex, against the RFC 4231 test vectors
  * (section 4, the SHA-256 rows), and the Hourglass-Signature header value built from it. */
 #include "delivery/sign.h"
 

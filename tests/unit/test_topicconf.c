@@ -1,4 +1,4 @@
-/* test_topicconf.c — src/topicconf.h: a topic's settings, merged from PUT bodies, written as
+/* test_topicconf.c — src/core/topicconf.h: a topic's settings, merged from PUT bodies, written as
  * JSON and as the scripts' compact value. */
 #include "base/sbuf.h"
 #include "core/topicconf.h"

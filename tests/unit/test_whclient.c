@@ -1,4 +1,4 @@
-/* test_whclient.c — src/whclient.h: URL checks, and the client against real receivers.
+/* test_whclient.c — src/delivery/whclient.h: URL checks, and the client against real receivers.
  *
  * The receivers are evhttp servers on 127.0.0.1 port 0, on the same event_base as the client
  * (one plain, one TLS with a self-signed certificate made here with the OpenSSL API and

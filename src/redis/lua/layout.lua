@@ -1,6 +1,6 @@
--- layout.lua — claim or read the data layout record (src/layout.h).
+-- layout.lua — claim or read the data layout record (src/redis/layout.h).
 -- KEYS[1] = <prefix>:{w}:meta   hash: shards -> the shard count; tags -> how shard keys are
---           tagged, "plain" ({3}) or "cluster" ({3.2520}) (src/shardtag.h). A record written
+--           tagged, "plain" ({3}) or "cluster" ({3.2520}) (src/core/shardtag.h). A record written
 --           before the tags field existed has none, and means plain.
 -- ARGV    = shards, tags: this instance's
 -- The first instance to find no record writes both fields in this one step, so no other can

@@ -3,7 +3,7 @@
 -- Every script runs on ONE shard: KEYS[1] is "<prefix>:{<shard>}:jobs" and every other key
 -- it touches shares the "{<shard>}" hash tag, so the layout is Redis Cluster ready. The tag is
 -- the shard number ("3") with [redis] cluster = false, or "<n>.<k>" ("3.2520") with true: a
--- tag that puts the shard's slot where it spreads the shards over the masters (src/shardtag.h).
+-- tag that puts the shard's slot where it spreads the shards over the masters (src/core/shardtag.h).
 -- Either way the shard number is what comes before the '.', and keys are made from KEYS[1]'s
 -- own base, so a script never touches another tag.
 --
@@ -45,7 +45,7 @@
 -- journal batches that arrive late never roll a job back.
 
 local DELAYED, READY, RESERVED, FINISHED, DELETED, DEAD = 1, 2, 3, 4, 5, 6
-local FAR = 8 -- MySQL only: a job due beyond the horizon (src/job.h); never a record's state
+local FAR = 8 -- MySQL only: a job due beyond the horizon (src/core/job.h); never a record's state
 local PRIO_SCALE = 10000000000000 -- 1e13 ms: later than year 2286, so priority always dominates
 
 local base = string.sub(KEYS[1], 1, -5) -- strip "jobs"
@@ -313,7 +313,7 @@ local function biz_holder(topic, biz)
     return v, nil
 end
 
--- A topic's settings (src/topicconf.h): "<paused> <rate> <backoff> <maxBackoff> <seq>"; a topic
+-- A topic's settings (src/core/topicconf.h): "<paused> <rate> <backoff> <maxBackoff> <seq>"; a topic
 -- without a field has the defaults (TOPICCONF_DEFAULT_*).
 local DEFAULT_MAX_BACKOFF = 3600000
 local function topic_conf(topic)

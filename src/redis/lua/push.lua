@@ -5,7 +5,7 @@
 --           far: 0..3; far = a bizKey job committed to MySQL alone, whose key alone is kept here),
 --           now (the request's clock: due at or before it, the job starts ready, as its
 --           committed row says), who (the request's actor, for the outbox), record: for a job
---           without a bizKey, its whole record as new (src/jobpack.c; state delayed when
+--           without a bizKey, its whole record as new (src/core/jobpack.c; state delayed when
 --           runAt > now, else ready; its own backoff is in it), and then body is ''; for a
 --           job with a bizKey, its own backoff instead ('' = its topic's)
 -- Returns one entry per job, in order:

@@ -1,5 +1,5 @@
 -- restore.lua — insert jobs read back from MySQL, only where Redis lacks them. /reStore uses
--- it, and so does the pager (src/pager.c) for far jobs (mysql_state FAR): the far job's own
+-- it, and so does the pager (src/durable/pager.c) for far jobs (mysql_state FAR): the far job's own
 -- bizKey entry ("<idkey>@<runAt>") becomes a plain one, and a copy of the job that an older
 -- read of its row put in Redis (version not above the row's) is replaced by the row.
 -- Idempotent and safe beside live traffic: a job Redis holds is left alone, a job that

@@ -1,5 +1,5 @@
 -- topicset.lua — write topics' settings into their shard's topic hash (lib.lua topic_conf), from
--- MySQL, which holds them (src/topics.c). A value is "<paused> <rate> <backoff> <maxBackoff>
+-- MySQL, which holds them (src/duties/topics.c). A value is "<paused> <rate> <backoff> <maxBackoff>
 -- <seq>"; a write whose seq is not newer than the stored one is dropped, so writers racing
 -- (a PUT and every instance's sync) always leave the newest. A topic whose paused flag goes
 -- off is announced on "<prefix>:ready": consumers parked on it try again.
