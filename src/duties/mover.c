@@ -12,6 +12,7 @@
 
 #define NEVER INT64_MAX
 #define SAFETY_MS 1000
+#define RETRY_FIRST_MS 10 /* after a move that could not run: doubled each time, up to SAFETY_MS */
 
 struct mover {
     struct app *app;
@@ -23,6 +24,11 @@ struct mover {
     char *running;            /* a move.lua call is in flight */
     char *again;              /* run again when it returns */
     char *owned;
+    /* A shard whose move could not run (Redis down or refusing, the layout unchecked, the
+     * journal full) is not tried again before retry_at: without it a due time that passed
+     * during an outage re-armed the timer at 0 and the keeper spun at 100 % of a core. */
+    int64_t *retry_at;        /* per shard, unix ms; 0 when the last move ran */
+    int *retry_ms;            /* per shard, the current back-off */
     atomic_llong moved_total;
     atomic_llong expired_total;
 };
@@ -34,6 +40,27 @@ struct move_call {
 
 static void arm_timer(struct mover *m);
 static void run_shard(struct mover *m, int shard);
+
+/* The move of `shard` could not run now: back off before the next try. */
+static void back_off(struct mover *m, int shard)
+{
+    int wait = m->retry_ms[shard] ? m->retry_ms[shard] * 2 : RETRY_FIRST_MS;
+    m->retry_ms[shard] = wait > SAFETY_MS ? SAFETY_MS : wait;
+    m->retry_at[shard] = clock_unix_ms() + m->retry_ms[shard];
+}
+
+static void clear_back_off(struct mover *m, int shard)
+{
+    m->retry_ms[shard] = 0;
+    m->retry_at[shard] = 0;
+}
+
+/* When the shard's timer should fire: its next due time, not before a back-off ends. */
+static int64_t wake_at(const struct mover *m, int shard)
+{
+    int64_t due = m->next_due[shard];
+    return due < m->retry_at[shard] ? m->retry_at[shard] : due;
+}
 
 /* move.lua logged the transitions in the outbox; here they are only counted. */
 static void count_moves(struct mover *m, const struct move_outcome *o)
@@ -57,9 +84,12 @@ static void on_moved(const struct move_outcome *o, void *arg)
     m->running[shard] = 0;
     metrics_inc(MC_MOVER_RUNS, 1);
     if (o == NULL) {
-        m->again[shard] = 0; /* Redis trouble: the safety tick retries */
+        m->again[shard] = 0; /* Redis trouble: tried again after a back-off */
+        back_off(m, shard);
+        arm_timer(m);
         return;
     }
+    clear_back_off(m, shard);
     count_moves(m, o);
     m->next_due[shard] = o->next_due < 0 ? NEVER : o->next_due;
     if (o->more || m->again[shard]) {
@@ -71,33 +101,34 @@ static void on_moved(const struct move_outcome *o, void *arg)
 
 static void run_shard(struct mover *m, int shard)
 {
-    if (atomic_load(&m->app->layout) != 1)
-        return; /* not before the shard count is known to match the data */
     if (m->running[shard]) {
         m->again[shard] = 1;
         return;
     }
-    if (!journal_accepting())
-        return; /* back-pressure: leave the jobs where they are until MySQL catches up */
-    struct move_call *call = malloc(sizeof *call);
-    if (call == NULL)
+    /* not before the shard count is known to match the data; under back-pressure, leave the
+     * jobs where they are until MySQL catches up */
+    struct move_call *call = NULL;
+    if (atomic_load(&m->app->layout) != 1 || !journal_accepting() || (call = malloc(sizeof *call)) == NULL) {
+        back_off(m, shard);
         return;
+    }
     call->m = m;
     call->shard = shard;
     m->running[shard] = 1;
     if (store_move(m->store, shard, clock_unix_ms(), m->app->cfg.mover_batch, m->who, on_moved, call) < 0) {
         m->running[shard] = 0;
         free(call);
+        back_off(m, shard);
     }
 }
 
-/* Run every owned shard that is due, then sleep until the next one (at most SAFETY_MS). */
-/* Run every owned shard that is due, then sleep until the next one (at most SAFETY_MS). */
+/* Run every owned shard that is due and not backing off, then sleep until the next one (at
+ * most SAFETY_MS). */
 static void run_due(struct mover *m)
 {
     int64_t now = clock_unix_ms();
     for (int s = 0; s < m->shards; s++)
-        if (m->owned[s] && m->next_due[s] <= now)
+        if (m->owned[s] && wake_at(m, s) <= now)
             run_shard(m, s);
     arm_timer(m);
 }
@@ -106,8 +137,8 @@ static void arm_timer(struct mover *m)
 {
     int64_t next = NEVER;
     for (int s = 0; s < m->shards; s++)
-        if (m->owned[s] && !m->running[s] && m->next_due[s] < next)
-            next = m->next_due[s];
+        if (m->owned[s] && !m->running[s] && wake_at(m, s) < next)
+            next = wake_at(m, s);
     int64_t now_us = clock_unix_us();
     int64_t wait_us = next == NEVER ? SAFETY_MS * 1000 : next * 1000 - now_us;
     if (wait_us < 0)
@@ -141,8 +172,10 @@ void mover_wake(struct mover *m, int shard, int64_t due)
 
 void mover_rescan(struct mover *m)
 {
-    for (int s = 0; s < m->shards; s++)
+    for (int s = 0; s < m->shards; s++) {
         m->next_due[s] = 0;
+        clear_back_off(m, s); /* Redis is back: look now */
+    }
     run_due(m);
 }
 
@@ -172,8 +205,10 @@ struct mover *mover_new(struct app *app, struct event_base *base, struct store *
     m->running = calloc((size_t)m->shards, 1);
     m->again = calloc((size_t)m->shards, 1);
     m->owned = calloc((size_t)m->shards, 1);
+    m->retry_at = calloc((size_t)m->shards, sizeof *m->retry_at);
+    m->retry_ms = calloc((size_t)m->shards, sizeof *m->retry_ms);
     m->timer = evtimer_new(base, on_timer, m);
-    if (!m->next_due || !m->running || !m->again || !m->owned || !m->timer) {
+    if (!m->next_due || !m->running || !m->again || !m->owned || !m->retry_at || !m->retry_ms || !m->timer) {
         mover_free(m);
         return NULL;
     }
@@ -199,6 +234,8 @@ void mover_free(struct mover *m)
     free(m->running);
     free(m->again);
     free(m->owned);
+    free(m->retry_at);
+    free(m->retry_ms);
     free(m);
 }
 
