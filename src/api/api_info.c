@@ -51,7 +51,8 @@ static int health_json(struct request *r, struct sbuf *sb)
     /* Redis may answer and still refuse work (OOM, BUSY, READONLY...): name it (rconn.h). */
     struct rconn_error rerr;
     int refused = rcause_refuses(rconn_process_error(&rerr));
-    int ok = redis && !refused && mysql && ids && layout && !draining;
+    int clock = clock_fleet_known(); /* without it nothing is moved or delivered (base/clock.h) */
+    int ok = redis && !refused && mysql && ids && layout && clock && !draining;
     /* A Redis loss no restore has repaired yet (lossmark.h) is named in redisLoss. Rolled back
      * (older data) is "degraded": jobs deleted or finished since may be delivered again until
      * the restore. Lost (no data) keeps "ok", as it always did: nothing wrong is delivered, jobs
@@ -62,6 +63,10 @@ static int health_json(struct request *r, struct sbuf *sb)
               !ok ? "unavailable" : rolled_back ? "degraded" : "ok", redis ? "up" : "down", mysql ? "up" : "down",
               draining ? "true" : "false");
     sb_json_cstr(sb, app->instance);
+    if (clock)
+        sb_printf(sb, ",\"clockOffsetMs\":%lld", (long long)(clock_fleet_offset_us / 1000));
+    else
+        sb_puts(sb, ",\"clockOffsetMs\":null,\"clock\":\"not measured yet: nothing is moved or delivered\"");
     if (loss_at)
         sb_printf(sb,
                   ",\"redisLoss\":{\"shard\":%d,\"kind\":\"%s\",\"detectedAt\":%lld,\"message\":\"Redis came "

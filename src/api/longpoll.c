@@ -355,6 +355,10 @@ void api_get(struct request *r)
 
     if (api_require_redis(r) < 0 || api_require_journal_room(r) < 0)
         return;
+    if (!clock_fleet_known()) { /* a lease needs the fleet's clock (base/clock.h) */
+        respond_unavailable(r, "the fleet's clock (not measured yet)");
+        return;
+    }
     if (timeout_ms > 0) {
         if (atomic_load(&ctx->app->parked) >= cfg->max_parked) {
             respond_error(r, 503, "unavailable", "too many consumers are waiting on this instance (max_parked)");

@@ -58,6 +58,8 @@ static const struct counter_def gauge_defs[MG_COUNT] = {
     [MG_MYSQL_UP] = {"hourglass_mysql_up", "1 when the journal's MySQL connection is usable"},
     [MG_OWNED_SHARDS] = {"hourglass_owned_shards", "shards whose mover duty this instance holds"},
     [MG_IN_DOUBT] = {"hourglass_outcomes_in_doubt", "lost COMMIT or Redis replies waiting to be settled"},
+    [MG_CLOCK_OFFSET_MS] = {"hourglass_clock_offset_ms",
+                            "this host's clock minus the fleet's (Redis TIME), which due times and leases follow"},
 };
 
 #define NBUCKETS 16

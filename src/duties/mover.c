@@ -105,10 +105,12 @@ static void run_shard(struct mover *m, int shard)
         m->again[shard] = 1;
         return;
     }
-    /* not before the shard count is known to match the data; under back-pressure, leave the
-     * jobs where they are until MySQL catches up */
+    /* not before the shard count is known to match the data, nor before the fleet's clock is
+     * (base/clock.h: due times are judged by it); under back-pressure, leave the jobs where they
+     * are until MySQL catches up */
     struct move_call *call = NULL;
-    if (atomic_load(&m->app->layout) != 1 || !journal_accepting() || (call = malloc(sizeof *call)) == NULL) {
+    if (atomic_load(&m->app->layout) != 1 || !clock_fleet_known() || !journal_accepting() ||
+        (call = malloc(sizeof *call)) == NULL) {
         back_off(m, shard);
         return;
     }

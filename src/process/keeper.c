@@ -7,6 +7,7 @@
 #include "duties/expiry.h"
 #include "duties/lossmark.h"
 #include "duties/fleet.h"
+#include "duties/fleetclock.h"
 #include "duties/idlease.h"
 #include "durable/journal.h"
 #include "redis/layout.h"
@@ -41,6 +42,7 @@ struct keeper {
     struct fleet *fleet;
     struct expiry *expiry;
     struct lossmark *marks; /* Redis loss detection (lossmark.h) */
+    struct fleetclock *clock; /* this host's offset to the fleet's clock (fleetclock.h) */
     keeper_ready_fn on_ready;
     void *ready_arg;
     struct event *tick;
@@ -90,6 +92,7 @@ static void on_loss(void *arg)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct keeper *k = arg;
+    fleetclock_tick(k->clock);
     mover_tick(k->mover);
     lossmark_tick(k->marks);
     if (atomic_load(&k->app->redis_loss_at) != 0 && k->ticks % AUTO_RESTORE_RETRY_TICKS == 0)
@@ -173,6 +176,7 @@ static void on_redis_state(int up, void *arg)
             atomic_compare_exchange_strong(&k->app->layout, &ok, LAYOUT_UNKNOWN);
         return;
     }
+    fleetclock_tick(k->clock); /* before the first move: the mover waits for the fleet's clock */
     layout_check(k->redis, k->app, on_layout_after_connect, k);
 }
 
@@ -203,6 +207,7 @@ static void keeper_free(struct keeper *k)
     rlink_free(k->redis);
     expiry_free(k->expiry);
     lossmark_free(k->marks);
+    fleetclock_free(k->clock);
     mover_free(k->mover);
     idlease_free(k->lease);
     fleet_free(k->fleet);
@@ -252,10 +257,11 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->fleet = fleet_new(app, k->redis, on_owned, k);
     k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;
     k->marks = lossmark_new(app, &k->store, on_loss, k);
+    k->clock = fleetclock_new(app, k->redis);
     k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
     k->topics_tick = event_new(k->base, -1, EV_PERSIST, on_topics_tick, k);
     k->stop_ev = evtimer_new(k->base, on_stop, k);
-    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->expiry || !k->marks || !k->tick ||
+    if (!k->mover || !k->pubsub || !k->lease || !k->fleet || !k->expiry || !k->marks || !k->clock || !k->tick ||
         !k->topics_tick || !k->stop_ev)
         goto fail;
     struct timeval second = {1, 0}, half = {0, 500000};

@@ -76,6 +76,18 @@ static inline __attribute__((warn_unused_result)) int rlink_command(struct rlink
     return rcluster_command(l->cluster, -1, fn, arg, argc, argv, lens);
 }
 
+/* Send a keyless command (TIME, PING) to the server that holds `key`: in a Cluster, the master
+ * of its slot; otherwise the one connection. 0 / -1 as rlink_command. */
+static inline __attribute__((warn_unused_result)) int rlink_command_for_key(struct rlink *l, const char *key,
+                                                                             size_t keylen, rconn_reply_fn fn,
+                                                                             void *arg, int argc, const char **argv,
+                                                                             const size_t *lens)
+{
+    if (l->cluster == NULL)
+        return rconn_command(l->plain, fn, arg, argc, argv, lens);
+    return rcluster_command(l->cluster, cluster_keyslot(key, keylen), fn, arg, argc, argv, lens);
+}
+
 /* EVALSHA `script`, argv as rconn_eval (argv[0..2] reserved, argv[3] = KEYS[1]). */
 static inline __attribute__((warn_unused_result)) int rlink_eval(struct rlink *l, enum script_id script, int argc,
                                                                   const char **argv, size_t *lens, rconn_reply_fn fn,
