@@ -5,7 +5,8 @@
 #
 #   core   build the daemon, run it and its tests (private Redis + MariaDB + RabbitMQ, Check, curl;
 #          libssl-dev for the webhook client's https and signatures)
-#   test   core + what `make test` also needs: the console's browser tests (chromium, and node
+#   test   core + what `make test` also needs: faketime and iptables (the fault tests: a skewed
+#          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
 #          and npm for playwright-core, which tests/browser installs from its lockfile)
 #   bench  core + load generator and profilers
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
@@ -26,7 +27,7 @@ core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libs
 set_name=${1:-core}
 case "$set_name" in
     core)  pkgs="$core" ;;
-    test)  pkgs="$core chromium nodejs npm" ;;
+    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format" ;;
     bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind" ;;
     fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
     *)
