@@ -4,10 +4,65 @@
 #include "core/raddr.h"
 #include "core/shardtag.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+/* The nodes of the last slot map any blocking connection of this process read (masters, then
+ * their replicas), tried before the configured seeds: a seed that died for good must not cut
+ * the blocking users (the outbox readers, the pager, /reStore) off a cluster whose other nodes
+ * answer, as every Redis Cluster client keeps using the nodes it has discovered. The seeds
+ * are tried only when none of these answers. Shared by every thread. */
+#define KNOWN_MAX 128
+static struct {
+    pthread_mutex_t lock;
+    char addr[KNOWN_MAX][CLUSTER_ADDR_MAX];
+    int n;
+} known = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void add_known(const char *addr)
+{
+    for (int i = 0; i < known.n; i++)
+        if (strcmp(known.addr[i], addr) == 0)
+            return;
+    if (known.n < KNOWN_MAX)
+        snprintf(known.addr[known.n++], CLUSTER_ADDR_MAX, "%s", addr);
+}
+
+static void remember_nodes(const struct cluster_map *m)
+{
+    pthread_mutex_lock(&known.lock);
+    known.n = 0;
+    for (int i = 0; i < m->nmasters; i++)
+        add_known(m->masters[i].node.addr);
+    for (int i = 0; i < m->nmasters; i++)
+        for (int r = 0; r < m->masters[i].nreplicas; r++)
+            add_known(m->masters[i].replicas[r].addr);
+    pthread_mutex_unlock(&known.lock);
+}
+
+/* Where to ask for the map, in order: the known nodes, then the seeds not among them. */
+static int map_sources(const struct config *cfg, char (*out)[CLUSTER_ADDR_MAX], int max, char *err, size_t errlen)
+{
+    char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
+    int nseeds = raddr_seeds(cfg->redis_address, seeds, RADDR_SEEDS_MAX, err, errlen);
+    int n = 0;
+    pthread_mutex_lock(&known.lock);
+    for (int i = 0; i < known.n && n < max; i++)
+        memcpy(out[n++], known.addr[i], CLUSTER_ADDR_MAX);
+    pthread_mutex_unlock(&known.lock);
+    int nknown = n;
+    for (int s = 0; s < nseeds && n < max; s++) {
+        int dup = 0;
+        for (int i = 0; i < nknown && !dup; i++)
+            dup = strcmp(out[i], seeds[s]) == 0;
+        if (!dup)
+            memcpy(out[n++], seeds[s], CLUSTER_ADDR_MAX);
+    }
+    return n;
+}
 
 /* Connect to one server: address, db (0 for a cluster node), scripts. */
 static redisContext *connect_to(const struct config *cfg, const char *address, int db, int load_scripts,
@@ -59,14 +114,20 @@ static redisContext *connect_to(const struct config *cfg, const char *address, i
     return c;
 }
 
-/* The slot map (CLUSTER SLOTS) of the first seed that answers with one. NULL with err. */
+/* The slot map (CLUSTER SLOTS) of the first known node, or else seed, that answers with one.
+ * NULL with err. */
 static struct cluster_map *read_map(const struct config *cfg, enum rblock_failure *why, char *err, size_t errlen)
 {
-    char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
+    char(*sources)[CLUSTER_ADDR_MAX] = malloc((KNOWN_MAX + RADDR_SEEDS_MAX) * sizeof *sources);
     *why = RBLOCK_UNREACHABLE;
-    int n = raddr_seeds(cfg->redis_address, seeds, RADDR_SEEDS_MAX, err, errlen);
-    for (int i = 0; i < n; i++) {
-        redisContext *c = connect_to(cfg, seeds[i], 0, 0, why, err, errlen);
+    if (sources == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    int n = map_sources(cfg, sources, KNOWN_MAX + RADDR_SEEDS_MAX, err, errlen);
+    struct cluster_map *found = NULL;
+    for (int i = 0; i < n && found == NULL; i++) {
+        redisContext *c = connect_to(cfg, sources[i], 0, 0, why, err, errlen);
         if (c == NULL)
             continue;
         char host[CLUSTER_ADDR_MAX];
@@ -74,17 +135,20 @@ static struct cluster_map *read_map(const struct config *cfg, enum rblock_failur
         redisReply *r = redisCommand(c, "CLUSTER SLOTS");
         struct cluster_map *m = NULL;
         if (r == NULL)
-            snprintf(err, errlen, "%s: %s", seeds[i], c->errstr);
-        else if (raddr_parse(seeds[i], host, sizeof host, &port, &is_unix) == 0 &&
+            snprintf(err, errlen, "%s: %s", sources[i], c->errstr);
+        else if (raddr_parse(sources[i], host, sizeof host, &port, &is_unix) == 0 &&
                  (m = cluster_map_parse(r, host, err, errlen)) == NULL)
             *why = RBLOCK_REFUSED; /* it answered, but no map: not a cluster node? (err says) */
         if (r)
             freeReplyObject(r);
         redisFree(c);
-        if (m != NULL)
-            return m;
+        if (m != NULL) {
+            remember_nodes(m);
+            found = m;
+        }
     }
-    return NULL;
+    free(sources);
+    return found;
 }
 
 /* Map master i's context in conns (connected on first use). NULL with err. */

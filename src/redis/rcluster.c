@@ -19,7 +19,7 @@
  *
  * The map is read on one node's connection at a time (rc->reading); with no node connected,
  * a throw-away rconn (the probe, loading no scripts, so a replica answers too) is opened to
- * the seeds and the nodes of the last map in turn, one per timeout_ms. */
+ * the nodes of the last map and then the seeds in turn, one per timeout_ms. */
 #include "redis/rcluster.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -669,16 +669,16 @@ static void on_probe_state(struct rconn *conn, int up, void *arg)
         n->rc->probe_done = 1;
 }
 
-/* The k-th address to probe: the seeds, then every node of the last map. */
+/* The k-th address to probe: every node of the last map (masters, then replicas), then the
+ * seeds. The nodes the cluster named come first: a seed that died for good (the one most
+ * users configure) must not hold up the map's refresh while the cluster's other nodes
+ * answer; the seeds are the way back when none of them does. */
 static const char *probe_address(const struct rcluster *rc, int k)
 {
     int total = rc->nseeds;
     for (int i = 0; rc->map && i < rc->map->nmasters; i++)
         total += 1 + rc->map->masters[i].nreplicas;
     k %= total;
-    if (k < rc->nseeds)
-        return rc->seeds[k];
-    k -= rc->nseeds;
     for (int i = 0; rc->map && i < rc->map->nmasters; i++) {
         const struct cluster_master *m = &rc->map->masters[i];
         if (k == 0)
@@ -687,7 +687,7 @@ static const char *probe_address(const struct rcluster *rc, int k)
             return m->replicas[k - 1].addr;
         k -= 1 + m->nreplicas;
     }
-    return rc->seeds[0];
+    return rc->seeds[k < rc->nseeds ? k : 0];
 }
 
 static void start_probe(struct rcluster *rc)
