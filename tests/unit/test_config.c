@@ -533,6 +533,10 @@ START_TEST(test_validate_redis_address)
         ck_assert_msg(validate() == -1, "address \"%s\" accepted", bad_single[i]);
         ck_assert_msg(strstr(err, "[redis] address") != NULL, "%s", err);
     }
+    ck_assert_int_eq(load("[redis]\naddress = 127.0.0.1:0\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_str_eq(err, "[redis] address: \"127.0.0.1:0\" is not host:port, [IPv6]:port or unix:/path: port must be "
+                          "a number 1..65535, not \"0\"");
 
     static const char *const seeds[] = {"10.0.0.1:7000", "10.0.0.1:7000, 10.0.0.2:7000 ,[fd00::3]:7000"};
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
@@ -545,7 +549,7 @@ START_TEST(test_validate_redis_address)
         const char *address, *says;
     } bad_seeds[] = {
         {"unix:/run/redis.sock", "seed \"unix:/run/redis.sock\""},
-        {"10.0.0.1:7000,redis", "seed \"redis\""},
+        {"10.0.0.1:7000,redis", "seed \"redis\" is not host:port or [IPv6]:port: no port"},
         {"10.0.0.1:7000;10.0.0.2:7000", "seed \"10.0.0.1:7000;10.0.0.2:7000\""},
         {" , ", "no seed node"},
     };
