@@ -563,6 +563,21 @@ START_TEST(test_validate_redis_address)
 }
 END_TEST
 
+/* [amqp] url is read by amqpurl.h; its host and port by the same rules and words as [redis]
+ * address (base/netaddr.h). */
+START_TEST(test_validate_amqp_url)
+{
+    ck_assert_int_eq(load("[amqp]\nurl = amqp://u:p@[::1]:5673/v\n"), 0);
+    ck_assert_msg(validate() == 0, "%s", err);
+    ck_assert_int_eq(load("[amqp]\nurl = amqp://u:p@mq:0/v\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_str_eq(err, "[amqp] url: port must be a number 1..65535, not \"0\"");
+    ck_assert_int_eq(load("[amqp]\nurl = amqp://u:p@::1/v\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_msg(strstr(err, "[amqp] url: an IPv6 address must be in brackets"), "%s", err);
+}
+END_TEST
+
 /* ---- printing ---- */
 
 static char *print_config(const struct config *c)
@@ -691,6 +706,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_validate_listen);
     tcase_add_test(tc, test_validate_cross_keys);
     tcase_add_test(tc, test_validate_redis_address);
+    tcase_add_test(tc, test_validate_amqp_url);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("print");
