@@ -1,8 +1,8 @@
 /* amqpurl.c — see amqpurl.h. */
 #include "core/amqpurl.h"
+#include "base/netaddr.h"
 #include "core/router.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,9 @@
 #include <strings.h>
 
 #define AMQPURL_SHAPE "amqp://user:pass@host:port/vhost"
+#define AMQPURL_PORT  5672 /* the port when the url names none */
+
+_Static_assert(NETADDR_HOST_MAX < AMQPURL_MAX, "a host fits struct amqpurl");
 
 static int fail(struct amqpurl *out, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -53,85 +56,14 @@ static int decode(const char *s, size_t n, char *dst, const char *what, char *er
     return rc;
 }
 
-static int host_char(int c, int bracketed)
-{
-    if (bracketed)
-        return isxdigit(c) || c == ':' || c == '.';
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '-' || c == '_';
-}
-
-/* Parse "[v6]:port", "host:port" or "host" (s[0..n)) into out->host and out->port. */
+/* The host and optional port (s[0..n)) into out, by base/netaddr.h's rules and messages. */
 static int parse_hostport(const char *s, size_t n, struct amqpurl *out, char *err, size_t errlen)
 {
-    const char *host = s, *port = NULL;
-    size_t hlen;
-    int bracketed = n > 0 && s[0] == '[';
-    if (bracketed) {
-        const char *close = memchr(s, ']', n);
-        if (close == NULL) {
-            snprintf(err, errlen, "unclosed '[' in the host (an IPv6 address is written [::1])");
-            return -1;
-        }
-        host = s + 1;
-        hlen = (size_t)(close - host);
-        const char *rest = close + 1;
-        if (rest < s + n) {
-            if (*rest != ':') {
-                snprintf(err, errlen, "unexpected text after ']' (expected ':port')");
-                return -1;
-            }
-            port = rest + 1;
-        }
-    } else {
-        const char *colon = memchr(s, ':', n);
-        hlen = colon ? (size_t)(colon - s) : n;
-        if (colon) {
-            if (memchr(colon + 1, ':', (size_t)(s + n - colon - 1))) {
-                snprintf(err, errlen, "an IPv6 address must be in brackets: amqp://user:pass@[::1]:5672/");
-                return -1;
-            }
-            port = colon + 1;
-        }
-    }
-    if (hlen == 0) {
-        snprintf(err, errlen, "no host (expected %s)", AMQPURL_SHAPE);
+    struct netaddr a;
+    if (netaddr_parse(s, n, AMQPURL_PORT, &a, err, errlen) < 0)
         return -1;
-    }
-    if (hlen >= AMQPURL_MAX) {
-        snprintf(err, errlen, "the host is longer than %d bytes", AMQPURL_MAX - 1);
-        return -1;
-    }
-    for (size_t i = 0; i < hlen; i++) {
-        if (!host_char((unsigned char)host[i], bracketed)) {
-            snprintf(err, errlen, "character '%c' is not allowed in the host", host[i]);
-            return -1;
-        }
-    }
-    memcpy(out->host, host, hlen);
-    out->host[hlen] = '\0';
-
-    out->port = 5672;
-    if (port != NULL) {
-        size_t plen = (size_t)(s + n - port);
-        long v = 0;
-        if (plen == 0 || plen > 5) {
-            snprintf(err, errlen, "the port must be a number 1..65535");
-            return -1;
-        }
-        for (size_t i = 0; i < plen; i++) {
-            if (port[i] < '0' || port[i] > '9') {
-                snprintf(err, errlen, "the port must be a number 1..65535");
-                return -1;
-            }
-            v = v * 10 + (port[i] - '0');
-        }
-        if (v < 1 || v > 65535) {
-            snprintf(err, errlen, "the port must be a number 1..65535, not %ld", v);
-            return -1;
-        }
-        out->port = (int)v;
-    }
+    memcpy(out->host, a.host, sizeof a.host); /* fits: NETADDR_HOST_MAX < AMQPURL_MAX */
+    out->port = a.port;
     return 0;
 }
 

@@ -3,8 +3,9 @@
  *
  * The grammar is RabbitMQ's URI spec with pika's one leniency: user, password and vhost are
  * percent-decoded ("%2F" is a '/', "%40" an '@'); no user part means guest:guest, no port
- * 5672, no path (or a bare "/") the default vhost "/". A host is a name, an IPv4 address or
- * an IPv6 address in brackets. amqps://, query parameters and fragments are refused with a
+ * 5672, no path (or a bare "/") the default vhost "/". The host and port follow the rules of
+ * every address the daemon reads (base/netaddr.h): a name, an IPv4 address or an IPv6 address
+ * in brackets, a port 1..65535. amqps://, query parameters and fragments are refused with a
  * message that says so rather than being ignored. */
 #ifndef HG_AMQPURL_H
 #define HG_AMQPURL_H

@@ -381,15 +381,14 @@ int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 static int check_redis_address(const struct config *cfg, char *err, size_t errlen)
 {
     const char *a = cfg->redis_address;
-    char why[CONFIG_STR_MAX + 96], host[CONFIG_STR_MAX];
-    int port, is_unix;
+    char why[CONFIG_STR_MAX + 96];
     if (cfg->redis_cluster && raddr_seeds(a, NULL, RADDR_SEEDS_MAX, why, sizeof why) < 0) {
         snprintf(err, errlen, "[redis] address: %s (cluster = true takes seed nodes host:port,host:port)", why);
         return -1;
     }
-    if (!cfg->redis_cluster && raddr_parse(a, host, sizeof host, &port, &is_unix) < 0) {
-        snprintf(err, errlen, "[redis] address: \"%s\" is not host:port, [IPv6]:port or unix:/path (port 1..65535)%s",
-                 a, strchr(a, ',') ? "; a list of seed nodes needs cluster = true" : "");
+    if (!cfg->redis_cluster && raddr_check(a, why, sizeof why) < 0) {
+        snprintf(err, errlen, "[redis] address: \"%s\" is not host:port, [IPv6]:port or unix:/path: %s%s", a, why,
+                 strchr(a, ',') ? "; a list of seed nodes needs cluster = true" : "");
         return -1;
     }
     return 0;

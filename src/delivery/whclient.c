@@ -21,6 +21,7 @@
  * failed connect from a dropped connection. */
 #include "delivery/whclient.h"
 #include "base/clock.h"
+#include "base/netaddr.h"
 #include "base/sbuf.h"
 
 #include <arpa/inet.h>
@@ -84,36 +85,6 @@ static int path_char_ok(int ch)
     return is_alpha(ch) || is_digit(ch) || strchr("-._~!$&'()*+,;=:@/?", ch) != NULL;
 }
 
-/* A host name: dot-separated labels of letters, digits, '-' and '_', 1-63 bytes each, no '-' at
- * either end of a label; a last label of digits only means an IPv4 address was meant. */
-static int check_name(const char *h, size_t n, char *err, size_t errlen)
-{
-    size_t start = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && h[i] != '.') {
-            if (!is_alpha(h[i]) && !is_digit(h[i]) && h[i] != '-' && h[i] != '_')
-                return fail(err, errlen, "character '%c' is not allowed in a host name", h[i]);
-            continue;
-        }
-        size_t len = i - start;
-        if (len == 0)
-            return fail(err, errlen, "empty label in host name '%.*s'", (int)n, h);
-        if (len > 63)
-            return fail(err, errlen, "host name label longer than 63 bytes");
-        if (h[start] == '-' || h[i - 1] == '-')
-            return fail(err, errlen, "host name label '%.*s' starts or ends with '-'", (int)len, h + start);
-        if (i == n) {
-            int digits = 1;
-            for (size_t k = start; k < i; k++)
-                digits &= is_digit(h[k]);
-            if (digits)
-                return fail(err, errlen, "bad IPv4 address '%.*s'", (int)n, h);
-        }
-        start = i + 1;
-    }
-    return 0;
-}
-
 int whclient_parse_url(const char *url, struct wh_url *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -145,76 +116,13 @@ int whclient_parse_url(const char *url, struct wh_url *out, char *err, size_t er
     const char *end = p + strcspn(p, "/?"); /* the authority is [p, end) */
     if (memchr(p, '@', (size_t)(end - p)) != NULL)
         return fail(err, errlen, "user information (user:password@) is not allowed in the URL");
-    if (end == p)
-        return fail(err, errlen, "URL has no host");
-
-    const char *q; /* after the host: ':port' or end */
-    if (*p == '[') {
-        const char *rb = memchr(p, ']', (size_t)(end - p));
-        if (rb == NULL)
-            return fail(err, errlen, "unterminated [IPv6] address");
-        size_t hl = (size_t)(rb - p - 1);
-        if (memchr(p + 1, '%', hl) != NULL)
-            return fail(err, errlen, "IPv6 zone ids (%%...) are not allowed");
-        struct in6_addr a6;
-        if (hl == 0 || hl >= sizeof out->host || hl > 45)
-            return fail(err, errlen, "bad IPv6 address");
-        memcpy(out->host, p + 1, hl);
-        out->host[hl] = '\0';
-        if (inet_pton(AF_INET6, out->host, &a6) != 1)
-            return fail(err, errlen, "bad IPv6 address '%s'", out->host);
-        for (size_t i = 0; i < hl; i++)
-            out->host[i] =
-                (char)((out->host[i] >= 'A' && out->host[i] <= 'Z') ? out->host[i] + 32 : out->host[i]);
-        out->host_ip = 6;
-        q = rb + 1;
-        if (q < end && *q != ':')
-            return fail(err, errlen, "unexpected characters after the ']' of an IPv6 address");
-    } else {
-        const char *colon = memchr(p, ':', (size_t)(end - p));
-        const char *hend = colon ? colon : end;
-        size_t hl = (size_t)(hend - p);
-        if (hl == 0)
-            return fail(err, errlen, "URL has no host");
-        if (hl > WH_HOST_MAX)
-            return fail(err, errlen, "host name longer than %d bytes", WH_HOST_MAX);
-        int dotted = 1;
-        for (size_t i = 0; i < hl; i++) {
-            char ch = p[i];
-            out->host[i] = (char)((ch >= 'A' && ch <= 'Z') ? ch + 32 : ch);
-            dotted &= is_digit(ch) || ch == '.';
-        }
-        out->host[hl] = '\0';
-        struct in_addr a4;
-        if (dotted) {
-            if (inet_pton(AF_INET, out->host, &a4) != 1)
-                return fail(err, errlen, "bad IPv4 address '%s'", out->host);
-            out->host_ip = 4;
-        } else if (check_name(out->host, hl, err, errlen) < 0) {
-            return -1;
-        }
-        q = hend;
-    }
-
-    if (q < end) { /* *q == ':' */
-        q++;
-        size_t pl = (size_t)(end - q);
-        if (pl == 0)
-            return fail(err, errlen, "empty port after ':'");
-        unsigned long port = 0;
-        for (size_t i = 0; i < pl; i++) {
-            if (!is_digit(q[i]))
-                return fail(err, errlen, "port must be a number 1-65535");
-            port = port * 10 + (unsigned long)(q[i] - '0');
-            if (port > 65535)
-                return fail(err, errlen, "port must be a number 1-65535");
-        }
-        if (port == 0)
-            return fail(err, errlen, "port must be a number 1-65535");
-        out->port = (uint16_t)port;
-    } else {
-        out->port = out->https ? 443 : 80;
-    }
+    struct netaddr a;
+    if (netaddr_parse(p, (size_t)(end - p), out->https ? 443 : 80, &a, err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; a.host[i]; i++) /* one origin, and the name TLS checks, whatever the case */
+        out->host[i] = (char)((a.host[i] >= 'A' && a.host[i] <= 'Z') ? a.host[i] + 32 : a.host[i]);
+    out->host_ip = (int)a.kind;
+    out->port = (uint16_t)a.port;
 
     for (const char *s = end; *s; s++) {
         if (*s == '%') {

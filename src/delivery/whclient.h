@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/netaddr.h"
+
 struct event_base;
 struct evdns_base;
 struct whclient;
@@ -31,7 +33,7 @@ struct whclient;
 /* ---- URLs ---- */
 
 #define WH_URL_MAX  2048 /* longest URL accepted, in bytes */
-#define WH_HOST_MAX 253  /* longest host name (DNS limit) */
+#define WH_HOST_MAX NETADDR_HOST_MAX /* longest host name (DNS limit) */
 
 struct wh_url {
     int https;                  /* 0: http, 1: https */
@@ -41,11 +43,12 @@ struct wh_url {
     char path[WH_URL_MAX + 2];  /* path and query as given, starting with '/' ("/" when empty) */
 };
 
-/* Parse and check a webhook URL: http or https (any case), a host name, an IPv4 address or an
- * [IPv6] address, an optional port 1-65535, then a path and query. Refused: other schemes,
- * user information (user:pass@), fragments (#...), zone ids, spaces and control or non-ASCII
- * bytes, characters RFC 3986 does not allow, bad %-escapes, URLs over WH_URL_MAX bytes. Pure
- * (no DNS). 0 with *out filled, or -1 with a message for an API answer (400) in err. */
+/* Parse and check a webhook URL: http or https (any case), a host and optional port by the
+ * rules of every address the daemon reads (base/netaddr.h: a host name, an IPv4 address or an
+ * [IPv6] address, a port 1..65535), then a path and query. Refused: other schemes, user
+ * information (user:pass@), fragments (#...), spaces and control or non-ASCII bytes,
+ * characters RFC 3986 does not allow, bad %-escapes, URLs over WH_URL_MAX bytes. Pure (no
+ * DNS). 0 with *out filled, or -1 with a message for an API answer (400) in err. */
 int whclient_parse_url(const char *url, struct wh_url *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 

@@ -67,7 +67,8 @@ class ClusterSettingTest(CoreTestCase):
             ({"cluster": True, "address": "unix:/run/redis.sock"}, 'seed "unix:/run/redis.sock"'),
             ({"cluster": True, "address": " , "}, "no seed node"),
             ({"cluster": False, "address": "127.0.0.1:7000,127.0.0.1:7001"}, "needs cluster = true"),
-            ({"cluster": False, "address": "127.0.0.1:0"}, "is not host:port"),
+            ({"cluster": False, "address": "127.0.0.1:0"},
+             'is not host:port, [IPv6]:port or unix:/path: port must be a number 1..65535, not "0"'),
         ]
         for redis, says in cases:
             with self.subTest(**redis):

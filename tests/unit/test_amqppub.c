@@ -94,7 +94,7 @@ START_TEST(test_url_ipv6)
     parse_fails("amqp://[::1/", "unclosed '['");
     parse_fails("amqp://[::1]x/", "after ']'");
     parse_fails("amqp://[]:5672/", "no host");
-    parse_fails("amqp://[::g]/", "not allowed in the host");
+    parse_fails("amqp://[::g]/", "bad IPv6 address \"::g\"");
 }
 END_TEST
 
@@ -111,12 +111,12 @@ START_TEST(test_url_errors)
     parse_fails("amqp://u:p@/v", "no host");
     parse_fails("amqp://", "no host");
     parse_fails("amqp://:5672", "no host");
-    parse_fails("amqp://h:/v", "port must be a number");
-    parse_fails("amqp://h:0/v", "port must be a number 1..65535, not 0");
-    parse_fails("amqp://h:65536/v", "not 65536");
-    parse_fails("amqp://h:123456/v", "port must be a number");
-    parse_fails("amqp://h:56x/v", "port must be a number");
-    parse_fails("amqp://h:-1/v", "port must be a number");
+    parse_fails("amqp://h:/v", "port must be a number 1..65535, not \"\"");
+    parse_fails("amqp://h:0/v", "port must be a number 1..65535, not \"0\"");
+    parse_fails("amqp://h:65536/v", "port must be a number 1..65535, not \"65536\"");
+    parse_fails("amqp://h:123456/v", "port must be a number 1..65535, not \"123456\"");
+    parse_fails("amqp://h:56x/v", "port must be a number 1..65535, not \"56x\"");
+    parse_fails("amqp://h:-1/v", "port must be a number 1..65535, not \"-1\"");
     parse_fails("amqp://u:p@h:1@x/v", "more than one '@'");
     parse_fails("amqp://:p@h/v", "empty user");
     parse_fails("amqp://u:p%4@h/v", "bad percent-escape in the password");
@@ -127,7 +127,7 @@ START_TEST(test_url_errors)
     parse_fails("amqp://my host/", "space or a control character");
     parse_fails("amqp://h/v\n", "space or a control character");
     parse_fails("amqp://h\x7f/", "space or a control character");
-    parse_fails("amqp://ho$t/", "character '$' is not allowed in the host");
+    parse_fails("amqp://ho$t/", "character '$' is not allowed in a host name");
 }
 END_TEST
 
@@ -159,7 +159,7 @@ START_TEST(test_url_lengths)
     snprintf(url, sizeof url, "amqp://%sb@h/", name);
     parse_fails(url, "user is longer than 255 bytes");
     snprintf(url, sizeof url, "amqp://%sb/", name);
-    parse_fails(url, "host is longer than 255 bytes");
+    parse_fails(url, "host is longer than 253 bytes");
     /* an escape counts as the one byte it decodes to */
     char enc[800] = "amqp://h/";
     for (int i = 0; i < 255; i++)
@@ -380,7 +380,7 @@ START_TEST(test_new_rejects_a_bad_url)
 {
     char err[256];
     ck_assert_ptr_null(amqppub_new("amqp://u:pw@h:0/", NULL, err, sizeof err));
-    ck_assert_str_eq(err, "bad amqp url: the port must be a number 1..65535, not 0");
+    ck_assert_str_eq(err, "bad amqp url: port must be a number 1..65535, not \"0\"");
     amqppub_free(NULL);
 }
 END_TEST

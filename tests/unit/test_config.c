@@ -533,6 +533,10 @@ START_TEST(test_validate_redis_address)
         ck_assert_msg(validate() == -1, "address \"%s\" accepted", bad_single[i]);
         ck_assert_msg(strstr(err, "[redis] address") != NULL, "%s", err);
     }
+    ck_assert_int_eq(load("[redis]\naddress = 127.0.0.1:0\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_str_eq(err, "[redis] address: \"127.0.0.1:0\" is not host:port, [IPv6]:port or unix:/path: port must be "
+                          "a number 1..65535, not \"0\"");
 
     static const char *const seeds[] = {"10.0.0.1:7000", "10.0.0.1:7000, 10.0.0.2:7000 ,[fd00::3]:7000"};
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
@@ -545,7 +549,7 @@ START_TEST(test_validate_redis_address)
         const char *address, *says;
     } bad_seeds[] = {
         {"unix:/run/redis.sock", "seed \"unix:/run/redis.sock\""},
-        {"10.0.0.1:7000,redis", "seed \"redis\""},
+        {"10.0.0.1:7000,redis", "seed \"redis\" is not host:port or [IPv6]:port: no port"},
         {"10.0.0.1:7000;10.0.0.2:7000", "seed \"10.0.0.1:7000;10.0.0.2:7000\""},
         {" , ", "no seed node"},
     };
@@ -556,6 +560,21 @@ START_TEST(test_validate_redis_address)
         ck_assert_msg(strstr(err, "[redis] address") && strstr(err, bad_seeds[i].says), "%s", err);
     }
     load_fails("[redis]\ncluster = maybe\n", 2, "cluster");
+}
+END_TEST
+
+/* [amqp] url is read by amqpurl.h; its host and port by the same rules and words as [redis]
+ * address (base/netaddr.h). */
+START_TEST(test_validate_amqp_url)
+{
+    ck_assert_int_eq(load("[amqp]\nurl = amqp://u:p@[::1]:5673/v\n"), 0);
+    ck_assert_msg(validate() == 0, "%s", err);
+    ck_assert_int_eq(load("[amqp]\nurl = amqp://u:p@mq:0/v\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_str_eq(err, "[amqp] url: port must be a number 1..65535, not \"0\"");
+    ck_assert_int_eq(load("[amqp]\nurl = amqp://u:p@::1/v\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_msg(strstr(err, "[amqp] url: an IPv6 address must be in brackets"), "%s", err);
 }
 END_TEST
 
@@ -687,6 +706,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_validate_listen);
     tcase_add_test(tc, test_validate_cross_keys);
     tcase_add_test(tc, test_validate_redis_address);
+    tcase_add_test(tc, test_validate_amqp_url);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("print");

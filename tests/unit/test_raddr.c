@@ -24,9 +24,35 @@ START_TEST(test_parse_address)
     ck_assert_str_eq(host, "/run/redis.sock");
     ck_assert_int_eq(is_unix, 1);
     static const char *const bad[] = {"[::1]", "::1", "host", ":6379", "[]:1", "h:0", "h:65536", "h:12x", "unix:",
-                                      "a:1,b:2", ""};
+                                      "a:1,b:2", "", "ho$t:1", "a..b:1", "[::g]:1", "h:+1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(raddr_parse(bad[i], host, sizeof host, &port, &is_unix) < 0, "%s parsed", bad[i]);
+    ck_assert_int_eq(raddr_parse("h:1", host, 1, &port, &is_unix), -1); /* the host does not fit */
+    ck_assert_int_eq(raddr_parse("unix:/x", host, 2, &port, &is_unix), -1);
+}
+END_TEST
+
+/* raddr_check says why, in base/netaddr.h's words for the host and port. */
+START_TEST(test_check_says_why)
+{
+    static const struct {
+        const char *address, *says;
+    } bad[] = {
+        {"127.0.0.1:0", "port must be a number 1..65535, not \"0\""},
+        {"redis", "no port"},
+        {"::1:6379", "an IPv6 address must be in brackets"},
+        {"[::1:6379", "unclosed '['"},
+        {"ho$t:6379", "character '$' is not allowed in a host name"},
+        {"unix:", "no socket path after \"unix:\""},
+    };
+    char err[200];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        ck_assert_msg(raddr_check(bad[i].address, err, sizeof err) == -1, "accepted '%s'", bad[i].address);
+        ck_assert_msg(strstr(err, bad[i].says) == err, "'%s': %s", bad[i].address, err);
+    }
+    ck_assert_int_eq(raddr_check("[::1]:6379", err, sizeof err), 0);
+    ck_assert_int_eq(raddr_check("unix:/run/redis.sock", err, sizeof err), 0);
 }
 END_TEST
 
@@ -50,9 +76,11 @@ START_TEST(test_bad_seeds_named)
     } bad[] = {
         {"", "no seed node"},
         {" , ", "no seed node"},
-        {"127.0.0.1", "seed \"127.0.0.1\" is not host:port"},
-        {"127.0.0.1:0", "seed \"127.0.0.1:0\""},
-        {"unix:/tmp/x.sock", "seed \"unix:/tmp/x.sock\""}, /* cluster nodes are TCP */
+        {"127.0.0.1", "seed \"127.0.0.1\" is not host:port or [IPv6]:port: no port"},
+        {"127.0.0.1:0",
+         "seed \"127.0.0.1:0\" is not host:port or [IPv6]:port: port must be a number 1..65535, not \"0\""},
+        {"unix:/tmp/x.sock", "seed \"unix:/tmp/x.sock\" is not host:port or [IPv6]:port: a cluster node is reached "
+                             "over TCP, not a unix socket"}, /* cluster nodes are TCP */
         {"127.0.0.1:6379,nohost", "seed \"nohost\""},
         {"a:1;b:2", "seed \"a:1;b:2\""},
         {"a:1,b:2,c:3,d:4,e:5", "more than 4 seed nodes"},
@@ -77,6 +105,7 @@ int main(void)
     Suite *s = suite_create("raddr");
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, test_parse_address);
+    tcase_add_test(tc, test_check_says_why);
     tcase_add_test(tc, test_seeds);
     tcase_add_test(tc, test_bad_seeds_named);
     suite_add_tcase(s, tc);
