@@ -115,10 +115,10 @@ void dispatch_request(struct evhttp_request *req, void *arg)
     }
     if (access_check(r) < 0)
         return;
-    if (atomic_load(&ctx->app->draining) && r->endpoint != EP_HEALTH) {
-        respond_unavailable(r, "this instance (shutting down)");
-        return;
-    }
+    /* Shutting down (SIGTERM), a request on a connection still open is served as usual, and
+     * its answer says Connection: close (request.c): refusing it cost a rolling restart
+     * answers a balancer does not retry (a POST it has sent). worker.c closes the connections
+     * left idle once [http] drain_window has passed. */
 
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     r->body_len = evbuffer_get_length(in);

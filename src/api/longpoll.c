@@ -350,6 +350,10 @@ void api_get(struct request *r)
     for (int i = 0; i < n; i++)
         p->shards[i] = topic_shard(p->topics[i], p->lens[i], cfg->redis_shards);
     p->count = (int)count;
+    /* shutting down: what arrives on an open connection is served, but not parked (it would
+     * hold the drain up); the client polls again, through the balancer, elsewhere */
+    if (atomic_load(&ctx->app->draining))
+        timeout_ms = 0;
     p->timeout_ms = timeout_ms;
     p->first_attempt = 1;
 

@@ -52,6 +52,9 @@ static const struct cfg_key keys[] = {
      "parked long-polls per instance (503 past it)"},
     {"http", "max_header", CT_INT, "8192", 1024, 1 << 20, F(max_header), 0,
      "bytes of request line plus headers (400 past it)"},
+    {"http", "drain_window", CT_INT, "1000", 0, 5000, F(drain_window_ms), 0,
+     "after SIGTERM, milliseconds open connections are still served (each answer with Connection: close) "
+     "before those left idle are closed"},
     {"http", "idle_timeout", CT_INT, "60", 1, 3600, F(idle_timeout), 0,
      "seconds an idle keep-alive connection is kept"},
     {"http", "request_timeout", CT_INT, "10", 1, 600, F(request_timeout), 0,

@@ -25,6 +25,7 @@ struct config {
     int max_parked;            /* parked long-polls per instance; 503 past it */
     int max_header;            /* bytes of request line + headers; 413 past it */
     int idle_timeout;          /* seconds a keep-alive connection may sit idle */
+    int drain_window_ms;       /* after SIGTERM: serve open connections this long (Connection: close) */
     int request_timeout;       /* seconds to receive a whole request once it started */
     int rate_limit;            /* requests per second per token (or per client address); 0 = off */
     int rate_burst;            /* bucket size for rate_limit */

@@ -1,6 +1,7 @@
 /* worker.c — see worker.h. */
 #include "process/worker.h"
 #include "api/api.h"
+#include "base/clock.h"
 #include "core/app.h"
 #include "api/dispatch.h"
 #include "redis/layout.h"
@@ -45,11 +46,17 @@ static const struct subsystem {
 };
 #define NSUBSYSTEMS (sizeof subsystems / sizeof subsystems[0])
 
-/* Draining: end the loop once nothing is in flight, after a short grace period in which the
- * last answers are written out to their sockets. */
+/* Draining: end the loop once [http] drain_window has passed and nothing is in flight, after a
+ * short grace period in which the last answers are written out to their sockets.
+ *
+ * The window is for connections a balancer keeps alive to this instance: requests it sends on
+ * them meanwhile are served, each answer with Connection: close, so it stops using each one
+ * cleanly. A connection closed while idle races a request the balancer may be sending on it
+ * (nginx does not retry a POST it has sent); the window leaves open only those it has not used
+ * for drain_window, and nginx reuses its most recently used connection first. */
 static void exit_if_idle(struct worker *w)
 {
-    if (!w->stopping || w->ctx.inflight != 0)
+    if (!w->stopping || w->ctx.inflight != 0 || clock_mono_us() < w->drain_until_us)
         return;
     /* evhttp writes answers to the socket on a later loop turn: leave it time to. */
     struct timeval tv = {0, FLUSH_GRACE_US};
@@ -215,10 +222,24 @@ int worker_internal(struct worker *w, enum endpoint ep, enum method m, const cha
     return 0;
 }
 
+static void on_drain_window(evutil_socket_t fd, short what, void *arg)
+{
+    exit_if_idle(arg);
+}
+
 static void drain_on_loop(void *arg)
 {
     struct worker *w = arg;
+    int window_ms = w->ctx.app->cfg.drain_window_ms;
     w->stopping = 1;
+    w->drain_until_us = clock_mono_us() + (int64_t)window_ms * 1000;
+    w->drain_timer = evtimer_new(w->ctx.base, on_drain_window, w);
+    if (w->drain_timer != NULL) {
+        struct timeval tv = {window_ms / 1000, (window_ms % 1000) * 1000};
+        evtimer_add(w->drain_timer, &tv);
+    } else {
+        w->drain_until_us = 0; /* no timer to wake us: end as soon as nothing is in flight */
+    }
     if (w->bound) { /* stop accepting */
         evhttp_del_accept_socket(w->http, w->bound);
         w->bound = NULL;
@@ -253,6 +274,8 @@ void worker_free(struct worker *w)
         if (subsystems[i].free)
             subsystems[i].free(&w->ctx);
     event_free(w->tick);
+    if (w->drain_timer)
+        event_free(w->drain_timer);
     loopq_free(w->ctx.inbox);
     event_base_free(w->ctx.base);
 }

@@ -28,6 +28,8 @@ struct worker {
     struct conn_registry conns;
     struct event *tick;              /* once a second: the subsystems' tick */
     int stopping;
+    int64_t drain_until_us;          /* stopping: serve open connections until then (monotonic) */
+    struct event *drain_timer;       /* fires at drain_until_us */
     struct worker *next;             /* the ring of all app->nworkers workers a "ready"
                                       * notification goes round (worker_notify_ready); set
                                       * before worker_start */
