@@ -45,22 +45,24 @@ static void count_restored(const struct mrow *r, int to)
     metrics_transition(r->state > 0 ? r->state : JS_NONE, to, 1);
 }
 
-/* Set (ttl > 0) or clear the per-shard "restoring" flags; clearing also drops tombstones,
- * unless a pager's page step is between its Redis write and its commit (the shard's "paging"
- * set, pager.c): a re-page after a crash still needs them, and the pager prunes them later. */
+/* Set (on) or clear the per-shard "restoring" flags; clearing also drops tombstones, unless a
+ * pager's page step needs them (restoreend.lua). */
 static int set_restoring(struct rblock_shards *set, const struct config *cfg, int on)
 {
-    static const char clear[] = "redis.call('DEL', KEYS[1]) "
-                                "if redis.call('EXISTS', KEYS[3]) == 0 then redis.call('DEL', KEYS[2]) end return 0";
     for (int s = 0; s < cfg->redis_shards; s++) {
-        char flag[160], gone[160], paging[160];
-        rkey(flag, sizeof flag, cfg->redis_prefix, s, "restoring");
-        rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
-        rkey(paging, sizeof paging, cfg->redis_prefix, s, "paging");
-        if (on)
-            redisAppendCommand(rblock_shard(set, s), "SET %s 1 PX %d", flag, FLAG_TTL_MS);
-        else
-            redisAppendCommand(rblock_shard(set, s), "EVAL %s 3 %s %s %s", clear, flag, gone, paging);
+        redisContext *c = rblock_shard(set, s);
+        if (on) {
+            char flag[160];
+            rkey(flag, sizeof flag, cfg->redis_prefix, s, "restoring");
+            redisAppendCommand(c, "SET %s 1 PX %d", flag, FLAG_TTL_MS);
+            continue;
+        }
+        struct rargv b;
+        if (rargv_init(&b, 4, 0, 0) == 0) { /* within rargv's own room: cannot fail */
+            rargv_key(&b, cfg->redis_prefix, s, "jobs");
+            rblock_append_eval(c, SCRIPT_RESTOREEND, b.argc, b.argv, b.lens);
+        }
+        rargv_free(&b);
     }
     return rblock_shards_drain(set);
 }
