@@ -2,6 +2,7 @@
  * the restore engine (durable/restore.h, on the MySQL pool) and answer with what it reports. */
 #include "api/api.h"
 #include "api/api_util.h"
+#include "redis/jobjson.h"
 #include "core/app.h"
 #include "core/ids.h"
 #include "core/job.h"
@@ -65,7 +66,7 @@ static void answer_restore_job(const struct restore_job_report *rep, void *arg)
     case RESTORE_JOB_DONE: {
         struct sbuf sb = SBUF_INIT;
         sb_puts(&sb, "{\"id\":");
-        api_json_id(&sb, rep->id);
+        jobjson_id(&sb, rep->id);
         sb_printf(&sb, ",\"restored\":%s,\"state\":\"%s\"}", rep->restored ? "true" : "false",
                   job_state_name(rep->state));
         respond_json(r, 200, &sb);
