@@ -45,17 +45,26 @@ static void answer_restore(const struct restore_report *rep, void *arg)
     sb_free(&sb);
 }
 
-void api_restore(struct request *r)
+/* The endpoint's one parameter, the boolean `name` (false when absent); any other answers
+ * 400. 0, or -1 after answering. */
+static int only_flag(struct request *r, const char *name, int *on)
 {
-    static const char *const allowed[] = {"expire", NULL};
-    int expire;
+    const char *const allowed[] = {name, NULL};
     char err[128];
     if (api_params_only(r, allowed) < 0)
-        return;
-    if (param_bool(&r->params, "expire", 0, &expire, err, sizeof err) < 0) {
+        return -1;
+    if (param_bool(&r->params, name, 0, on, err, sizeof err) < 0) {
         respond_error(r, 400, "bad_request", "%s", err);
-        return;
+        return -1;
     }
+    return 0;
+}
+
+void api_restore(struct request *r)
+{
+    int expire;
+    if (only_flag(r, "expire", &expire) < 0)
+        return;
     answer_unless_submitted(r, restore_submit(r->ctx->app, expire, r->client, r->ctx->inbox, answer_restore, r));
 }
 
@@ -86,16 +95,10 @@ static void answer_restore_job(const struct restore_job_report *rep, void *arg)
 
 void api_restore_one(struct request *r)
 {
-    static const char *const allowed[] = {"force", NULL};
     int force;
     uint64_t id;
-    char err[128];
-    if (api_params_only(r, allowed) < 0)
+    if (only_flag(r, "force", &force) < 0)
         return;
-    if (param_bool(&r->params, "force", 0, &force, err, sizeof err) < 0) {
-        respond_error(r, 400, "bad_request", "%s", err);
-        return;
-    }
     if (id_parse(r->route.arg, r->route.arg_len, &id) < 0) {
         respond_error(r, 400, "bad_request", "a job id is a decimal number of up to 19 digits");
         return;
