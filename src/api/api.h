@@ -23,13 +23,8 @@ void api_jobs_show(struct request *r, uint64_t id);
 void api_lookup(struct request *r);      /* api_lookup.c: GET /jobs?topic=&bizKey= */
 void api_purge(struct request *r);       /* purge.c: POST /topics/{topic}/purge */
 void api_dead(struct request *r);
-void api_restore(struct request *r);     /* restore.c */
+void api_restore(struct request *r);     /* api_restore.c */
 void api_restore_one(struct request *r);
-struct app;
-/* The two-way restore without a request ([redis] auto_restore, after a loss lossmark.h saw),
- * expire=true, on the MySQL pool; one instance of the fleet at a time (a Redis lock), and a
- * no-op while a restore runs on this instance. Its outcome is logged. */
-void restore_auto(struct app *app);
 void api_health(struct request *r);      /* api_info.c */
 void api_stats(struct request *r);
 void api_metrics(struct request *r);

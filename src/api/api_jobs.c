@@ -7,6 +7,7 @@
  * means no restore can ever bring the job back. */
 #include "api/api.h"
 #include "api/api_util.h"
+#include "redis/jobjson.h"
 #include "base/clock.h"
 #include "mysql/dbtask.h"
 #include "durable/doubt.h"
@@ -111,7 +112,7 @@ static void answer_state(struct id_state *st, const char *state, const char *ext
 {
     struct sbuf sb = SBUF_INIT;
     sb_puts(&sb, "{\"id\":");
-    api_json_id(&sb, st->id);
+    jobjson_id(&sb, st->id);
     if (state) {
         sb_puts(&sb, ",\"state\":");
         sb_json_cstr(&sb, state);
@@ -155,7 +156,7 @@ static void on_released(const struct id_outcome *o, void *arg)
     metrics_transition(JS_RESERVED, o->state, 1);
     struct sbuf sb = SBUF_INIT;
     sb_puts(&sb, "{\"id\":");
-    api_json_id(&sb, st->id);
+    jobjson_id(&sb, st->id);
     sb_printf(&sb, ",\"state\":\"%s\",\"runAt\":%lld}", job_state_name(o->state), (long long)o->run_at);
     respond_json(st->r, 200, &sb);
     sb_free(&sb);
@@ -508,14 +509,14 @@ static void inspect_run(MYSQL *db, void *arg)
         unsigned long *len = row ? mysql_fetch_lengths(res) : NULL;
         if (row) {
             int far = strcmp(row[1], "far") == 0; /* the API knows it as delayed, in the MySQL tier */
-            struct job_json j = {.id = st->id, .topic = row[0], .topic_len = len[0], .state = far ? "delayed" : row[1],
-                                 .body = row[2], .body_len = len[2], .priority = strtoll(row[3], NULL, 10),
-                                 .ttr = strtoll(row[4], NULL, 10), .tries = strtoll(row[5], NULL, 10),
-                                 .attempt = strtoll(row[6], NULL, 10), .run_at = strtoll(row[7], NULL, 10),
-                                 .created_at = strtoll(row[8], NULL, 10), .biz = row[9],
-                                 .biz_len = row[9] ? len[9] : 0, .has_backoff = row[10] != NULL,
-                                 .backoff = row[10] ? strtoll(row[10], NULL, 10) : 0};
-            api_json_job_open(&st->job, &j);
+            struct jobjson j = {.id = st->id, .topic = row[0], .topic_len = len[0], .state = far ? "delayed" : row[1],
+                                .body = row[2], .body_len = len[2], .priority = strtoll(row[3], NULL, 10),
+                                .ttr = strtoll(row[4], NULL, 10), .tries = strtoll(row[5], NULL, 10),
+                                .attempt = strtoll(row[6], NULL, 10), .run_at = strtoll(row[7], NULL, 10),
+                                .created_at = strtoll(row[8], NULL, 10), .biz = row[9],
+                                .biz_len = row[9] ? len[9] : 0, .has_backoff = row[10] != NULL,
+                                .backoff = row[10] ? strtoll(row[10], NULL, 10) : 0};
+            jobjson_open(&st->job, &j);
             if (far)
                 sb_puts(&st->job, ",\"tier\":\"mysql\"");
         }
@@ -597,7 +598,7 @@ static void on_inspected(const struct job_view *v, void *arg)
     }
     if (v->found) {
         st->in_redis = 1;
-        api_json_view(&st->job, st->id, v);
+        jobjson_view(&st->job, st->id, v);
     }
     /* Read your writes: a finish answered a moment ago must show, though transitions reach
      * MySQL through the outbox a few milliseconds after they happen. */
@@ -648,11 +649,11 @@ static void on_dead_list(const struct dead_job *jobs, int n, int failed, void *a
         const struct dead_job *d = &jobs[i];
         if (i)
             sb_putc(&sb, ',');
-        struct job_json j = {.id = d->id, .state = "dead", .body = d->body, .body_len = d->body_len,
-                             .biz = d->biz, .biz_len = d->biz_len, .priority = d->priority, .ttr = d->ttr,
-                             .tries = d->tries, .attempt = d->attempts, .run_at = d->run_at,
-                             .died_at = d->died_at};
-        api_json_job_open(&sb, &j);
+        struct jobjson j = {.id = d->id, .state = "dead", .body = d->body, .body_len = d->body_len,
+                            .biz = d->biz, .biz_len = d->biz_len, .priority = d->priority, .ttr = d->ttr,
+                            .tries = d->tries, .attempt = d->attempts, .run_at = d->run_at,
+                            .died_at = d->died_at};
+        jobjson_open(&sb, &j);
         sb_putc(&sb, '}');
     }
     sb_puts(&sb, "]}");

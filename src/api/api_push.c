@@ -19,6 +19,7 @@
  * transitions, journaled through the outbox, made the row newer). */
 #include "api/api.h"
 #include "api/api_util.h"
+#include "redis/jobjson.h"
 #include "base/clock.h"
 #include "durable/doubt.h"
 #include "core/ids.h"
@@ -108,7 +109,7 @@ static void respond_push_unavailable(struct push_state *st)
         if (!st->in_doubt[i])
             continue;
         sb_puts(&ids, ids.len ? "," : "\"maybeQueued\":[");
-        api_json_id(&ids, st->jobs[i].id);
+        jobjson_id(&ids, st->jobs[i].id);
     }
     if (ids.len == 0 || ids.oom) {
         sb_free(&ids);
@@ -223,7 +224,7 @@ static void answer_push(struct push_state *st)
     if (!st->is_array) {
         const struct push_outcome *o = &st->outcomes[0];
         sb_puts(&sb, "{\"id\":");
-        api_json_id(&sb, o->id);
+        jobjson_id(&sb, o->id);
         sb_puts(&sb, ",\"runAt\":");
         sb_json_int(&sb, o->run_at);
         if (o->code == PUSHED_DUP)
@@ -236,7 +237,7 @@ static void answer_push(struct push_state *st)
         for (int i = 0; i < st->n; i++) {
             if (i)
                 sb_putc(&sb, ',');
-            api_json_id(&sb, st->outcomes[i].id);
+            jobjson_id(&sb, st->outcomes[i].id);
         }
         sb_putc(&sb, ']');
         const char *lists[] = {"duplicates", "replaced", "conflicts"};

@@ -4,6 +4,7 @@
  * instance sees a change within a second (firing.h). */
 #include "api/api.h"
 #include "api/api_util.h"
+#include "redis/jobjson.h"
 #include "base/clock.h"
 #include "base/cron.h"
 #include "mysql/dbtask.h"
@@ -137,7 +138,7 @@ static void done(void *arg)
     switch (st->op) {
     case OP_CREATE:
         sb_puts(&sb, "{\"id\":");
-        api_json_id(&sb, st->s.id);
+        jobjson_id(&sb, st->s.id);
         if (st->next == CRON_NEVER)
             sb_puts(&sb, ",\"next\":null}");
         else

@@ -8,6 +8,7 @@
  * at no more than `scan` entries and may answer a short page with a `next`. */
 #include "api/api.h"
 #include "api/api_util.h"
+#include "redis/jobjson.h"
 #include "core/ids.h"
 
 #include <stdio.h>
@@ -60,24 +61,24 @@ static void on_page(const struct job_page *page, void *arg)
     sb_printf(&sb, ",\"state\":\"%s\",\"jobs\":[", job_state_name(q->state));
     for (int i = 0; i < page->n; i++) {
         const struct listed_job *l = &page->jobs[i];
-        struct job_json j = {.id = l->id,
-                             .topic = r->route.arg,
-                             .topic_len = r->route.arg_len,
-                             .state = job_state_name(q->state),
-                             .body = l->body,
-                             .body_len = l->body_len,
-                             .biz = l->biz,
-                             .biz_len = l->biz_len,
-                             .priority = l->priority,
-                             .ttr = l->ttr,
-                             .tries = l->tries,
-                             .attempt = l->attempts,
-                             .run_at = l->run_at,
-                             .lease_until = q->state == JS_RESERVED ? l->score : 0,
-                             .died_at = q->state == JS_DEAD ? l->score : 0};
+        struct jobjson j = {.id = l->id,
+                            .topic = r->route.arg,
+                            .topic_len = r->route.arg_len,
+                            .state = job_state_name(q->state),
+                            .body = l->body,
+                            .body_len = l->body_len,
+                            .biz = l->biz,
+                            .biz_len = l->biz_len,
+                            .priority = l->priority,
+                            .ttr = l->ttr,
+                            .tries = l->tries,
+                            .attempt = l->attempts,
+                            .run_at = l->run_at,
+                            .lease_until = q->state == JS_RESERVED ? l->score : 0,
+                            .died_at = q->state == JS_DEAD ? l->score : 0};
         if (i)
             sb_putc(&sb, ',');
-        api_json_job_open(&sb, &j);
+        jobjson_open(&sb, &j);
         sb_putc(&sb, '}');
     }
     sb_printf(&sb, "],\"scanned\":%ld", page->scanned);

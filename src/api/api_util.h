@@ -1,5 +1,6 @@
 /* api_util.h — pieces shared by the endpoint handlers: reading common parameters (answering
- * 400 themselves), writing jobs as JSON, and journaling a transition made in Redis. */
+ * 400 themselves), per-request state, and journaling a transition made in Redis. (A job as
+ * JSON is redis/jobjson.h, which deliveries use too.) */
 #ifndef HG_API_UTIL_H
 #define HG_API_UTIL_H
 
@@ -32,31 +33,6 @@ int api_require_journal_room(struct request *r);
 /* Check the journal's MySQL connection is up (for what must be committed before its answer).
  * 0, or -1 after answering 503. */
 int api_require_mysql(struct request *r);
-
-/* A job id as a JSON string (ids pass 2^53, so never a JSON number). */
-void api_json_id(struct sbuf *sb, uint64_t id);
-
-/* A job as JSON, whatever it was read from (a reservation, an inspect in Redis, a dead list,
- * a MySQL row): the one renderer, so every endpoint names and orders the members alike. */
-struct job_json {
-    uint64_t id;
-    const char *topic, *state, *body, *biz; /* topic, state: NULL to leave out */
-    size_t topic_len, body_len, biz_len;     /* biz_len 0: no bizKey */
-    int64_t priority, ttr, tries, attempt, run_at;
-    int64_t created_at, lease_until, died_at; /* 0: left out */
-    int has_backoff;                          /* the job's own backoff, else left out */
-    int64_t backoff;
-};
-
-/* {"id","topic","state","body","priority","ttr","tries","attempt","runAt",["createdAt",]
- * ["leaseUntil",]["diedAt",]["bizKey",]["backoff"] — without the closing brace, so callers may add more. */
-void api_json_job_open(struct sbuf *sb, const struct job_json *j);
-
-/* A delivered job (GET /get), closed. */
-void api_json_delivered(struct sbuf *sb, const struct delivered *d);
-
-/* A job seen by inspect, with its "state", left open (history is added by the caller). */
-void api_json_view(struct sbuf *sb, uint64_t id, const struct job_view *v);
 
 /* Who acts, for the outbox (store_who): this instance, this worker, the client's address. */
 void api_who(const struct request *r, char *out, size_t cap);

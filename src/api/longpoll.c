@@ -2,6 +2,7 @@
 #include "api/longpoll.h"
 #include "api/api.h"
 #include "api/api_util.h"
+#include "redis/jobjson.h"
 #include "core/app.h"
 #include "base/clock.h"
 #include "core/ids.h"
@@ -123,7 +124,7 @@ static void take(struct parked *p, const struct delivered *jobs, int n)
             metrics_observe(MH_LATENESS, now > d->run_at ? (double)(now - d->run_at) / 1000.0 : 0.0);
         if (p->got)
             sb_putc(&p->acc, ',');
-        api_json_delivered(&p->acc, d);
+        jobjson_delivered(&p->acc, d);
         p->taken[p->got].id = d->id;
         p->taken[p->got].attempt = d->attempt;
         p->taken[p->got].state = d->state;

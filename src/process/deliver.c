@@ -8,7 +8,7 @@
  * their confirms come back through the loop's inbox. */
 #include "process/deliver.h"
 #include "delivery/amqppub.h"
-#include "api/api_util.h"
+#include "redis/jobjson.h"
 #include "core/app.h"
 #include "base/clock.h"
 #include "delivery/delivstats.h"
@@ -168,7 +168,7 @@ static void send_webhook(struct dtopic *t, const struct delivered *job)
     struct deliver *d = t->d;
     struct wh_job *w = malloc(sizeof *w);
     struct sbuf body = SBUF_INIT;
-    api_json_delivered(&body, job);
+    jobjson_delivered(&body, job);
     char idtext[24], attempt[16], signature[SIGN_HEADER_LEN + 1];
     snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)job->id);
     snprintf(attempt, sizeof attempt, "%d", job->attempt);
@@ -343,7 +343,7 @@ static void send_amqp(struct dtopic *t, const struct delivered *jobs, int n)
         j->attempt = jobs[i].attempt;
         j->settle = jobs[i].state == JS_RESERVED;
         snprintf(j->idtext, sizeof j->idtext, "%llu", (unsigned long long)jobs[i].id);
-        api_json_delivered(&j->body, &jobs[i]);
+        jobjson_delivered(&j->body, &jobs[i]);
     }
     t->out += n;
     t->batches++;

@@ -1,6 +1,5 @@
 /* keeper.c — see keeper.h. */
 #include "process/keeper.h"
-#include "api/api.h"
 #include "core/app.h"
 #include "base/clock.h"
 #include "durable/doubt.h"
@@ -14,6 +13,7 @@
 #include "base/log.h"
 #include "durable/pager.h"
 #include "durable/firing.h"
+#include "durable/restore.h"
 #include "core/metrics.h"
 #include "duties/mover.h"
 #include "duties/pubsub.h"

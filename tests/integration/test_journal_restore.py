@@ -357,7 +357,7 @@ class RestoreConcurrencyTest(HourglassTestCase):
 class RestoreFlagRenewalTest(HourglassTestCase):
     """The "restoring" flags stay up while /reStore waits on back-pressure.
 
-    Defect guarded (fixed in e9bde90, renew_flags in src/api/restore.c): the per-shard
+    Defect guarded (fixed in e9bde90, renew_flags in src/durable/restore.c): the per-shard
     <prefix>:{n}:restoring flags, set with a 120 s TTL (FLAG_TTL_MS), were renewed only between
     pages, so a restore waiting for the journal (MySQL hung, slow or down) longer than the TTL
     let them lapse; a job ended after that left no tombstone and the restore, going on from a
@@ -378,7 +378,7 @@ class RestoreFlagRenewalTest(HourglassTestCase):
     restore must not bring them back.
     """
 
-    FLAG_TTL_MS = 120_000          # FLAG_TTL_MS in src/api/restore.c
+    FLAG_TTL_MS = 120_000          # FLAG_TTL_MS in src/durable/restore.c
     RENEW_MS = FLAG_TTL_MS // 4    # renewed at least this often
     MARGIN_MS = 5_000
     VICTIMS = 20

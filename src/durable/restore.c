@@ -1,7 +1,8 @@
-/* restore.c — GET /reStore and GET /reStore/{id}: rebuild Redis from the MySQL journal.
+/* restore.c — rebuild Redis from the MySQL journal: the engine behind /reStore, /reStore/{id}
+ * and [redis] auto_restore (restore.h; the handler is api_restore.c).
  *
- * /reStore pages through the message rows in a live state (delayed, ready, reserved), 1000
- * at a time in id order per state (keyset pagination on idx_state_id: memory stays flat
+ * A whole restore pages through the message rows in a live state (delayed, ready, reserved),
+ * 1000 at a time in id order per state (keyset pagination on idx_state_id: memory stays flat
  * whatever the table size), and pipelines them into Redis with restore.lua, which inserts a
  * job only where Redis lacks it. So it is idempotent, and safe beside live traffic: a job
  * that Redis holds is untouched; a job finished or deleted while the restore runs left a
@@ -9,10 +10,9 @@
  * brought back. expire=false (the default) leaves jobs whose runAt has passed in MySQL and
  * counts them. Every job put back is journaled as a transition.
  *
- * Both run on a MySQL pool thread (dbtask.c) with a blocking Redis connection; the HTTP
- * request waits for the result. One /reStore at a time per instance. */
-#include "api/api.h"
-#include "api/api_util.h"
+ * Both run on a MySQL pool thread (dbtask.c) with a blocking Redis connection; the submitter
+ * hears of the result on its loop. One whole restore at a time per instance. */
+#include "durable/restore.h"
 #include "core/app.h"
 #include "base/clock.h"
 #include "mysql/db.h"
@@ -27,6 +27,7 @@
 #include "redis/reinsert.h"
 #include "redis/layout.h"
 #include "redis/rblock.h"
+#include "redis/store.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -44,22 +45,24 @@ static void count_restored(const struct mrow *r, int to)
     metrics_transition(r->state > 0 ? r->state : JS_NONE, to, 1);
 }
 
-/* Set (ttl > 0) or clear the per-shard "restoring" flags; clearing also drops tombstones,
- * unless a pager's page step is between its Redis write and its commit (the shard's "paging"
- * set, pager.c): a re-page after a crash still needs them, and the pager prunes them later. */
+/* Set (on) or clear the per-shard "restoring" flags; clearing also drops tombstones, unless a
+ * pager's page step needs them (restoreend.lua). */
 static int set_restoring(struct rblock_shards *set, const struct config *cfg, int on)
 {
-    static const char clear[] = "redis.call('DEL', KEYS[1]) "
-                                "if redis.call('EXISTS', KEYS[3]) == 0 then redis.call('DEL', KEYS[2]) end return 0";
     for (int s = 0; s < cfg->redis_shards; s++) {
-        char flag[160], gone[160], paging[160];
-        rkey(flag, sizeof flag, cfg->redis_prefix, s, "restoring");
-        rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
-        rkey(paging, sizeof paging, cfg->redis_prefix, s, "paging");
-        if (on)
-            redisAppendCommand(rblock_shard(set, s), "SET %s 1 PX %d", flag, FLAG_TTL_MS);
-        else
-            redisAppendCommand(rblock_shard(set, s), "EVAL %s 3 %s %s %s", clear, flag, gone, paging);
+        redisContext *c = rblock_shard(set, s);
+        if (on) {
+            char flag[160];
+            rkey(flag, sizeof flag, cfg->redis_prefix, s, "restoring");
+            redisAppendCommand(c, "SET %s 1 PX %d", flag, FLAG_TTL_MS);
+            continue;
+        }
+        struct rargv b;
+        if (rargv_init(&b, 4, 0, 0) == 0) { /* within rargv's own room: cannot fail */
+            rargv_key(&b, cfg->redis_prefix, s, "jobs");
+            rblock_append_eval(c, SCRIPT_RESTOREEND, b.argc, b.argv, b.lens);
+        }
+        rargv_free(&b);
     }
     return rblock_shards_drain(set);
 }
@@ -122,18 +125,15 @@ static void note_restored(struct rblock_shards *set, const struct config *cfg)
                  "next restore)");
 }
 
-/* ---- /reStore ---- */
+/* ---- a whole restore ---- */
 
 struct restore_all {
-    struct request *r;
-    struct app *app;
-    int expire;
+    const struct app *app;
     int64_t started_ms;
     char who[STORE_WHO_MAX];
-    long scanned, restored, present, expired_skipped, gone, biz_held, misplaced;
-    long far_biz; /* bizKeys of far jobs put back (farbiz.lua) */
-    long checked, aligned, removed; /* the other way: jobs Redis held, compared with MySQL */
-    const char *unavailable; /* "MySQL" / "Redis" when it could not finish */
+    struct restore_report rep;
+    restore_done_fn done; /* NULL: restore_auto */
+    void *arg;
 };
 
 /* ---- the other way: jobs Redis holds at an older version than MySQL ----
@@ -198,9 +198,9 @@ static int align_jobs(struct restore_all *ra, redisContext *c, int shard, const 
     for (size_t i = 0; i < reply->elements && i < (size_t)n; i++) {
         const redisReply *e = reply->element[i];
         if (rreply_is(e, 0, "removed")) {
-            ra->removed++;
+            ra->rep.removed++;
         } else if (rreply_is(e, 0, "aligned") && e->elements >= 2) {
-            ra->aligned++;
+            ra->rep.aligned++;
             if (todo[i].mysql_state != JS_DEAD)
                 metrics_transition(todo[i].mysql_state, (int)rreply_int(e, 1), 1);
         }
@@ -210,7 +210,7 @@ static int align_jobs(struct restore_all *ra, redisContext *c, int shard, const 
 }
 
 /* Compare one page of a shard's jobs (held[0..n)) with their MySQL rows; align those MySQL
- * has newer. 0 / -1 (ra->unavailable says which side failed). */
+ * has newer. 0 / -1 (ra->rep.unavailable says which side failed). */
 static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int shard, struct held *held, int n)
 {
     qsort(held, (size_t)n, sizeof *held, cmp_held);
@@ -225,19 +225,19 @@ static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int sh
     if (sql.oom || mysql_real_query(db, sql.data, (unsigned long)sql.len) != 0) {
         log_warn("restore: %s", sql.oom ? "out of memory" : mysql_error(db));
         sb_free(&sql);
-        ra->unavailable = "MySQL";
+        ra->rep.unavailable = "MySQL";
         return -1;
     }
     sb_free(&sql);
     MYSQL_RES *res = mysql_store_result(db);
     if (res == NULL) {
-        ra->unavailable = "MySQL";
+        ra->rep.unavailable = "MySQL";
         return -1;
     }
     struct newer *todo = calloc((size_t)n, sizeof *todo);
     int k = 0, rc = 0;
     if (todo == NULL) {
-        ra->unavailable = "memory";
+        ra->rep.unavailable = "memory";
         rc = -1;
     }
     MYSQL_ROW m;
@@ -252,7 +252,7 @@ static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int sh
     }
     mysql_free_result(res);
     if (rc == 0 && k > 0 && align_jobs(ra, c, shard, todo, k) < 0) {
-        ra->unavailable = "Redis";
+        ra->rep.unavailable = "Redis";
         rc = -1;
     }
     free(todo);
@@ -267,12 +267,12 @@ static void align_all(struct restore_all *ra, MYSQL *db, struct rblock_shards *s
     const struct config *cfg = &ra->app->cfg;
     struct held *held = NULL;
     size_t cap = 0;
-    for (int shard = 0; shard < cfg->redis_shards && !ra->unavailable; shard++) {
+    for (int shard = 0; shard < cfg->redis_shards && !ra->rep.unavailable; shard++) {
         char cursor[32] = "0";
         redisContext *c = rblock_shard(set, shard);
         do {
             if (renew_flags(set, cfg, flags_set) < 0) {
-                ra->unavailable = "Redis";
+                ra->rep.unavailable = "Redis";
                 break;
             }
             struct rargv b;
@@ -292,7 +292,7 @@ static void align_all(struct restore_all *ra, MYSQL *db, struct rblock_shards *s
                 log_warn("restore: jobscan.lua failed: %s", reply && reply->str ? reply->str : c->errstr);
                 if (reply)
                     freeReplyObject(reply);
-                ra->unavailable = "Redis";
+                ra->rep.unavailable = "Redis";
                 break;
             }
             memcpy(cursor, next, clen);
@@ -301,7 +301,7 @@ static void align_all(struct restore_all *ra, MYSQL *db, struct rblock_shards *s
                 struct held *grown = realloc(held, list->elements / 3 * sizeof *held);
                 if (grown == NULL) {
                     freeReplyObject(reply);
-                    ra->unavailable = "memory";
+                    ra->rep.unavailable = "memory";
                     break;
                 }
                 held = grown;
@@ -317,7 +317,7 @@ static void align_all(struct restore_all *ra, MYSQL *db, struct rblock_shards *s
                 held[n++] = (struct held){id, (unsigned)rreply_int(list, i + 1)};
             }
             freeReplyObject(reply);
-            ra->checked += n;
+            ra->rep.checked += n;
             if (n > 0 && align_page(ra, db, c, shard, held, n) < 0)
                 break;
         } while (strcmp(cursor, "0") != 0);
@@ -339,12 +339,12 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
              MROW_COLUMNS, state, (unsigned long long)*after, PAGE_ROWS);
     if (mysql_query(db, sql) != 0) {
         log_warn("restore: %s", mysql_error(db));
-        ra->unavailable = "MySQL";
+        ra->rep.unavailable = "MySQL";
         return -1;
     }
     MYSQL_RES *res = mysql_store_result(db);
     if (res == NULL) {
-        ra->unavailable = "MySQL";
+        ra->rep.unavailable = "MySQL";
         return -1;
     }
     int n = (int)mysql_num_rows(res);
@@ -354,7 +354,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
     int rc = n;
     if (!rows || !by_shard || !shard_of) {
         rc = -1;
-        ra->unavailable = "memory";
+        ra->rep.unavailable = "memory";
         goto out;
     }
     int64_t now = clock_unix_ms();
@@ -363,11 +363,11 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
         MYSQL_ROW m = mysql_fetch_row(res);
         mrow_read(m, mysql_fetch_lengths(res), &rows[i]);
         *after = rows[i].id;
-        ra->scanned++;
+        ra->rep.scanned++;
         shard_of[i] = -1;
         int s = id_shard(rows[i].id, cfg->redis_shards);
         if (s != topic_shard(rows[i].topic, rows[i].topic_len, cfg->redis_shards)) {
-            ra->misplaced++; /* written under another [redis] shards value: cannot be placed */
+            ra->rep.misplaced++; /* written under another [redis] shards value: cannot be placed */
             continue;
         }
         shard_of[i] = s;
@@ -386,9 +386,9 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
                 by_shard[k++] = &rows[i];
         if (k == 0)
             continue;
-        if (reinsert_append(rblock_shard(set, s), cfg, s, by_shard, k, now, ra->expire, 1, ra->who) < 0) {
+        if (reinsert_append(rblock_shard(set, s), cfg, s, by_shard, k, now, ra->rep.expire, 1, ra->who) < 0) {
             rc = -1;
-            ra->unavailable = "memory";
+            ra->rep.unavailable = "memory";
             goto out;
         }
         order[calls++] = s;
@@ -399,7 +399,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
             log_warn("restore: Redis failed: %s", reply && reply->str ? reply->str : rblock_shards_errstr(set));
             if (reply)
                 freeReplyObject(reply);
-            ra->unavailable = "Redis";
+            ra->rep.unavailable = "Redis";
             rc = -1;
             goto out;
         }
@@ -411,13 +411,13 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
             unsigned ver = 0;
             switch (reinsert_outcome(reply->element[k++], &to, &ver)) {
             case OUT_RESTORED:
-                ra->restored++;
+                ra->rep.restored++;
                 count_restored(&rows[i], to);
                 break;
-            case OUT_PRESENT: ra->present++; break;
-            case OUT_GONE: ra->gone++; break;
-            case OUT_BIZHELD: ra->biz_held++; break;
-            case OUT_EXPIRED: ra->expired_skipped++; break;
+            case OUT_PRESENT: ra->rep.present++; break;
+            case OUT_GONE: ra->rep.gone++; break;
+            case OUT_BIZHELD: ra->rep.biz_held++; break;
+            case OUT_EXPIRED: ra->rep.expired_skipped++; break;
             case OUT_FAILED: break;
             }
         }
@@ -444,12 +444,12 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_sha
                  "SELECT id, topic, biz_key, run_at FROM far_biz WHERE id > %llu ORDER BY id LIMIT %d",
                  (unsigned long long)after, PAGE_ROWS);
         if (mysql_query(db, sql) != 0) {
-            ra->unavailable = "MySQL";
+            ra->rep.unavailable = "MySQL";
             return;
         }
         MYSQL_RES *res = mysql_store_result(db);
         if (res == NULL) {
-            ra->unavailable = "MySQL";
+            ra->rep.unavailable = "MySQL";
             return;
         }
         int n = (int)mysql_num_rows(res);
@@ -457,7 +457,7 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_sha
         int calls = 0;
         int order[256]; /* shard of each call */
         if (rows == NULL) {
-            ra->unavailable = "memory";
+            ra->rep.unavailable = "memory";
             mysql_free_result(res);
             return;
         }
@@ -472,7 +472,7 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_sha
                 continue;
             if (rargv_init(&b, 5 + 4 * k, 1, k) < 0) {
                 rargv_free(&b);
-                ra->unavailable = "memory";
+                ra->rep.unavailable = "memory";
                 break;
             }
             rargv_key(&b, cfg->redis_prefix, s, "jobs");
@@ -489,7 +489,7 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_sha
             int rc = rblock_append_eval(rblock_shard(set, s), SCRIPT_FARBIZ, b.argc, b.argv, b.lens);
             rargv_free(&b);
             if (rc < 0) {
-                ra->unavailable = "memory";
+                ra->rep.unavailable = "memory";
                 break;
             }
             order[calls++] = s;
@@ -497,9 +497,9 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_sha
         for (int i = 0; i < calls; i++) {
             redisReply *r = rblock_shard_reply(rblock_shard(set, order[i]));
             if (r == NULL || r->type != REDIS_REPLY_INTEGER)
-                ra->unavailable = "Redis";
+                ra->rep.unavailable = "Redis";
             else
-                ra->far_biz += (long)r->integer;
+                ra->rep.far_biz += (long)r->integer;
             if (r)
                 freeReplyObject(r);
         }
@@ -507,7 +507,7 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_sha
             after = strtoull(rows[n - 1][0], NULL, 10);
         free(rows);
         mysql_free_result(res);
-        if (n < PAGE_ROWS || ra->unavailable)
+        if (n < PAGE_ROWS || ra->rep.unavailable)
             return;
     }
 }
@@ -517,31 +517,31 @@ static void restore_all_run(MYSQL *db, void *arg)
     struct restore_all *ra = arg;
     const struct config *cfg = &ra->app->cfg;
     if (db == NULL) {
-        ra->unavailable = "MySQL";
+        ra->rep.unavailable = "MySQL";
         return;
     }
     char err[256];
     struct rblock_shards *c = layout_open_shards(cfg, 1, NULL, err, sizeof err);
     if (c == NULL) {
         log_warn("restore: cannot connect to Redis: %s", err);
-        ra->unavailable = "Redis";
+        ra->rep.unavailable = "Redis";
         return;
     }
     if (set_restoring(c, cfg, 1) < 0) {
-        ra->unavailable = "Redis";
+        ra->rep.unavailable = "Redis";
         rblock_shards_free(c);
         return;
     }
     /* In-doubt outcomes first: a push answered 503 whose row committed must not come back. */
     if (doubt_settle(db, cfg, 1) < 0) {
-        ra->unavailable = "MySQL or Redis (settling outcomes in doubt)";
+        ra->rep.unavailable = "MySQL or Redis (settling outcomes in doubt)";
         set_restoring(c, cfg, 0);
         rblock_shards_free(c);
         return;
     }
     int64_t flags_set = clock_mono_ms();
     if (wait_for_outbox(c, cfg, &flags_set) < 0) {
-        ra->unavailable = "the journal (the outbox could not catch up: MySQL or Redis down)";
+        ra->rep.unavailable = "the journal (the outbox could not catch up: MySQL or Redis down)";
         set_restoring(c, cfg, 0);
         rblock_shards_free(c);
         return;
@@ -554,7 +554,7 @@ static void restore_all_run(MYSQL *db, void *arg)
     static const char isolation[] = "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ";
     static const char snapshot[] = "START TRANSACTION WITH CONSISTENT SNAPSHOT";
     if (db_exec(db, isolation, sizeof isolation - 1) < 0 || db_exec(db, snapshot, sizeof snapshot - 1) < 0) {
-        ra->unavailable = "MySQL";
+        ra->rep.unavailable = "MySQL";
         set_restoring(c, cfg, 0);
         rblock_shards_free(c);
         return;
@@ -563,7 +563,7 @@ static void restore_all_run(MYSQL *db, void *arg)
     align_all(ra, db, c, &flags_set);
     static const char *const live[] = {"delayed", "ready", "reserved"};
     int waited = 0;
-    for (int st = 0; st < 3 && !ra->unavailable; st++) {
+    for (int st = 0; st < 3 && !ra->rep.unavailable; st++) {
         uint64_t after = 0;
         for (;;) {
             /* back-pressure: the journal must keep up with the transitions we add */
@@ -577,11 +577,11 @@ static void restore_all_run(MYSQL *db, void *arg)
             while (!journal_accepting() && !dbtask_stopping() && (renewed = renew_flags(c, cfg, &flags_set)) == 0)
                 usleep(10000);
             if (dbtask_stopping()) {
-                ra->unavailable = "this instance (shutting down)";
+                ra->rep.unavailable = "this instance (shutting down)";
                 break;
             }
             if (renewed < 0 || renew_flags(c, cfg, &flags_set) < 0) {
-                ra->unavailable = "Redis";
+                ra->rep.unavailable = "Redis";
                 break;
             }
             int got = restore_page(ra, db, c, live[st], &after);
@@ -589,71 +589,69 @@ static void restore_all_run(MYSQL *db, void *arg)
                 break;
         }
     }
-    if (!ra->unavailable)
+    if (!ra->rep.unavailable)
         restore_far_biz(ra, db, c);
     mysql_commit(db); /* end the snapshot */
-    if (!ra->unavailable)
+    if (!ra->rep.unavailable)
         note_restored(c, cfg);
     set_restoring(c, cfg, 0);
     rblock_shards_free(c);
-    metrics_inc(MC_RESTORED, (uint64_t)ra->restored);
+    const struct restore_report *rep = &ra->rep;
+    metrics_inc(MC_RESTORED, (uint64_t)rep->restored);
     log_info("restore: scanned %ld, restored %ld, present %ld, expiredSkipped %ld, gone %ld, bizHeld %ld; Redis held "
              "%ld, aligned %ld, removed %ld (MySQL newer) in %lld ms",
-             ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held, ra->checked,
-             ra->aligned, ra->removed, (long long)(clock_unix_ms() - ra->started_ms));
+             rep->scanned, rep->restored, rep->present, rep->expired_skipped, rep->gone, rep->biz_held, rep->checked,
+             rep->aligned, rep->removed, (long long)(clock_unix_ms() - ra->started_ms));
 }
 
 static void restore_all_done(void *arg)
 {
     struct restore_all *ra = arg;
     atomic_store(&restore_running, 0);
-    if (ra->unavailable) {
-        respond_unavailable(ra->r, ra->unavailable);
-        return;
-    }
-    struct sbuf sb = SBUF_INIT;
-    sb_printf(&sb,
-              "{\"scanned\":%ld,\"restored\":%ld,\"present\":%ld,\"expiredSkipped\":%ld,\"gone\":%ld,"
-              "\"bizHeld\":%ld,\"misplaced\":%ld,\"checked\":%ld,\"aligned\":%ld,\"removed\":%ld,"
-              "\"farBizKeys\":%ld,\"expire\":%s,\"ms\":%lld}",
-              ra->scanned, ra->restored, ra->present, ra->expired_skipped, ra->gone, ra->biz_held, ra->misplaced,
-              ra->checked, ra->aligned, ra->removed, ra->far_biz,
-              ra->expire ? "true" : "false", (long long)(clock_unix_ms() - ra->started_ms));
-    respond_json(ra->r, 200, &sb);
-    sb_free(&sb);
+    ra->rep.ms = clock_unix_ms() - ra->started_ms;
+    ra->done(&ra->rep, ra->arg);
+    free(ra);
 }
 
-void api_restore(struct request *r)
+/* Claim this instance's one whole restore and make its state; NULL (*why says which) when a
+ * restore runs already or memory is short. */
+static struct restore_all *restore_all_new(const struct app *app, int expire, const char *thread, const char *host,
+                                           enum restore_submitted *why)
 {
-    static const char *const allowed[] = {"expire", NULL};
-    int expire;
-    char err[128];
-    if (api_params_only(r, allowed) < 0)
-        return;
-    if (param_bool(&r->params, "expire", 0, &expire, err, sizeof err) < 0) {
-        respond_error(r, 400, "bad_request", "%s", err);
-        return;
-    }
     int idle = 0;
     if (!atomic_compare_exchange_strong(&restore_running, &idle, 1)) {
-        respond_error(r, 409, "conflict", "a restore is already running on this instance");
-        return;
+        *why = RESTORE_BUSY;
+        return NULL;
     }
-    struct restore_all *ra = api_state_new(r, sizeof *ra, NULL);
+    struct restore_all *ra = calloc(1, sizeof *ra);
     if (ra == NULL) {
         atomic_store(&restore_running, 0);
-        return;
+        *why = RESTORE_NO_MEMORY;
+        return NULL;
     }
-    ra->r = r;
-    ra->app = r->ctx->app;
-    ra->expire = expire;
+    ra->app = app;
+    ra->rep.expire = expire;
     ra->started_ms = clock_unix_ms();
-    store_who(ra->who, sizeof ra->who, ra->app->instance, "restore", r->client);
-    log_info("restore: started by %s (expire=%s)", r->client, expire ? "true" : "false");
-    if (dbtask_submit(restore_all_run, restore_all_done, r->ctx->inbox, ra) < 0) {
+    store_who(ra->who, sizeof ra->who, app->instance, thread, host);
+    return ra;
+}
+
+enum restore_submitted restore_submit(const struct app *app, int expire, const char *client, struct loopq *reply_to,
+                                      restore_done_fn done, void *arg)
+{
+    enum restore_submitted why = RESTORE_SUBMITTED;
+    struct restore_all *ra = restore_all_new(app, expire, "restore", client, &why);
+    if (ra == NULL)
+        return why;
+    ra->done = done;
+    ra->arg = arg;
+    log_info("restore: started by %s (expire=%s)", client, expire ? "true" : "false");
+    if (dbtask_submit(restore_all_run, restore_all_done, reply_to, ra) < 0) {
         atomic_store(&restore_running, 0);
-        respond_unavailable(r, "the MySQL task queue");
+        free(ra);
+        return RESTORE_NO_QUEUE;
     }
+    return RESTORE_SUBMITTED;
 }
 
 /* ---- the same without a request ([redis] auto_restore) ---- */
@@ -679,8 +677,8 @@ static void restore_auto_run(MYSQL *db, void *arg)
         redisReply *r = redisCommand(c, "DEL %s", key);
         if (r)
             freeReplyObject(r);
-        if (ra->unavailable)
-            log_warn("auto-restore: could not finish (%s unavailable); retried later", ra->unavailable);
+        if (ra->rep.unavailable)
+            log_warn("auto-restore: could not finish (%s unavailable); retried later", ra->rep.unavailable);
     }
     if (c)
         redisFree(c);
@@ -688,38 +686,27 @@ static void restore_auto_run(MYSQL *db, void *arg)
     free(ra);
 }
 
-void restore_auto(struct app *app)
+void restore_auto(const struct app *app)
 {
-    int idle = 0;
-    if (!atomic_compare_exchange_strong(&restore_running, &idle, 1))
-        return; /* the restore running here repairs it */
-    struct restore_all *ra = calloc(1, sizeof *ra);
-    if (ra == NULL) {
-        atomic_store(&restore_running, 0);
-        return;
-    }
-    ra->app = app;
-    ra->expire = 1;
-    ra->started_ms = clock_unix_ms();
-    store_who(ra->who, sizeof ra->who, app->instance, "auto-restore", app->hostname);
+    enum restore_submitted why;
+    struct restore_all *ra = restore_all_new(app, 1, "auto-restore", app->hostname, &why);
+    if (ra == NULL)
+        return; /* busy: the restore running here repairs it */
     if (dbtask_submit(restore_auto_run, NULL, NULL, ra) < 0) {
         atomic_store(&restore_running, 0);
         free(ra);
     }
 }
 
-/* ---- /reStore/{id} ---- */
+/* ---- one job ---- */
 
-struct restore_one {
-    struct request *r;
-    struct app *app;
-    uint64_t id;
+struct restore_job {
+    const struct app *app;
     int force;
-    int status;         /* HTTP status to answer */
     char who[STORE_WHO_MAX];
-    int restored;
-    int state;          /* state now */
-    char message[160];  /* for errors */
+    struct restore_job_report rep;
+    restore_job_done_fn done;
+    void *arg;
 };
 
 /* Run one script on the job's shard and return its reply (caller frees). `who` NULL: the
@@ -742,16 +729,17 @@ static redisReply *eval_one(redisContext *c, const struct config *cfg, enum scri
     return rc == 0 ? rblock_reply(c) : NULL;
 }
 
-static void restore_one_run(MYSQL *db, void *arg)
+static void restore_job_run(MYSQL *db, void *arg)
 {
-    struct restore_one *ro = arg;
-    const struct config *cfg = &ro->app->cfg;
-    ro->status = 503;
-    snprintf(ro->message, sizeof ro->message, "MySQL");
+    struct restore_job *rj = arg;
+    struct restore_job_report *rep = &rj->rep;
+    const struct config *cfg = &rj->app->cfg;
+    rep->outcome = RESTORE_JOB_UNAVAILABLE;
+    snprintf(rep->message, sizeof rep->message, "MySQL");
     if (db == NULL)
         return;
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT %s FROM message WHERE id = %llu", MROW_COLUMNS, (unsigned long long)ro->id);
+    snprintf(sql, sizeof sql, "SELECT %s FROM message WHERE id = %llu", MROW_COLUMNS, (unsigned long long)rep->id);
     if (mysql_query(db, sql) != 0)
         return;
     MYSQL_RES *res = mysql_store_result(db);
@@ -764,35 +752,35 @@ static void restore_one_run(MYSQL *db, void *arg)
         mrow_read(m, mysql_fetch_lengths(res), &row);
 
     char err[256];
-    int shard = id_shard(ro->id, cfg->redis_shards);
+    int shard = id_shard(rep->id, cfg->redis_shards);
     redisContext *c = rblock_connect_shard(cfg, shard, 1, NULL, err, sizeof err);
-    snprintf(ro->message, sizeof ro->message, "Redis");
+    snprintf(rep->message, sizeof rep->message, "Redis");
     if (c == NULL)
         goto out;
     int64_t now = clock_unix_ms();
-    redisReply *view = eval_one(c, cfg, SCRIPT_INSPECT, ro->id, now, NULL);
+    redisReply *view = eval_one(c, cfg, SCRIPT_INSPECT, rep->id, now, NULL);
     if (view == NULL || view->type != REDIS_REPLY_ARRAY)
         goto out_reply;
 
     if (view->elements > 0) {
         /* Redis holds it: only a dead job has anything to restore (a requeue). */
-        ro->state = (int)rreply_int(view, 0);
-        if (ro->state != JS_DEAD) {
-            ro->status = 200;
+        rep->state = (int)rreply_int(view, 0);
+        if (rep->state != JS_DEAD) {
+            rep->outcome = RESTORE_JOB_DONE;
             goto out_reply;
         }
-        redisReply *rq = eval_one(c, cfg, SCRIPT_REQUEUE, ro->id, now, ro->who);
+        redisReply *rq = eval_one(c, cfg, SCRIPT_REQUEUE, rep->id, now, rj->who);
         if (rreply_is_array(rq, 2) && rreply_is(rq, 0, "ok")) {
-            ro->status = 200;
-            ro->restored = 1;
-            ro->state = JS_READY;
+            rep->outcome = RESTORE_JOB_DONE;
+            rep->restored = 1;
+            rep->state = JS_READY;
             row.state = JS_DEAD;
             row.attempts = 0;
             if (m)
                 count_restored(&row, JS_READY);
         } else if (rreply_is_array(rq, 1) && rreply_is(rq, 0, "bizheld")) {
-            ro->status = 409;
-            snprintf(ro->message, sizeof ro->message, "another live job holds this job's bizKey");
+            rep->outcome = RESTORE_JOB_REFUSED;
+            snprintf(rep->message, sizeof rep->message, "another live job holds this job's bizKey");
         }
         if (rq)
             freeReplyObject(rq);
@@ -801,22 +789,22 @@ static void restore_one_run(MYSQL *db, void *arg)
 
     /* Redis lacks it: MySQL decides. */
     if (m == NULL) {
-        ro->status = 404;
-        snprintf(ro->message, sizeof ro->message, "no job with this id in MySQL");
+        rep->outcome = RESTORE_JOB_NOT_FOUND;
+        snprintf(rep->message, sizeof rep->message, "no job with this id in MySQL");
         goto out_reply;
     }
     if (row.state == JS_FAR) {
         /* MySQL alone holds it, by design: the pager brings it in before it is due (only the
          * pager may, since its rows' far keys must go with it) */
-        ro->status = 409;
-        snprintf(ro->message, sizeof ro->message,
+        rep->outcome = RESTORE_JOB_REFUSED;
+        snprintf(rep->message, sizeof rep->message,
                  "the job is due beyond [queue] horizon and kept in MySQL; it is paged into Redis before it is due");
         goto out_reply;
     }
     int live = row.state == JS_DELAYED || row.state == JS_READY || row.state == JS_RESERVED;
-    if (!live && row.state != JS_DEAD && !ro->force) {
-        ro->status = 409;
-        snprintf(ro->message, sizeof ro->message, "the job is %s; add force=true to run it again",
+    if (!live && row.state != JS_DEAD && !rj->force) {
+        rep->outcome = RESTORE_JOB_REFUSED;
+        snprintf(rep->message, sizeof rep->message, "the job is %s; add force=true to run it again",
                  job_state_name(row.state));
         goto out_reply;
     }
@@ -827,7 +815,7 @@ static void restore_one_run(MYSQL *db, void *arg)
     }
     struct mrow *one = &put;
     redisReply *rr = NULL;
-    if (reinsert_append(c, cfg, shard, &one, 1, now, 1, 1, ro->who) == 0)
+    if (reinsert_append(c, cfg, shard, &one, 1, now, 1, 1, rj->who) == 0)
         rr = rblock_reply(c);
     int to = 0;
     unsigned ver = 0;
@@ -837,23 +825,23 @@ static void restore_one_run(MYSQL *db, void *arg)
         freeReplyObject(rr);
     switch (out) {
     case OUT_RESTORED:
-        ro->status = 200;
-        ro->restored = 1;
-        ro->state = to;
+        rep->outcome = RESTORE_JOB_DONE;
+        rep->restored = 1;
+        rep->state = to;
         count_restored(&put, to);
         metrics_inc(MC_RESTORED, 1);
         break;
     case OUT_PRESENT:
-        ro->status = 200;
-        ro->state = row.state;
+        rep->outcome = RESTORE_JOB_DONE;
+        rep->state = row.state;
         break;
     case OUT_BIZHELD:
-        ro->status = 409;
-        snprintf(ro->message, sizeof ro->message, "another live job holds this job's bizKey");
+        rep->outcome = RESTORE_JOB_REFUSED;
+        snprintf(rep->message, sizeof rep->message, "another live job holds this job's bizKey");
         break;
     case OUT_GONE:
-        ro->status = 409;
-        snprintf(ro->message, sizeof ro->message, "the job ended while a restore was running");
+        rep->outcome = RESTORE_JOB_REFUSED;
+        snprintf(rep->message, sizeof rep->message, "the job ended while a restore was running");
         break;
     case OUT_EXPIRED:
     case OUT_FAILED:
@@ -868,56 +856,28 @@ out:
     mysql_commit(db);
 }
 
-static void restore_one_done(void *arg)
+static void restore_job_done(void *arg)
 {
-    struct restore_one *ro = arg;
-    struct request *r = ro->r;
-    switch (ro->status) {
-    case 200: {
-        struct sbuf sb = SBUF_INIT;
-        sb_puts(&sb, "{\"id\":");
-        api_json_id(&sb, ro->id);
-        sb_printf(&sb, ",\"restored\":%s,\"state\":\"%s\"}", ro->restored ? "true" : "false",
-                  job_state_name(ro->state));
-        respond_json(r, 200, &sb);
-        sb_free(&sb);
-        return;
-    }
-    case 404:
-        respond_error(r, 404, "not_found", "%s", ro->message);
-        return;
-    case 409:
-        respond_error(r, 409, "conflict", "%s", ro->message);
-        return;
-    default:
-        respond_unavailable(r, ro->message);
-    }
+    struct restore_job *rj = arg;
+    rj->done(&rj->rep, rj->arg);
+    free(rj);
 }
 
-void api_restore_one(struct request *r)
+enum restore_submitted restore_job_submit(const struct app *app, uint64_t id, int force, const char *client,
+                                          struct loopq *reply_to, restore_job_done_fn done, void *arg)
 {
-    static const char *const allowed[] = {"force", NULL};
-    int force;
-    uint64_t id;
-    char err[128];
-    if (api_params_only(r, allowed) < 0)
-        return;
-    if (param_bool(&r->params, "force", 0, &force, err, sizeof err) < 0) {
-        respond_error(r, 400, "bad_request", "%s", err);
-        return;
+    struct restore_job *rj = calloc(1, sizeof *rj);
+    if (rj == NULL)
+        return RESTORE_NO_MEMORY;
+    rj->app = app;
+    rj->rep.id = id;
+    rj->force = force;
+    rj->done = done;
+    rj->arg = arg;
+    store_who(rj->who, sizeof rj->who, app->instance, "restore", client);
+    if (dbtask_submit(restore_job_run, restore_job_done, reply_to, rj) < 0) {
+        free(rj);
+        return RESTORE_NO_QUEUE;
     }
-    if (id_parse(r->route.arg, r->route.arg_len, &id) < 0) {
-        respond_error(r, 400, "bad_request", "a job id is a decimal number of up to 19 digits");
-        return;
-    }
-    struct restore_one *ro = api_state_new(r, sizeof *ro, NULL);
-    if (ro == NULL)
-        return;
-    ro->r = r;
-    ro->app = r->ctx->app;
-    ro->id = id;
-    ro->force = force;
-    store_who(ro->who, sizeof ro->who, ro->app->instance, "restore", r->client);
-    if (dbtask_submit(restore_one_run, restore_one_done, r->ctx->inbox, ro) < 0)
-        respond_unavailable(r, "the MySQL task queue");
+    return RESTORE_SUBMITTED;
 }
