@@ -74,6 +74,8 @@ static int health_json(struct request *r, struct sbuf *sb)
                   atomic_load(&app->redis_loss_shard), atomic_load(&app->redis_loss_kind) == 1 ? "rolled back" : "lost",
                   (long long)loss_at, atomic_load(&app->redis_loss_kind) == 1 ? "older" : "none of its",
                   app->cfg.redis_auto_restore ? "an automatic restore is repairing it" : "run GET /reStore");
+    if (atomic_load(&app->redis_fenced) > 0)
+        sb_printf(sb, ",\"fencedShards\":%d", atomic_load(&app->redis_fenced));
     if (rerr.cause != RCAUSE_NONE) {
         sb_printf(sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rcause_name(rerr.cause));
         sb_json_cstr(sb, rerr.text);

@@ -44,6 +44,7 @@ struct app {
     atomic_int_fast64_t redis_loss_at;
     atomic_int redis_loss_shard;
     atomic_int redis_loss_kind;
+    atomic_int redis_fenced; /* shards seen fenced after a rollback (lossmark.h): they deliver nothing */
 };
 
 #endif

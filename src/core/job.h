@@ -32,6 +32,13 @@ enum job_state {
 const char *job_state_name(int state); /* "" for JS_NONE */
 int job_state_parse(const char *name);  /* -1 when unknown */
 
+/* A state a job ends in (finished, deleted, aborted): it is then in no tier, and Redis no
+ * longer holds it. Dead is not an end: a dead job stays, to be requeued. */
+static inline int job_state_ended(int state)
+{
+    return state == JS_FINISHED || state == JS_DELETED || state == JS_ABORTED;
+}
+
 struct job_limits {
     int64_t max_delay;
     int64_t default_ttr, max_ttr;

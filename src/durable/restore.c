@@ -125,6 +125,8 @@ static void note_restored(struct rblock_shards *set, const struct config *cfg)
                  "next restore)");
 }
 
+static int unfence(redisContext *c, const struct config *cfg, int shard, int64_t started);
+
 /* ---- a whole restore ---- */
 
 struct restore_all {
@@ -245,10 +247,14 @@ static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int sh
         struct held key = {.id = strtoull(m[0], NULL, 10)};
         const struct held *h = bsearch(&key, held, (size_t)n, sizeof *held, cmp_held);
         unsigned ver = (unsigned)strtoul(m[2], NULL, 10);
-        if (h == NULL || ver <= h->ver)
-            continue; /* Redis is as new as MySQL or newer (the journal lags behind it) */
-        todo[k++] = (struct newer){h->id, h->ver, ver, job_state_parse(m[1]), strtoll(m[3], NULL, 10),
-                                   (unsigned)strtoul(m[4], NULL, 10)};
+        int state = job_state_parse(m[1]);
+        /* Redis as new as MySQL or newer: the journal lags behind it. But the same version with
+         * an end in MySQL is two histories, not one: a job ends by leaving Redis, so Redis
+         * holding it at the version MySQL ended it at means Redis was rolled back and a move
+         * made after the rollback reached the version of the end (align.lua); the end wins. */
+        if (h == NULL || ver < h->ver || (ver == h->ver && !job_state_ended(state)))
+            continue;
+        todo[k++] = (struct newer){h->id, h->ver, ver, state, strtoll(m[3], NULL, 10), (unsigned)strtoul(m[4], NULL, 10)};
     }
     mysql_free_result(res);
     if (rc == 0 && k > 0 && align_jobs(ra, c, shard, todo, k) < 0) {
@@ -261,17 +267,19 @@ static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int sh
 
 #define ALIGN_PAGE 1000
 
-/* Every shard's jobs, a page at a time. */
-static void align_all(struct restore_all *ra, MYSQL *db, struct rblock_shards *set, int64_t *flags_set)
+/* The jobs of shards [first, last), a page at a time. flags_set: the restoring flags to renew
+ * meanwhile (NULL: none are up, as in a fence check). */
+static void align_shards(struct restore_all *ra, MYSQL *db, struct rblock_shards *set, int first, int last,
+                         int64_t *flags_set)
 {
     const struct config *cfg = &ra->app->cfg;
     struct held *held = NULL;
     size_t cap = 0;
-    for (int shard = 0; shard < cfg->redis_shards && !ra->rep.unavailable; shard++) {
+    for (int shard = first; shard < last && !ra->rep.unavailable; shard++) {
         char cursor[32] = "0";
         redisContext *c = rblock_shard(set, shard);
         do {
-            if (renew_flags(set, cfg, flags_set) < 0) {
+            if (flags_set != NULL && renew_flags(set, cfg, flags_set) < 0) {
                 ra->rep.unavailable = "Redis";
                 break;
             }
@@ -560,7 +568,7 @@ static void restore_all_run(MYSQL *db, void *arg)
         return;
     }
     /* The other way first, over what Redis held before this restore adds to it. */
-    align_all(ra, db, c, &flags_set);
+    align_shards(ra, db, c, 0, cfg->redis_shards, &flags_set);
     static const char *const live[] = {"delayed", "ready", "reserved"};
     int waited = 0;
     for (int st = 0; st < 3 && !ra->rep.unavailable; st++) {
@@ -592,8 +600,13 @@ static void restore_all_run(MYSQL *db, void *arg)
     if (!ra->rep.unavailable)
         restore_far_biz(ra, db, c);
     mysql_commit(db); /* end the snapshot */
-    if (!ra->rep.unavailable)
+    if (!ra->rep.unavailable) {
         note_restored(c, cfg);
+        /* every shard was checked both ways: a fence raised before this restore began goes */
+        for (int s = 0; s < cfg->redis_shards; s++)
+            if (unfence(rblock_shard(c, s), cfg, s, ra->started_ms) < 0)
+                log_warn("restore: could not lift shard %d's fence; its fence check will", s);
+    }
     set_restoring(c, cfg, 0);
     rblock_shards_free(c);
     const struct restore_report *rep = &ra->rep;
@@ -695,6 +708,81 @@ void restore_auto(const struct app *app)
     if (dbtask_submit(restore_auto_run, NULL, NULL, ra) < 0) {
         atomic_store(&restore_running, 0);
         free(ra);
+    }
+}
+
+/* ---- a rolled-back shard's fence check ---- */
+
+static atomic_int fence_check_running;
+
+struct fence_check {
+    struct restore_all ra; /* for its counts, its actor and align_shards */
+    int shard;
+};
+
+/* Lift the shard's fence if it is no newer than `started` (unfence.lua). 1 lifted, 0 a newer
+ * one stays, -1 Redis failed. */
+static int unfence(redisContext *c, const struct config *cfg, int shard, int64_t started)
+{
+    struct rargv b;
+    int rc = -1;
+    if (rargv_init(&b, 5, 1, 0) == 0) {
+        rargv_key(&b, cfg->redis_prefix, shard, "jobs");
+        rargv_int(&b, started);
+        rc = rblock_append_eval(c, SCRIPT_UNFENCE, b.argc, b.argv, b.lens);
+    }
+    rargv_free(&b);
+    redisReply *r = rc == 0 ? rblock_shard_reply(c) : NULL;
+    rc = r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    return rc;
+}
+
+static void fence_check_run(MYSQL *db, void *arg)
+{
+    struct fence_check *fc = arg;
+    struct restore_all *ra = &fc->ra;
+    const struct config *cfg = &ra->app->cfg;
+    char err[256];
+    struct rblock_shards *set = db ? layout_open_shards(cfg, 1, NULL, err, sizeof err) : NULL;
+    if (set == NULL) {
+        log_warn("redis: shard %d: fence check: %s unavailable; tried again shortly", fc->shard,
+                 db ? "Redis" : "MySQL");
+    } else {
+        /* The shard moves and delivers nothing meanwhile (mark.lua), so what it holds is what
+         * the rollback left, plus what was pushed to it since; MySQL's rows are read fresh. */
+        align_shards(ra, db, set, fc->shard, fc->shard + 1, NULL);
+        int lifted = ra->rep.unavailable ? -1 : unfence(rblock_shard(set, fc->shard), cfg, fc->shard, ra->started_ms);
+        if (lifted < 0)
+            log_warn("redis: shard %d: fence check could not finish (%s unavailable); tried again shortly", fc->shard,
+                     ra->rep.unavailable ? ra->rep.unavailable : "Redis");
+        else
+            log_info("redis: shard %d: fence check: Redis held %ld jobs, aligned %ld, removed %ld (MySQL newer); %s",
+                     fc->shard, ra->rep.checked, ra->rep.aligned, ra->rep.removed,
+                     lifted ? "the shard moves and delivers again" : "rolled back again meanwhile: checked again");
+        rblock_shards_free(set);
+    }
+    free(fc);
+    atomic_store(&fence_check_running, 0);
+}
+
+void restore_fence_check(const struct app *app, int shard)
+{
+    int idle = 0;
+    if (shard < 0 || shard >= app->cfg.redis_shards ||
+        !atomic_compare_exchange_strong(&fence_check_running, &idle, 1))
+        return; /* one at a time: the keeper asks again each second while a shard is fenced */
+    struct fence_check *fc = calloc(1, sizeof *fc);
+    if (fc != NULL) {
+        fc->ra.app = app;
+        fc->ra.started_ms = clock_unix_ms();
+        fc->shard = shard;
+        store_who(fc->ra.who, sizeof fc->ra.who, app->instance, "fence-check", app->hostname);
+    }
+    if (fc == NULL || dbtask_submit(fence_check_run, NULL, NULL, fc) < 0) {
+        free(fc);
+        atomic_store(&fence_check_running, 0);
     }
 }
 

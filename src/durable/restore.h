@@ -88,4 +88,13 @@ enum restore_submitted restore_job_submit(const struct app *app, uint64_t id, in
  * no-op while a restore runs on this instance. Its outcome is logged. */
 void restore_auto(const struct app *app);
 
+/* A rolled-back shard's fence check: Redis came back older on `shard` (lossmark.h, mark.lua),
+ * which then moves and delivers nothing. On the MySQL pool, every job the shard holds is
+ * compared with its row, MySQL's newer state (or its end at the same version) wins as in the
+ * two-way restore, and the fence is lifted (unfence.lua) unless the shard was rolled back
+ * again meanwhile. Needs no [redis] auto_restore and no admin: a fenced shard would deliver
+ * nothing until it runs. One at a time per instance; a no-op while one runs. Logged. Jobs
+ * the shard lacks are /reStore's to put back (the loss stays named in /health until then). */
+void restore_fence_check(const struct app *app, int shard);
+
 #endif

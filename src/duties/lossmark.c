@@ -15,20 +15,43 @@ struct mark_call {
     int in_flight;
     int64_t written; /* the mark this process wrote last in the shard (0: none yet) */
     int64_t next;    /* the one in flight */
+    int fenced;      /* the shard was fenced at the last answer (mark.lua) */
 };
 
 struct lossmark {
     struct app *app;
     struct store *store;
     void (*on_loss)(void *arg);
+    void (*on_fenced)(int shard, void *arg);
     void *arg;
+    int nfenced;
     int64_t last_mark;
     struct mark_call *calls; /* one per shard */
 };
 
 static const char *const kind_names[] = {"", "rolled back", "lost"};
 
-static void on_mark(enum store_mark_verdict v, int64_t restored, void *arg)
+/* A fenced shard (rolled back; mark.lua) moves and delivers nothing until its fence check
+ * has run: ask for one at every answer that still says fenced. */
+static void note_fence(struct lossmark *lm, struct mark_call *c, int64_t fenced)
+{
+    int now_fenced = fenced > 0;
+    if (now_fenced != c->fenced) {
+        lm->nfenced += now_fenced ? 1 : -1;
+        atomic_store(&lm->app->redis_fenced, lm->nfenced);
+        if (now_fenced)
+            log_warn("redis: shard %d is fenced (rolled back): it moves and delivers nothing until its fence check "
+                     "has let MySQL's newer states win",
+                     c->shard);
+        else
+            log_info("redis: shard %d is no longer fenced", c->shard);
+    }
+    c->fenced = now_fenced;
+    if (now_fenced && lm->on_fenced)
+        lm->on_fenced(c->shard, lm->arg);
+}
+
+static void on_mark(enum store_mark_verdict v, int64_t restored, int64_t fenced, void *arg)
 {
     struct mark_call *c = arg;
     struct lossmark *lm = c->lm;
@@ -37,6 +60,7 @@ static void on_mark(enum store_mark_verdict v, int64_t restored, void *arg)
     if (v == MARK_FAILED)
         return; /* Redis down or refusing: the next tick asks again */
     c->written = c->next;
+    note_fence(lm, c, fenced);
     if (v == MARK_BEHIND || v == MARK_MISSING) {
         int kind = v == MARK_BEHIND ? 1 : 2;
         int64_t now = clock_unix_ms();
@@ -79,7 +103,8 @@ void lossmark_tick(struct lossmark *lm)
     }
 }
 
-struct lossmark *lossmark_new(struct app *app, struct store *store, void (*on_loss)(void *arg), void *arg)
+struct lossmark *lossmark_new(struct app *app, struct store *store, void (*on_loss)(void *arg),
+                              void (*on_fenced)(int shard, void *arg), void *arg)
 {
     struct lossmark *lm = calloc(1, sizeof *lm);
     if (lm == NULL || (lm->calls = calloc((size_t)store->shards, sizeof *lm->calls)) == NULL) {
@@ -89,6 +114,7 @@ struct lossmark *lossmark_new(struct app *app, struct store *store, void (*on_lo
     lm->app = app;
     lm->store = store;
     lm->on_loss = on_loss;
+    lm->on_fenced = on_fenced;
     lm->arg = arg;
     for (int s = 0; s < store->shards; s++)
         lm->calls[s] = (struct mark_call){.lm = lm, .shard = s};

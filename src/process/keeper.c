@@ -89,6 +89,14 @@ static void on_loss(void *arg)
         restore_auto(k->app);
 }
 
+/* A rolled-back shard is fenced: its fence check runs now, whatever [redis] auto_restore says
+ * (the shard delivers nothing until it has run). */
+static void on_fenced(int shard, void *arg)
+{
+    struct keeper *k = arg;
+    restore_fence_check(k->app, shard);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct keeper *k = arg;
@@ -256,7 +264,7 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->lease = idlease_new(app, k->redis);
     k->fleet = fleet_new(app, k->redis, on_owned, k);
     k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;
-    k->marks = lossmark_new(app, &k->store, on_loss, k);
+    k->marks = lossmark_new(app, &k->store, on_loss, on_fenced, k);
     k->clock = fleetclock_new(app, k->redis);
     k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
     k->topics_tick = event_new(k->base, -1, EV_PERSIST, on_topics_tick, k);

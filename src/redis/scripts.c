@@ -11,7 +11,7 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_RESTORE] = "restore", [SCRIPT_REQUEUE] = "requeue",   [SCRIPT_DEADLIST] = "deadlist", [SCRIPT_LEASE] = "lease",
     [SCRIPT_FLEET] = "fleet",    [SCRIPT_DEADEXPIRE] = "deadexpire",
     [SCRIPT_JOBSCAN] = "jobscan",    [SCRIPT_ALIGN] = "align",  [SCRIPT_MARK] = "mark",
-    [SCRIPT_RESTOREEND] = "restoreend",
+    [SCRIPT_RESTOREEND] = "restoreend", [SCRIPT_UNFENCE] = "unfence",
     [SCRIPT_TOPICSET] = "topicset",
     [SCRIPT_TOPICJOBS] = "topicjobs", [SCRIPT_FARDELETE] = "fardelete", [SCRIPT_UNPAGE] = "unpage",
     [SCRIPT_FARBIZ] = "farbiz", [SCRIPT_PURGE] = "purge", [SCRIPT_LAYOUT] = "layout",

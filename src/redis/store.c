@@ -796,13 +796,13 @@ static void on_mark(redisReply *r, void *arg)
     struct call *c = arg;
     store_mark_fn fn = (store_mark_fn)c->fn;
     enum store_mark_verdict v = MARK_FAILED;
-    if (rreply_is_array(r, 2))
+    if (rreply_is_array(r, 3))
         v = rreply_is(r, 0, "ok") ? MARK_OK : rreply_is(r, 0, "behind") ? MARK_BEHIND
                                           : rreply_is(r, 0, "missing") ? MARK_MISSING
                                                                        : MARK_FAILED;
     else if (r)
         shape_error("mark");
-    fn(v, v == MARK_FAILED ? 0 : rreply_int(r, 1), c->arg);
+    fn(v, v == MARK_FAILED ? 0 : rreply_int(r, 1), v == MARK_FAILED ? 0 : rreply_int(r, 2), c->arg);
     free(c);
 }
 

@@ -203,8 +203,9 @@ int store_dead_expire(struct store *s, int shard, const char *cursor, int64_t cu
 
 /* ---- loss detection (mark.lua): this instance's mark in one shard ---- */
 enum store_mark_verdict { MARK_FAILED = -1, MARK_OK = 0, MARK_BEHIND = 1, MARK_MISSING = 2 };
-/* `restored`: when a restore last completed on the shard (unix ms, 0 = never). */
-typedef void (*store_mark_fn)(enum store_mark_verdict v, int64_t restored, void *arg);
+/* `restored`: when a restore last completed on the shard (unix ms, 0 = never); `fenced`: when
+ * the shard was fenced after a rollback (0 = it is not; mark.lua). */
+typedef void (*store_mark_fn)(enum store_mark_verdict v, int64_t restored, int64_t fenced, void *arg);
 /* expected 0: this process has written no mark there yet (nothing to compare). */
 int store_mark(struct store *s, int shard, const char *instance, int64_t expected, int64_t next, store_mark_fn fn,
                void *arg) __attribute__((warn_unused_result));

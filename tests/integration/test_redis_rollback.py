@@ -18,6 +18,7 @@ due time, and the jobs Redis lost entirely come back as before.
 
 from __future__ import annotations
 
+import re
 import time
 
 from core_common import CoreTestCase
@@ -28,6 +29,12 @@ def held(redis, d, jid: str) -> bool:
     """Does `redis` hold job `jid` (its record in its shard's jobs hash, as d lays them out)?"""
     shard = (int(jid) & 0xFFF) % int(d.config["redis"]["shards"])
     return redis.cli("HEXISTS", f"{d.config['redis']['prefix']}:{{{shard}}}:jobs", id_key(jid)) == "1"
+
+
+def held_in(ns, d, jid: str) -> bool:
+    """held(), in the namespace's own Redis database."""
+    shard = (int(jid) & 0xFFF) % int(d.config["redis"]["shards"])
+    return ns.redis_cli("HEXISTS", f"{d.config['redis']['prefix']}:{{{shard}}}:jobs", id_key(jid)) == "1"
 
 
 def deliver_until_due(tc, d, topic: str, due: int, want: int) -> list[str]:
@@ -176,6 +183,77 @@ class LossDetectionTest(CoreTestCase):
         self.assertRegex(d.log(), r"restore: scanned \d+, .* removed 1 ")
         self.assertEqual(d.get("ld", timeout=1).status, 204, "the deleted job is not delivered")
         self.assertEqual(d.log().count("auto-restore: Redis lost data"), 1, "one automatic restore")
+
+
+class RollbackComesDueTest(CoreTestCase):
+    """Issue 31, item 3: a job deleted after the snapshot that comes due after the rollback.
+
+    Before, the mover made the resurrected job ready at its due time and gave it the version
+    MySQL holds for the delete; /reStore then saw equal versions, skipped it (aligned 0,
+    removed 0) and the deleted job was delivered. Now the rollback fences the shard (mark.lua):
+    it moves and delivers nothing until its fence check — run at once by the instance that saw
+    the rollback, without [redis] auto_restore or an admin — has let MySQL win; and an end MySQL
+    holds wins at an equal version too (VersionCollisionTest)."""
+
+    def test_a_deleted_job_that_comes_due_after_a_rollback_is_never_delivered(self):
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0, "auto_restore": False}})
+        self.wait_healthy(d)
+        time.sleep(1.2)  # this instance's marks are in every shard
+        # due a second after Redis comes back, before the runbook's /reStore 2 s after it
+        pushed = now_ms()
+        jid = self.assertJsonOk(d.push({"topic": "rcd", "body": "deleted", "delay": 2500}))["id"]
+        wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
+        redis.cli("SAVE")
+        time.sleep(1.2)  # the marks move on past the snapshot's: the rollback is seen
+        self.assertStatus(d.delete(jid), 200, "delete after the snapshot")
+        redis.kill()
+        redis.start()
+        self.assertTrue(held(redis, d, jid), "the snapshot holds the deleted job")
+        restarted = time.monotonic()
+
+        delivered, restored = [], None
+        while now_ms() < pushed + 2500 + 5000:  # until well after its due time
+            if restored is None and time.monotonic() - restarted > 2:
+                r = d.restore(timeout=60)  # the runbook's step, 2 s after the restart (as reported)
+                restored = r.json() if r.status == 200 else r.status
+            r = d.get("rcd", timeout=0.5, http_timeout=10)
+            if r.status == 200:
+                delivered.append(r.json()["id"])
+        self.assertNotIn(jid, delivered, f"the deleted job was delivered (restore said {restored})")
+        self.assertFalse(held(redis, d, jid), "the deleted job left Redis")
+        self.assertTrue(re.search(r"shard \d+: fence check: Redis held \d+ jobs, aligned \d+, removed 1 ", d.log()),
+                        "no fence check removed the deleted job")
+        # the shard delivers again: a new job on it is delivered
+        wait_until(lambda: "fencedShards" not in d.health().json(), 15, 0.1, "the fence to be lifted")
+        fresh = self.assertJsonOk(d.push({"topic": "rcd", "body": "fresh"}))["id"]
+        self.assertEqual(self.assertJsonOk(d.get("rcd", timeout=5))["id"], fresh)
+
+
+class VersionCollisionTest(CoreTestCase):
+    """Two histories that reached one version: Redis holds a job live at version v while MySQL
+    ended it (deleted, finished) at v. A job ends by leaving Redis, so that cannot be one history;
+    /reStore lets the end win (before, equal versions were skipped)."""
+
+    def test_an_end_in_mysql_wins_at_an_equal_version(self):
+        d = self.start_daemon()
+        self.wait_healthy(d)
+        ns = d.namespace
+        ended = {}
+        for state in ("deleted", "finished"):
+            jid = self.assertJsonOk(d.push({"topic": "vc", "body": state, "delay": 60000}))["id"]
+            wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
+            ns.execute(f"UPDATE message SET state = '{state}' WHERE id = {jid}")  # same version
+            ended[jid] = state
+        live = self.assertJsonOk(d.push({"topic": "vc", "body": "live", "delay": 60000}))["id"]
+        wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
+        res = self.assertJsonOk(d.restore(timeout=60))
+        self.assertEqual(res["removed"], 2, res)
+        for jid in ended:
+            self.assertFalse(held_in(ns, d, jid), f"job {jid} ({ended[jid]} in MySQL) left Redis")
+        self.assertTrue(held_in(ns, d, live), "a job MySQL has live at the same version stays")
+        again = self.assertJsonOk(d.restore(timeout=60))
+        self.assertEqual(again["removed"], 0, again)
 
 
 class RollbackUnderTrafficTest(CoreTestCase):

@@ -1,4 +1,5 @@
--- align.lua — bring jobs that Redis holds at an older version than MySQL in line with MySQL
+-- align.lua — bring jobs that Redis holds at an older version than MySQL (or at the version
+-- MySQL ended them at) in line with MySQL
 -- (the two-way restore, after Redis came back from a snapshot or a failover that lost writes).
 -- Atomic per job and safe beside live traffic: a job whose version is no longer the one the
 -- daemon read (it moved on meanwhile) is left to its newer state.
@@ -25,7 +26,11 @@ for i = 0, n - 1 do
     local j = load_job(idkey)
     if not j then
         out[#out + 1] = { "missing" }
-    elseif j.ver ~= seen or mver <= j.ver then
+    elseif j.ver ~= seen or mver < j.ver
+        or (mver == j.ver and mst ~= FINISHED and mst ~= DELETED and mst ~= ABORTED) then
+        -- the same version is one history unless MySQL ended the job there: a job ends by
+        -- leaving Redis, so holding it at the version of its end means Redis was rolled back
+        -- and a move after the rollback reached that version (restore.c); the end wins
         out[#out + 1] = { "moved", j.ver }
     elseif mst == FAR then
         -- MySQL alone holds it (rescheduled beyond the horizon after this copy was paged in):

@@ -46,6 +46,7 @@
 
 local DELAYED, READY, RESERVED, FINISHED, DELETED, DEAD = 1, 2, 3, 4, 5, 6
 local FAR = 8 -- MySQL only: a job due beyond the horizon (src/core/job.h); never a record's state
+local FENCE_RETRY_MS = 500 -- a fenced shard's mover looks again this soon (mark.lua, move.lua)
 local PRIO_SCALE = 10000000000000 -- 1e13 ms: later than year 2286, so priority always dominates
 
 local base = string.sub(KEYS[1], 1, -5) -- strip "jobs"

@@ -4,10 +4,17 @@
 -- all holds an older mark than the one written last, or none. A restore that completes
 -- writes "restored" = its end time into the same hash, so every instance can tell that the
 -- loss it saw has been repaired.
+-- A rollback also fences the shard (base.."fenced" = when it was first seen): move.lua and
+-- reserve.lua change nothing on a fenced shard until its fence check (durable/restore.h,
+-- restore_fence_check) has let MySQL's newer states win and lifted it (unfence.lua). Without
+-- it a job deleted after the snapshot came due and was delivered before any restore ran, and
+-- the move that made it ready gave it the version MySQL holds for the delete.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = instance, expected (the mark this process wrote last; "" when none yet), next
--- Returns {verdict, restored} with verdict "ok" | "behind" (an older mark) | "missing" (none),
---         restored = when a restore last completed on this shard (0 when never)
+--           (unix ms: marks are times, so `next` also dates a fence)
+-- Returns {verdict, restored, fenced}: verdict "ok" | "behind" (an older mark) | "missing"
+--         (none), restored = when a restore last completed on this shard (0 when never),
+--         fenced = when the shard was fenced (0 when it is not)
 local K = base .. "marks"
 local have, expected = redis.call("HGET", K, ARGV[1]), ARGV[2]
 local verdict = "ok"
@@ -16,7 +23,9 @@ if expected ~= "" then
         verdict = "missing"
     elseif tonumber(have) < tonumber(expected) then
         verdict = "behind"
+        redis.call("SET", base .. "fenced", ARGV[3], "NX")
     end
 end
 redis.call("HSET", K, ARGV[1], ARGV[3])
-return { verdict, tonumber(redis.call("HGET", K, "restored") or "0") }
+return { verdict, tonumber(redis.call("HGET", K, "restored") or "0"),
+         tonumber(redis.call("GET", base .. "fenced") or "0") }

@@ -7,11 +7,14 @@
 -- Each record is checked: a missing or corrupt one is set aside (lib.lua set_aside) and
 -- counted, its entry still leaves the zset, and the rest of the batch is still moved.
 -- The records, zset entries and counters are written once at the end (lib.lua gathered()).
+-- On a fenced shard (mark.lua: Redis rolled back) nothing moves: {now + FENCE_RETRY_MS, 0, 0}.
 -- Returns {next_due or -1, more (0/1), n, then n transitions of 6:
 --          idkey, from_state, to_state, ver, attempts, runAt,
 --          then, only when records were set aside, their number}
 local now = tonumber(ARGV[1])
 local limit, who = tonumber(ARGV[2]), ARGV[3]
+-- a rolled-back shard moves nothing until its fence check has run (mark.lua): look again soon
+if redis.call("EXISTS", base .. "fenced") == 1 then return { now + FENCE_RETRY_MS, 0, 0 } end
 local due = redis.call("ZRANGEBYSCORE", K_DELAY, "-inf", now, "LIMIT", 0, limit)
 -- every due entry leaves the zset (a job that waits out a backoff is put back below): they are
 -- its first #due ranks

@@ -5,6 +5,7 @@
 -- or does not decode costs only its own entry (set aside, see lib.lua set_aside) and the
 -- good jobs behind it are still delivered. Records, lease entries and counters are written
 -- once at the end (lib.lua gathered()).
+-- A fenced shard (mark.lua: Redis rolled back) delivers nothing: {0, 0}.
 -- A paused topic delivers nothing (its jobs stay ready, in order). A topic with a rate takes
 -- tokens from its bucket (lib.lua take_tokens) — one bucket per topic in Redis, so the rate
 -- holds for the whole fleet — and delivers no more than it got.
@@ -18,6 +19,8 @@
 local now = tonumber(ARGV[1])
 local want, who, lease_ms = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out = { 0, 0 }
+-- a rolled-back shard delivers nothing until its fence check has run (mark.lua)
+if redis.call("EXISTS", base .. "fenced") == 1 then return out end
 local HEAD = 2 -- wait, bad
 local bad, wait = 0, 0
 local lease_added = nil
