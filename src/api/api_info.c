@@ -1,5 +1,6 @@
 /* api_info.c — /health, /stats, /metrics, /fleet and /throughput. */
 #include "api/api.h"
+#include "core/dutywatch.h"
 #include "api/api_util.h"
 #include "base/clock.h"
 #include "delivery/delivstats.h"
@@ -59,9 +60,13 @@ static int health_json(struct request *r, struct sbuf *sb)
      * are missing until /reStore. 200 either way: a load balancer need not drop the instance. */
     int64_t loss_at = atomic_load(&app->redis_loss_at);
     int rolled_back = loss_at && atomic_load(&app->redis_loss_kind) == 1;
+    /* A background duty that has not succeeded for longer than its bound (dutywatch.h) is
+     * named and makes the instance "degraded": still 200, an operator sees it. */
+    struct sbuf stuck = SBUF_INIT;
+    int nstuck = dutywatch_stuck_json(&stuck, clock_unix_ms());
     sb_printf(sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
-              !ok ? "unavailable" : rolled_back ? "degraded" : "ok", redis ? "up" : "down", mysql ? "up" : "down",
-              draining ? "true" : "false");
+              !ok ? "unavailable" : rolled_back || nstuck ? "degraded" : "ok", redis ? "up" : "down",
+              mysql ? "up" : "down", draining ? "true" : "false");
     sb_json_cstr(sb, app->instance);
     if (clock)
         sb_printf(sb, ",\"clockOffsetMs\":%lld", (long long)(clock_fleet_offset_us / 1000));
@@ -76,6 +81,9 @@ static int health_json(struct request *r, struct sbuf *sb)
                   app->cfg.redis_auto_restore ? "an automatic restore is repairing it" : "run GET /reStore");
     if (atomic_load(&app->redis_fenced) > 0)
         sb_printf(sb, ",\"fencedShards\":%d", atomic_load(&app->redis_fenced));
+    if (nstuck)
+        sb_put(sb, stuck.data, stuck.len);
+    sb_free(&stuck);
     if (rerr.cause != RCAUSE_NONE) {
         sb_printf(sb, ",\"redisError\":{\"cause\":\"%s\",\"message\":", rcause_name(rerr.cause));
         sb_json_cstr(sb, rerr.text);
@@ -232,6 +240,7 @@ void api_metrics(struct request *r)
     delivstats_render(&sb);
     pager_metrics(&sb);
     firing_metrics(&sb);
+    dutywatch_metrics(&sb, clock_unix_ms());
     rnodes_render(&sb); /* nothing for a single Redis */
     respond_text(r, 200, "text/plain; version=0.0.4", &sb);
     sb_free(&sb);

@@ -6,6 +6,7 @@
  * lock file next to it (flock, held for the process's life) keeps two instances from sharing
  * one state_dir. */
 #include "durable/doubt.h"
+#include "core/dutywatch.h"
 #include "base/clock.h"
 #include "mysql/db.h"
 #include "mysql/dbtask.h"
@@ -447,8 +448,10 @@ out:
 static void settle_task(MYSQL *db, void *arg)
 {
     const struct config *cfg = arg;
-    if (db != NULL)
-        doubt_settle(db, cfg, 0);
+    if (db != NULL && doubt_settle(db, cfg, 0) >= 0)
+        dutywatch_ok(DUTY_RECONCILER, -1);
+    else
+        dutywatch_failed(DUTY_RECONCILER, -1, db == NULL ? "MySQL unavailable" : "MySQL or Redis failed while settling");
     atomic_store(&ledger.queued, 0);
 }
 
@@ -461,7 +464,11 @@ void doubt_schedule(const struct config *cfg)
         any = ledger.v[i].at_ms <= ripe;
     pthread_mutex_unlock(&ledger.lock);
     int idle = 0;
-    if (!any || !atomic_compare_exchange_strong(&ledger.queued, &idle, 1))
+    if (!any) {
+        dutywatch_ok(DUTY_RECONCILER, -1); /* nothing to settle (a /reStore may have settled it) */
+        return;
+    }
+    if (!atomic_compare_exchange_strong(&ledger.queued, &idle, 1))
         return;
     if (dbtask_submit(settle_task, NULL, NULL, (void *)cfg) < 0)
         atomic_store(&ledger.queued, 0);

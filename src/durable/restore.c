@@ -13,6 +13,7 @@
  * Both run on a MySQL pool thread (dbtask.c) with a blocking Redis connection; the submitter
  * hears of the result on its loop. One whole restore at a time per instance. */
 #include "durable/restore.h"
+#include "core/dutywatch.h"
 #include "core/app.h"
 #include "base/clock.h"
 #include "mysql/db.h"
@@ -690,8 +691,12 @@ static void restore_auto_run(MYSQL *db, void *arg)
         redisReply *r = redisCommand(c, "DEL %s", key);
         if (r)
             freeReplyObject(r);
-        if (ra->rep.unavailable)
+        if (ra->rep.unavailable) {
             log_warn("auto-restore: could not finish (%s unavailable); retried later", ra->rep.unavailable);
+            dutywatch_failed(DUTY_RESTORE, -1, "auto-restore could not finish");
+        } else {
+            dutywatch_ok(DUTY_RESTORE, -1);
+        }
     }
     if (c)
         redisFree(c);
@@ -749,11 +754,16 @@ static void fence_check_run(MYSQL *db, void *arg)
     if (set == NULL) {
         log_warn("redis: shard %d: fence check: %s unavailable; tried again shortly", fc->shard,
                  db ? "Redis" : "MySQL");
+        dutywatch_failed(DUTY_RESTORE, -1, db ? "fence check: Redis unavailable" : "fence check: MySQL unavailable");
     } else {
         /* The shard moves and delivers nothing meanwhile (mark.lua), so what it holds is what
          * the rollback left, plus what was pushed to it since; MySQL's rows are read fresh. */
         align_shards(ra, db, set, fc->shard, fc->shard + 1, NULL);
         int lifted = ra->rep.unavailable ? -1 : unfence(rblock_shard(set, fc->shard), cfg, fc->shard, ra->started_ms);
+        if (lifted < 0)
+            dutywatch_failed(DUTY_RESTORE, -1, "fence check: Redis or MySQL failed");
+        else
+            dutywatch_ok(DUTY_RESTORE, -1);
         if (lifted < 0)
             log_warn("redis: shard %d: fence check could not finish (%s unavailable); tried again shortly", fc->shard,
                      ra->rep.unavailable ? ra->rep.unavailable : "Redis");

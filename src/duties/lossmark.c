@@ -1,6 +1,7 @@
 /* lossmark.c — see lossmark.h. */
 #include "duties/lossmark.h"
 #include "core/app.h"
+#include "core/dutywatch.h"
 #include "base/clock.h"
 #include "redis/layout.h"
 #include "base/log.h"
@@ -45,6 +46,8 @@ static void note_fence(struct lossmark *lm, struct mark_call *c, int64_t fenced)
                      c->shard);
         else
             log_info("redis: shard %d is no longer fenced", c->shard);
+        if (lm->nfenced == 0 && atomic_load(&lm->app->redis_loss_at) == 0)
+            dutywatch_ok(DUTY_RESTORE, -1); /* whoever checked it, nothing is left to repair */
     }
     c->fenced = now_fenced;
     if (now_fenced && lm->on_fenced)
@@ -80,9 +83,12 @@ static void on_mark(enum store_mark_verdict v, int64_t restored, int64_t fenced,
         return;
     }
     int64_t at = atomic_load(&app->redis_loss_at);
-    if (at != 0 && restored > at && atomic_compare_exchange_strong(&app->redis_loss_at, &at, 0))
+    if (at != 0 && restored > at && atomic_compare_exchange_strong(&app->redis_loss_at, &at, 0)) {
         log_info("redis: the loss seen on shard %d was repaired by a restore",
                  atomic_load(&app->redis_loss_shard));
+        if (lm->nfenced == 0)
+            dutywatch_ok(DUTY_RESTORE, -1); /* whoever restored it, nothing is left to repair */
+    }
 }
 
 void lossmark_tick(struct lossmark *lm)

@@ -1,6 +1,7 @@
 /* mover.c — see mover.h. */
 #include "duties/mover.h"
 #include "core/app.h"
+#include "core/dutywatch.h"
 #include "base/clock.h"
 #include "durable/journal.h"
 #include "core/metrics.h"
@@ -41,9 +42,11 @@ struct move_call {
 static void arm_timer(struct mover *m);
 static void run_shard(struct mover *m, int shard);
 
-/* The move of `shard` could not run now: back off before the next try. */
-static void back_off(struct mover *m, int shard)
+/* The move of `shard` could not run now (why: for /health's stuck duties): back off before
+ * the next try. */
+static void back_off(struct mover *m, int shard, const char *why)
 {
+    dutywatch_failed(DUTY_MOVER, shard, why);
     int wait = m->retry_ms[shard] ? m->retry_ms[shard] * 2 : RETRY_FIRST_MS;
     m->retry_ms[shard] = wait > SAFETY_MS ? SAFETY_MS : wait;
     m->retry_at[shard] = clock_unix_ms() + m->retry_ms[shard];
@@ -51,6 +54,7 @@ static void back_off(struct mover *m, int shard)
 
 static void clear_back_off(struct mover *m, int shard)
 {
+    dutywatch_ok(DUTY_MOVER, shard);
     m->retry_ms[shard] = 0;
     m->retry_at[shard] = 0;
 }
@@ -85,7 +89,7 @@ static void on_moved(const struct move_outcome *o, void *arg)
     metrics_inc(MC_MOVER_RUNS, 1);
     if (o == NULL) {
         m->again[shard] = 0; /* Redis trouble: tried again after a back-off */
-        back_off(m, shard);
+        back_off(m, shard, "move.lua failed (Redis down or refusing)");
         arm_timer(m);
         return;
     }
@@ -108,10 +112,13 @@ static void run_shard(struct mover *m, int shard)
     /* not before the shard count is known to match the data, nor before the fleet's clock is
      * (base/clock.h: due times are judged by it); under back-pressure, leave the jobs where they
      * are until MySQL catches up */
-    struct move_call *call = NULL;
-    if (atomic_load(&m->app->layout) != 1 || !clock_fleet_known() || !journal_accepting() ||
-        (call = malloc(sizeof *call)) == NULL) {
-        back_off(m, shard);
+    const char *why = atomic_load(&m->app->layout) != 1 ? "the data layout is not checked (Redis down?)"
+                      : !clock_fleet_known()                ? "the fleet's clock is not measured yet"
+                      : !journal_accepting()                ? "the journal is full (MySQL behind or down)"
+                                                            : NULL;
+    struct move_call *call = why ? NULL : malloc(sizeof *call);
+    if (call == NULL) {
+        back_off(m, shard, why ? why : "out of memory");
         return;
     }
     call->m = m;
@@ -120,7 +127,7 @@ static void run_shard(struct mover *m, int shard)
     if (store_move(m->store, shard, clock_unix_ms(), m->app->cfg.mover_batch, m->who, on_moved, call) < 0) {
         m->running[shard] = 0;
         free(call);
-        back_off(m, shard);
+        back_off(m, shard, "Redis down");
     }
 }
 

@@ -1,0 +1,82 @@
+"""Faults of a real fleet (issue 31, item 4): background duties that stop are visible.
+
+Before, /health said "ok" while the journal's outbox reader, the pager or the reconciler had
+stopped succeeding (a Cluster seed lost for good left the outbox never reconnecting, with
+/health "ok"). Now every duty reports its successes and failures (src/core/dutywatch.h), and
+one that has not succeeded for longer than its bound (5 s) is named in /health under
+"stuck":[{"duty","shard","sinceMs","error"}] — status "degraded", still 200 — and counted in
+/metrics (hourglass_duties_stuck, hourglass_duty_stuck_seconds{duty,shard}), within 10 s.
+
+Each test stops one duty alone with the fault seam (HOURGLASS_FAULTS, src/base/fault.h: the
+duty's thread's MySQL statements or Redis sends fail from some point on), so the rest of the
+instance works and only the duty's own failure can make it "degraded".
+
+    make integration T=test_fault_stuck
+"""
+
+from __future__ import annotations
+
+import time
+
+from core_common import CoreTestCase
+from harness import journal_idle, wait_until
+
+SHOWN_WITHIN_S = 10.0
+FOREVER = 1_000_000  # arrivals at the fault point that fail: the rest of the test
+
+
+class StuckDutyTest(CoreTestCase):
+    def stuck_daemon(self, faults: str, **overrides):
+        d = self.daemon_with(faults, **overrides)
+        self.wait_healthy(d)
+        return d
+
+    def daemon_with(self, faults: str, **overrides):
+        from harness import Daemon
+        d = Daemon(overrides=overrides or None)
+        if faults:
+            d.env["HOURGLASS_FAULTS"] = faults
+        self.addCleanup(d.close)
+        return d.start()
+
+    def assertStuck(self, d, duty: str, since: float) -> dict:
+        """/health names `duty` as stuck within SHOWN_WITHIN_S of `since` (monotonic), says
+        degraded with 200, and /metrics counts it."""
+        def named():
+            r = d.health()
+            body = r.json()
+            hit = [s for s in body.get("stuck", []) if s["duty"] == duty]
+            return (r.status, body, hit[0]) if hit else None
+
+        status, body, entry = wait_until(named, SHOWN_WITHIN_S + 5, 0.1, f"/health to name the {duty} duty as stuck")
+        shown_after = time.monotonic() - since
+        self.assertLess(shown_after, SHOWN_WITHIN_S, f"{duty} shown stuck only {shown_after:.1f} s after it stopped")
+        self.assertEqual((status, body["status"]), (200, "degraded"), body)
+        self.assertGreaterEqual(entry["sinceMs"], 5000, entry)
+        self.assertTrue(entry["error"], entry)
+        metrics = d.metrics().text
+        self.assertRegex(metrics, r"\nhourglass_duties_stuck [1-9]")
+        self.assertIn(f'hourglass_duty_stuck_seconds{{duty="{duty}",', metrics)
+        return entry
+
+    def test_the_mover_stopped_by_redis_failures(self):
+        # the keeper's Redis sends fail from the 40th on: the mover (and nothing on the workers)
+        d = self.stuck_daemon("keeper:redis.send=fail@40+%d" % FOREVER)
+        since = time.monotonic()  # the failures begin after this (the 40th send): a stricter bound
+        entry = self.assertStuck(d, "mover", since)
+        self.assertIsInstance(entry["shard"], int)
+
+    def test_a_healthy_instance_names_no_duty(self):
+        d = self.daemon_with("")
+        self.wait_healthy(d)
+        self.assertJsonOk(d.push({"topic": "stuck.none", "body": 1}))
+        time.sleep(7)  # past every bound
+        body = d.health().json()
+        self.assertEqual(body["status"], "ok", body)
+        self.assertNotIn("stuck", body)
+        self.assertIn("\nhourglass_duties_stuck 0\n", d.metrics().text)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
