@@ -4,7 +4,7 @@
  *
  * One clock for the fleet: due times and leases are compared by every instance, so they are
  * read from one clock, not from each host's. The fleet's clock is Redis's `TIME` (the
- * keeper measures this host's offset to it, duties/fleetclock.h); clock_unix_ms() and
+ * keeper measures this host's offset to it, duties/clocksync.h); clock_unix_ms() and
  * clock_unix_us() are this host's clock corrected by that offset. Until the first
  * measurement the offset is 0 and clock_fleet_known() is 0: an instance then neither moves
  * nor delivers jobs (contract, "One clock for the fleet"). */

@@ -52,7 +52,7 @@ enum metric_gauge {
     MG_MYSQL_UP,
     MG_OWNED_SHARDS,
     MG_IN_DOUBT,         /* outcomes in doubt waiting to be settled (doubt.h) */
-    MG_CLOCK_OFFSET_MS,  /* this host's clock minus the fleet's (duties/fleetclock.h) */
+    MG_CLOCK_OFFSET_MS,  /* this host's clock minus the fleet's (duties/clocksync.h) */
     MG_COUNT
 };
 

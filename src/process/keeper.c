@@ -6,7 +6,7 @@
 #include "duties/expiry.h"
 #include "duties/lossmark.h"
 #include "duties/fleet.h"
-#include "duties/fleetclock.h"
+#include "duties/clocksync.h"
 #include "duties/idlease.h"
 #include "durable/journal.h"
 #include "redis/layout.h"
@@ -42,7 +42,7 @@ struct keeper {
     struct fleet *fleet;
     struct expiry *expiry;
     struct lossmark *marks; /* Redis loss detection (lossmark.h) */
-    struct fleetclock *clock; /* this host's offset to the fleet's clock (fleetclock.h) */
+    struct clocksync *clock; /* this host's offset to the fleet's clock (clocksync.h) */
     keeper_ready_fn on_ready;
     void *ready_arg;
     struct event *tick;
@@ -100,7 +100,7 @@ static void on_fenced(int shard, void *arg)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct keeper *k = arg;
-    fleetclock_tick(k->clock);
+    clocksync_tick(k->clock);
     mover_tick(k->mover);
     lossmark_tick(k->marks);
     if (atomic_load(&k->app->redis_loss_at) != 0 && k->ticks % AUTO_RESTORE_RETRY_TICKS == 0)
@@ -184,7 +184,7 @@ static void on_redis_state(int up, void *arg)
             atomic_compare_exchange_strong(&k->app->layout, &ok, LAYOUT_UNKNOWN);
         return;
     }
-    fleetclock_tick(k->clock); /* before the first move: the mover waits for the fleet's clock */
+    clocksync_tick(k->clock); /* before the first move: the mover waits for the fleet's clock */
     layout_check(k->redis, k->app, on_layout_after_connect, k);
 }
 
@@ -215,7 +215,7 @@ static void keeper_free(struct keeper *k)
     rlink_free(k->redis);
     expiry_free(k->expiry);
     lossmark_free(k->marks);
-    fleetclock_free(k->clock);
+    clocksync_free(k->clock);
     mover_free(k->mover);
     idlease_free(k->lease);
     fleet_free(k->fleet);
@@ -265,7 +265,7 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->fleet = fleet_new(app, k->redis, on_owned, k);
     k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;
     k->marks = lossmark_new(app, &k->store, on_loss, on_fenced, k);
-    k->clock = fleetclock_new(app, k->redis);
+    k->clock = clocksync_new(app, k->redis);
     k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
     k->topics_tick = event_new(k->base, -1, EV_PERSIST, on_topics_tick, k);
     k->stop_ev = evtimer_new(k->base, on_stop, k);

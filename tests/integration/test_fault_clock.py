@@ -5,7 +5,7 @@ libfaketime, LD_PRELOAD + FAKETIME="+5s": the process's CLOCK_REALTIME is skewed
 else). Before, due times and leases were judged by the clock of whichever instance ran the
 script: the skewed one delivered everyone's jobs up to 5 s early and moved other consumers'
 leases back to ready 5 s early. Now each instance measures its offset to Redis's TIME and
-works in the fleet's time (base/clock.h, duties/fleetclock.h):
+works in the fleet's time (base/clock.h, duties/clocksync.h):
 
 * /health shows clockOffsetMs (about +5000 on the skewed instance, about 0 on the other) and
   /metrics hourglass_clock_offset_ms;

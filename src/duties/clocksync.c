@@ -1,5 +1,5 @@
-/* fleetclock.c — see fleetclock.h. */
-#include "duties/fleetclock.h"
+/* clocksync.c — see clocksync.h. */
+#include "duties/clocksync.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "core/app.h"
@@ -16,19 +16,19 @@ struct sample {
     int64_t rtt_us, offset_us;
 };
 
-struct fleetclock {
+struct clocksync {
     struct rlink *redis;
     char key[128]; /* routes TIME to the {w} keys' server in a Cluster */
     int busy;
     int64_t sent_us; /* this host's clock when the TIME in flight was sent */
-    struct sample window[FLEETCLOCK_WINDOW];
+    struct sample window[CLOCKSYNC_WINDOW];
     int nsamples, next;
     int64_t logged_offset_us;
     int logged;
 };
 
 /* The sample the clock follows: the shortest round trip of the window. */
-static const struct sample *best(const struct fleetclock *fc)
+static const struct sample *best(const struct clocksync *fc)
 {
     const struct sample *b = &fc->window[0];
     for (int i = 1; i < fc->nsamples; i++)
@@ -37,7 +37,7 @@ static const struct sample *best(const struct fleetclock *fc)
     return b;
 }
 
-static void note(struct fleetclock *fc, int64_t offset_us)
+static void note(struct clocksync *fc, int64_t offset_us)
 {
     int64_t moved = offset_us - fc->logged_offset_us;
     if (fc->logged && moved < 100000 && moved > -100000)
@@ -54,7 +54,7 @@ static void note(struct fleetclock *fc, int64_t offset_us)
 
 static void on_time(redisReply *r, void *arg)
 {
-    struct fleetclock *fc = arg;
+    struct clocksync *fc = arg;
     int64_t now_us = clock_host_us();
     fc->busy = 0;
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
@@ -65,8 +65,8 @@ static void on_time(redisReply *r, void *arg)
     if (s.rtt_us < 0)
         return; /* this host's clock stepped back during the call: not a measurement */
     fc->window[fc->next] = s;
-    fc->next = (fc->next + 1) % FLEETCLOCK_WINDOW;
-    if (fc->nsamples < FLEETCLOCK_WINDOW)
+    fc->next = (fc->next + 1) % CLOCKSYNC_WINDOW;
+    if (fc->nsamples < CLOCKSYNC_WINDOW)
         fc->nsamples++;
     int64_t offset_us = best(fc)->offset_us;
     clock_fleet_set(offset_us);
@@ -74,7 +74,7 @@ static void on_time(redisReply *r, void *arg)
     note(fc, offset_us);
 }
 
-void fleetclock_tick(struct fleetclock *fc)
+void clocksync_tick(struct clocksync *fc)
 {
     if (fc->busy || !rlink_usable(fc->redis))
         return;
@@ -85,9 +85,9 @@ void fleetclock_tick(struct fleetclock *fc)
         fc->busy = 1;
 }
 
-struct fleetclock *fleetclock_new(struct app *app, struct rlink *redis)
+struct clocksync *clocksync_new(struct app *app, struct rlink *redis)
 {
-    struct fleetclock *fc = calloc(1, sizeof *fc);
+    struct clocksync *fc = calloc(1, sizeof *fc);
     if (fc == NULL)
         return NULL;
     fc->redis = redis;
@@ -95,7 +95,7 @@ struct fleetclock *fleetclock_new(struct app *app, struct rlink *redis)
     return fc;
 }
 
-void fleetclock_free(struct fleetclock *fc)
+void clocksync_free(struct clocksync *fc)
 {
     free(fc);
 }
