@@ -1,6 +1,7 @@
 /* pager.c — see pager.h. */
 #include "durable/pager.h"
 #include "core/app.h"
+#include "base/bgthread.h"
 #include "base/clock.h"
 #include "mysql/db.h"
 #include "core/ids.h"
@@ -19,7 +20,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,12 +48,13 @@
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 #define NBOUNDS (sizeof BUCKET_BOUNDS / sizeof BUCKET_BOUNDS[0])
 
-/* A thread's connections: MySQL, and blocking Redis connections (one per shard: rblock.h). */
+/* A thread's connections: MySQL, and blocking Redis connections (one per shard: rblock.h),
+ * published in pager.bg's slots 2 * thread and 2 * thread + 1 for a stop to cut. */
 struct conns {
     MYSQL *db;
     struct rblock_shards *c;
 };
-enum { PAGER, COMMITTER }; /* published[PAGER], published[COMMITTER + i] */
+enum { PAGER, COMMITTER }; /* threads: PAGER, COMMITTER + i */
 
 struct page_req {
     int shard;
@@ -64,18 +65,14 @@ struct page_req {
 static struct {
     struct app *app;
     const struct config *cfg;
-    pthread_t thread;
-    int started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int stop;                            /* under lock */
-    int64_t stop_deadline_us;            /* under lock */
-    struct conns published[1 + COMMITTERS]; /* under lock: the threads' connections, for pager_stop to
-                                               cut when a call outlives its deadline */
-    pthread_t committer[COMMITTERS];     /* step 3 (the pipeline below) */
+    struct bgthread bg;                  /* the committers (step 3, the pipeline below), then the pager */
+    int reader_done;                     /* under lock: the pager thread has ended (a stopping committer
+                                            waits for it: it may still hand off a chunk) */
     struct chunk *slot[COMMITTERS];      /* under lock: the chunk handed to each committer */
     int committing[COMMITTERS];          /* under lock */
-    int commit_failed, committer_stop;
+    int commit_failed;
     _Atomic long long shard_paged[MAX_SHARDS];
     char owned[MAX_SHARDS];              /* under lock */
     struct page_req req[REQUESTS_MAX];   /* under lock */
@@ -88,7 +85,10 @@ static struct {
     _Atomic int shards_paging;
     _Atomic unsigned long long bucket_hist[NBOUNDS + 1];
     _Atomic unsigned long long buckets;
-} pager = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} pager = {.lock = PTHREAD_MUTEX_INITIALIZER,
+           .cond = PTHREAD_COND_INITIALIZER,
+           .bg = BGTHREAD_INIT(&pager.lock, &pager.cond,
+                               "pager: a call outlived the stop deadline; cutting its connections")};
 
 /* The thread's own view of each shard. */
 struct shard_view {
@@ -133,14 +133,6 @@ static int64_t bucket_end(const struct config *cfg, int64_t t)
 {
     int64_t b = pager_bucket_ms(cfg);
     return (t / b + 1) * b;
-}
-
-static int stopping(void)
-{
-    pthread_mutex_lock(&pager.lock);
-    int s = pager.stop;
-    pthread_mutex_unlock(&pager.lock);
-    return s;
 }
 
 /* ---- far counts (far_count) and the Redis tier's size ---- */
@@ -602,8 +594,8 @@ static void chunk_free(struct chunk *ch)
     free(ch);
 }
 
-/* Connect what is not connected (complaining at most every 10 s) and publish both for
- * cut_connections. 0 when both are up. */
+/* Connect what is not connected (complaining at most every 10 s) and publish both for a
+ * stop to cut. 0 when both are up. */
 static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
 {
     char err[256];
@@ -617,18 +609,16 @@ static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
         log_warn("pager: Redis: %s", err);
         *last_complaint = now;
     }
-    pthread_mutex_lock(&pager.lock);
-    pager.published[thread] = *k;
-    pthread_mutex_unlock(&pager.lock);
+    bgthread_publish(&pager.bg, 2 * thread, k->db, db_cut);
+    bgthread_publish(&pager.bg, 2 * thread + 1, k->c, rblock_shards_cut);
     return k->db && k->c ? 0 : -1;
 }
 
 /* Unpublish and close both (after a failure: the next step starts on fresh connections). */
 static void conns_close(struct conns *k, int thread)
 {
-    pthread_mutex_lock(&pager.lock);
-    pager.published[thread] = (struct conns){NULL, NULL};
-    pthread_mutex_unlock(&pager.lock);
+    bgthread_publish(&pager.bg, 2 * thread, NULL, NULL);
+    bgthread_publish(&pager.bg, 2 * thread + 1, NULL, NULL);
     if (k->db)
         mysql_close(k->db);
     rblock_shards_free(k->c);
@@ -777,7 +767,7 @@ static void *committer_main(void *arg)
     int64_t last_complaint = 0;
     for (;;) {
         pthread_mutex_lock(&pager.lock);
-        while (pager.slot[self] == NULL && !pager.committer_stop)
+        while (pager.slot[self] == NULL && !(pager.bg.stop && pager.reader_done))
             pthread_cond_wait(&pager.cond, &pager.lock);
         struct chunk *ch = pager.slot[self];
         pager.slot[self] = NULL;
@@ -866,7 +856,7 @@ static void pace_until(int64_t until_us)
     pthread_mutex_lock(&pager.lock);
     for (;;) {
         int64_t left = until_us - clock_mono_us();
-        if (pager.stop || pager.nreq > 0 || left <= 0)
+        if (pager.bg.stop || pager.nreq > 0 || left <= 0)
             break;
         clock_cond_wait_us(&pager.cond, &pager.lock, left);
     }
@@ -971,7 +961,7 @@ static int page_pass(struct pass *p)
         free(cur);
         return -1;
     }
-    for (int any = 1; any && rc == 0 && !stopping();) {
+    for (int any = 1; any && rc == 0 && !bgthread_stopping(&pager.bg);) {
         any = 0;
         for (int s = 0; s < cfg->redis_shards && rc == 0; s++) {
             if (!cur[s].active)
@@ -1033,23 +1023,17 @@ static int prune_tombstones(struct rblock_shards *set, const char *owned)
 static void wait_tick(void)
 {
     pthread_mutex_lock(&pager.lock);
-    if (!pager.stop && pager.nreq == 0)
+    if (!pager.bg.stop && pager.nreq == 0)
         clock_cond_wait_us(&pager.cond, &pager.lock, PAGER_TICK_MS * 1000);
     pthread_mutex_unlock(&pager.lock);
 }
 
-/* pager_stop, past its deadline: make the call a thread is blocked in fail now (a hung Redis
- * or MySQL would otherwise hold the stop for a whole timeout, or longer). */
-static void cut_connections(void)
+/* The pager thread has ended, or will not start: a stopping committer may end too. */
+static void reader_ended(void)
 {
     pthread_mutex_lock(&pager.lock);
-    log_warn("pager: a call outlived the stop deadline; cutting its connections");
-    for (int t = PAGER; t <= COMMITTER + COMMITTERS - 1; t++) {
-        if (pager.published[t].c)
-            rblock_shards_shutdown(pager.published[t].c);
-        if (pager.published[t].db)
-            shutdown((int)mysql_get_socket(pager.published[t].db), SHUT_RDWR);
-    }
+    pager.reader_done = 1;
+    pthread_cond_broadcast(&pager.cond);
     pthread_mutex_unlock(&pager.lock);
 }
 
@@ -1062,7 +1046,7 @@ static void *pager_main(void *unused)
     int64_t last_counts = 0, last_prune = 0, last_tier = 0, last_complaint = 0;
     struct shard_view *views = calloc((size_t)cfg->redis_shards, sizeof *views);
     char owned[MAX_SHARDS];
-    while (!stopping() && views) {
+    while (!bgthread_stopping(&pager.bg) && views) {
         int64_t now = clock_unix_ms();
         conns_open(&k, PAGER, &last_complaint);
         MYSQL *db = k.db;
@@ -1095,7 +1079,7 @@ static void *pager_main(void *unused)
                      c ? rblock_shards_errstr(c) : "");
             conns_close(&k, PAGER);
             pthread_mutex_lock(&pager.lock);
-            if (!pager.stop)
+            if (!pager.bg.stop)
                 clock_cond_wait_us(&pager.cond, &pager.lock, 1000000);
             pthread_mutex_unlock(&pager.lock);
             continue;
@@ -1104,6 +1088,7 @@ static void *pager_main(void *unused)
     }
     free(views);
     conns_close(&k, PAGER);
+    reader_ended();
     mysql_thread_end();
     return NULL;
 }
@@ -1116,37 +1101,27 @@ int pager_start(struct app *app)
         return -1;
     memset(pager.owned, 1, sizeof pager.owned); /* alone until the fleet says otherwise, like the mover */
     store_who(pager.who, sizeof pager.who, app->instance, "pager", app->hostname);
+    pager.reader_done = 0;
     int made = 0;
-    while (made < COMMITTERS && pthread_create(&pager.committer[made], NULL, committer_main, (void *)(intptr_t)made) == 0)
+    while (made < COMMITTERS && bgthread_start(&pager.bg, committer_main, (void *)(intptr_t)made) == 0)
         made++;
-    if (made < COMMITTERS || pthread_create(&pager.thread, NULL, pager_main, NULL) != 0) {
-        pthread_mutex_lock(&pager.lock);
-        pager.committer_stop = 1;
-        pthread_cond_broadcast(&pager.cond);
-        pthread_mutex_unlock(&pager.lock);
-        for (int i = 0; i < made; i++)
-            pthread_join(pager.committer[i], NULL);
-        pager.committer_stop = 0;
+    if (made < COMMITTERS || bgthread_start(&pager.bg, pager_main, NULL) < 0) {
+        reader_ended();
+        bgthread_stop(&pager.bg, STOP_DEADLINE_MS);
         return -1;
     }
-    pager.started = 1;
     return 0;
 }
 
 void pager_stop(void)
 {
-    if (!pager.started)
+    if (!bgthread_running(&pager.bg))
         return;
-    clock_stop_thread(pager.thread, &pager.lock, &pager.cond, &pager.stop, &pager.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
-    int64_t unused_deadline;
+    bgthread_stop(&pager.bg, STOP_DEADLINE_MS);
     for (int i = 0; i < COMMITTERS; i++) {
-        clock_stop_thread(pager.committer[i], &pager.lock, &pager.cond, &pager.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
-                          cut_connections);
         chunk_free(pager.slot[i]); /* handed off but not committed: paged again by whoever pages next */
         pager.slot[i] = NULL;
     }
-    pager.committer_stop = 0;
-    pager.started = 0;
     free(pager.counts);
     pager.counts = NULL;
     pager.ncounts = 0;

@@ -62,4 +62,9 @@ int db_errno_is_lock_conflict(unsigned err);
 struct sbuf;
 void db_quote(MYSQL *db, struct sbuf *sb, const char *s, size_t len);
 
+/* Shut the socket of `db`, a MYSQL * (another thread may be blocked in a call on it: it fails
+ * now). The connection must still be closed by its owner. A bgthread_cut_fn (bgthread.h), for a
+ * stop to cut loose a thread blocked on it. */
+void db_cut(void *db);
+
 #endif
