@@ -997,20 +997,24 @@ static int page_pass(struct pass *p)
     return rc;
 }
 
+/* goneexpire.lua on every owned shard: its far tombstones older than TOMBSTONE_KEEP_MS go. */
 static int prune_tombstones(struct rblock_shards *set, const char *owned)
 {
     const struct config *cfg = pager.cfg;
-    static const char script[] = "if redis.call('EXISTS', KEYS[2]) == 0 then "
-                                 "return redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end return 0";
     int sent = 0;
     for (int s = 0; s < cfg->redis_shards; s++) {
         if (!owned[s])
             continue;
-        char gone[160], restoring[160];
-        rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
-        rkey(restoring, sizeof restoring, cfg->redis_prefix, s, "restoring");
-        redisAppendCommand(rblock_shard(set, s), "EVAL %s 2 %s %s %lld", script, gone, restoring,
-                           (long long)(clock_unix_ms() - TOMBSTONE_KEEP_MS));
+        struct rargv b;
+        int rc = rargv_init(&b, 5, 1, 0);
+        if (rc == 0) {
+            rargv_key(&b, cfg->redis_prefix, s, "jobs");
+            rargv_int(&b, clock_unix_ms() - TOMBSTONE_KEEP_MS);
+            rc = rblock_append_eval(rblock_shard(set, s), SCRIPT_GONEEXPIRE, b.argc, b.argv, b.lens);
+        }
+        rargv_free(&b);
+        if (rc < 0)
+            return -1;
         sent++;
     }
     int rc = 0;
