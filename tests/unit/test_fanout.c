@@ -10,6 +10,7 @@
 #include "redis/fanout.h"
 #include "redis/rlink.h"
 
+#include "loop_until.h"
 #include "refused_port.h"
 
 #include <arpa/inet.h>
@@ -122,23 +123,13 @@ static void fake_end(void)
 /* ---- the caller ---- */
 
 static struct event_base *base;
+static struct event *ticker; /* wakes the loop every 2 ms, for RUN_UNTIL */
 static struct rlink *link_;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static void tick(evutil_socket_t fd, short what, void *arg) {}
 
 /* Run the loop until `cond` holds or `ms` pass; the condition's value. */
-#define RUN_UNTIL(cond, ms)                                                                                            \
-    ({                                                                                                                 \
-        int64_t until_ = now_ms() + (ms);                                                                              \
-        while (!(cond) && now_ms() < until_)                                                                           \
-            event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);                                                      \
-        (cond);                                                                                                        \
-    })
+#define RUN_UNTIL(cond, ms) LOOP_UNTIL(base, cond, ms)
 
 static void link_to(int to_port)
 {
@@ -146,6 +137,9 @@ static void link_to(int to_port)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", to_port);
     struct rlink_config cfg = {"test", addr, "", 0, 2000, 0, 0};
     base = event_base_new();
+    ticker = event_new(base, -1, EV_PERSIST, tick, NULL);
+    struct timeval every = {0, 2000};
+    event_add(ticker, &every);
     link_ = rlink_new(base, &cfg, NULL, NULL);
     ck_assert_ptr_nonnull(link_);
 }
@@ -153,7 +147,22 @@ static void link_to(int to_port)
 static void unlink_(void)
 {
     rlink_free(link_);
+    event_free(ticker);
     event_base_free(base);
+}
+
+/* A link to a fresh fake, up. */
+static void start_linked(void)
+{
+    fake_start();
+    link_to(port);
+    ck_assert_msg(RUN_UNTIL(rlink_ready(link_), 3000), "the link never came up");
+}
+
+static void finish_linked(void)
+{
+    unlink_();
+    fake_end();
 }
 
 struct call {
@@ -189,9 +198,7 @@ static void send_get(struct fanout *f, int index, const char *cmd, const char *k
 
 START_TEST(every_reply_then_done_once)
 {
-    fake_start();
-    link_to(port);
-    ck_assert_msg(RUN_UNTIL(rlink_ready(link_), 3000), "the link never came up");
+    start_linked();
     struct call c = {.refuse_index = -1};
     struct fanout *f = fanout_new(link_, 3, on_reply, on_done, &c);
     ck_assert_ptr_nonnull(f);
@@ -208,16 +215,13 @@ START_TEST(every_reply_then_done_once)
     ck_assert_int_eq(c.failed, 0);
     RUN_UNTIL(0, 50);
     ck_assert_int_eq(c.dones, 1);
-    unlink_();
-    fake_end();
+    finish_linked();
 }
 END_TEST
 
 START_TEST(a_wrong_reply_fails_the_call_but_the_rest_are_read)
 {
-    fake_start();
-    link_to(port);
-    ck_assert(RUN_UNTIL(rlink_ready(link_), 3000));
+    start_linked();
     struct call c = {.refuse_index = -1};
     struct fanout *f = fanout_new(link_, 3, on_reply, on_done, &c);
     send_get(f, 0, "GET", "a");
@@ -238,16 +242,13 @@ START_TEST(a_wrong_reply_fails_the_call_but_the_rest_are_read)
     ck_assert(RUN_UNTIL(d.dones > 0, 3000));
     ck_assert_int_eq(d.failed, 1);
     ck_assert_int_eq(d.replies, 2);
-    unlink_();
-    fake_end();
+    finish_linked();
 }
 END_TEST
 
 START_TEST(a_hold_keeps_the_call_open)
 {
-    fake_start();
-    link_to(port);
-    ck_assert(RUN_UNTIL(rlink_ready(link_), 3000));
+    start_linked();
     struct call c = {.refuse_index = -1};
     struct fanout *f = fanout_new(link_, 1, on_reply, on_done, &c);
     send_get(f, 0, "GET", "abcd");
@@ -260,8 +261,7 @@ START_TEST(a_hold_keeps_the_call_open)
     fanout_release(f);
     ck_assert_int_eq(c.dones, 1);
     ck_assert_int_eq(c.sum, 4);
-    unlink_();
-    fake_end();
+    finish_linked();
 }
 END_TEST
 
