@@ -119,6 +119,13 @@ int db_error_is_connection(MYSQL *db)
     }
 }
 
+MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql)
+{
+    int rc = sql->oom ? -1 : mysql_real_query(db, sql->data, sql->len);
+    sb_free(sql);
+    return rc == 0 ? mysql_store_result(db) : NULL;
+}
+
 void db_cut(void *db)
 {
     shutdown((int)mysql_get_socket(db), SHUT_RDWR);
