@@ -1,6 +1,7 @@
 /* clock.h — the two clocks: the fleet's wall time in unix milliseconds (job due times,
  * leases: one clock for every instance, see below) and monotonic time (timeouts, latencies;
- * never jumps); and the two timed waits the background threads share.
+ * never jumps); and the timed wait the background threads share (their start and stop:
+ * bgthread.h).
  *
  * One clock for the fleet: due times and leases are compared by every instance, so they are
  * read from one clock, not from each host's. The fleet's clock is Redis's `TIME` (the
@@ -68,33 +69,6 @@ static inline void clock_cond_wait_us(pthread_cond_t *cond, pthread_mutex_t *loc
     ts.tv_sec += (time_t)(us / 1000000 + ns / 1000000000);
     ts.tv_nsec = (long)(ns % 1000000000);
     pthread_cond_timedwait(cond, lock, &ts);
-}
-
-/* The stop protocol of the MySQL-side threads (journal, outbox): under `lock`, set *stop and a
- * deadline `deadline_ms` from now (the thread finishes what it can by then), wake it, and
- * join it. A thread blocked in a call that outlives the deadline by STOP_GRACE_MS (a hung
- * server answers only after its whole timeout) is cut loose by `interrupt` (may be NULL),
- * which makes that call fail, so a stop is bounded by the deadline, not by a timeout. */
-#define STOP_GRACE_MS 500
-static inline void clock_stop_thread(pthread_t thread, pthread_mutex_t *lock, pthread_cond_t *cond, int *stop,
-                                     int64_t *deadline_us, int deadline_ms, void (*interrupt)(void))
-{
-    pthread_mutex_lock(lock);
-    *stop = 1;
-    *deadline_us = clock_mono_us() + (int64_t)deadline_ms * 1000;
-    pthread_cond_broadcast(cond);
-    pthread_mutex_unlock(lock);
-    if (interrupt != NULL) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
-        int64_t ns = until.tv_nsec + (int64_t)(deadline_ms + STOP_GRACE_MS) * 1000000;
-        until.tv_sec += ns / 1000000000;
-        until.tv_nsec = ns % 1000000000;
-        if (pthread_timedjoin_np(thread, NULL, &until) == 0)
-            return;
-        interrupt();
-    }
-    pthread_join(thread, NULL);
 }
 
 #endif

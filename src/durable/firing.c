@@ -1,6 +1,7 @@
 /* firing.c — see firing.h. */
 #include "durable/firing.h"
 #include "core/app.h"
+#include "base/bgthread.h"
 #include "base/clock.h"
 #include "base/cron.h"
 #include "mysql/db.h"
@@ -13,7 +14,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define MAX_SHARDS 4096
 #define STOP_DEADLINE_MS 1000
@@ -45,27 +45,18 @@ static struct {
     const struct config *cfg;
     firing_push_fn push;
     void *push_ctx;
-    pthread_t thread;
-    int started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int stop;                 /* under lock */
-    int64_t stop_deadline_us; /* under lock */
-    MYSQL *published;         /* under lock: the thread's connection, for a stop to cut */
+    struct bgthread bg;       /* the scheduler thread; its connection published in bg for a stop to cut */
     char owned[MAX_SHARDS];   /* under lock */
     unsigned owned_epoch;     /* under lock: bumped by every change of `owned` */
     /* figures */
     _Atomic long long fired, dropped, failed;
     atomic_int count, firing;
-} fire_thread = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-
-static int stopping(void)
-{
-    pthread_mutex_lock(&fire_thread.lock);
-    int s = fire_thread.stop;
-    pthread_mutex_unlock(&fire_thread.lock);
-    return s;
-}
+} fire_thread = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                 .cond = PTHREAD_COND_INITIALIZER,
+                 .bg = BGTHREAD_INIT(&fire_thread.lock, &fire_thread.cond,
+                                     "scheduler: a MySQL call outlived the stop deadline; cutting its connection")};
 
 /* ---- the push and its answer ---- */
 
@@ -103,7 +94,7 @@ static int push_fires(const struct schedule *s, const int64_t *at, int n, char *
      * the watermark moves, and the next start need not push these fires again. */
     int64_t until = clock_mono_us() + (int64_t)ANSWER_WAIT_MS * 1000;
     pthread_mutex_lock(&fire_thread.lock);
-    while (!c->done && clock_mono_us() < until && !(fire_thread.stop && clock_mono_us() >= fire_thread.stop_deadline_us))
+    while (!c->done && clock_mono_us() < until && !bgthread_stop_due_locked(&fire_thread.bg, 0))
         clock_cond_wait_us(&fire_thread.cond, &fire_thread.lock, 100000);
     int done = c->done, status = c->status;
     if (done)
@@ -248,25 +239,15 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
 static void wait_ms(int ms)
 {
     pthread_mutex_lock(&fire_thread.lock);
-    if (!fire_thread.stop)
+    if (!fire_thread.bg.stop)
         clock_cond_wait_us(&fire_thread.cond, &fire_thread.lock, (int64_t)ms * 1000);
     pthread_mutex_unlock(&fire_thread.lock);
 }
 
+/* The thread's connection, for a stop to cut (cleared before it is closed). */
 static void publish(MYSQL *db)
 {
-    pthread_mutex_lock(&fire_thread.lock);
-    fire_thread.published = db;
-    pthread_mutex_unlock(&fire_thread.lock);
-}
-
-static void cut_connection(void)
-{
-    pthread_mutex_lock(&fire_thread.lock);
-    log_warn("scheduler: a MySQL call outlived the stop deadline; cutting its connection");
-    if (fire_thread.published)
-        shutdown((int)mysql_get_socket(fire_thread.published), SHUT_RDWR);
-    pthread_mutex_unlock(&fire_thread.lock);
+    bgthread_publish(&fire_thread.bg, 0, db, db_cut);
 }
 
 static void *firing_main(void *unused)
@@ -280,7 +261,7 @@ static void *firing_main(void *unused)
     char signature[160] = "", owned[MAX_SHARDS];
     unsigned seen_epoch = 0;
     int64_t last_poll = 0, last_complaint = 0;
-    while (!stopping()) {
+    while (!bgthread_stopping(&fire_thread.bg)) {
         int64_t now = clock_unix_ms();
         if (db == NULL) {
             char err[256];
@@ -323,7 +304,7 @@ static void *firing_main(void *unused)
             }
         }
         int firing = 0;
-        for (int i = 0; i < n && !failed && !stopping(); i++) {
+        for (int i = 0; i < n && !failed && !bgthread_stopping(&fire_thread.bg); i++) {
             struct entry *e = &entries[i];
             if (!e->usable || e->s.paused || !owned[id_shard(e->s.id, cfg->redis_shards)])
                 continue;
@@ -360,18 +341,12 @@ int firing_start(struct app *app, firing_push_fn push, void *push_ctx)
     if (app->cfg.redis_shards > MAX_SHARDS)
         return -1;
     memset(fire_thread.owned, 1, sizeof fire_thread.owned); /* alone until the fleet says otherwise, like the mover */
-    if (pthread_create(&fire_thread.thread, NULL, firing_main, NULL) != 0)
-        return -1;
-    fire_thread.started = 1;
-    return 0;
+    return bgthread_start(&fire_thread.bg, firing_main, NULL);
 }
 
 void firing_stop(void)
 {
-    if (!fire_thread.started)
-        return;
-    clock_stop_thread(fire_thread.thread, &fire_thread.lock, &fire_thread.cond, &fire_thread.stop, &fire_thread.stop_deadline_us, STOP_DEADLINE_MS, cut_connection);
-    fire_thread.started = 0;
+    bgthread_stop(&fire_thread.bg, STOP_DEADLINE_MS);
 }
 
 void firing_set_owned(const char *owned, int shards)

@@ -22,6 +22,7 @@
  * Redis. Such outcomes are handed to the reconciler (doubt.h), which remembers them across a
  * crash and settles each against the job's state in Redis. */
 #include "durable/journal.h"
+#include "base/bgthread.h"
 #include "base/clock.h"
 #include "mysql/db.h"
 #include "durable/doubt.h"
@@ -51,12 +52,9 @@ struct jsync {
 };
 
 static struct {
-    pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int started;
-    int stop;
-    int64_t stop_deadline_us;
+    struct bgthread bg; /* the journal thread; bg.stop and bg.stop_deadline_us under lock */
 
     struct jobchange *ring;
     size_t cap, head, count;
@@ -74,7 +72,9 @@ static struct {
     int commit_in_doubt;
     char last_error[512];     /* the server's words for the last batch it refused */
     unsigned last_errno;      /* and its number */
-} journal = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} journal = {.lock = PTHREAD_MUTEX_INITIALIZER,
+             .cond = PTHREAD_COND_INITIALIZER,
+             .bg = BGTHREAD_INIT(&journal.lock, &journal.cond, NULL)};
 
 int journal_up(void)
 {
@@ -173,7 +173,7 @@ static int submit_group(struct jobchange *recs, int n, int split, struct loopq *
     s->done = done;
     s->arg = arg;
     pthread_mutex_lock(&journal.lock);
-    if (!journal.up || journal.stop || journal.sync_records + n > DURABLE_MAX_RECORDS) {
+    if (!journal.up || journal.bg.stop || journal.sync_records + n > DURABLE_MAX_RECORDS) {
         pthread_mutex_unlock(&journal.lock);
         free(s);
         return -1;
@@ -521,7 +521,7 @@ static void *journal_main(void *unused)
     pthread_mutex_lock(&journal.lock);
     for (;;) {
         int has_work = journal.sync_head != NULL || journal.count > 0;
-        if (journal.stop && (!has_work || clock_mono_us() > journal.stop_deadline_us))
+        if (bgthread_stop_due_locked(&journal.bg, !has_work))
             break;
 
         if (db == NULL) {
@@ -627,20 +627,14 @@ int journal_start(const struct config *cfg, const char *instance)
 {
     journal.cfg = cfg;
     snprintf(journal.instance, sizeof journal.instance, "%s", instance);
-    journal.stop = 0;
-    if (pthread_create(&journal.thread, NULL, journal_main, NULL) != 0)
-        return -1;
-    journal.started = 1;
-    return 0;
+    return bgthread_start(&journal.bg, journal_main, NULL);
 }
 
 void journal_stop(int deadline_ms)
 {
-    if (!journal.started)
+    if (!bgthread_running(&journal.bg))
         return;
-    clock_stop_thread(journal.thread, &journal.lock, &journal.cond, &journal.stop, &journal.stop_deadline_us, deadline_ms,
-                      NULL);
-    journal.started = 0;
+    bgthread_stop(&journal.bg, deadline_ms);
     for (size_t i = 0; i < journal.count; i++)
         free_rec(&journal.ring[(journal.head + i) % journal.cap]);
     free(journal.ring);

@@ -1,5 +1,6 @@
 /* outbox.c — see outbox.h. */
 #include "durable/outbox.h"
+#include "base/bgthread.h"
 #include "base/clock.h"
 #include "core/cluster.h"
 #include "core/ids.h"
@@ -14,7 +15,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define GROUP "journal"
 /* Reads do not block in Redis: Redis checks BLOCK timeouts only at its `hz` (10 times a
@@ -56,14 +56,12 @@ struct barrier {
 };
 
 static struct {
-    pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int started, stop;
-    int64_t stop_deadline_us;
+    struct bgthread bg;           /* the outbox thread; bg.stop and bg.stop_deadline_us under lock */
     const struct config *cfg;
     char consumer[64];
-    struct rblock_shards *set;    /* written by the thread under lock; read by it without */
+    struct rblock_shards *set;    /* the thread's own (published in bg for a stop to cut) */
     int64_t last_connect_us, last_claim_us;
     int layout_refused;          /* the last connect found another layout's data (layout.h) */
     int shards;
@@ -72,7 +70,10 @@ static struct {
     int max;
     int committed, commit_ok;    /* outcome of the batch handed to the journal */
     struct barrier *barriers;
-} outbox = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} outbox = {.lock = PTHREAD_MUTEX_INITIALIZER,
+            .cond = PTHREAD_COND_INITIALIZER,
+            .bg = BGTHREAD_INIT(&outbox.lock, &outbox.cond,
+                                "outbox: a Redis call outlived the stop deadline; cutting the connection")};
 
 /* ---- barriers ---- */
 
@@ -180,7 +181,7 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
     b->done = done;
     b->arg = arg;
     pthread_mutex_lock(&outbox.lock);
-    if (!outbox.started || outbox.stop) {
+    if (!bgthread_running(&outbox.bg) || outbox.bg.stop) {
         pthread_mutex_unlock(&outbox.lock);
         free(b);
         return -1;
@@ -194,34 +195,20 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg)
 
 /* ---- Redis ---- */
 
-/* Set or clear the connections under the lock, so that cut_connection never shuts a socket
+/* Set or clear the connections, published first, so that a stop's cut never shuts a socket
  * that redisFree has closed (its number may already belong to someone else). One per shard
  * (rblock_shards: the same one for every shard of a single Redis, a cluster master's for its
  * shards); commands pipelined on a shard's connection are read back from it in order. */
 static void set_connection(struct rblock_shards *set)
 {
-    pthread_mutex_lock(&outbox.lock);
-    struct rblock_shards *old = outbox.set;
+    bgthread_publish(&outbox.bg, 0, set, rblock_shards_cut);
+    rblock_shards_free(outbox.set);
     outbox.set = set;
-    pthread_mutex_unlock(&outbox.lock);
-    rblock_shards_free(old);
 }
 
 static redisContext *conn(int shard)
 {
     return rblock_shard(outbox.set, shard);
-}
-
-/* outbox_stop, past its deadline: make the Redis call the thread is blocked in fail now
- * (a hung Redis would otherwise hold the stop for the whole [redis] timeout). */
-static void cut_connection(void)
-{
-    pthread_mutex_lock(&outbox.lock);
-    if (outbox.set) {
-        log_warn("outbox: a Redis call outlived the stop deadline; cutting the connection");
-        rblock_shards_shutdown(outbox.set);
-    }
-    pthread_mutex_unlock(&outbox.lock);
 }
 
 static void disconnect(void)
@@ -680,7 +667,7 @@ static void on_committed(int ok, void *arg)
 static void pause_us(int64_t us)
 {
     pthread_mutex_lock(&outbox.lock);
-    if (!outbox.stop && outbox.barriers == NULL)
+    if (!outbox.bg.stop && outbox.barriers == NULL)
         clock_cond_wait_us(&outbox.cond, &outbox.lock, us);
     pthread_mutex_unlock(&outbox.lock);
 }
@@ -690,7 +677,7 @@ static void pause_us(int64_t us)
 static int stopping(int drained)
 {
     pthread_mutex_lock(&outbox.lock);
-    int stop = outbox.stop && (drained || clock_mono_us() > outbox.stop_deadline_us);
+    int stop = bgthread_stop_due_locked(&outbox.bg, drained);
     pthread_mutex_unlock(&outbox.lock);
     return stop;
 }
@@ -795,20 +782,14 @@ int outbox_start(const struct config *cfg, const char *consumer)
         rkey(outbox.s[i].badkey, sizeof outbox.s[i].badkey, cfg->redis_prefix, i, "logbad");
         outbox.s[i].reread = 1; /* after a restart, first finish what this consumer had pending */
     }
-    outbox.stop = 0;
-    if (pthread_create(&outbox.thread, NULL, outbox_main, NULL) != 0)
-        return -1;
-    outbox.started = 1;
-    return 0;
+    return bgthread_start(&outbox.bg, outbox_main, NULL);
 }
 
 void outbox_stop(int deadline_ms)
 {
-    if (!outbox.started)
+    if (!bgthread_running(&outbox.bg))
         return;
-    clock_stop_thread(outbox.thread, &outbox.lock, &outbox.cond, &outbox.stop, &outbox.stop_deadline_us, deadline_ms,
-                      cut_connection);
-    outbox.started = 0;
+    bgthread_stop(&outbox.bg, deadline_ms);
     for (int i = 0; i < outbox.shards; i++) {
         for (int b = 0; b < outbox.s[i].nbad; b++)
             bad_free(&outbox.s[i].bad[b]);

@@ -1,16 +1,18 @@
-/* pager.c — see pager.h. */
+/* pager.c — see pager.h: the pager thread, steps 1 and 2 of a page step, a pass over the owned
+ * shards and its pacing, and the pruning of far tombstones. */
 #include "durable/pager.h"
 #include "core/app.h"
+#include "base/bgthread.h"
 #include "base/clock.h"
 #include "mysql/db.h"
 #include "core/ids.h"
 #include "core/job.h"
-#include "core/jobchange.h"
 #include "base/log.h"
 #include "core/metrics.h"
+#include "durable/pager_commit.h"
+#include "durable/pager_counts.h"
 #include "redis/rcodec.h"
 #include "redis/reinsert.h"
-#include "redis/layout.h"
 #include "redis/rblock.h"
 #include "base/sbuf.h"
 #include "redis/store.h"
@@ -19,14 +21,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define CHUNK 1000
 #define PACED_CHUNK 250 /* paced: smaller MySQL transactions, so each holds a core for less */
 #define CHUNK_ROWS(paced) ((paced) ? PACED_CHUNK : CHUNK) /* rows a chunk reads; fewer: the range's end */
-#define MAX_SHARDS 4096
 /* The shard's "paging" key is a set of page steps whose commit has not landed: step 2 adds
  * its token, step 3's commit removes it, and finish/delete leave tombstones while the set is
  * there. A pager that dies leaves its token behind: the key expires this long after the last
@@ -38,22 +38,10 @@
 #define REDIS_TIER_EVERY_MS 10000 /* HVALS of every shard's counters: O(topics) for Redis */
 #define REQUESTS_MAX 256
 #define STOP_DEADLINE_MS 1000
-/* Step 3 threads. A chunk's commit takes longer than reading it and putting it into Redis
- * (~60 against ~45 ms per 1,000 rows), so one committer would hold the reader up; chunks of
- * different shards lock disjoint rows (message ids, whose far keys are per shard, topics and
- * far_mark rows), so two commit side by side, and a shard's chunks keep their order on one. */
-#define COMMITTERS 2
 
 /* jobs paged per bucket, for hourglass_pager_bucket_jobs */
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
 #define NBOUNDS (sizeof BUCKET_BOUNDS / sizeof BUCKET_BOUNDS[0])
-
-/* A thread's connections: MySQL, and blocking Redis connections (one per shard: rblock.h). */
-struct conns {
-    MYSQL *db;
-    struct rblock_shards *c;
-};
-enum { PAGER, COMMITTER }; /* published[PAGER], published[COMMITTER + i] */
 
 struct page_req {
     int shard;
@@ -64,31 +52,22 @@ struct page_req {
 static struct {
     struct app *app;
     const struct config *cfg;
-    pthread_t thread;
-    int started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int stop;                            /* under lock */
-    int64_t stop_deadline_us;            /* under lock */
-    struct conns published[1 + COMMITTERS]; /* under lock: the threads' connections, for pager_stop to
-                                               cut when a call outlives its deadline */
-    pthread_t committer[COMMITTERS];     /* step 3 (the pipeline below) */
-    struct chunk *slot[COMMITTERS];      /* under lock: the chunk handed to each committer */
-    int committing[COMMITTERS];          /* under lock */
-    int commit_failed, committer_stop;
-    _Atomic long long shard_paged[MAX_SHARDS];
-    char owned[MAX_SHARDS];              /* under lock */
+    struct bgthread bg;                  /* the committers (step 3: pager_commit.h), then the pager */
+    char owned[PAGER_MAX_SHARDS];        /* under lock */
     struct page_req req[REQUESTS_MAX];   /* under lock */
     int nreq;
-    struct far_topic *counts;            /* under lock: far_count, sorted by topic */
-    int ncounts;
     char who[STORE_WHO_MAX];
     /* figures */
-    _Atomic long long paged, far_total, redis_total, lag_ms, bucket_sum;
+    _Atomic long long redis_total, lag_ms, bucket_sum;
     _Atomic int shards_paging;
     _Atomic unsigned long long bucket_hist[NBOUNDS + 1];
     _Atomic unsigned long long buckets;
-} pager = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} pager = {.lock = PTHREAD_MUTEX_INITIALIZER,
+           .cond = PTHREAD_COND_INITIALIZER,
+           .bg = BGTHREAD_INIT(&pager.lock, &pager.cond,
+                               "pager: a call outlived the stop deadline; cutting its connections")};
 
 /* The thread's own view of each shard. */
 struct shard_view {
@@ -135,81 +114,7 @@ static int64_t bucket_end(const struct config *cfg, int64_t t)
     return (t / b + 1) * b;
 }
 
-static int stopping(void)
-{
-    pthread_mutex_lock(&pager.lock);
-    int s = pager.stop;
-    pthread_mutex_unlock(&pager.lock);
-    return s;
-}
-
-/* ---- far counts (far_count) and the Redis tier's size ---- */
-
-static int refresh_counts(MYSQL *db)
-{
-    static const char sql[] = "SELECT topic, jobs FROM far_count WHERE jobs <> 0 ORDER BY topic";
-    if (mysql_real_query(db, sql, sizeof sql - 1) != 0)
-        return -1;
-    MYSQL_RES *res = mysql_store_result(db);
-    mysql_commit(db); /* end the read's snapshot: the next one sees newer commits */
-    if (res == NULL)
-        return -1;
-    int n = (int)mysql_num_rows(res);
-    struct far_topic *t = calloc((size_t)(n ? n : 1), sizeof *t);
-    long long total = 0;
-    if (t == NULL) {
-        mysql_free_result(res);
-        return 0; /* keep the last copy */
-    }
-    MYSQL_ROW row;
-    for (int i = 0; i < n && (row = mysql_fetch_row(res)) != NULL; i++) {
-        snprintf(t[i].topic, sizeof t[i].topic, "%s", row[0]);
-        t[i].jobs = strtoll(row[1], NULL, 10);
-        total += t[i].jobs;
-    }
-    mysql_free_result(res);
-    pthread_mutex_lock(&pager.lock);
-    free(pager.counts);
-    pager.counts = t;
-    pager.ncounts = n;
-    pthread_mutex_unlock(&pager.lock);
-    atomic_store(&pager.far_total, total);
-    return 0;
-}
-
-int pager_far_counts(struct far_topic **out)
-{
-    pthread_mutex_lock(&pager.lock);
-    int n = pager.ncounts;
-    *out = malloc((size_t)(n ? n : 1) * sizeof **out);
-    if (*out && n)
-        memcpy(*out, pager.counts, (size_t)n * sizeof **out);
-    pthread_mutex_unlock(&pager.lock);
-    return *out ? n : -1;
-}
-
-int64_t pager_far_count(const char *topic, size_t len)
-{
-    int64_t jobs = 0;
-    pthread_mutex_lock(&pager.lock);
-    int lo = 0, hi = pager.ncounts - 1;
-    while (lo <= hi) { /* sorted by name, as strcmp orders them */
-        int mid = (lo + hi) / 2;
-        int c = strncmp(pager.counts[mid].topic, topic, len);
-        if (c == 0 && pager.counts[mid].topic[len] != '\0')
-            c = 1;
-        if (c == 0) {
-            jobs = pager.counts[mid].jobs;
-            break;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    pthread_mutex_unlock(&pager.lock);
-    return jobs;
-}
+/* ---- the Redis tier's size (the far counts: pager_counts.h) ---- */
 
 /* Jobs Redis holds (the shards' counters of live and dead jobs), for hourglass_jobs_tier. */
 static int refresh_redis_tier(struct rblock_shards *set)
@@ -238,51 +143,10 @@ static int refresh_redis_tier(struct rblock_shards *set)
     return 0;
 }
 
-/* ---- one step: rows read from MySQL into Redis, then marked paged ---- */
-
-struct far_row {
-    struct mrow m;       /* the message row */
-    int64_t far_run_at;  /* its far key (message.far_shard, far_run_at, m.id) as step 1 read it */
-    enum reinsert_outcome out;
-    int cur_state;       /* under the lock in step 3 */
-    unsigned cur_ver;
-    int64_t cur_run_at;
-    int key_exists;      /* its far key is still the one step 1 read (step 3, locked) */
-    int moved_on;        /* paged by an earlier step that died before its commit */
-};
+/* ---- steps 1 and 2: rows read from MySQL into Redis (step 3: pager_commit.h) ---- */
 
 static const char ROW_COLUMNS[] = "m.id, m.topic, m.biz_key, m.body, m.run_at, m.priority, m.ttr, m.tries, "
                                   "m.attempts, m.version, m.state, m.backoff, m.far_run_at";
-
-static int cmp_row_id(const void *a, const void *b)
-{
-    uint64_t x = (*(const struct far_row *const *)a)->m.id, y = (*(const struct far_row *const *)b)->m.id;
-    return x < y ? -1 : x > y;
-}
-
-static int cmp_row_topic(const void *a, const void *b)
-{
-    const struct mrow *x = &(*(struct far_row *const *)a)->m, *y = &(*(struct far_row *const *)b)->m;
-    return topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
-}
-
-/* One more id of a comma-separated list that `sb` holds alone. */
-static void put_id(struct sbuf *sb, uint64_t id)
-{
-    if (sb->len)
-        sb_putc(sb, ',');
-    sb_json_uint(sb, id);
-}
-
-/* The ids of rows[0..n), comma-separated, appended to whatever sb holds. */
-static void put_ids(struct sbuf *sb, struct far_row **rows, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (i)
-            sb_putc(sb, ',');
-        sb_json_uint(sb, rows[i]->m.id);
-    }
-}
 
 /* Step 2: restore.lua for the rows that are far jobs (a token for this step in the shard's
  * "paging" set first), in calls of at most SCRIPT_JOBS: Redis runs one script at a time, so a
@@ -353,329 +217,6 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
     return rc;
 }
 
-/* Run the query `sql` holds (and free it); its result, or NULL. */
-static MYSQL_RES *query(MYSQL *db, struct sbuf *sql)
-{
-    int rc = sql->oom ? -1 : mysql_real_query(db, sql->data, sql->len);
-    sb_free(sql);
-    return rc == 0 ? mysql_store_result(db) : NULL;
-}
-
-/* Step 3's lock and read: each row's current state, version and due time, and whether its far
- * key is still the one step 1 read in `shard`. */
-static int lock_rows(MYSQL *db, int shard, struct far_row **byid, int n)
-{
-    struct sbuf sql = SBUF_INIT;
-    sb_puts(&sql, "SELECT id, state, version, run_at, far_shard, far_run_at FROM message WHERE id IN (");
-    put_ids(&sql, byid, n);
-    sb_puts(&sql, ") ORDER BY id FOR UPDATE");
-    MYSQL_RES *res = query(db, &sql);
-    if (res == NULL)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        byid[i]->cur_state = JS_NONE;
-        byid[i]->key_exists = 0;
-    }
-    MYSQL_ROW row;
-    int i = 0;
-    while ((row = mysql_fetch_row(res)) != NULL) {
-        uint64_t id = strtoull(row[0], NULL, 10);
-        while (i < n && byid[i]->m.id < id)
-            i++;
-        for (int j = i; j < n && byid[j]->m.id == id; j++) {
-            byid[j]->cur_state = job_state_parse(row[1]);
-            byid[j]->cur_ver = (unsigned)strtoul(row[2], NULL, 10);
-            byid[j]->cur_run_at = strtoll(row[3], NULL, 10);
-            byid[j]->key_exists = row[4] != NULL && atoi(row[4]) == shard && row[5] != NULL &&
-                                  strtoll(row[5], NULL, 10) == byid[j]->far_run_at;
-        }
-    }
-    mysql_free_result(res);
-    return 0;
-}
-
-/* Did step 2 settle this row, and is the row still as step 1 read it? */
-static int settled(const struct far_row *r)
-{
-    return r->out != OUT_FAILED && r->cur_state == JS_FAR && r->cur_ver == r->m.ver;
-}
-
-static int exec(MYSQL *db, struct sbuf *sql)
-{
-    int rc = sql->oom ? -1 : db_exec(db, sql->data, sql->len);
-    sb_reset(sql);
-    return rc;
-}
-
-/* Rows `ids` (still 'far': guarded) leave the tier for `to_state` (an SQL expression): their
- * history row, then their state and version, and their far keys go in the same UPDATE (one
- * change of each row, not two: paging runs beside live traffic). */
-static int leave_tier(MYSQL *db, struct sbuf *sql, const struct sbuf *ids, const char *to_state, const char *actor,
-                      int64_t now)
-{
-    sb_printf(sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, 'far', %s, %lld, ",
-              to_state, (long long)now);
-    db_quote(db, sql, actor, strlen(actor));
-    sb_putc(sql, ',');
-    db_quote(db, sql, pager.app->hostname, strlen(pager.app->hostname));
-    sb_putc(sql, ',');
-    db_quote(db, sql, pager.app->instance, strlen(pager.app->instance));
-    sb_printf(sql, ", attempts FROM message WHERE state = 'far' AND id IN (%.*s)", (int)ids->len, ids->data);
-    int rc = exec(db, sql);
-    if (rc == 0) {
-        sb_printf(sql, "UPDATE message SET state = %s, far_shard = NULL, far_run_at = NULL, version = version + 1, "
-                       "updated_at = %lld WHERE state = 'far' AND id IN (%.*s)", to_state, (long long)now,
-                  (int)ids->len, ids->data);
-        rc = exec(db, sql);
-    }
-    return rc;
-}
-
-/* Step 3. *paged gets the jobs now in Redis by this step. */
-static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t now, int64_t through, long *paged,
-                      struct far_row ***unpage, int *nunpage)
-{
-    if (n <= 0)
-        return 0;
-    struct far_row **byid = malloc((size_t)n * 3 * sizeof *byid);
-    if (byid == NULL)
-        return -1;
-    struct far_row **done = byid + n, **held = byid + 2 * n;
-    int ndone = 0, nheld = 0;
-    for (int i = 0; i < n; i++)
-        byid[i] = &rows[i];
-    qsort(byid, (size_t)n, sizeof *byid, cmp_row_id);
-    struct sbuf sql = SBUF_INIT;
-    int rc = db_exec(db, "START TRANSACTION", 17);
-    if (rc == 0)
-        rc = lock_rows(db, shard, byid, n);
-    if (rc < 0)
-        goto out;
-    struct sbuf ids = SBUF_INIT;
-    *nunpage = 0;
-    for (int i = 0; i < n; i++) {
-        struct far_row *r = &rows[i];
-        /* What the row's far key and state say now, under the row's lock:
-         *  - still far at the version read: paged by this step (or its bizKey was lost);
-         *  - no longer far, key still there: paged by an earlier step whose pager died before
-         *    its commit (restore.lua's transition reached MySQL since): paged, the message as
-         *    it is;
-         *  - key gone (the row too, retention's), or far at another version: a delete or a
-         *    reschedule committed since step 1 and manages the key; what step 2 put in Redis
-         *    from the old row goes again, unless another pager marked it paged meanwhile (then
-         *    it is live in Redis). */
-        int moved_on = r->cur_state != JS_FAR && r->cur_state != JS_NONE;
-        if (r->key_exists && settled(r) && r->out == OUT_BIZHELD) {
-            held[nheld++] = r;
-        } else if (r->key_exists && (settled(r) || moved_on)) {
-            r->moved_on = moved_on;
-            done[ndone++] = r;
-        } else {
-            int live_near = r->cur_state == JS_DELAYED || r->cur_state == JS_READY || r->cur_state == JS_RESERVED;
-            if (r->out == OUT_RESTORED && !live_near)
-                (*unpage)[(*nunpage)++] = r;
-            continue;
-        }
-        if (moved_on)
-            put_id(&ids, r->m.id);
-    }
-    if (ids.len) { /* moved on: only their far keys go (locked above, checked to be the ones read) */
-        sb_printf(&sql, "UPDATE message SET far_shard = NULL, far_run_at = NULL WHERE id IN (%.*s)", (int)ids.len,
-                  ids.data);
-        rc = exec(db, &sql);
-    }
-    sb_free(&ids);
-    sb_reset(&sql);
-    /* the rows this step pages (the history and the state change; restore.lua was told not to
-     * journal them: one statement here costs far less than a million outbox entries through
-     * the journal), and those whose bizKey went to another job (a replace whose delete of them
-     * had not landed) */
-    struct sbuf marked = SBUF_INIT, lost = SBUF_INIT;
-    for (int i = 0; i < ndone; i++)
-        if (!done[i]->moved_on)
-            put_id(&marked, done[i]->m.id);
-    for (int i = 0; i < nheld; i++)
-        put_id(&lost, held[i]->m.id);
-    char to[80], actor[JOBCHANGE_ACTOR_MAX]; /* as the outbox would have written it: "pager <prefix>:{n}:jobs" */
-    snprintf(to, sizeof to, "IF(run_at > %lld, 'delayed', 'ready')", (long long)now);
-    store_actor(actor, sizeof actor, "pager", pager.cfg->redis_prefix, shard, "jobs");
-    if (rc == 0 && marked.len)
-        rc = leave_tier(db, &sql, &marked, to, actor, now);
-    if (rc == 0 && lost.len)
-        rc = leave_tier(db, &sql, &lost, "'deleted'", "pager: its bizKey is held by another job", now);
-    sb_free(&marked);
-    sb_free(&lost);
-    /* far_biz rows of the jobs that left the tier, and far_count per topic (last: lock order) */
-    int nleft = ndone + nheld;
-    struct far_row **left = done; /* done has room for held after it: n slots in all */
-    for (int i = 0; i < nheld; i++)
-        done[ndone + i] = held[i];
-    int any_biz = 0;
-    for (int i = 0; i < nleft; i++)
-        any_biz |= left[i]->m.biz_len > 0;
-    if (rc == 0 && any_biz) {
-        sb_puts(&sql, "DELETE FROM far_biz WHERE id IN (");
-        put_ids(&sql, left, nleft);
-        sb_putc(&sql, ')');
-        rc = exec(db, &sql);
-    }
-    /* in topic_cmp order (job.h), the order the journal locks far_count rows in too */
-    if (nleft > 1)
-        qsort(left, (size_t)nleft, sizeof *left, cmp_row_topic);
-    for (int i = 0, k; rc == 0 && i < nleft; i += k) {
-        const struct mrow *m = &left[i]->m;
-        for (k = 1; i + k < nleft && topic_cmp(left[i + k]->m.topic, left[i + k]->m.topic_len, m->topic, m->topic_len) == 0;)
-            k++;
-        sb_printf(&sql, "UPDATE far_count SET jobs = jobs - %d WHERE topic = ", k);
-        db_quote(db, &sql, m->topic, m->topic_len);
-        rc = exec(db, &sql);
-    }
-    if (rc == 0) {
-        sb_printf(&sql, "INSERT INTO far_mark (shard, paged_through, paged_at, paged) VALUES (%d, %lld, %lld, %d) "
-                        "ON DUPLICATE KEY UPDATE paged_through = GREATEST(paged_through, VALUES(paged_through)), "
-                        "paged_at = VALUES(paged_at), paged = paged + VALUES(paged)",
-                  shard, (long long)through, (long long)now, ndone);
-        rc = exec(db, &sql);
-    }
-    if (rc == 0)
-        rc = db_commit(db);
-    if (rc == 0)
-        *paged = ndone;
-out:
-    if (rc < 0)
-        mysql_rollback(db);
-    sb_free(&sql);
-    free(byid);
-    return rc;
-}
-
-/* unpage.lua for rows that changed while they were being paged. */
-static int take_back(redisContext *c, int shard, struct far_row **rows, int n)
-{
-    struct rargv b;
-    int rc = -1;
-    if (rargv_init(&b, 5 + 3 * n, 1 + 2 * n, n) == 0) {
-        rargv_key(&b, pager.cfg->redis_prefix, shard, "jobs");
-        rargv_int(&b, n);
-        for (int i = 0; i < n; i++) {
-            rargv_id(&b, rows[i]->m.id);
-            rargv_int(&b, rows[i]->m.ver + 1);
-            if (rows[i]->cur_state == JS_FAR)
-                rargv_int(&b, rows[i]->cur_run_at);
-            else
-                rargv_str(&b, "", 0);
-        }
-        rc = rblock_append_eval(c, SCRIPT_UNPAGE, b.argc, b.argv, b.lens);
-        if (rc == 0)
-            rc = rblock_drain(c, 1);
-    }
-    rargv_free(&b);
-    if (rc < 0)
-        log_warn("pager: shard %d: could not take back %d jobs changed while paging: %s", shard, n, c->errstr);
-    return rc;
-}
-
-/* ---- the pipeline: steps 1-2 on the pager thread, step 3 on the committer ----
- * Step 3 (a MySQL transaction over the chunk) takes about as long as steps 1 and 2 together,
- * so the committer thread does it while the pager reads and sends the next chunk: a depth-one
- * queue (`slot`). The next read starts after the last key of the chunk before (keyset), since
- * that chunk's rows keep their far keys until its commit. A failed commit is reported to the
- * pager, which starts the shard's pass again (its rows are still there: paging them again is
- * harmless, see pager.h). */
-
-struct chunk {
-    int shard;
-    struct far_row *rows;
-    int n;
-    MYSQL_RES *res; /* the rows' strings */
-    int64_t now, through;
-    char token[STORE_WHO_MAX + 24]; /* its member of the shard's "paging" set; "" = none added */
-};
-
-static void chunk_free(struct chunk *ch)
-{
-    if (ch == NULL)
-        return;
-    free(ch->rows);
-    if (ch->res)
-        mysql_free_result(ch->res);
-    free(ch);
-}
-
-/* Connect what is not connected (complaining at most every 10 s) and publish both for
- * cut_connections. 0 when both are up. */
-static int conns_open(struct conns *k, int thread, int64_t *last_complaint)
-{
-    char err[256];
-    int64_t now = clock_unix_ms();
-    if (k->db == NULL && (k->db = db_connect(pager.cfg, err, sizeof err)) == NULL && now - *last_complaint > 10000) {
-        log_warn("pager: MySQL: %s", err);
-        *last_complaint = now;
-    }
-    if (k->c == NULL && (k->c = layout_open_shards(pager.cfg, 1, NULL, err, sizeof err)) == NULL &&
-        now - *last_complaint > 10000) {
-        log_warn("pager: Redis: %s", err);
-        *last_complaint = now;
-    }
-    pthread_mutex_lock(&pager.lock);
-    pager.published[thread] = *k;
-    pthread_mutex_unlock(&pager.lock);
-    return k->db && k->c ? 0 : -1;
-}
-
-/* Unpublish and close both (after a failure: the next step starts on fresh connections). */
-static void conns_close(struct conns *k, int thread)
-{
-    pthread_mutex_lock(&pager.lock);
-    pager.published[thread] = (struct conns){NULL, NULL};
-    pthread_mutex_unlock(&pager.lock);
-    if (k->db)
-        mysql_close(k->db);
-    rblock_shards_free(k->c);
-    *k = (struct conns){NULL, NULL};
-}
-
-/* Hand a chunk to its shard's committer (waiting while that one still has one queued). -1 when
- * a commit failed since the last call (the chunk is dropped: its rows are paged again). */
-static int hand_off(struct chunk *ch)
-{
-    int i = ch->shard % COMMITTERS;
-    pthread_mutex_lock(&pager.lock);
-    while (pager.slot[i] != NULL && !pager.commit_failed)
-        pthread_cond_wait(&pager.cond, &pager.lock);
-    int failed = pager.commit_failed;
-    pager.commit_failed = 0;
-    if (!failed) {
-        pager.slot[i] = ch;
-        pthread_cond_broadcast(&pager.cond);
-    }
-    pthread_mutex_unlock(&pager.lock);
-    if (failed)
-        chunk_free(ch);
-    return failed ? -1 : 0;
-}
-
-/* Under lock: a chunk handed off or being committed. */
-static int commits_pending(void)
-{
-    for (int i = 0; i < COMMITTERS; i++)
-        if (pager.slot[i] != NULL || pager.committing[i])
-            return 1;
-    return 0;
-}
-
-/* Wait until everything handed off is committed. 0, or -1 when a commit failed. */
-static int drain_commits(void)
-{
-    pthread_mutex_lock(&pager.lock);
-    while (commits_pending() && !pager.commit_failed)
-        pthread_cond_wait(&pager.cond, &pager.lock);
-    int failed = pager.commit_failed;
-    pager.commit_failed = 0;
-    pthread_mutex_unlock(&pager.lock);
-    return failed ? -1 : 0;
-}
-
 /* Steps 1 and 2 for the rows `where` selects (a condition on the far key m.far_run_at, m.id),
  * then hand-off. Returns rows read, -1 on failure; *last = the last row's key. `paced`: see
  * to_redis. */
@@ -719,87 +260,12 @@ static int read_and_send(MYSQL *db, struct rblock_shards *set, int shard, const 
     ch->through = n < CHUNK_ROWS(paced) ? through_if_all : *last_run_at;
     int64_t t1 = clock_mono_us();
     if (to_redis(rblock_shard(set, shard), shard, rows, n, ch->now, paced, ch->token, sizeof ch->token) < 0) {
-        chunk_free(ch);
+        pager_chunk_free(ch);
         return -1;
     }
     log_debug("pager: shard %d: %d rows: read %lld us, redis %lld us", shard, n, (long long)(t1 - t0),
               (long long)(clock_mono_us() - t1));
-    return hand_off(ch) < 0 ? -1 : n;
-}
-
-/* A step 3 committed: its rows are no longer far in MySQL, so no later pass can page them
- * again and jobs of theirs that end need no tombstone. Its token leaves the shard's "paging"
- * set; the set (and the tombstones for every delivery that ends) lasts only while some step is
- * between 2 and 3, not for a minute into the burst it paged in. Another step's token, a later
- * one or another instance's after a takeover, keeps the set. 0 / -1 (then the set expires). */
-static int step_committed(redisContext *c, int shard, const char *token)
-{
-    char flag[160];
-    rkey(flag, sizeof flag, pager.cfg->redis_prefix, shard, "paging");
-    redisAppendCommand(c, "SREM %s %s", flag, token);
-    if (rblock_drain(c, 1) == 0)
-        return 0;
-    log_warn("pager: shard %d: could not end a page step's flag: %s", shard, c->errstr);
-    return -1;
-}
-
-/* Step 3 of one chunk, on the committer's connections; 0 / -1. */
-static int commit_chunk(MYSQL *db, struct rblock_shards *set, struct chunk *ch)
-{
-    redisContext *c = rblock_shard(set, ch->shard);
-    struct far_row **unpage = calloc((size_t)ch->n, sizeof *unpage);
-    int nunpage = 0, rc = -1;
-    long paged = 0;
-    int64_t t0 = clock_mono_us();
-    if (unpage != NULL && mark_paged(db, ch->shard, ch->rows, ch->n, ch->now, ch->through, &paged, &unpage,
-                                     &nunpage) == 0 &&
-        (nunpage == 0 || take_back(c, ch->shard, unpage, nunpage) == 0))
-        rc = 0;
-    free(unpage);
-    if (rc == 0 && ch->token[0] != '\0')
-        rc = step_committed(c, ch->shard, ch->token);
-    if (rc == 0) {
-        atomic_fetch_add(&pager.paged, paged);
-        atomic_fetch_add(&pager.shard_paged[ch->shard], paged);
-        log_debug("pager: shard %d: %d rows, %ld paged: commit %lld us", ch->shard, ch->n, paged,
-                  (long long)(clock_mono_us() - t0));
-    }
-    return rc;
-}
-
-static void *committer_main(void *arg)
-{
-    int self = (int)(intptr_t)arg;
-    char name[16];
-    snprintf(name, sizeof name, "pager-commit-%d", self);
-    log_set_thread_name(name);
-    struct conns k = {NULL, NULL};
-    int64_t last_complaint = 0;
-    for (;;) {
-        pthread_mutex_lock(&pager.lock);
-        while (pager.slot[self] == NULL && !pager.committer_stop)
-            pthread_cond_wait(&pager.cond, &pager.lock);
-        struct chunk *ch = pager.slot[self];
-        pager.slot[self] = NULL;
-        pager.committing[self] = ch != NULL;
-        pthread_mutex_unlock(&pager.lock);
-        if (ch == NULL)
-            break;
-        int failed = conns_open(&k, COMMITTER + self, &last_complaint) < 0 || commit_chunk(k.db, k.c, ch) < 0;
-        chunk_free(ch);
-        if (failed) {
-            log_warn("pager: a commit failed (%s); its rows are paged again", k.db ? mysql_error(k.db) : "no MySQL");
-            conns_close(&k, COMMITTER + self);
-        }
-        pthread_mutex_lock(&pager.lock);
-        pager.committing[self] = 0;
-        pager.commit_failed |= failed;
-        pthread_cond_broadcast(&pager.cond);
-        pthread_mutex_unlock(&pager.lock);
-    }
-    conns_close(&k, COMMITTER + self);
-    mysql_thread_end();
-    return NULL;
+    return pager_commit_hand_off(ch) < 0 ? -1 : n;
 }
 
 static void observe_bucket(long long jobs)
@@ -851,7 +317,7 @@ static int between_chunks(struct pass *p)
     }
     int64_t now = clock_unix_ms();
     if (now - p->last_counts >= COUNTS_EVERY_MS) {
-        if (refresh_counts(p->db) < 0)
+        if (pager_counts_refresh(p->db) < 0)
             return -1;
         p->last_counts = now;
     }
@@ -866,7 +332,7 @@ static void pace_until(int64_t until_us)
     pthread_mutex_lock(&pager.lock);
     for (;;) {
         int64_t left = until_us - clock_mono_us();
-        if (pager.stop || pager.nreq > 0 || left <= 0)
+        if (pager.bg.stop || pager.nreq > 0 || left <= 0)
             break;
         clock_cond_wait_us(&pager.cond, &pager.lock, left);
     }
@@ -905,7 +371,7 @@ static int pace_begin(struct pass *p, int64_t bound, struct pace *pc)
         return 0;
     }
     sb_putc(&sql, ')');
-    MYSQL_RES *res = query(p->db, &sql);
+    MYSQL_RES *res = db_query(p->db, &sql);
     mysql_commit(p->db); /* end the read's snapshot */
     if (res == NULL)
         return -1;
@@ -954,7 +420,7 @@ static int page_pass(struct pass *p)
         if (!p->owned[s])
             continue;
         nowned++;
-        long long paged = atomic_load(&pager.shard_paged[s]);
+        long long paged = pager_commit_shard_paged(s);
         if (bound != v->bound) {
             if (paged > v->bucket_start)
                 observe_bucket(paged - v->bucket_start);
@@ -971,7 +437,7 @@ static int page_pass(struct pass *p)
         free(cur);
         return -1;
     }
-    for (int any = 1; any && rc == 0 && !stopping();) {
+    for (int any = 1; any && rc == 0 && !bgthread_stopping(&pager.bg);) {
         any = 0;
         for (int s = 0; s < cfg->redis_shards && rc == 0; s++) {
             if (!cur[s].active)
@@ -1002,25 +468,29 @@ static int page_pass(struct pass *p)
         }
     }
     free(cur);
-    if (drain_commits() < 0)
+    if (pager_commit_drain() < 0)
         rc = -1;
     return rc;
 }
 
+/* goneexpire.lua on every owned shard: its far tombstones older than TOMBSTONE_KEEP_MS go. */
 static int prune_tombstones(struct rblock_shards *set, const char *owned)
 {
     const struct config *cfg = pager.cfg;
-    static const char script[] = "if redis.call('EXISTS', KEYS[2]) == 0 then "
-                                 "return redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end return 0";
     int sent = 0;
     for (int s = 0; s < cfg->redis_shards; s++) {
         if (!owned[s])
             continue;
-        char gone[160], restoring[160];
-        rkey(gone, sizeof gone, cfg->redis_prefix, s, "gone");
-        rkey(restoring, sizeof restoring, cfg->redis_prefix, s, "restoring");
-        redisAppendCommand(rblock_shard(set, s), "EVAL %s 2 %s %s %lld", script, gone, restoring,
-                           (long long)(clock_unix_ms() - TOMBSTONE_KEEP_MS));
+        struct rargv b;
+        int rc = rargv_init(&b, 5, 1, 0);
+        if (rc == 0) {
+            rargv_key(&b, cfg->redis_prefix, s, "jobs");
+            rargv_int(&b, clock_unix_ms() - TOMBSTONE_KEEP_MS);
+            rc = rblock_append_eval(rblock_shard(set, s), SCRIPT_GONEEXPIRE, b.argc, b.argv, b.lens);
+        }
+        rargv_free(&b);
+        if (rc < 0)
+            return -1;
         sent++;
     }
     int rc = 0;
@@ -1033,23 +503,8 @@ static int prune_tombstones(struct rblock_shards *set, const char *owned)
 static void wait_tick(void)
 {
     pthread_mutex_lock(&pager.lock);
-    if (!pager.stop && pager.nreq == 0)
+    if (!pager.bg.stop && pager.nreq == 0)
         clock_cond_wait_us(&pager.cond, &pager.lock, PAGER_TICK_MS * 1000);
-    pthread_mutex_unlock(&pager.lock);
-}
-
-/* pager_stop, past its deadline: make the call a thread is blocked in fail now (a hung Redis
- * or MySQL would otherwise hold the stop for a whole timeout, or longer). */
-static void cut_connections(void)
-{
-    pthread_mutex_lock(&pager.lock);
-    log_warn("pager: a call outlived the stop deadline; cutting its connections");
-    for (int t = PAGER; t <= COMMITTER + COMMITTERS - 1; t++) {
-        if (pager.published[t].c)
-            rblock_shards_shutdown(pager.published[t].c);
-        if (pager.published[t].db)
-            shutdown((int)mysql_get_socket(pager.published[t].db), SHUT_RDWR);
-    }
     pthread_mutex_unlock(&pager.lock);
 }
 
@@ -1058,18 +513,18 @@ static void *pager_main(void *unused)
     (void)unused;
     log_set_thread_name("pager");
     const struct config *cfg = pager.cfg;
-    struct conns k = {NULL, NULL};
-    int64_t last_counts = 0, last_prune = 0, last_tier = 0, last_complaint = 0;
+    struct pager_conns k = {.thread = PAGER_READER};
+    int64_t last_counts = 0, last_prune = 0, last_tier = 0;
     struct shard_view *views = calloc((size_t)cfg->redis_shards, sizeof *views);
-    char owned[MAX_SHARDS];
-    while (!stopping() && views) {
+    char owned[PAGER_MAX_SHARDS];
+    while (!bgthread_stopping(&pager.bg) && views) {
         int64_t now = clock_unix_ms();
-        conns_open(&k, PAGER, &last_complaint);
+        pager_conns_open(&k, cfg, &pager.bg);
         MYSQL *db = k.db;
         struct rblock_shards *c = k.c;
         int failed = 0;
         if (db && now - last_counts >= COUNTS_EVERY_MS) {
-            failed |= refresh_counts(db) < 0;
+            failed |= pager_counts_refresh(db) < 0;
             last_counts = now;
         }
         if (c && now - last_tier >= REDIS_TIER_EVERY_MS) {
@@ -1093,9 +548,9 @@ static void *pager_main(void *unused)
             /* start again on fresh connections (a failed step is simply repeated) */
             log_warn("pager: a step failed (%s%s); retrying", db ? mysql_error(db) : "MySQL down",
                      c ? rblock_shards_errstr(c) : "");
-            conns_close(&k, PAGER);
+            pager_conns_close(&k, &pager.bg);
             pthread_mutex_lock(&pager.lock);
-            if (!pager.stop)
+            if (!pager.bg.stop)
                 clock_cond_wait_us(&pager.cond, &pager.lock, 1000000);
             pthread_mutex_unlock(&pager.lock);
             continue;
@@ -1103,7 +558,8 @@ static void *pager_main(void *unused)
         wait_tick();
     }
     free(views);
-    conns_close(&k, PAGER);
+    pager_conns_close(&k, &pager.bg);
+    pager_commit_close(); /* the committers end once theirs are committed */
     mysql_thread_end();
     return NULL;
 }
@@ -1112,50 +568,31 @@ int pager_start(struct app *app)
 {
     pager.app = app;
     pager.cfg = &app->cfg;
-    if (app->cfg.redis_shards > MAX_SHARDS)
+    if (app->cfg.redis_shards > PAGER_MAX_SHARDS)
         return -1;
     memset(pager.owned, 1, sizeof pager.owned); /* alone until the fleet says otherwise, like the mover */
     store_who(pager.who, sizeof pager.who, app->instance, "pager", app->hostname);
-    int made = 0;
-    while (made < COMMITTERS && pthread_create(&pager.committer[made], NULL, committer_main, (void *)(intptr_t)made) == 0)
-        made++;
-    if (made < COMMITTERS || pthread_create(&pager.thread, NULL, pager_main, NULL) != 0) {
-        pthread_mutex_lock(&pager.lock);
-        pager.committer_stop = 1;
-        pthread_cond_broadcast(&pager.cond);
-        pthread_mutex_unlock(&pager.lock);
-        for (int i = 0; i < made; i++)
-            pthread_join(pager.committer[i], NULL);
-        pager.committer_stop = 0;
+    if (pager_commit_start(app, &pager.bg) < 0 || bgthread_start(&pager.bg, pager_main, NULL) < 0) {
+        pager_commit_close();
+        bgthread_stop(&pager.bg, STOP_DEADLINE_MS);
         return -1;
     }
-    pager.started = 1;
     return 0;
 }
 
 void pager_stop(void)
 {
-    if (!pager.started)
+    if (!bgthread_running(&pager.bg))
         return;
-    clock_stop_thread(pager.thread, &pager.lock, &pager.cond, &pager.stop, &pager.stop_deadline_us, STOP_DEADLINE_MS, cut_connections);
-    int64_t unused_deadline;
-    for (int i = 0; i < COMMITTERS; i++) {
-        clock_stop_thread(pager.committer[i], &pager.lock, &pager.cond, &pager.committer_stop, &unused_deadline, STOP_DEADLINE_MS,
-                          cut_connections);
-        chunk_free(pager.slot[i]); /* handed off but not committed: paged again by whoever pages next */
-        pager.slot[i] = NULL;
-    }
-    pager.committer_stop = 0;
-    pager.started = 0;
-    free(pager.counts);
-    pager.counts = NULL;
-    pager.ncounts = 0;
+    bgthread_stop(&pager.bg, STOP_DEADLINE_MS);
+    pager_commit_free_left();
+    pager_counts_free();
 }
 
 void pager_set_owned(const char *owned, int shards)
 {
     pthread_mutex_lock(&pager.lock);
-    memcpy(pager.owned, owned, (size_t)(shards < MAX_SHARDS ? shards : MAX_SHARDS));
+    memcpy(pager.owned, owned, (size_t)(shards < PAGER_MAX_SHARDS ? shards : PAGER_MAX_SHARDS));
     pthread_mutex_unlock(&pager.lock);
 }
 
@@ -1174,8 +611,8 @@ void pager_stats_json(const struct config *cfg, struct sbuf *sb)
               ",\"pager\":{\"horizon\":%lld,\"lead\":%lld,\"bucket\":%lld,\"lag\":%lld,\"paged\":%lld,\"shards\":%d,"
               "\"farJobs\":%lld}",
               (long long)cfg->horizon, (long long)pager_lead_ms(cfg), (long long)pager_bucket_ms(cfg),
-              (long long)atomic_load(&pager.lag_ms), (long long)atomic_load(&pager.paged), atomic_load(&pager.shards_paging),
-              (long long)atomic_load(&pager.far_total));
+              (long long)atomic_load(&pager.lag_ms), pager_commit_paged(), atomic_load(&pager.shards_paging),
+              pager_counts_total());
 }
 
 void pager_metrics(struct sbuf *sb)
@@ -1183,13 +620,13 @@ void pager_metrics(struct sbuf *sb)
     sb_puts(sb, "# HELP hourglass_jobs_tier Jobs held by each tier: redis (the near future, live and dead) and "
                 "mysql (far jobs, paged in before they are due).\n# TYPE hourglass_jobs_tier gauge\n");
     sb_printf(sb, "hourglass_jobs_tier{tier=\"redis\"} %lld\n", (long long)atomic_load(&pager.redis_total));
-    sb_printf(sb, "hourglass_jobs_tier{tier=\"mysql\"} %lld\n", (long long)atomic_load(&pager.far_total));
+    sb_printf(sb, "hourglass_jobs_tier{tier=\"mysql\"} %lld\n", pager_counts_total());
     sb_puts(sb, "# HELP hourglass_pager_lag_seconds How far this instance's paging is behind now + lead, over the "
                 "shards it pages.\n# TYPE hourglass_pager_lag_seconds gauge\n");
     sb_printf(sb, "hourglass_pager_lag_seconds %.3f\n", (double)atomic_load(&pager.lag_ms) / 1000.0);
     sb_puts(sb, "# HELP hourglass_pager_paged_total Far jobs this instance paged into Redis.\n"
                 "# TYPE hourglass_pager_paged_total counter\n");
-    sb_printf(sb, "hourglass_pager_paged_total %lld\n", (long long)atomic_load(&pager.paged));
+    sb_printf(sb, "hourglass_pager_paged_total %lld\n", pager_commit_paged());
     sb_puts(sb, "# HELP hourglass_pager_bucket_jobs Jobs paged per bucket (per shard).\n"
                 "# TYPE hourglass_pager_bucket_jobs histogram\n");
     unsigned long long cum = 0;

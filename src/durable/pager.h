@@ -23,7 +23,8 @@
  *      too. A row that changed between 1 and 3 (deleted, rescheduled: its key is gone) is
  *      taken back out of Redis (unpage.lua, guarded on the version written in 2).
  * Step 3 runs on two committer threads, shard s on committer s mod 2, while the pager reads and
- * sends the next chunks: different shards' chunks lock disjoint rows, a shard's keep their order.
+ * sends the next chunks: different shards' chunks lock disjoint rows, a shard's keep their order
+ * (pager_commit.h; pager.c is the thread and steps 1-2, pager_counts.h the far counts).
  * A crash anywhere leaves the far keys of what was not committed in 3; paging them again is
  * harmless (2 skips what Redis holds or what ended), so nothing is lost or delivered twice.
  *
@@ -37,6 +38,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "durable/pager_counts.h"
 
 struct app;
 struct config;
@@ -72,15 +75,8 @@ void pager_set_owned(const char *owned, int shards);
 /* Page this one far job now (a reschedule brought it within the horizon). Thread-safe. */
 void pager_page_now(int shard, int64_t run_at, uint64_t id);
 
-/* Far jobs per topic, as far_count said at the last refresh (twice a second). Fills a malloc'd
- * array sorted by topic (free it); returns the count, -1 when out of memory. */
-struct far_topic {
-    char topic[129];
-    int64_t jobs;
-};
-int pager_far_counts(struct far_topic **out);
-/* One topic's (0 when it has none). */
-int64_t pager_far_count(const char *topic, size_t len);
+/* The far counts per topic (pager_far_counts, pager_far_count) are in pager_counts.h; the
+ * pager refreshes them twice a second. */
 
 /* ,"pager":{...} for /stats; the pager's series for /metrics. Thread-safe. */
 void pager_stats_json(const struct config *cfg, struct sbuf *sb);

@@ -119,15 +119,23 @@ int db_error_is_connection(MYSQL *db)
     }
 }
 
+MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql)
+{
+    int rc = sql->oom ? -1 : mysql_real_query(db, sql->data, sql->len);
+    sb_free(sql);
+    return rc == 0 ? mysql_store_result(db) : NULL;
+}
+
+void db_cut(void *db)
+{
+    shutdown((int)mysql_get_socket(db), SHUT_RDWR);
+}
+
 /* ---- the fault seam (fault.h) ----
  * Faults are made with the real connection so that every error path runs as it would:
  * "fail" shuts the socket before the statement is sent (the server rolls back, the client
  * sees CR_SERVER_LOST); "lost" lets the statement run and then shuts the socket, so the
  * caller gets a connection error for something that did happen. */
-static void break_connection(MYSQL *db)
-{
-    shutdown((int)mysql_get_socket(db), SHUT_RDWR);
-}
 
 /* Before a statement: what the seam does to it (for "fail" it breaks the connection now). */
 static enum fault_action fault_before(MYSQL *db, enum fault_point point)
@@ -136,7 +144,7 @@ static enum fault_action fault_before(MYSQL *db, enum fault_point point)
         return FA_NONE;
     enum fault_action f = fault_at(point);
     if (f == FA_FAIL)
-        break_connection(db);
+        db_cut(db);
     return f;
 }
 
@@ -151,7 +159,7 @@ static int fault_after(MYSQL *db, enum fault_action f)
         mysql_get_option(db, MYSQL_OPT_READ_TIMEOUT, &timeout);
         sleep(timeout ? timeout : 1);
     }
-    break_connection(db);
+    db_cut(db);
     if (mysql_ping(db) == 0) /* cannot succeed on a shut socket; if it did, say so rather than lie */
         log_error("fault seam: the connection survived its shutdown");
     return -1;

@@ -47,6 +47,11 @@ int db_commit(MYSQL *db) __attribute__((warn_unused_result));
 int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *affected)
     __attribute__((warn_unused_result));
 
+/* Run the query `sql` holds (and free it): its result set, or NULL (the statement failed, or
+ * returned none). No fault seam: for reads. */
+struct sbuf;
+MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql);
+
 /* Allow multi-statement scripts on this connection (only the journal's: its SQL is built
  * from escaped values, and the other connections never need it). 0 / -1. */
 int db_enable_scripts(MYSQL *db) __attribute__((warn_unused_result));
@@ -59,7 +64,11 @@ int db_error_is_connection(MYSQL *db);
 int db_errno_is_lock_conflict(unsigned err);
 
 /* Append `s` escaped and single-quoted for SQL (uses the connection's charset). */
-struct sbuf;
 void db_quote(MYSQL *db, struct sbuf *sb, const char *s, size_t len);
+
+/* Shut the socket of `db`, a MYSQL * (another thread may be blocked in a call on it: it fails
+ * now). The connection must still be closed by its owner. A bgthread_cut_fn (bgthread.h), for a
+ * stop to cut loose a thread blocked on it. */
+void db_cut(void *db);
 
 #endif

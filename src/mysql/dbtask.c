@@ -1,6 +1,7 @@
 /* dbtask.c — see dbtask.h. One shared FIFO; any idle thread takes the next task. */
 #include "mysql/dbtask.h"
 #include "mysql/db.h"
+#include "base/bgthread.h"
 #include "base/log.h"
 #include "base/loopq.h"
 #include "core/metrics.h"
@@ -10,6 +11,7 @@
 
 #define QUEUE_MAX 10000
 #define THREADS_MAX 8
+_Static_assert(THREADS_MAX <= BGTHREAD_MAX, "one bgthread runs the pool");
 
 struct task {
     struct task *next;
@@ -24,11 +26,11 @@ static struct {
     pthread_cond_t cond;
     struct task *head, *tail;
     int queued;
-    int stop;
-    int nthreads;
-    pthread_t threads[THREADS_MAX];
+    struct bgthread bg; /* the pool's threads; bg.stop under lock */
     const struct config *cfg;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
+          .cond = PTHREAD_COND_INITIALIZER,
+          .bg = BGTHREAD_INIT(&pool.lock, &pool.cond, NULL)};
 
 static void *pool_main(void *arg)
 {
@@ -37,9 +39,9 @@ static void *pool_main(void *arg)
     MYSQL *db = NULL;
     for (;;) {
         pthread_mutex_lock(&pool.lock);
-        while (!pool.stop && pool.head == NULL)
+        while (!pool.bg.stop && pool.head == NULL)
             pthread_cond_wait(&pool.cond, &pool.lock);
-        if (pool.stop && pool.head == NULL) {
+        if (pool.bg.stop && pool.head == NULL) {
             pthread_mutex_unlock(&pool.lock);
             break;
         }
@@ -82,33 +84,20 @@ static void *pool_main(void *arg)
 int dbtask_start(const struct config *cfg, int nthreads)
 {
     pool.cfg = cfg;
-    pool.stop = 0;
-    pool.nthreads = 0;
-    for (long i = 0; i < nthreads && i < THREADS_MAX; i++) {
-        if (pthread_create(&pool.threads[i], NULL, pool_main, (void *)i) != 0)
+    for (long i = 0; i < nthreads && i < THREADS_MAX; i++)
+        if (bgthread_start(&pool.bg, pool_main, (void *)i) < 0)
             return -1;
-        pool.nthreads++;
-    }
     return 0;
 }
 
 void dbtask_stop(void)
 {
-    pthread_mutex_lock(&pool.lock);
-    pool.stop = 1;
-    pthread_cond_broadcast(&pool.cond);
-    pthread_mutex_unlock(&pool.lock);
-    for (int i = 0; i < pool.nthreads; i++)
-        pthread_join(pool.threads[i], NULL);
-    pool.nthreads = 0;
+    bgthread_stop(&pool.bg, 0); /* the queue is worked off first: nothing to cut */
 }
 
 int dbtask_stopping(void)
 {
-    pthread_mutex_lock(&pool.lock);
-    int stop = pool.stop;
-    pthread_mutex_unlock(&pool.lock);
-    return stop;
+    return bgthread_stopping(&pool.bg);
 }
 
 int dbtask_submit(dbtask_run_fn run, dbtask_done_fn done, struct loopq *reply_to, void *arg)
@@ -121,7 +110,7 @@ int dbtask_submit(dbtask_run_fn run, dbtask_done_fn done, struct loopq *reply_to
     t->reply_to = reply_to;
     t->arg = arg;
     pthread_mutex_lock(&pool.lock);
-    if (pool.stop || pool.queued >= QUEUE_MAX || pool.nthreads == 0) {
+    if (pool.bg.stop || pool.queued >= QUEUE_MAX || !bgthread_running(&pool.bg)) {
         pthread_mutex_unlock(&pool.lock);
         free(t);
         return -1;

@@ -10,6 +10,7 @@
 #include "delivery/amqppub.h"
 #include "redis/jobjson.h"
 #include "core/app.h"
+#include "base/bgthread.h"
 #include "base/clock.h"
 #include "delivery/delivstats.h"
 #include "base/hmap.h"
@@ -95,11 +96,10 @@ struct deliver {
     atomic_int busy;     /* jobs out plus outcomes being written (deliver_stop waits for 0) */
     /* AMQP: the publisher's thread and its queue (under amqp_lock) */
     int amqp_on;
-    pthread_t amqp_thread;
+    struct bgthread amqp_thread; /* amqp_thread.stop: quit once the queue is empty */
     pthread_mutex_t amqp_lock;
     pthread_cond_t amqp_cond;
     struct amqp_batch *amqp_head, **amqp_tail;
-    int amqp_quit;
     struct amqppub *pub;
     int64_t amqp_down_until; /* loop thread: no new batch before (mono ms) */
     int amqp_down_ms;
@@ -219,7 +219,7 @@ static void *amqp_main(void *arg)
     enum amqppub_outcome *outcome = malloc(AMQP_MERGE_MAX * AMQP_BATCH * sizeof *outcome);
     pthread_mutex_lock(&d->amqp_lock);
     for (;;) {
-        while (d->amqp_head == NULL && !d->amqp_quit)
+        while (d->amqp_head == NULL && !d->amqp_thread.stop)
             pthread_cond_wait(&d->amqp_cond, &d->amqp_lock);
         if (d->amqp_head == NULL)
             break; /* quit, and nothing left */
@@ -233,7 +233,7 @@ static void *amqp_main(void *arg)
         }
         if (d->amqp_head == NULL)
             d->amqp_tail = &d->amqp_head;
-        int quitting = d->amqp_quit;
+        int quitting = d->amqp_thread.stop;
         pthread_mutex_unlock(&d->amqp_lock);
         int k = 0;
         for (int i = 0; msgs && outcome && i < nb; i++) {
@@ -569,13 +569,8 @@ static void leave_loop(void *arg)
 static void deliver_free(struct deliver *d)
 {
     d->stopping = d->closed = 1; /* the loop is not running (any more): nothing is started */
-    if (d->amqp_on) {
-        pthread_mutex_lock(&d->amqp_lock);
-        d->amqp_quit = 1;
-        pthread_cond_signal(&d->amqp_cond);
-        pthread_mutex_unlock(&d->amqp_lock);
-        pthread_join(d->amqp_thread, NULL);
-    }
+    if (d->amqp_on)
+        bgthread_stop(&d->amqp_thread, 0); /* what is still queued goes back unsent */
     if (d->inbox)
         loopq_close(d->inbox); /* batch outcomes posted last: their jobs are out of reach now */
     whclient_free(d->wh);  /* pending requests are cancelled: their jobs come back after the lease */
@@ -631,7 +626,8 @@ struct deliver *deliver_start(struct app *app)
         pthread_mutex_init(&d->amqp_lock, NULL);
         pthread_cond_init(&d->amqp_cond, NULL);
         d->amqp_tail = &d->amqp_head;
-        if (pthread_create(&d->amqp_thread, NULL, amqp_main, d) != 0) {
+        d->amqp_thread = (struct bgthread)BGTHREAD_INIT(&d->amqp_lock, &d->amqp_cond, NULL);
+        if (bgthread_start(&d->amqp_thread, amqp_main, d) < 0) {
             pthread_mutex_destroy(&d->amqp_lock);
             pthread_cond_destroy(&d->amqp_cond);
             goto fail;

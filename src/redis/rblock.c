@@ -274,8 +274,9 @@ int rblock_shards_first(const struct rblock_shards *set, int shard)
     return first;
 }
 
-void rblock_shards_shutdown(const struct rblock_shards *set)
+void rblock_shards_cut(void *arg)
 {
+    const struct rblock_shards *set = arg;
     for (int i = 0; i < set->nconns; i++)
         if (set->conns[i])
             shutdown(set->conns[i]->fd, SHUT_RDWR);

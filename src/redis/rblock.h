@@ -56,9 +56,10 @@ void rblock_shards_free(struct rblock_shards *set);
  * node). One command per such group reads the streams of all its shards. */
 int rblock_shards_first(const struct rblock_shards *set, int shard);
 
-/* Shut every connection's socket (another thread may be blocked in a call on one: it fails
- * now). The set must still be freed by its owner. */
-void rblock_shards_shutdown(const struct rblock_shards *set);
+/* Shut every connection's socket of `set`, a struct rblock_shards * (another thread may be
+ * blocked in a call on one: it fails now). The set must still be freed by its owner. A
+ * bgthread_cut_fn (bgthread.h), for a stop to cut loose a thread blocked on the set. */
+void rblock_shards_cut(void *set);
 
 /* Read and drop one reply per shard from its connection, in shard order (a command was queued
  * on each shard's connection, in that order). 0, or -1 as rblock_drain. */

@@ -15,6 +15,7 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_TOPICSET] = "topicset",
     [SCRIPT_TOPICJOBS] = "topicjobs", [SCRIPT_FARDELETE] = "fardelete", [SCRIPT_UNPAGE] = "unpage",
     [SCRIPT_FARBIZ] = "farbiz", [SCRIPT_PURGE] = "purge", [SCRIPT_LAYOUT] = "layout",
+    [SCRIPT_GONEEXPIRE] = "goneexpire",
 };
 
 static const struct script_source *bound[SCRIPT_COUNT];

@@ -34,6 +34,7 @@ enum script_id {
     SCRIPT_FARBIZ,
     SCRIPT_PURGE,
     SCRIPT_LAYOUT,
+    SCRIPT_GONEEXPIRE,
     SCRIPT_COUNT
 };
 

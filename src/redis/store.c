@@ -2,6 +2,7 @@
  * and daemon of different versions, say) is logged and treated as a failed command. */
 #include "redis/store.h"
 #include "base/hmap.h"
+#include "redis/fanout.h"
 #include "redis/rcodec.h"
 #include "core/ids.h"
 #include "core/jobpack.h"
@@ -988,52 +989,47 @@ int store_topicset(struct store *s, const char *topic, size_t len, const char *v
 struct tally_call {
     store_tally_fn fn;
     void *arg;
-    int waiting, failed, n;
+    int n;
     struct topic_tally *out;
-    struct tally_slot {
-        struct tally_call *call;
-        int index;
-    } slots[];
 };
 
-static void tally_release(struct tally_call *tc)
+static void on_tallies(int failed, void *arg)
 {
-    if (--tc->waiting > 0)
-        return;
-    tc->fn(tc->failed ? NULL : tc->out, tc->n, tc->arg);
+    struct tally_call *tc = arg;
+    tc->fn(failed ? NULL : tc->out, tc->n, tc->arg);
     free(tc->out);
     free(tc);
 }
 
-static void on_tally(redisReply *r, void *arg)
+static int on_tally(redisReply *r, int index, void *arg)
 {
-    struct tally_slot *slot = arg;
-    struct tally_call *tc = slot->call;
-    if (!rreply_is_array(r, 4)) {
-        tc->failed = 1;
-    } else {
-        struct topic_tally *t = &tc->out[slot->index];
-        t->pushed = rreply_int(r, 0); /* a nil (never counted) reads as 0 */
-        t->delivered = rreply_int(r, 1);
-        t->first = t->delivered - rreply_int(r, 2); /* the script counts redeliveries */
-        t->late_ms = rreply_int(r, 3);
-    }
-    tally_release(tc);
+    struct tally_call *tc = arg;
+    if (!rreply_is_array(r, 4))
+        return -1;
+    struct topic_tally *t = &tc->out[index];
+    t->pushed = rreply_int(r, 0); /* a nil (never counted) reads as 0 */
+    t->delivered = rreply_int(r, 1);
+    t->first = t->delivered - rreply_int(r, 2); /* the script counts redeliveries */
+    t->late_ms = rreply_int(r, 3);
+    return 0;
 }
 
 int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn,
                   void *arg)
 {
     static const char *const what[4] = {"pushed:", "delivered:", "redelivered:", "late:"};
-    struct tally_call *tc = calloc(1, sizeof *tc + (size_t)n * sizeof tc->slots[0]);
-    if (tc == NULL || (tc->out = calloc((size_t)(n ? n : 1), sizeof *tc->out)) == NULL) {
+    struct tally_call *tc = calloc(1, sizeof *tc);
+    struct fanout *fan = NULL;
+    if (tc == NULL || (tc->out = calloc((size_t)(n ? n : 1), sizeof *tc->out)) == NULL ||
+        (fan = fanout_new(s->rc, n, on_tally, on_tallies, tc)) == NULL) {
+        if (tc)
+            free(tc->out);
         free(tc);
         return -1;
     }
     tc->fn = fn;
     tc->arg = arg;
     tc->n = n;
-    tc->waiting = 1; /* our own hold, so an early reply cannot finish the call */
     for (int i = 0; i < n; i++) {
         char key[160], fields[4][16 + TOPIC_MAX];
         const char *argv[6] = {"HMGET", key};
@@ -1046,21 +1042,14 @@ int store_tallies(struct store *s, const char *const *topics, const size_t *lens
             argv[2 + f] = fields[f];
             alens[2 + f] = wlen + lens[i];
         }
-        tc->slots[i].call = tc;
-        tc->slots[i].index = i;
-        tc->waiting++;
-        if (rlink_command(s->rc, on_tally, &tc->slots[i], 6, argv, alens) < 0) {
-            tc->waiting--;
-            tc->failed = 1;
+        if (fanout_send(fan, i, 6, argv, alens) < 0)
             break;
-        }
     }
-    if (tc->waiting == 1 && tc->failed) { /* nothing was sent */
+    if (fanout_end(fan) < 0) { /* nothing was sent */
         free(tc->out);
         free(tc);
         return -1;
     }
-    tally_release(tc);
     return 0;
 }
 
@@ -1069,53 +1058,47 @@ int store_tallies(struct store *s, const char *const *topics, const size_t *lens
 struct outbox_call {
     store_outbox_fn fn;
     void *arg;
-    int waiting, failed;
     long total;
 };
 
-static void outbox_release(struct outbox_call *oc)
+static void on_outbox_lens(int failed, void *arg)
 {
-    if (--oc->waiting > 0)
-        return;
-    oc->fn(oc->total, oc->failed, oc->arg);
+    struct outbox_call *oc = arg;
+    oc->fn(oc->total, failed, oc->arg);
     free(oc);
 }
 
-static void on_outbox_len(redisReply *r, void *arg)
+static int on_outbox_len(redisReply *r, int shard, void *arg)
 {
     struct outbox_call *oc = arg;
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        oc->total += r->integer;
-    else
-        oc->failed = 1;
-    outbox_release(oc);
+    if (r->type != REDIS_REPLY_INTEGER)
+        return -1;
+    oc->total += r->integer;
+    return 0;
 }
 
 int store_outbox_len(struct store *s, store_outbox_fn fn, void *arg)
 {
     struct outbox_call *oc = calloc(1, sizeof *oc);
-    if (oc == NULL)
+    struct fanout *fan = oc ? fanout_new(s->rc, s->shards, on_outbox_len, on_outbox_lens, oc) : NULL;
+    if (fan == NULL) {
+        free(oc);
         return -1;
+    }
     oc->fn = fn;
     oc->arg = arg;
-    oc->waiting = 1; /* our own hold, so an early reply cannot finish the call */
     for (int shard = 0; shard < s->shards; shard++) {
         char key[160];
         int n = rkey(key, sizeof key, s->prefix, shard, "log");
         const char *argv[] = {"XLEN", key};
         size_t lens[] = {4, (size_t)n};
-        oc->waiting++;
-        if (rlink_command(s->rc, on_outbox_len, oc, 2, argv, lens) < 0) {
-            oc->waiting--;
-            oc->failed = 1;
+        if (fanout_send(fan, shard, 2, argv, lens) < 0)
             break;
-        }
     }
-    if (oc->waiting == 1 && oc->failed) { /* nothing was sent */
+    if (fanout_end(fan) < 0) { /* nothing was sent */
         free(oc);
         return -1;
     }
-    outbox_release(oc);
     return 0;
 }
 
@@ -1124,8 +1107,7 @@ int store_outbox_len(struct store *s, store_outbox_fn fn, void *arg)
 struct counts_call {
     store_counts_fn fn;
     void *arg;
-    int waiting;
-    int failed;
+    struct fanout *fan;
     long outbox;
     struct topic_counts *topics;
     int n, cap;
@@ -1176,13 +1158,12 @@ static int cmp_topic(const void *a, const void *b)
     return strcmp(((const struct topic_counts *)a)->topic, ((const struct topic_counts *)b)->topic);
 }
 
-static void counts_release(struct counts_call *cc)
+static void on_all_counts(int failed, void *arg)
 {
-    if (--cc->waiting > 0)
-        return;
-    if (!cc->failed && cc->n > 1) /* qsort's base may not be NULL, even for nothing to sort */
+    struct counts_call *cc = arg;
+    if (!failed && cc->n > 1) /* qsort's base may not be NULL, even for nothing to sort */
         qsort(cc->topics, (size_t)cc->n, sizeof *cc->topics, cmp_topic);
-    cc->fn(cc->topics, cc->failed ? 0 : cc->n, cc->outbox, cc->failed, cc->arg);
+    cc->fn(cc->topics, failed ? 0 : cc->n, cc->outbox, failed, cc->arg);
     hmap_free(&cc->index);
     free(cc->topics);
     free(cc);
@@ -1192,51 +1173,47 @@ static void on_counts_outbox(long total, int failed, void *arg)
 {
     struct counts_call *cc = arg;
     cc->outbox = total; /* a shard that did not answer counts 0: /stats still answers */
-    counts_release(cc);
+    fanout_release(cc->fan);
 }
 
-static void on_counts(redisReply *r, void *arg)
+static int on_counts(redisReply *r, int shard, void *arg)
 {
     struct counts_call *cc = arg;
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
-        cc->failed = 1;
-    else
-        for (size_t i = 0; i + 1 < r->elements; i += 2) {
-            size_t len;
-            const char *field = rreply_str(r, i, &len);
-            if (field)
-                add_count(cc, field, len, rreply_int(r, i + 1));
-        }
-    counts_release(cc);
+    if (r->type != REDIS_REPLY_ARRAY)
+        return -1;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        size_t len;
+        const char *field = rreply_str(r, i, &len);
+        if (field)
+            add_count(cc, field, len, rreply_int(r, i + 1));
+    }
+    return 0;
 }
 
 int store_counts(struct store *s, store_counts_fn fn, void *arg)
 {
     struct counts_call *cc = calloc(1, sizeof *cc);
-    if (cc == NULL)
+    if (cc == NULL || (cc->fan = fanout_new(s->rc, s->shards, on_counts, on_all_counts, cc)) == NULL) {
+        free(cc);
         return -1;
+    }
     cc->fn = fn;
     cc->arg = arg;
-    cc->waiting = 1; /* our own hold, so an early reply cannot finish the call */
     for (int shard = 0; shard < s->shards; shard++) {
         char key[160];
         int n = rkey(key, sizeof key, s->prefix, shard, "count");
         const char *argv[] = {"HGETALL", key};
         size_t lens[] = {7, (size_t)n};
-        cc->waiting++;
-        if (rlink_command(s->rc, on_counts, cc, 2, argv, lens) < 0) {
-            cc->waiting--;
-            cc->failed = 1;
+        if (fanout_send(cc->fan, shard, 2, argv, lens) < 0)
             break;
-        }
     }
-    if (cc->waiting == 1 && cc->failed) { /* nothing was sent */
+    if (fanout_sent(cc->fan) < 0) { /* nothing was sent */
         free(cc);
         return -1;
     }
-    cc->waiting++;
+    fanout_hold(cc->fan); /* the outbox's length too */
     if (store_outbox_len(s, on_counts_outbox, cc) < 0)
-        cc->waiting--;
-    counts_release(cc);
+        fanout_release(cc->fan);
+    fanout_release(cc->fan);
     return 0;
 }

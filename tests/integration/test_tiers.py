@@ -1083,6 +1083,22 @@ class FarJobOperationsTest(TiersCase):
         ok(self.d.restore(), "/reStore with no page step in flight")
         self.assertEqual(ns.redis_cli("EXISTS", gone), "0", "the restore dropped its tombstones")
 
+    def test_old_tombstones_are_pruned_unless_a_restore_runs(self):
+        """The pager's pruning (goneexpire.lua, every 10 s on each shard it pages): tombstones older
+        than 10 minutes leave the shard's gone set, younger ones stay, and a shard where a restore
+        runs keeps them all (the restore reads them, and drops them itself when it ends)."""
+        ns = self.d.namespace
+        gone0, gone1, restoring1 = ns.prefix + ":{0}:gone", ns.prefix + ":{1}:gone", ns.prefix + ":{1}:restoring"
+        self.addCleanup(ns.redis_cli, "DEL", gone0, gone1, restoring1)
+        old, young = now_ms() - 11 * 60_000, now_ms()
+        ns.redis_cli("SET", restoring1, "a-restore", "PX", "60000")
+        ns.redis_cli("ZADD", gone1, str(old), "333")
+        ns.redis_cli("ZADD", gone0, str(old), "111", str(young), "222")
+        self.wait_for(lambda: ns.redis_cli("ZSCORE", gone0, "111") == "", 15, "the old tombstone to be pruned")
+        self.assertNotEqual(ns.redis_cli("ZSCORE", gone0, "222"), "", "a young tombstone stays")
+        self.assertNotEqual(ns.redis_cli("ZSCORE", gone1, "333"), "",
+                            "a shard where a restore runs keeps its tombstones (pruned in the same pass)")
+
     def test_release_beyond_the_horizon_stays_in_redis(self):
         d = self.d
         r = self.push_one(d, {"topic": "op.rel", "body": "r"})

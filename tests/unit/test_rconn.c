@@ -14,6 +14,8 @@
 #include "base/resolve.h"
 #include "redis/scripts.h"
 
+#include "loop_until.h"
+
 #include <arpa/inet.h>
 #include <check.h>
 #include <event2/event.h>
@@ -276,21 +278,8 @@ static void tick(evutil_socket_t fd, short what, void *arg)
     ticks++;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Run the loop until *flag is true (or `ms` pass); returns the flag. */
-#define RUN_UNTIL(cond, ms)                                                                                    \
-    ({                                                                                                         \
-        int64_t until_ = now_ms() + (ms);                                                                      \
-        while (!(cond) && now_ms() < until_)                                                                   \
-            event_base_loop(base, EVLOOP_ONCE);                                                                \
-        (cond);                                                                                                \
-    })
+/* Run the loop until `cond` holds (or `ms` pass); the condition's value. */
+#define RUN_UNTIL(cond, ms) LOOP_UNTIL(base, cond, ms)
 
 /* A connection to the fake at `host` (an address, or a name the test's resolver knows). */
 static struct rconn *start_at(const char *host, int timeout_ms)
