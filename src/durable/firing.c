@@ -1,5 +1,6 @@
 /* firing.c — see firing.h. */
 #include "durable/firing.h"
+#include "core/dutywatch.h"
 #include "core/app.h"
 #include "base/bgthread.h"
 #include "base/clock.h"
@@ -270,6 +271,7 @@ static void *firing_main(void *unused)
                     log_warn("scheduler: MySQL: %s; schedules wait for it", err);
                     last_complaint = now;
                 }
+                dutywatch_failed(DUTY_SCHEDULER, -1, "MySQL unavailable");
                 wait_ms(1000);
                 continue;
             }
@@ -316,12 +318,14 @@ static void *firing_main(void *unused)
         atomic_store(&fire_thread.firing, firing);
         if (failed) {
             log_warn("scheduler: MySQL failed (%s); reconnecting", mysql_error(db));
+            dutywatch_failed(DUTY_SCHEDULER, -1, "MySQL failed");
             publish(NULL);
             mysql_close(db);
             db = NULL;
             wait_ms(1000);
             continue;
         }
+        dutywatch_ok(DUTY_SCHEDULER, -1);
         wait_ms(FIRING_TICK_MS);
     }
     entries_free(entries, n);

@@ -1,5 +1,6 @@
 /* outbox.c — see outbox.h. */
 #include "durable/outbox.h"
+#include "core/dutywatch.h"
 #include "base/bgthread.h"
 #include "base/clock.h"
 #include "core/cluster.h"
@@ -13,6 +14,7 @@
 #include "redis/store.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,9 +435,14 @@ static int take_new(redisReply *r, int per, int *np, int *fullp);
 /* Read a batch: our pending entries first (after a failure or restart), entries others left
  * behind (claimed), then new ones. Returns how many records, -1 when Redis failed.
  * *drained: every stream was read to its end. */
+/* An error reply the last read_batch met (a stream Redis refuses to read, WRONGTYPE...): the
+ * cycle goes on with the other shards, but the duty is not succeeding. "" when none. */
+static char read_error[160];
+
 static int read_batch(int *drained)
 {
     *drained = 0;
+    read_error[0] = '\0';
     for (int i = 0; i < outbox.shards; i++) {
         outbox.s[i].nids = 0;
         if (!outbox.s[i].group_ok) {
@@ -560,8 +567,10 @@ static int take_new(redisReply *r, int per, int *np, int *fullp)
         if (strncmp(r->str, "NOGROUP", 7) == 0)
             for (int i = 0; i < outbox.shards; i++)
                 outbox.s[i].group_ok = 0;
-        else
+        else {
             log_warn("outbox: XREADGROUP: %s", r->str);
+            snprintf(read_error, sizeof read_error, "XREADGROUP: %s", r->str);
+        }
         full = 1;
     }
     freeReplyObject(r);
@@ -682,6 +691,18 @@ static int stopping(int drained)
     return stop;
 }
 
+/* Every shard's reader succeeded (why NULL) or failed (why), for /health's stuck duties
+ * (dutywatch.h): one thread reads all shards, so a cycle succeeds or fails for all. */
+static void report(const char *why)
+{
+    for (int i = 0; i < outbox.shards; i++) {
+        if (why == NULL)
+            dutywatch_ok(DUTY_OUTBOX, i);
+        else
+            dutywatch_failed(DUTY_OUTBOX, i, why);
+    }
+}
+
 static void *outbox_main(void *unused)
 {
     log_set_thread_name("outbox");
@@ -690,6 +711,7 @@ static void *outbox_main(void *unused)
         if (stopping(drained))
             break;
         if (ensure_connected() < 0) {
+            report("cannot connect to Redis");
             settle_barriers(clock_mono_us() - 2 * RETRY_US, 0); /* Redis down: don't keep /jobs waiting */
             drained = 1; /* nothing we can carry now: a stop need not wait */
             pause_us(RETRY_US / 4);
@@ -702,6 +724,7 @@ static void *outbox_main(void *unused)
         if (n < 0) {
             const char *why = outbox.set ? rblock_shards_errstr(outbox.set) : "";
             log_warn("outbox: Redis failed (%s); reconnecting", why[0] ? why : "no reply");
+            report("Redis failed while reading the outbox");
             metrics_inc(MC_REDIS_ERRORS, 1);
             disconnect();
             drained = 0;
@@ -711,6 +734,7 @@ static void *outbox_main(void *unused)
         for (int i = 0; i < outbox.shards; i++)
             have_ids |= outbox.s[i].nids > 0;
         if (n == 0 && !have_ids) {
+            report(read_error[0] ? read_error : NULL); /* read, and nothing to carry */
             if (read_all)
                 settle_barriers(cycle_start, 1);
             pause_us(IDLE_POLL_US);
@@ -726,6 +750,7 @@ static void *outbox_main(void *unused)
         outbox.committed = 0;
         pthread_mutex_unlock(&outbox.lock);
         if (journal_submit_outbox(outbox.recs, n, on_committed, NULL) < 0) {
+            report("the journal refuses (MySQL down or shutting down)");
             free_batch(n);
             for (int i = 0; i < outbox.shards; i++) {
                 outbox.s[i].nids = 0;
@@ -743,6 +768,7 @@ static void *outbox_main(void *unused)
         pthread_mutex_unlock(&outbox.lock);
         free_batch(n);
         if (!ok) {
+            report("MySQL did not commit the batch");
             for (int i = 0; i < outbox.shards; i++) {
                 outbox.s[i].nids = 0;
                 outbox.s[i].reread = 1;
@@ -751,10 +777,12 @@ static void *outbox_main(void *unused)
             continue;
         }
         if (ack_batch() < 0) {
+            report("Redis failed while acknowledging the outbox");
             disconnect();
             drained = 0;
             continue;
         }
+        report(read_error[0] ? read_error : NULL);
         if (read_all)
             settle_barriers(cycle_start, 1);
         /* A trickle would otherwise cost MySQL one commit per few transitions: wait a moment

@@ -1,6 +1,7 @@
 /* pager.c — see pager.h: the pager thread, steps 1 and 2 of a page step, a pass over the owned
  * shards and its pacing, and the pruning of far tombstones. */
 #include "durable/pager.h"
+#include "core/dutywatch.h"
 #include "core/app.h"
 #include "base/bgthread.h"
 #include "base/clock.h"
@@ -223,14 +224,11 @@ static int to_redis(redisContext *c, int shard, struct far_row *rows, int n, int
 static int read_and_send(MYSQL *db, struct rblock_shards *set, int shard, const char *where, int64_t through_if_all,
                          int paced, int64_t *last_run_at, uint64_t *last_id)
 {
-    char sql[640];
-    snprintf(sql, sizeof sql,
-             "SELECT %s FROM message m WHERE m.far_shard = %d AND %s ORDER BY m.far_run_at, m.id LIMIT %d",
-             ROW_COLUMNS, shard, where, CHUNK_ROWS(paced));
+    struct sbuf sql = SBUF_INIT;
+    sb_printf(&sql, "SELECT %s FROM message m WHERE m.far_shard = %d AND %s ORDER BY m.far_run_at, m.id LIMIT %d",
+              ROW_COLUMNS, shard, where, CHUNK_ROWS(paced));
     int64_t t0 = clock_mono_us();
-    if (mysql_query(db, sql) != 0)
-        return -1;
-    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_RES *res = db_query(db, &sql);
     mysql_commit(db); /* end the read's snapshot */
     if (res == NULL)
         return -1;
@@ -300,6 +298,7 @@ static void note_lag(const struct pass *p)
 
 static int between_chunks(struct pass *p)
 {
+    dutywatch_ok(DUTY_PAGER, -1); /* a long pass is progress, not a hang */
     struct page_req req[REQUESTS_MAX];
     pthread_mutex_lock(&pager.lock);
     int nreq = pager.nreq;
@@ -548,6 +547,7 @@ static void *pager_main(void *unused)
             /* start again on fresh connections (a failed step is simply repeated) */
             log_warn("pager: a step failed (%s%s); retrying", db ? mysql_error(db) : "MySQL down",
                      c ? rblock_shards_errstr(c) : "");
+            dutywatch_failed(DUTY_PAGER, -1, !db ? "MySQL unavailable" : !c ? "Redis unavailable" : "a step failed");
             pager_conns_close(&k, &pager.bg);
             pthread_mutex_lock(&pager.lock);
             if (!pager.bg.stop)
@@ -555,6 +555,7 @@ static void *pager_main(void *unused)
             pthread_mutex_unlock(&pager.lock);
             continue;
         }
+        dutywatch_ok(DUTY_PAGER, -1);
         wait_tick();
     }
     free(views);

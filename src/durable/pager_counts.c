@@ -1,5 +1,7 @@
 /* pager_counts.c — see pager_counts.h. */
 #include "durable/pager_counts.h"
+#include "base/sbuf.h"
+#include "mysql/db.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,10 +18,9 @@ static struct {
 
 int pager_counts_refresh(MYSQL *db)
 {
-    static const char sql[] = "SELECT topic, jobs FROM far_count WHERE jobs <> 0 ORDER BY topic";
-    if (mysql_real_query(db, sql, sizeof sql - 1) != 0)
-        return -1;
-    MYSQL_RES *res = mysql_store_result(db);
+    struct sbuf sql = SBUF_INIT;
+    sb_puts(&sql, "SELECT topic, jobs FROM far_count WHERE jobs <> 0 ORDER BY topic");
+    MYSQL_RES *res = db_query(db, &sql);
     mysql_commit(db); /* end the read's snapshot: the next one sees newer commits */
     if (res == NULL)
         return -1;

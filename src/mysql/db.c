@@ -119,11 +119,20 @@ int db_error_is_connection(MYSQL *db)
     }
 }
 
+static enum fault_action fault_before(MYSQL *db, enum fault_point point);
+static int fault_after(MYSQL *db, enum fault_action f);
+
 MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql)
 {
+    enum fault_action f = sql->oom ? FA_NONE : fault_before(db, FP_MYSQL_EXEC); /* reads are statements too */
     int rc = sql->oom ? -1 : mysql_real_query(db, sql->data, sql->len);
     sb_free(sql);
-    return rc == 0 ? mysql_store_result(db) : NULL;
+    MYSQL_RES *res = rc == 0 ? mysql_store_result(db) : NULL;
+    if (res != NULL && fault_after(db, f) < 0) {
+        mysql_free_result(res);
+        res = NULL;
+    }
+    return res;
 }
 
 void db_cut(void *db)

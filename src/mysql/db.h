@@ -48,7 +48,8 @@ int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *a
     __attribute__((warn_unused_result));
 
 /* Run the query `sql` holds (and free it): its result set, or NULL (the statement failed, or
- * returned none). No fault seam: for reads. */
+ * returned none). For reads; the fault seam's mysql.exec applies (a test can stop a thread
+ * that only reads, such as the pager's reader). */
 struct sbuf;
 MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql);
 

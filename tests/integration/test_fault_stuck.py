@@ -39,18 +39,18 @@ class StuckDutyTest(CoreTestCase):
         self.addCleanup(d.close)
         return d.start()
 
-    def assertStuck(self, d, duty: str, since: float) -> dict:
-        """/health names `duty` as stuck within SHOWN_WITHIN_S of `since` (monotonic), says
-        degraded with 200, and /metrics counts it."""
+    def assertStuck(self, d, duty: str, since: float, within: float = SHOWN_WITHIN_S) -> dict:
+        """/health names `duty` as stuck within `within` s of `since` (monotonic: when the duty
+        stopped), says degraded with 200, and /metrics counts it."""
         def named():
             r = d.health()
             body = r.json()
             hit = [s for s in body.get("stuck", []) if s["duty"] == duty]
             return (r.status, body, hit[0]) if hit else None
 
-        status, body, entry = wait_until(named, SHOWN_WITHIN_S + 5, 0.1, f"/health to name the {duty} duty as stuck")
+        status, body, entry = wait_until(named, within + 5, 0.1, f"/health to name the {duty} duty as stuck")
         shown_after = time.monotonic() - since
-        self.assertLess(shown_after, SHOWN_WITHIN_S, f"{duty} shown stuck only {shown_after:.1f} s after it stopped")
+        self.assertLess(shown_after, within, f"{duty} shown stuck only {shown_after:.1f} s after it stopped")
         self.assertEqual((status, body["status"]), (200, "degraded"), body)
         self.assertGreaterEqual(entry["sinceMs"], 5000, entry)
         self.assertTrue(entry["error"], entry)
@@ -65,6 +65,40 @@ class StuckDutyTest(CoreTestCase):
         since = time.monotonic()  # the failures begin after this (the 40th send): a stricter bound
         entry = self.assertStuck(d, "mover", since)
         self.assertIsInstance(entry["shard"], int)
+
+    def test_the_pager_stopped_by_mysql_failures(self):
+        # the pager's statements through db.h fail; it reads a shard's far keys only once the
+        # shard has far jobs, so one is pushed (horizon 5 s)
+        d = self.stuck_daemon("pager:mysql.exec=fail@1+%d" % FOREVER, queue={"horizon": 5000})
+        self.assertJsonOk(d.push({"topic": "stuck.p", "body": 1, "delay": 60000}))
+        self.assertStuck(d, "pager", time.monotonic())
+        self.assertJsonOk(d.push({"topic": "stuck.p", "body": 2}))  # the rest serves
+
+    def test_the_scheduler_stopped_by_mysql_failures(self):
+        # the scheduler's writes fail: a schedule due every second cannot fire
+        d = self.stuck_daemon("scheduler:mysql.exec=fail@1+%d" % FOREVER)
+        self.assertJsonOk(d.request("POST", "/schedules", body={"topic": "stuck.s", "every": 1000,
+                                                                "job": {"body": {"tick": 1}}}))
+        self.assertStuck(d, "scheduler", time.monotonic())
+
+    def test_the_reconciler_stopped_by_mysql_failures(self):
+        # a push whose COMMIT answer is lost is in doubt; the pool's MySQL then fails, so the
+        # reconciler cannot settle it (it waits DOUBT_GRACE_MS, 5 s, before its first try)
+        d = self.stuck_daemon("journal:mysql.commit=lost@1,db-0:mysql.exec=fail@1+%d,db-1:mysql.exec=fail@1+%d"
+                              % (FOREVER, FOREVER))
+        r = d.push({"topic": "stuck.r", "body": 1})
+        self.assertEqual(r.status, 503, r.text)
+        entry = self.assertStuck(d, "reconciler", time.monotonic() + 4, within=SHOWN_WITHIN_S + 6)
+        self.assertIsNone(entry["shard"])
+
+    def test_the_outbox_of_a_shard_redis_refuses_to_read(self):
+        d = self.stuck_daemon("")
+        # shard 0's outbox stream becomes a key Redis will not read as a stream
+        key = f"{d.config['redis']['prefix']}:{{0}}:log"
+        d.namespace.redis_cli("DEL", key)
+        d.namespace.redis_cli("SET", key, "not a stream")
+        entry = self.assertStuck(d, "outbox", time.monotonic())
+        self.assertIn("WRONGTYPE", entry["error"])
 
     def test_a_healthy_instance_names_no_duty(self):
         d = self.daemon_with("")
