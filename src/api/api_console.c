@@ -5,7 +5,7 @@
  * this daemon or nowhere. /console itself redirects to /console/, so the page's relative
  * links resolve under it. */
 #include "api/api_console.h"
-#include "api/api.h"
+#include "api/handlers.h"
 #include "http/request.h"
 
 #include <string.h>
@@ -16,7 +16,7 @@
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "    \
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-const struct console_file *console_file_find(const char *name, size_t len)
+const struct console_file *api_console_find(const char *name, size_t len)
 {
     if (len == 0) {
         name = "index.html";
@@ -61,7 +61,7 @@ void api_console(struct request *r)
         respond_static(r, 301, "text/plain; charset=utf-8", "see /console/\n", 14);
         return;
     }
-    const struct console_file *f = console_file_find(r->route.arg, r->route.arg_len);
+    const struct console_file *f = api_console_find(r->route.arg, r->route.arg_len);
     if (f == NULL) {
         respond_error(r, 404, "not_found", "no such console file; the console is at /console/");
         return;

@@ -1,6 +1,6 @@
 /* api_console.h — the operator's web console (GET /console/, docs/api.md): the files of
  * console/, embedded at build time by scripts/embed-console.sh into the generated
- * $(BUILD)/console_files.c, and served by api_console() (api.h) under the admin rules. */
+ * $(BUILD)/console_files.c, and served by api_console() (handlers.h) under the admin rules. */
 #ifndef HG_API_CONSOLE_H
 #define HG_API_CONSOLE_H
 
@@ -19,6 +19,6 @@ extern const struct console_file console_files[];
 extern const int console_files_count;
 
 /* The embedded file called name[0..len) ("" is index.html), or NULL. */
-const struct console_file *console_file_find(const char *name, size_t len);
+const struct console_file *api_console_find(const char *name, size_t len);
 
 #endif

@@ -1,5 +1,5 @@
 /* api_info.c — /health, /stats, /metrics, /fleet and /throughput. */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "core/dutywatch.h"
 #include "api/api_util.h"
 #include "base/clock.h"
@@ -326,7 +326,7 @@ void api_throughput(struct request *r)
     for (const char *p = list;; p++) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (!topic_valid(p, len)) {
+        if (!job_topic_valid(p, len)) {
             respond_error(r, 400, "bad_request", "topics: each must be 1-%d characters of A-Z a-z 0-9 _ . : -",
                           TOPIC_MAX);
             return;

@@ -5,7 +5,7 @@
  * batched journal record. Delete is the exception the contract makes durable: its transition
  * is committed in MySQL before Redis is changed, so a 503 means nothing happened and a 200
  * means no restore can ever bring the job back. */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
 #include "base/clock.h"
@@ -672,7 +672,7 @@ void api_dead(struct request *r)
         respond_error(r, 400, "bad_request", "%s", err);
         return;
     }
-    if (!topic_valid(r->route.arg, r->route.arg_len)) {
+    if (!job_topic_valid(r->route.arg, r->route.arg_len)) {
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
         return;
     }

@@ -9,7 +9,7 @@
  *      secondary index: every push would pay for a (topic, biz_key) index, and only pushes
  *      with a bizKey pay for this table. A row pointing at an aborted push (Redis failed it)
  *      is not an answer: 404, as if the key had never been used. */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "mysql/db.h"
 #include "mysql/dbtask.h"
@@ -111,11 +111,11 @@ void api_lookup(struct request *r)
     if (api_params_only(r, allowed) < 0 || (topic = param_required(r, "topic", &topic_len)) == NULL ||
         (biz = param_required(r, "bizKey", &biz_len)) == NULL)
         return;
-    if (topic_len > TOPIC_MAX || !topic_valid(topic, topic_len)) {
+    if (topic_len > TOPIC_MAX || !job_topic_valid(topic, topic_len)) {
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of [A-Za-z0-9_.:-]", TOPIC_MAX);
         return;
     }
-    if (!bizkey_valid(biz, biz_len)) {
+    if (!job_bizkey_valid(biz, biz_len)) {
         respond_error(r, 400, "bad_request", "bizKey must be 1-%d characters of printable UTF-8", BIZKEY_MAX);
         return;
     }

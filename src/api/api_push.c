@@ -17,7 +17,7 @@
  * and each goes to the reconciler (doubt.h), which looks it up once Redis answers again —
  * present, its row is right as it stands; absent, the row is marked aborted (unless later
  * transitions, journaled through the outbox, made the row newer). */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
 #include "base/clock.h"
@@ -475,7 +475,7 @@ void api_push(struct request *r)
     }
     for (int i = 0; i < st->n; i++) {
         struct job_spec *j = &st->jobs[i];
-        j->shard = topic_shard(j->topic, j->topic_len, app->cfg.redis_shards);
+        j->shard = id_topic_shard(j->topic, j->topic_len, app->cfg.redis_shards);
         /* Tiers: beyond the horizon, MySQL alone holds the job until the pager pages it in. */
         j->far = app->cfg.horizon > 0 && j->run_at > st->now + app->cfg.horizon;
         if (idgen_next(&app->ids, j->shard, st->now, &j->id) < 0) {

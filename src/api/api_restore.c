@@ -1,6 +1,6 @@
 /* api_restore.c — GET /reStore and GET /reStore/{id}: read the parameters, hand the work to
  * the restore engine (durable/restore.h, on the MySQL pool) and answer with what it reports. */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
 #include "core/app.h"

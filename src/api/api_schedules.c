@@ -2,7 +2,7 @@
  * (docs/api.md "Schedules"). The definitions live in MySQL (schedule.h); every statement runs
  * on the MySQL task pool (dbtask.h), never on the worker's loop. The scheduler thread of each
  * instance sees a change within a second (firing.h). */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
 #include "base/clock.h"
@@ -203,7 +203,7 @@ void api_schedules(struct request *r)
     }
     int64_t now = clock_unix_ms();
     /* The id carries its topic's shard: the instance that moves the topic's jobs fires it. */
-    int shard = topic_shard(st->s.topic, strlen(st->s.topic), r->ctx->store.shards);
+    int shard = id_topic_shard(st->s.topic, strlen(st->s.topic), r->ctx->store.shards);
     if (idgen_next(&app->ids, shard, now, &st->s.id) < 0) {
         respond_unavailable(r, "the id generator (no worker number yet)");
         return;

@@ -6,7 +6,7 @@
  * since, so every job that stays in its state is listed exactly once. Delayed and reserved
  * jobs share their shard's delay zset with every other topic of the shard, so a call looks
  * at no more than `scan` entries and may answer a short page with a `next`. */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
 #include "core/ids.h"
@@ -99,7 +99,7 @@ void api_topic_jobs(struct request *r)
     static const char *const allowed[] = {"state", "after", "limit", "scan", NULL};
     if (api_params_only(r, allowed) < 0)
         return;
-    if (!topic_valid(r->route.arg, r->route.arg_len)) {
+    if (!job_topic_valid(r->route.arg, r->route.arg_len)) {
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -",
                       TOPIC_MAX);
         return;

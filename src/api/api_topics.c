@@ -7,7 +7,7 @@
  * so when a PUT {"paused":true} is answered no instance delivers from the topic any more. If
  * that Redis write fails the answer is still 200 (MySQL has it): the refresh writes it within
  * half a second of Redis answering again. */
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "core/app.h"
 #include "base/clock.h"
@@ -139,7 +139,7 @@ static void write_done(void *arg)
 
 static int check_topic(struct request *r)
 {
-    if (r->route.arg_len == 0 || r->route.arg_len > TOPIC_MAX || !topic_valid(r->route.arg, r->route.arg_len)) {
+    if (r->route.arg_len == 0 || r->route.arg_len > TOPIC_MAX || !job_topic_valid(r->route.arg, r->route.arg_len)) {
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of [A-Za-z0-9_.:-]", TOPIC_MAX);
         return -1;
     }
@@ -196,9 +196,9 @@ void api_topic(struct request *r)
         st->body[r->body_len] = '\0';
         st->body_len = r->body_len;
     }
-    request_actor(r, topic_shard(r->route.arg, r->route.arg_len, r->ctx->store.shards), "topics", st->actor,
+    request_actor(r, id_topic_shard(r->route.arg, r->route.arg_len, r->ctx->store.shards), "topics", st->actor,
                   sizeof st->actor);
-    str_put(st->host, sizeof st->host, 0, r->client);
+    sb_str_put(st->host, sizeof st->host, 0, r->client);
     st->instance = r->ctx->app->instance;
     if (dbtask_submit(write_run, write_done, r->ctx->inbox, st) < 0)
         respond_unavailable(r, "MySQL (its task queue is full)");

@@ -31,7 +31,7 @@ int api_param_topicish(struct request *r, const char *name, const char **out, si
     *out = *len ? v : NULL;
     if (*len == 0)
         return 0;
-    if (*len > TOPIC_MAX || !topic_valid(v, *len)) {
+    if (*len > TOPIC_MAX || !job_topic_valid(v, *len)) {
         respond_error(r, 400, "bad_request", "%s must be 1-%d characters of [A-Za-z0-9_.:-]", name, TOPIC_MAX);
         return -1;
     }
@@ -113,5 +113,5 @@ void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, i
     rec->at = clock_unix_ms();
     rec->run_at = run_at;
     request_actor(r, shard, key, rec->actor, sizeof rec->actor);
-    str_put(rec->host, sizeof rec->host, 0, r->client);
+    sb_str_put(rec->host, sizeof rec->host, 0, r->client);
 }

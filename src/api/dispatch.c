@@ -1,9 +1,9 @@
 /* dispatch.c — see dispatch.h. */
 #include "api/dispatch.h"
 #include "api/access.h"
-#include "api/api.h"
+#include "api/handlers.h"
 #include "core/app.h"
-#include "http/conn.h"
+#include "http/httpconn.h"
 #include "core/metrics.h"
 #include "http/request.h"
 
@@ -94,16 +94,16 @@ void dispatch_request(struct evhttp_request *req, void *arg)
         return;
     }
     r->method = method_of(req);
-    conn_request_started(ctx->conns, req);
+    httpconn_request_started(ctx->conns, req);
 
-    if (conn_head_has_nul(ctx->conns, req)) {
+    if (httpconn_head_has_nul(ctx->conns, req)) {
         respond_header(r, "Connection", "close");
         respond_error(r, 400, "bad_request", "NUL byte in the request head");
         return;
     }
     if (route(r) < 0)
         return;
-    if (conn_over_limit(ctx->conns, req) && r->endpoint != EP_HEALTH) {
+    if (httpconn_over_limit(ctx->conns, req) && r->endpoint != EP_HEALTH) {
         respond_header(r, "Connection", "close");
         respond_error(r, 503, "unavailable", "too many open connections on this instance (max_connections)");
         return;
@@ -145,7 +145,7 @@ int dispatch_internal(struct hctx *ctx, enum endpoint ep, enum method m, const c
     }
     r->sink = sink;
     r->sink_arg = arg;
-    str_put(r->client, sizeof r->client, 0, who);
+    sb_str_put(r->client, sizeof r->client, 0, who);
     r->loopback = 1;
     r->method = m;
     r->endpoint = ep;

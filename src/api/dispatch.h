@@ -1,5 +1,5 @@
 /* dispatch.h — from a complete HTTP request to its handler: route, method, connection limit,
- * access (access.h), draining, body and parameters, then the handler table (api.h). Every
+ * access (access.h), draining, body and parameters, then the handler table (handlers.h). Every
  * way out before the handler answers the request itself. */
 #ifndef HG_DISPATCH_H
 #define HG_DISPATCH_H

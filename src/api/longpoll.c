@@ -1,6 +1,6 @@
 /* longpoll.c — see longpoll.h. */
 #include "api/longpoll.h"
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
 #include "core/app.h"
@@ -342,14 +342,14 @@ void api_get(struct request *r)
         return;
     p->r = r;
     p->lp = ctx->parked;
-    int n = topic_list_parse(r->route.arg, r->route.arg_len, p->topics, p->lens, err, sizeof err);
+    int n = job_topic_list_parse(r->route.arg, r->route.arg_len, p->topics, p->lens, err, sizeof err);
     if (n < 0) {
         respond_error(r, 400, "bad_request", "%s", err);
         return;
     }
     p->ntopics = n;
     for (int i = 0; i < n; i++)
-        p->shards[i] = topic_shard(p->topics[i], p->lens[i], cfg->redis_shards);
+        p->shards[i] = id_topic_shard(p->topics[i], p->lens[i], cfg->redis_shards);
     p->count = (int)count;
     /* shutting down: what arrives on an open connection is served, but not parked (it would
      * hold the drain up); the client polls again, through the balancer, elsewhere */
@@ -453,7 +453,7 @@ void longpoll_tick(struct hctx *ctx)
     size_t pos = 0, len;
     const char *topic;
     while ((topic = parkbook_next_topic(&lp->book, &pos, &len)) != NULL) {
-        int s = topic_shard(topic, len, shards);
+        int s = id_topic_shard(topic, len, shards);
         struct tick_call *c = calls[s];
         if (c == NULL && (c = calls[s] = calloc(1, sizeof *c)) != NULL) {
             c->ctx = ctx;

@@ -20,7 +20,7 @@
  * for the journal when it falls behind (journal_accepting) and, at the end, for the outbox to
  * be carried (outbox_barrier), then answers the total. */
 #include "api/purge.h"
-#include "api/api.h"
+#include "api/handlers.h"
 #include "api/api_util.h"
 #include "mysql/db.h"
 #include "mysql/dbtask.h"
@@ -484,7 +484,7 @@ void api_purge(struct request *r)
         respond_error(r, 400, "bad_request", "state must be one of delayed, ready, dead, all");
         return;
     }
-    if (!topic_valid(r->route.arg, r->route.arg_len)) {
+    if (!job_topic_valid(r->route.arg, r->route.arg_len)) {
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of [A-Za-z0-9_.:-]", TOPIC_MAX);
         return;
     }
@@ -498,7 +498,7 @@ void api_purge(struct request *r)
     t->cfg = &app->cfg;
     memcpy(t->topic, r->route.arg, r->route.arg_len);
     t->topic_len = r->route.arg_len;
-    t->shard = topic_shard(t->topic, t->topic_len, app->cfg.redis_shards);
+    t->shard = id_topic_shard(t->topic, t->topic_len, app->cfg.redis_shards);
     t->states = states;
     store_who(t->who, sizeof t->who, app->instance, "purge", r->client);
     store_actor(t->actor, sizeof t->actor, "purge", app->cfg.redis_prefix, t->shard, "jobs");

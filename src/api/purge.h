@@ -1,6 +1,6 @@
 /* purge.h — POST /topics/{topic}/purge?state=delayed|ready|dead|all (admin): delete a topic's
  * jobs in some states, in batches, journaled as `deleted` like a by-id delete; answers
- * {"deleted":N}. The handler is api_purge (api.h); what it promises:
+ * {"deleted":N}. The handler is api_purge (handlers.h); what it promises:
  *
  *  - `delayed` covers both tiers: the jobs in Redis's delay zset and the far jobs MySQL alone
  *    holds; `all` = delayed + ready + dead. Reserved jobs are never purged (a consumer holds

@@ -11,7 +11,7 @@ struct hmap_entry {
     unsigned char key[];
 };
 
-uint64_t hash_bytes(const void *p, size_t len)
+uint64_t hmap_hash_bytes(const void *p, size_t len)
 {
     const unsigned char *s = p;
     uint64_t h = UINT64_C(0xcbf29ce484222325); /* the FNV-1a offset basis */
@@ -63,7 +63,7 @@ void *hmap_get(const struct hmap *m, const void *key, size_t len)
 {
     if (m->count == 0)
         return NULL;
-    const struct hmap_entry *e = m->slots[find(m, hash_bytes(key, len), key, len)];
+    const struct hmap_entry *e = m->slots[find(m, hmap_hash_bytes(key, len), key, len)];
     return e ? e->value : NULL;
 }
 
@@ -73,7 +73,7 @@ int hmap_put(struct hmap *m, const void *key, size_t len, void *value)
         return -1;
     if ((m->count + 1) * 4 > m->cap * 3 && grow(m) < 0) /* load factor at most 3/4 */
         return -1;
-    uint64_t hash = hash_bytes(key, len);
+    uint64_t hash = hmap_hash_bytes(key, len);
     size_t i = find(m, hash, key, len);
     if (m->slots[i]) {
         m->slots[i]->value = value;
@@ -95,7 +95,7 @@ void *hmap_remove(struct hmap *m, const void *key, size_t len)
 {
     if (m->count == 0)
         return NULL;
-    size_t mask = m->cap - 1, hole = find(m, hash_bytes(key, len), key, len);
+    size_t mask = m->cap - 1, hole = find(m, hmap_hash_bytes(key, len), key, len);
     struct hmap_entry *gone = m->slots[hole];
     if (gone == NULL)
         return NULL;

@@ -23,9 +23,9 @@ struct hmap {
 #define HMAP_INIT {NULL, 0, 0}
 
 /* 64-bit FNV-1a: cheap, and spreads short keys (topics, pointers) well enough for probing;
- * also the name hash of the fleet's rendezvous ownership. (A topic's shard, topic_shard in
+ * also the name hash of the fleet's rendezvous ownership. (A topic's shard, id_topic_shard in
  * ids.c, keeps its own 32-bit FNV-1a: it is part of the data layout and can never change.) */
-uint64_t hash_bytes(const void *p, size_t len);
+uint64_t hmap_hash_bytes(const void *p, size_t len);
 
 /* The value stored under key, or NULL. */
 void *hmap_get(const struct hmap *m, const void *key, size_t len);

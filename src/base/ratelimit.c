@@ -1,5 +1,5 @@
 /* ratelimit.c — see ratelimit.h. Buckets are kept under the 64-bit hash of their key
- * (hmap.h's hash_bytes), not the key itself: tokens are not kept in memory, and a collision
+ * (hmap.h's hmap_hash_bytes), not the key itself: tokens are not kept in memory, and a collision
  * only makes two clients share a bucket. */
 #include "base/ratelimit.h"
 #include "base/hmap.h"
@@ -72,7 +72,7 @@ void ratelimit_free(struct ratelimit *rl)
 
 int ratelimit_take(struct ratelimit *rl, const char *key, size_t len, int64_t now_us)
 {
-    uint64_t k = hash_bytes(key, len);
+    uint64_t k = hmap_hash_bytes(key, len);
     int wait = 0;
     pthread_mutex_lock(&rl->lock);
     if (rl->buckets.count >= rl->purge_at)

@@ -152,7 +152,7 @@ void sb_json_uint(struct sbuf *sb, uint64_t v)
 void sb_json_int(struct sbuf *sb, int64_t v)
 {
     char tmp[INT_TEXT_MAX];
-    sb_put(sb, tmp, int_to_text(v, tmp));
+    sb_put(sb, tmp, sb_int_to_text(v, tmp));
 }
 
 void sb_json_key(struct sbuf *sb, const char *key)
@@ -161,7 +161,7 @@ void sb_json_key(struct sbuf *sb, const char *key)
     sb_putc(sb, ':');
 }
 
-size_t int_to_text(int64_t v, char out[INT_TEXT_MAX])
+size_t sb_int_to_text(int64_t v, char out[INT_TEXT_MAX])
 {
     char tmp[INT_TEXT_MAX];
     char *end = tmp + sizeof tmp - 1;
@@ -173,7 +173,7 @@ size_t int_to_text(int64_t v, char out[INT_TEXT_MAX])
     return (size_t)(end - start);
 }
 
-size_t str_put(char *out, size_t cap, size_t at, const char *s)
+size_t sb_str_put(char *out, size_t cap, size_t at, const char *s)
 {
     size_t room = cap - 1 - at;
     size_t len = strnlen(s, room);

@@ -42,9 +42,9 @@ void sb_json_key(struct sbuf *sb, const char *key);
  * addresses, script arguments) used snprintf, whose format parsing showed in profiles. */
 #define INT_TEXT_MAX 21 /* "-9223372036854775808" and its NUL */
 /* `v` in decimal, NUL-terminated; returns its length. */
-size_t int_to_text(int64_t v, char out[INT_TEXT_MAX]);
+size_t sb_int_to_text(int64_t v, char out[INT_TEXT_MAX]);
 /* Append `s` at out + at (at < cap), truncated to fit `cap` bytes with the NUL, as snprintf
  * would; returns the new length. Chain calls to join pieces. */
-size_t str_put(char *out, size_t cap, size_t at, const char *s);
+size_t sb_str_put(char *out, size_t cap, size_t at, const char *s);
 
 #endif

@@ -8,7 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-void sd_notify_msg(const char *msg)
+void sdnotify_send(const char *msg)
 {
     const char *path = getenv("NOTIFY_SOCKET");
     if (path == NULL || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))

@@ -4,6 +4,6 @@
 #define HG_SDNOTIFY_H
 
 /* Send e.g. "READY=1" or "STOPPING=1". */
-void sd_notify_msg(const char *msg);
+void sdnotify_send(const char *msg);
 
 #endif

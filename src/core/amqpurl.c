@@ -38,7 +38,7 @@ static int cleared(struct amqpurl *out)
 static int decode(const char *s, size_t n, char *dst, const char *what, char *err, size_t errlen)
 {
     char *buf = malloc(n + 1); /* decoded is never longer than encoded */
-    long len = buf ? percent_decode(s, n, buf, n + 1, 0) : -1;
+    long len = buf ? router_percent_decode(s, n, buf, n + 1, 0) : -1;
     int rc = -1;
     if (buf == NULL)
         snprintf(err, errlen, "out of memory reading the %s", what);

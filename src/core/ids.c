@@ -96,7 +96,7 @@ int id_shard(uint64_t id, int shards)
     return (int)((id & LOW_MASK) % (uint64_t)shards);
 }
 
-int topic_shard(const char *topic, size_t len, int shards)
+int id_topic_shard(const char *topic, size_t len, int shards)
 {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < len; i++) {

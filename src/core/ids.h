@@ -53,7 +53,7 @@ int idgen_next(struct idgen *g, int shard, int64_t now_unix_ms, uint64_t *out) _
 
 /* Shard of an id, and of a topic (FNV-1a; part of the stored data format, never change it). */
 int id_shard(uint64_t id, int shards);
-int topic_shard(const char *topic, size_t len, int shards);
+int id_topic_shard(const char *topic, size_t len, int shards);
 
 /* The largest id any generator could make at unix ms `unix_ms` (for "made before" ranges). */
 uint64_t id_max_at(int64_t unix_ms);

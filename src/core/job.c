@@ -24,7 +24,7 @@ int job_state_parse(const char *name)
     return -1;
 }
 
-int topic_valid(const char *s, size_t len)
+int job_topic_valid(const char *s, size_t len)
 {
     if (len == 0 || len > TOPIC_MAX)
         return 0;
@@ -37,7 +37,7 @@ int topic_valid(const char *s, size_t len)
     return 1;
 }
 
-int topic_cmp(const char *a, size_t alen, const char *b, size_t blen)
+int job_topic_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
     int c = memcmp(a, b, alen < blen ? alen : blen);
     if (c != 0)
@@ -45,7 +45,7 @@ int topic_cmp(const char *a, size_t alen, const char *b, size_t blen)
     return (alen > blen) - (alen < blen);
 }
 
-int topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, char *err, size_t errlen)
+int job_topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, char *err, size_t errlen)
 {
     int n = 0;
     size_t start = 0;
@@ -53,7 +53,7 @@ int topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, 
         if (i < len && list[i] != ',')
             continue;
         size_t tlen = i - start;
-        if (!topic_valid(list + start, tlen)) {
+        if (!job_topic_valid(list + start, tlen)) {
             snprintf(err, errlen, "topic must be 1-%d characters of A-Z a-z 0-9 _ . : - (comma-separated for several)",
                      TOPIC_MAX);
             return -1;
@@ -77,7 +77,7 @@ int topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, 
     return n;
 }
 
-int bizkey_valid(const char *s, size_t len)
+int job_bizkey_valid(const char *s, size_t len)
 {
     size_t chars = 0;
     for (size_t i = 0; i < len;) {
@@ -265,7 +265,7 @@ static enum push_parse_result build_job(struct span *f, const struct job_limits 
                                         struct job_spec *job, const char *where, char *err, size_t errlen)
 {
     if (f[F_TOPIC].p == NULL || span_string(f[F_TOPIC], job->topic, TOPIC_MAX, &job->topic_len) < 0 ||
-        !topic_valid(job->topic, job->topic_len)) {
+        !job_topic_valid(job->topic, job->topic_len)) {
         snprintf(err, errlen, "%stopic is required: 1-%d characters of A-Z a-z 0-9 _ . : -", where, TOPIC_MAX);
         return PUSH_BAD;
     }
@@ -314,7 +314,7 @@ static enum push_parse_result build_job(struct span *f, const struct job_limits 
     if (f[F_BIZKEY].p && !span_is(f[F_BIZKEY], "null")) {
         char biz[BIZKEY_MAX * 4 + 1];
         size_t blen;
-        if (span_string(f[F_BIZKEY], biz, sizeof biz - 1, &blen) < 0 || !bizkey_valid(biz, blen)) {
+        if (span_string(f[F_BIZKEY], biz, sizeof biz - 1, &blen) < 0 || !job_bizkey_valid(biz, blen)) {
             snprintf(err, errlen, "%sbizKey must be a string of 1-%d printable characters", where, BIZKEY_MAX);
             return PUSH_BAD;
         }

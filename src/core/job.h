@@ -82,18 +82,18 @@ void job_specs_free(struct job_spec *jobs, int count);
 int job_initial_state(const struct job_spec *j, int64_t now);
 
 /* 1..128 chars of [A-Za-z0-9_.:-]. */
-int topic_valid(const char *s, size_t len);
+int job_topic_valid(const char *s, size_t len);
 
 /* The one order of topic names that every MySQL writer of per-topic rows (far_count) locks
  * them in, so that two transactions never wait on each other's topics (a deadlock): bytes,
  * then length. <0, 0, >0 like memcmp. */
-int topic_cmp(const char *a, size_t alen, const char *b, size_t blen);
+int job_topic_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* Split "a,b,c" into up to TOPICS_PER_GET validated topics (pointers into `list`, which is
  * modified: commas become NULs). Duplicates are an error. Returns the count, or -1. */
-int topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, char *err, size_t errlen);
+int job_topic_list_parse(char *list, size_t len, const char **topics, size_t *lens, char *err, size_t errlen);
 
 /* 1..128 code points of valid UTF-8 with no control characters. */
-int bizkey_valid(const char *s, size_t len);
+int job_bizkey_valid(const char *s, size_t len);
 
 #endif

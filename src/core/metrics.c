@@ -247,7 +247,7 @@ void metrics_render(struct sbuf *out, const char *instance)
                 snprintf(code, sizeof code, "%d", statuses[s]);
             if (v)
                 sb_printf(out, "hourglass_http_requests_total{endpoint=\"%s\",code=\"%s\"} %llu\n",
-                          endpoint_name((enum endpoint)ep), code, (unsigned long long)v);
+                          router_endpoint_name((enum endpoint)ep), code, (unsigned long long)v);
         }
     sb_puts(out, "# HELP hourglass_http_request_seconds time from request to response\n"
                  "# TYPE hourglass_http_request_seconds histogram\n");
@@ -255,7 +255,7 @@ void metrics_render(struct sbuf *out, const char *instance)
         if (atomic_load_explicit(&http_latency[ep].count, memory_order_relaxed) == 0)
             continue;
         char labels[64];
-        snprintf(labels, sizeof labels, "endpoint=\"%s\"", endpoint_name((enum endpoint)ep));
+        snprintf(labels, sizeof labels, "endpoint=\"%s\"", router_endpoint_name((enum endpoint)ep));
         render_hist(out, "hourglass_http_request_seconds", labels, &http_latency[ep], time_buckets);
     }
 

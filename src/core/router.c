@@ -53,7 +53,7 @@ static int hexval(char c)
     return -1;
 }
 
-long percent_decode(const char *src, size_t len, char *dst, size_t dstcap, int plus_is_space)
+long router_percent_decode(const char *src, size_t len, char *dst, size_t dstcap, int plus_is_space)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
@@ -85,7 +85,7 @@ static enum route_status take_arg(const char *arg, size_t arg_len, struct route 
         return ROUTE_NOT_FOUND; /* one segment only: no nesting, no traversal */
     if (arg_len > 3 * ROUTE_ARG_MAX)
         return ROUTE_TOO_LONG;
-    long n = percent_decode(arg, arg_len, out->arg, sizeof out->arg, 0);
+    long n = router_percent_decode(arg, arg_len, out->arg, sizeof out->arg, 0);
     if (n < 0)
         return arg_len > ROUTE_ARG_MAX ? ROUTE_TOO_LONG : ROUTE_BAD_ENCODING;
     if (memchr(out->arg, '\0', (size_t)n) != NULL)
@@ -170,7 +170,7 @@ int router_is_admin(enum endpoint ep, enum method m)
            ep == EP_PURGE;
 }
 
-const char *endpoint_name(enum endpoint ep)
+const char *router_endpoint_name(enum endpoint ep)
 {
     return (unsigned)ep < EP_COUNT ? names[ep] : "unknown";
 }

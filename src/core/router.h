@@ -57,10 +57,10 @@ int router_method_allowed(enum endpoint ep, enum method m, const char **allow);
 int router_is_admin(enum endpoint ep, enum method m);
 
 /* Stable lowercase name, used in metrics labels and logs ("push", "get", ...). */
-const char *endpoint_name(enum endpoint ep);
+const char *router_endpoint_name(enum endpoint ep);
 
 /* Decode %XX escapes (and '+' as space when plus_is_space) from src into dst (capacity
  * dstcap). Returns the decoded length, or -1 on a malformed escape or lack of room. */
-long percent_decode(const char *src, size_t len, char *dst, size_t dstcap, int plus_is_space);
+long router_percent_decode(const char *src, size_t len, char *dst, size_t dstcap, int plus_is_space);
 
 #endif

@@ -28,7 +28,7 @@ int shardtag_init(int shards, enum shardtag_scheme scheme, char *err, size_t err
             len = cluster_shard_tag(n, shards, table.tag[n], SHARDTAG_MAX);
         } else {
             char num[INT_TEXT_MAX];
-            len = (int)int_to_text(n, num); /* n < 256: 3 digits */
+            len = (int)sb_int_to_text(n, num); /* n < 256: 3 digits */
             memcpy(table.tag[n], num, (size_t)len + 1);
         }
         if (len <= 0) { /* cluster_shard_tag's search is proven to end for these arguments */

@@ -208,7 +208,7 @@ static int fire(MYSQL *db, struct entry *e, int64_t now)
         log_warn("scheduler: schedule %llu: %lld fires were missed (older than schedule_grace): %lld made, %lld "
                  "skipped (catchUp %s)",
                  (unsigned long long)e->s.id, (long long)(due.skipped + due.caught_up), (long long)due.caught_up,
-                 (long long)due.skipped, catch_up_name(e->s.catch_up));
+                 (long long)due.skipped, schedule_catch_up_name(e->s.catch_up));
     int rc = schedule_db_advance(db, e->s.id, e->s.fired_through, &due, err, sizeof err);
     if (rc < 0) {
         log_warn("scheduler: schedule %llu: moving its watermark: %s", (unsigned long long)e->s.id, err);

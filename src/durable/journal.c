@@ -452,7 +452,7 @@ static int park_refused(MYSQL *db, const struct jobchange *r, const char *error)
  * is committed, so it is written again on the same connection, up to LOCK_RETRIES times,
  * rather than marking MySQL down and answering the cycle's pushes 503. Two writers of the
  * same rows (the pager and the journal, say) can meet this under load however carefully they
- * order their locks (job.h, topic_cmp). */
+ * order their locks (job.h, job_topic_cmp). */
 #define LOCK_RETRIES 3
 
 static int lock_conflict_victim(void)

@@ -249,7 +249,7 @@ static int read_and_send(MYSQL *db, struct rblock_shards *set, int shard, const 
     for (int i = 0; i < n; i++) {
         MYSQL_ROW m = mysql_fetch_row(res);
         unsigned long *len = mysql_fetch_lengths(res);
-        mrow_read(m, len, &rows[i].m);
+        reinsert_row_read(m, len, &rows[i].m);
         rows[i].far_run_at = strtoll(m[12], NULL, 10);
     }
     *last_run_at = rows[n - 1].far_run_at;

@@ -44,7 +44,7 @@ static int cmp_row_id(const void *a, const void *b)
 static int cmp_row_topic(const void *a, const void *b)
 {
     const struct mrow *x = &(*(struct far_row *const *)a)->m, *y = &(*(struct far_row *const *)b)->m;
-    return topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
+    return job_topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
 }
 
 /* One more id of a comma-separated list that `sb` holds alone. */
@@ -224,13 +224,13 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
         sb_putc(&sql, ')');
         rc = exec(db, &sql);
     }
-    /* in topic_cmp order (job.h), the order the journal locks far_count rows in too */
+    /* in job_topic_cmp order (job.h), the order the journal locks far_count rows in too */
     if (nleft > 1)
         qsort(left, (size_t)nleft, sizeof *left, cmp_row_topic);
     for (int i = 0, k; rc == 0 && i < nleft; i += k) {
         const struct mrow *m = &left[i]->m;
         for (k = 1;
-             i + k < nleft && topic_cmp(left[i + k]->m.topic, left[i + k]->m.topic_len, m->topic, m->topic_len) == 0;)
+             i + k < nleft && job_topic_cmp(left[i + k]->m.topic, left[i + k]->m.topic_len, m->topic, m->topic_len) == 0;)
             k++;
         sb_printf(&sql, "UPDATE far_count SET jobs = jobs - %d WHERE topic = ", k);
         db_quote(db, &sql, m->topic, m->topic_len);

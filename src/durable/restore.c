@@ -370,12 +370,12 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
     int take = 0;
     for (int i = 0; i < n; i++) {
         MYSQL_ROW m = mysql_fetch_row(res);
-        mrow_read(m, mysql_fetch_lengths(res), &rows[i]);
+        reinsert_row_read(m, mysql_fetch_lengths(res), &rows[i]);
         *after = rows[i].id;
         ra->rep.scanned++;
         shard_of[i] = -1;
         int s = id_shard(rows[i].id, cfg->redis_shards);
-        if (s != topic_shard(rows[i].topic, rows[i].topic_len, cfg->redis_shards)) {
+        if (s != id_topic_shard(rows[i].topic, rows[i].topic_len, cfg->redis_shards)) {
             ra->rep.misplaced++; /* written under another [redis] shards value: cannot be placed */
             continue;
         }
@@ -847,7 +847,7 @@ static void restore_job_run(MYSQL *db, void *arg)
     struct mrow row;
     memset(&row, 0, sizeof row);
     if (m)
-        mrow_read(m, mysql_fetch_lengths(res), &row);
+        reinsert_row_read(m, mysql_fetch_lengths(res), &row);
 
     char err[256];
     int shard = id_shard(rep->id, cfg->redis_shards);

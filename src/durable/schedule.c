@@ -13,7 +13,7 @@
 
 static const char *const catch_up_names[] = {"skip", "one", "all"};
 
-const char *catch_up_name(enum catch_up c)
+const char *schedule_catch_up_name(enum catch_up c)
 {
     return (unsigned)c < 3 ? catch_up_names[c] : "skip";
 }
@@ -138,7 +138,7 @@ int schedule_parse(const char *json, size_t len, const struct job_limits *lim, s
     }
     json_t *topic = json_object_get(root, "topic");
     if (!json_is_string(topic) || json_string_length(topic) == 0 || json_string_length(topic) > TOPIC_MAX ||
-        !topic_valid(json_string_value(topic), json_string_length(topic))) {
+        !job_topic_valid(json_string_value(topic), json_string_length(topic))) {
         snprintf(err, errlen, "topic: required, 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
         goto out;
     }
@@ -297,7 +297,7 @@ void schedule_json(struct sbuf *sb, const struct schedule *s, int64_t next)
     }
     sb_puts(sb, ",\"job\":");
     sb_put(sb, s->job ? s->job : "{}", s->job ? s->job_len : 2);
-    sb_printf(sb, ",\"catchUp\":\"%s\",\"paused\":%s", catch_up_name(s->catch_up), s->paused ? "true" : "false");
+    sb_printf(sb, ",\"catchUp\":\"%s\",\"paused\":%s", schedule_catch_up_name(s->catch_up), s->paused ? "true" : "false");
     if (next == CRON_NEVER)
         sb_puts(sb, ",\"next\":null");
     else
@@ -390,7 +390,7 @@ int schedule_db_insert(MYSQL *db, const struct schedule *s, char *err, size_t er
     db_quote(db, &sql, s->tz, strlen(s->tz));
     sb_putc(&sql, ',');
     db_quote(db, &sql, s->job, s->job_len);
-    sb_printf(&sql, ",'%s',%d,%lld,%lld,%lld,%lld,1,0,0)", catch_up_name(s->catch_up), s->paused, (long long)s->anchor_ms,
+    sb_printf(&sql, ",'%s',%d,%lld,%lld,%lld,%lld,1,0,0)", schedule_catch_up_name(s->catch_up), s->paused, (long long)s->anchor_ms,
               (long long)s->fired_through, (long long)s->created_at, (long long)s->updated_at);
     if (run(db, &sql, err, errlen) < 0)
         return -1;

@@ -96,7 +96,7 @@ void schedule_json(struct sbuf *sb, const struct schedule *s, int64_t next);
 void schedule_push_body(struct sbuf *sb, const struct schedule *s, const int64_t *at, int n);
 
 /* "skip", "one", "all". */
-const char *catch_up_name(enum catch_up c);
+const char *schedule_catch_up_name(enum catch_up c);
 
 /* ---- MySQL ---- */
 

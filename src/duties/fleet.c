@@ -41,7 +41,7 @@ int fleet_owner(const char *const *names, int n, int shard)
     int best = -1;
     uint64_t best_score = 0;
     for (int i = 0; i < n; i++) {
-        uint64_t h = hash_bytes(names[i], strlen(names[i]));
+        uint64_t h = hmap_hash_bytes(names[i], strlen(names[i]));
         uint64_t score = mix64(h ^ mix64((uint64_t)shard + 1));
         if (best < 0 || score > best_score || (score == best_score && strcmp(names[i], names[best]) < 0)) {
             best = i;

@@ -400,7 +400,7 @@ static int sync_redis(uint64_t max_seq)
         const void *name;
         struct entry *e;
         while ((e = hmap_next(&topics.map, &pos, &name, &len)) != NULL) {
-            if (topic_shard(name, len, shards) != s)
+            if (id_topic_shard(name, len, shards) != s)
                 continue;
             if (b.n == b.cap) {
                 int cap = b.cap ? b.cap * 2 : 64;

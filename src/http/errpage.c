@@ -25,7 +25,7 @@ static long header_content_length(const char *head, size_t len)
     return -1;
 }
 
-const char *reason_phrase(int status)
+const char *errpage_reason(int status)
 {
     switch (status) {
     case 200: return "OK";
@@ -45,7 +45,7 @@ const char *reason_phrase(int status)
     }
 }
 
-void error_json(struct sbuf *sb, const char *code, const char *message, const struct sbuf *members)
+void errpage_json(struct sbuf *sb, const char *code, const char *message, const struct sbuf *members)
 {
     sb_puts(sb, "{\"error\":");
     sb_json_cstr(sb, code);
@@ -96,12 +96,12 @@ enum errpage_verdict errpage_rewrite(const char *p, size_t len, int corrupt_chun
             code = 400;
 
         struct sbuf body = SBUF_INIT;
-        error_json(&body, name, message, NULL);
+        errpage_json(&body, name, message, NULL);
         sb_putc(&body, '\n');
         sb_put(out, p, off);
         sb_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                        "Connection: close\r\n\r\n",
-                  code, reason_phrase(code), body.len);
+                  code, errpage_reason(code), body.len);
         sb_put(out, body.data, body.len);
         sb_free(&body);
         *status = code;

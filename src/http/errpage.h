@@ -2,7 +2,7 @@
  *
  * evhttp in libevent 2.1 answers some bad requests itself (malformed request line or headers,
  * a body or header block over the limit) with an HTML page, and 2.1 has no hook to change
- * that (evhttp_set_errorcb arrived in 2.2). The contract promises JSON errors, so conn.c
+ * that (evhttp_set_errorcb arrived in 2.2). The contract promises JSON errors, so httpconn.c
  * hands the bytes evhttp wrote on its own to errpage_rewrite and, when it says so, replaces
  * them before they reach the socket. Pure functions of their arguments: no libevent, no state. */
 #ifndef HG_ERRPAGE_H
@@ -14,10 +14,10 @@
 
 /* The contract's error object {"error":code,"message":...[,members]}: `members` holds more
  * JSON object members ("k":v,...), NULL or empty for none. */
-void error_json(struct sbuf *sb, const char *code, const char *message, const struct sbuf *members);
+void errpage_json(struct sbuf *sb, const char *code, const char *message, const struct sbuf *members);
 
 /* The standard reason phrase of an HTTP status ("Error" for one we never send). */
-const char *reason_phrase(int status);
+const char *errpage_reason(int status);
 
 enum errpage_verdict {
     ERRPAGE_WAIT,     /* an error page, not complete yet (or not a response): look again later */

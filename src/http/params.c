@@ -25,7 +25,7 @@ static int add(struct params *p, const char *name, size_t name_len, const char *
     char decoded_name[PARAM_NAME_MAX + 1];
     long n = -1;
     if (decode) {
-        n = percent_decode(name, name_len, decoded_name, sizeof decoded_name, 1);
+        n = router_percent_decode(name, name_len, decoded_name, sizeof decoded_name, 1);
     } else if (name_len < sizeof decoded_name) { /* a JSON member name is taken literally */
         memcpy(decoded_name, name, name_len);
         decoded_name[name_len] = '\0';
@@ -56,7 +56,7 @@ static int add(struct params *p, const char *name, size_t name_len, const char *
     }
     long vlen;
     if (decode) {
-        vlen = percent_decode(value, value_len, v, value_len + 1, 1);
+        vlen = router_percent_decode(value, value_len, v, value_len + 1, 1);
         if (vlen < 0) {
             free(v);
             snprintf(err, errlen, "parameter \"%s\" has a malformed %%-escape", decoded_name);
@@ -176,7 +176,7 @@ const char *params_get(const struct params *p, const char *name)
     return NULL;
 }
 
-int parse_int64_strict(const char *s, size_t len, int64_t *out)
+int param_int64_strict(const char *s, size_t len, int64_t *out)
 {
     size_t i = 0;
     int neg = 0;
@@ -207,7 +207,7 @@ int param_int(const struct params *p, const char *name, int64_t min, int64_t max
         return 0;
     }
     int64_t n;
-    if (parse_int64_strict(v, strlen(v), &n) < 0 || n < min || n > max) {
+    if (param_int64_strict(v, strlen(v), &n) < 0 || n < min || n > max) {
         snprintf(err, errlen, "%s must be an integer from %lld to %lld", name, (long long)min, (long long)max);
         return -1;
     }

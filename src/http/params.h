@@ -52,6 +52,6 @@ int param_seconds(const struct params *p, const char *name, int64_t max_ms, int6
                   char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Strict integer text: optional '-', 1..19 digits, nothing else. 0 / -1. */
-int parse_int64_strict(const char *s, size_t len, int64_t *out);
+int param_int64_strict(const char *s, size_t len, int64_t *out);
 
 #endif

@@ -2,7 +2,7 @@
 #include "http/request.h"
 #include "core/app.h"
 #include "base/clock.h"
-#include "http/conn.h"
+#include "http/httpconn.h"
 #include "http/errpage.h"
 #include "base/log.h"
 #include "core/metrics.h"
@@ -42,7 +42,7 @@ struct request *request_new(struct hctx *ctx, struct evhttp_request *req)
     ev_uint16_t port = 0;
     if (evcon)
         evhttp_connection_get_peer(evcon, &peer, &port);
-    str_put(r->client, sizeof r->client, 0, peer ? peer : "unknown");
+    sb_str_put(r->client, sizeof r->client, 0, peer ? peer : "unknown");
     r->loopback = is_loopback(r->client);
     return r;
 }
@@ -89,9 +89,9 @@ static void send_reply(struct request *r, int status, const char *reason)
     }
     if (atomic_load(&ctx->app->draining))
         evhttp_add_header(evhttp_request_get_output_headers(r->req), "Connection", "close");
-    conn_reply_begin(ctx->conns, r->req);
+    httpconn_reply_begin(ctx->conns, r->req);
     evhttp_send_reply(r->req, status, reason, NULL);
-    conn_reply_end(ctx->conns);
+    httpconn_reply_end(ctx->conns);
     metrics_http(r->endpoint, status, clock_mono_us() - r->start_us);
     request_free(r);
 }
@@ -107,7 +107,7 @@ void respond_json(struct request *r, int status, struct sbuf *json)
     }
     if (status != 204)
         evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", "application/json");
-    send_reply(r, status, reason_phrase(status));
+    send_reply(r, status, errpage_reason(status));
 }
 
 void respond_text(struct request *r, int status, const char *content_type, struct sbuf *text)
@@ -115,7 +115,7 @@ void respond_text(struct request *r, int status, const char *content_type, struc
     if (text->len)
         evbuffer_add(evhttp_request_get_output_buffer(r->req), text->data, text->len);
     evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", content_type);
-    send_reply(r, status, reason_phrase(status));
+    send_reply(r, status, errpage_reason(status));
 }
 
 void respond_static(struct request *r, int status, const char *content_type, const void *data, size_t len)
@@ -124,7 +124,7 @@ void respond_static(struct request *r, int status, const char *content_type, con
         evbuffer_add_reference(evhttp_request_get_output_buffer(r->req), data, len, NULL, NULL);
     if (content_type)
         evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", content_type);
-    send_reply(r, status, reason_phrase(status));
+    send_reply(r, status, errpage_reason(status));
 }
 
 const char *request_header(const struct request *r, const char *name)
@@ -166,9 +166,9 @@ void respond_error_members(struct request *r, int status, const char *code, cons
         evhttp_add_header(headers, "Allow", allow);
     }
     if (status >= 500 || status == 429)
-        log_debug("%s %s -> %d %s", endpoint_name(r->endpoint), r->client, status, message);
+        log_debug("%s %s -> %d %s", router_endpoint_name(r->endpoint), r->client, status, message);
     struct sbuf sb = SBUF_INIT;
-    error_json(&sb, code, message, members);
+    errpage_json(&sb, code, message, members);
     respond_json(r, status, &sb);
     sb_free(&sb);
 }

@@ -23,7 +23,7 @@
 #include "redis/store.h"
 
 struct app;
-struct conn_registry;
+struct httpconn_registry;
 struct event_base;
 struct evhttp_request;
 struct loopq;
@@ -40,7 +40,7 @@ struct hctx {
     struct loopq *inbox;          /* other threads' results come back through it */
     struct rlink *redis;
     struct store store;           /* typed script calls on `redis` */
-    struct conn_registry *conns;  /* the worker's HTTP connections (conn.h) */
+    struct httpconn_registry *conns;  /* the worker's HTTP connections (httpconn.h) */
     struct longpoll *parked;      /* long-polls parked on this worker (longpoll.h) */
     struct push_batch *pushes;    /* committed pushes on their way to Redis (api_push.c) */
     /* requests */

@@ -262,13 +262,13 @@ int journal_sql_far_inserts(struct journal_sql *b, const struct jobchange *const
 static int cmp_rec_topic(const void *a, const void *b)
 {
     const struct job_spec *x = (*(const struct jobchange *const *)a)->job, *y = (*(const struct jobchange *const *)b)->job;
-    return topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
+    return job_topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
 }
 
 int journal_sql_far_counts(struct journal_sql *b, const struct jobchange **recs, size_t n)
 {
     /* In topic order: one row per topic, and the rows locked in the order the pager locks
-     * them too (job.h, topic_cmp). */
+     * them too (job.h, job_topic_cmp). */
     if (n > 1)
         qsort(recs, n, sizeof *recs, cmp_rec_topic);
     for (size_t i = 0; i < n;) {

@@ -64,7 +64,7 @@ int journal_sql_send(struct journal_sql *b);
  * far_count last. A new far job's key (far_shard, far_run_at) is in its message row
  * (journal_sql_message_row), so it costs no statement of its own.
  * journal_sql_far_inserts: the far_biz rows of new far jobs that carry a bizKey (JC_INSERT to
- * JS_FAR); journal_sql_far_counts: their far_count additions, one row per topic, in topic_cmp order
+ * JS_FAR); journal_sql_far_counts: their far_count additions, one row per topic, in job_topic_cmp order
  * (job.h; it sorts recs[0..n) so).
  * journal_sql_far_change: a JC_FAR_LEAVE or JC_FAR_MOVE record, the k-th of the script's;
  * journal_sql_far_leave_counts: the far_count subtractions of changes[0..n) (the same k's). 0 / -1. */

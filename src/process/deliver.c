@@ -460,7 +460,7 @@ static void refresh(struct deliver *d)
                 t->d = d;
                 memcpy(t->name, names[i], len + 1);
                 t->len = len;
-                t->shard = topic_shard(t->name, len, d->store.shards);
+                t->shard = id_topic_shard(t->name, len, d->store.shards);
                 t->retry = evtimer_new(d->base, on_retry, t);
                 log_info("deliver: topic %s now delivers by %s", t->name, route == TOPIC_ROUTE_WEBHOOK ? "webhook" : "amqp");
             }

@@ -285,7 +285,7 @@ static int push_from_firing(const char *body, size_t len, firing_sink_fn sink, v
 static void shutdown_workers(struct app *app, const struct workers *ws, struct signals *sigs)
 {
     atomic_store(&app->draining, 1);
-    sd_notify_msg("STOPPING=1");
+    sdnotify_send("STOPPING=1");
     for (int i = 0; i < ws->n; i++)
         worker_drain(ws->w[i]);
     /* Wait for in-flight requests, still answering a second signal. */
@@ -468,7 +468,7 @@ int main(int argc, char **argv)
     log_info("hourglassd %s listening on %s (%d HTTP threads, instance %s, Redis %s, MySQL %s:%d/%s)",
              HOURGLASS_VERSION, cfg->listen, app.nworkers, app.instance, cfg->redis_address,
              cfg->mysql_socket[0] ? cfg->mysql_socket : cfg->mysql_host, cfg->mysql_port, cfg->mysql_database);
-    sd_notify_msg("READY=1");
+    sdnotify_send("READY=1");
     event_base_dispatch(sigs.base);
 
     firing_stop(); /* no new fires while the workers drain; what it pushed is answered */

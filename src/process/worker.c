@@ -1,6 +1,6 @@
 /* worker.c — see worker.h. */
 #include "process/worker.h"
-#include "api/api.h"
+#include "api/handlers.h"
 #include "base/clock.h"
 #include "core/app.h"
 #include "api/dispatch.h"
@@ -20,12 +20,12 @@
 
 static void conn_tick(struct hctx *ctx)
 {
-    conn_sweep(ctx->conns);
+    httpconn_sweep(ctx->conns);
 }
 
 static void conn_free(struct hctx *ctx)
 {
-    conn_release_all(ctx->conns);
+    httpconn_release_all(ctx->conns);
 }
 
 /* The subsystems on a worker's loop and when each wants to be called, in one place (as
@@ -130,7 +130,7 @@ static int http_start(struct worker *w, int fd)
         close(fd);
         return -1;
     }
-    evhttp_set_bevcb(w->http, conn_make_bufferevent, &w->conns);
+    evhttp_set_bevcb(w->http, httpconn_make_bufferevent, &w->conns);
     evhttp_set_gencb(w->http, dispatch_request, &w->ctx);
     evhttp_set_max_body_size(w->http, (ev_ssize_t)cfg->max_body);
     evhttp_set_max_headers_size(w->http, cfg->max_header);
@@ -176,7 +176,7 @@ int worker_start(struct worker *w, struct app *app, int index, int listen_fd)
     ctx->store.shards = cfg->redis_shards;
     struct timeval second = {1, 0};
     event_add(w->tick, &second);
-    if (conn_init(&w->conns, ctx->base, cfg, w->name) < 0 || http_start(w, listen_fd) < 0)
+    if (httpconn_init(&w->conns, ctx->base, cfg, w->name) < 0 || http_start(w, listen_fd) < 0)
         return -1;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return -1;

@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "http/conn.h"
+#include "http/httpconn.h"
 #include "http/request.h"
 
 struct app;
@@ -25,7 +25,7 @@ struct worker {
     pthread_t thread;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
-    struct conn_registry conns;
+    struct httpconn_registry conns;
     struct event *tick;              /* once a second: the subsystems' tick */
     int stopping;
     int64_t drain_until_us;          /* stopping: serve open connections until then (monotonic) */

@@ -22,13 +22,13 @@ struct layout_call {
 
 static void build(struct layout_call *c, const char *prefix, int shards)
 {
-    size_t klen = str_put(c->key, sizeof c->key, 0, prefix);
-    klen = str_put(c->key, sizeof c->key, klen, ":{w}:meta");
+    size_t klen = sb_str_put(c->key, sizeof c->key, 0, prefix);
+    klen = sb_str_put(c->key, sizeof c->key, klen, ":{w}:meta");
     const char *tags = shardtag_scheme_name(shardtag_scheme());
     c->argv[3] = c->key;
     c->lens[3] = klen;
     c->argv[4] = c->count;
-    c->lens[4] = int_to_text(shards, c->count);
+    c->lens[4] = sb_int_to_text(shards, c->count);
     c->argv[5] = tags;
     c->lens[5] = strlen(tags);
 }

@@ -115,7 +115,7 @@ void rargv_str(struct rargv *b, const char *s, size_t len)
 void rargv_int(struct rargv *b, int64_t v)
 {
     char *slot = b->nums[b->nnums++];
-    rargv_str(b, slot, int_to_text(v, slot));
+    rargv_str(b, slot, sb_int_to_text(v, slot));
 }
 
 void rargv_id(struct rargv *b, uint64_t id)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mrow_read(MYSQL_ROW m, unsigned long *len, struct mrow *r)
+void reinsert_row_read(MYSQL_ROW m, unsigned long *len, struct mrow *r)
 {
     r->id = strtoull(m[0], NULL, 10);
     r->topic = m[1];

@@ -26,10 +26,10 @@ struct mrow {
     int64_t backoff; /* -1: the topic's */
 };
 
-/* The columns mrow_read expects, in order (of table message). */
+/* The columns reinsert_row_read expects, in order (of table message). */
 #define MROW_COLUMNS "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state, backoff"
 
-void mrow_read(MYSQL_ROW m, unsigned long *len, struct mrow *r);
+void reinsert_row_read(MYSQL_ROW m, unsigned long *len, struct mrow *r);
 
 /* Queue one restore.lua call for rows[0..n) (all on `shard`); read it with rblock_reply. journal:
  * the script logs each job put back in the outbox (else the caller writes the transitions). 0 / -1. */

@@ -18,11 +18,11 @@
 
 void store_who(char *out, size_t cap, const char *instance, const char *thread, const char *host)
 {
-    size_t n = str_put(out, cap, 0, instance);
-    n = str_put(out, cap, n, "\x1f");
-    n = str_put(out, cap, n, thread);
-    n = str_put(out, cap, n, "\x1f");
-    str_put(out, cap, n, host);
+    size_t n = sb_str_put(out, cap, 0, instance);
+    n = sb_str_put(out, cap, n, "\x1f");
+    n = sb_str_put(out, cap, n, thread);
+    n = sb_str_put(out, cap, n, "\x1f");
+    sb_str_put(out, cap, n, host);
 }
 
 void store_actor(char *out, size_t cap, const char *thread, const char *prefix, int shard, const char *what)
@@ -30,14 +30,14 @@ void store_actor(char *out, size_t cap, const char *thread, const char *prefix, 
     char num[INT_TEXT_MAX];
     const char *tag = shardtag(shard, NULL);
     if (tag == NULL) /* a description, not a key: the shard's number will do */
-        int_to_text(shard, num);
-    size_t n = str_put(out, cap, 0, thread);
-    n = str_put(out, cap, n, " ");
-    n = str_put(out, cap, n, prefix);
-    n = str_put(out, cap, n, ":{");
-    n = str_put(out, cap, n, tag ? tag : num);
-    n = str_put(out, cap, n, "}:");
-    str_put(out, cap, n, what);
+        sb_int_to_text(shard, num);
+    size_t n = sb_str_put(out, cap, 0, thread);
+    n = sb_str_put(out, cap, n, " ");
+    n = sb_str_put(out, cap, n, prefix);
+    n = sb_str_put(out, cap, n, ":{");
+    n = sb_str_put(out, cap, n, tag ? tag : num);
+    n = sb_str_put(out, cap, n, "}:");
+    sb_str_put(out, cap, n, what);
 }
 
 static void shape_error(const char *script)
@@ -606,7 +606,7 @@ int store_dead_list(struct store *s, const char *topic, size_t topic_len, int li
     struct rargv b;
     int rc = -1;
     if (rargv_init(&b, 6, 1, 0) == 0) {
-        rargv_key(&b, s->prefix, topic_shard(topic, topic_len, s->shards), "jobs");
+        rargv_key(&b, s->prefix, id_topic_shard(topic, topic_len, s->shards), "jobs");
         rargv_str(&b, topic, topic_len);
         rargv_int(&b, limit);
         rc = send(s, SCRIPT_DEADLIST, &b, on_dead, (void *)fn, arg);
@@ -673,7 +673,7 @@ int store_topic_jobs(struct store *s, const char *topic, size_t topic_len, int s
     struct rargv b;
     int rc = -1;
     if (rargv_init(&b, 10, 4, 1) == 0) {
-        rargv_key(&b, s->prefix, topic_shard(topic, topic_len, s->shards), "jobs");
+        rargv_key(&b, s->prefix, id_topic_shard(topic, topic_len, s->shards), "jobs");
         rargv_str(&b, topic, topic_len);
         rargv_int(&b, state);
         if (after_id) {
@@ -892,7 +892,7 @@ int store_topic_counts(struct store *s, const char *topic, size_t len, store_rea
     /* HMGET <prefix>:{shard}:count delayed:<topic> ready:<topic> reserved:<topic> dead:<topic> */
     static const char *const states[4] = {"delayed:", "ready:", "reserved:", "dead:"};
     char key[160];
-    int klen = rkey(key, sizeof key, s->prefix, topic_shard(topic, len, s->shards), "count");
+    int klen = rkey(key, sizeof key, s->prefix, id_topic_shard(topic, len, s->shards), "count");
     char fields[4][16 + TOPIC_MAX];
     const char *argv[6] = {"HMGET", key};
     size_t alens[6] = {5, (size_t)klen};
@@ -944,7 +944,7 @@ int store_biz_holder(struct store *s, const char *topic, size_t topic_len, const
     char key[200];
     if (topic_len > TOPIC_MAX)
         return -1;
-    int klen = rkey(key, sizeof key - TOPIC_MAX - 1, s->prefix, topic_shard(topic, topic_len, s->shards), "biz:");
+    int klen = rkey(key, sizeof key - TOPIC_MAX - 1, s->prefix, id_topic_shard(topic, topic_len, s->shards), "biz:");
     if (klen <= 0)
         return -1;
     memcpy(key + klen, topic, topic_len);
@@ -974,7 +974,7 @@ int store_topicset(struct store *s, const char *topic, size_t len, const char *v
     struct rargv b;
     int rc = -1;
     if (rargv_init(&b, 7, 1, 0) == 0) {
-        rargv_key(&b, s->prefix, topic_shard(topic, len, s->shards), "jobs");
+        rargv_key(&b, s->prefix, id_topic_shard(topic, len, s->shards), "jobs");
         rargv_int(&b, 0);
         rargv_str(&b, topic, len);
         rargv_str(&b, value, strlen(value));
@@ -1033,7 +1033,7 @@ int store_tallies(struct store *s, const char *const *topics, const size_t *lens
     for (int i = 0; i < n; i++) {
         char key[160], fields[4][16 + TOPIC_MAX];
         const char *argv[6] = {"HMGET", key};
-        size_t alens[6] = {5, (size_t)rkey(key, sizeof key, s->prefix, topic_shard(topics[i], lens[i], s->shards),
+        size_t alens[6] = {5, (size_t)rkey(key, sizeof key, s->prefix, id_topic_shard(topics[i], lens[i], s->shards),
                                           "tally")};
         for (int f = 0; f < 4; f++) {
             size_t wlen = strlen(what[f]);

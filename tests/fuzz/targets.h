@@ -192,7 +192,7 @@ FZ_UNUSED static int fz_allow_lists(const char *allow, enum method m)
 
 FZ_UNUSED static void fz_check_endpoint(enum endpoint ep)
 {
-    const char *name = endpoint_name(ep);
+    const char *name = router_endpoint_name(ep);
     FZ_CHECK(name != NULL && name[0] != '\0');
     for (const char *c = name; *c; c++)
         FZ_CHECK((*c >= 'a' && *c <= 'z') || *c == '_');
@@ -220,7 +220,7 @@ FZ_UNUSED static void fz_check_endpoint(enum endpoint ep)
     }
 }
 
-/* percent_decode of data into heap buffers of several capacities, both '+' modes. */
+/* router_percent_decode of data into heap buffers of several capacities, both '+' modes. */
 FZ_UNUSED static void fz_check_decode(const char *src, size_t size, size_t extra_cap)
 {
     char *ref = malloc(size + 1), *ref_noplus = malloc(size + 1);
@@ -233,7 +233,7 @@ FZ_UNUSED static void fz_check_decode(const char *src, size_t size, size_t extra
             size_t cap = caps[c];
             char *dst = malloc(cap ? cap : 1);
             FZ_CHECK(dst != NULL);
-            long got = percent_decode(src, size, dst, cap, plus);
+            long got = router_percent_decode(src, size, dst, cap, plus);
             if (cap == 0) /* no room even for the terminator: nothing may be written */
                 FZ_CHECK(got == (size == 0 ? 0 : -1));
             else if (want >= 0 && (size_t)want < cap) {
@@ -281,7 +281,7 @@ FZ_UNUSED static int fuzz_router(const uint8_t *data, size_t size)
     fz_check_endpoint(rt->endpoint);
     if (size > 0) /* any enum value, including out-of-range ones */
         fz_check_endpoint((enum endpoint)(data[0] % (EP_COUNT + 1)));
-    FZ_CHECK(strcmp(endpoint_name(EP_COUNT), "unknown") == 0);
+    FZ_CHECK(strcmp(router_endpoint_name(EP_COUNT), "unknown") == 0);
 
     fz_check_decode(path, size, size > 0 ? data[size - 1] % 32 : 5);
 
@@ -295,7 +295,7 @@ FZ_UNUSED static int fuzz_router(const uint8_t *data, size_t size)
 /* params                                                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Reference for parse_int64_strict: optional '-', 1..19 digits, magnitude at most INT64_MAX. */
+/* Reference for param_int64_strict: optional '-', 1..19 digits, magnitude at most INT64_MAX. */
 FZ_UNUSED static int fz_ref_int64(const char *s, size_t len, int64_t *out)
 {
     size_t i = len > 0 && s[0] == '-' ? 1 : 0;
@@ -317,7 +317,7 @@ FZ_UNUSED static void fz_check_strict(const char *s, size_t len)
 {
     int64_t want = 0, got = 0x4242;
     int rw = fz_ref_int64(s, len, &want);
-    int rg = parse_int64_strict(s, len, &got);
+    int rg = param_int64_strict(s, len, &got);
     FZ_CHECK(rg == rw);
     if (rg == 0)
         FZ_CHECK(got == want);
@@ -739,7 +739,7 @@ FZ_UNUSED static void fz_check_job(const struct job_spec *j, json_t *obj, const 
                                    const char *stripped, size_t stripped_len)
 {
     /* the job as parsed */
-    FZ_CHECK(j->topic_len <= TOPIC_MAX && topic_valid(j->topic, j->topic_len) && fz_ref_topic(j->topic, j->topic_len));
+    FZ_CHECK(j->topic_len <= TOPIC_MAX && job_topic_valid(j->topic, j->topic_len) && fz_ref_topic(j->topic, j->topic_len));
     FZ_CHECK(j->topic[j->topic_len] == '\0');
     FZ_CHECK(j->run_at >= FZ_NOW && j->run_at <= FZ_NOW + lim->max_delay);
     FZ_CHECK(j->priority >= 0 && j->priority <= 9);
@@ -749,7 +749,7 @@ FZ_UNUSED static void fz_check_job(const struct job_spec *j, json_t *obj, const 
     if (j->biz_key == NULL)
         FZ_CHECK(j->biz_len == 0 && j->replace == 0);
     else
-        FZ_CHECK(strlen(j->biz_key) == j->biz_len && bizkey_valid(j->biz_key, j->biz_len) &&
+        FZ_CHECK(strlen(j->biz_key) == j->biz_len && job_bizkey_valid(j->biz_key, j->biz_len) &&
                  fz_ref_bizkey(j->biz_key, j->biz_len));
 
     /* the body: one JSON value, as sent (only whitespace between tokens dropped) */
@@ -881,14 +881,14 @@ FZ_UNUSED static int fuzz_job(const uint8_t *data, size_t size)
     json_decref(doc.root);
 
     /* topics */
-    FZ_CHECK(topic_valid(body, size) == fz_ref_topic(body, size));
-    FZ_CHECK(bizkey_valid(body, size) == fz_ref_bizkey(body, size));
+    FZ_CHECK(job_topic_valid(body, size) == fz_ref_topic(body, size));
+    FZ_CHECK(job_bizkey_valid(body, size) == fz_ref_bizkey(body, size));
 
     char *list = fz_copy(data, size);
     const char *topics[TOPICS_PER_GET];
     size_t lens[TOPICS_PER_GET];
     char err[256] = "";
-    int n = topic_list_parse(list, size, topics, lens, err, sizeof err);
+    int n = job_topic_list_parse(list, size, topics, lens, err, sizeof err);
     /* reference: the comma-separated segments, all valid topics, no repeats, at most 32 */
     size_t segs = 0, *seg_at = malloc((size + 1) * sizeof *seg_at), *seg_len = malloc((size + 1) * sizeof *seg_len);
     FZ_CHECK(seg_at != NULL && seg_len != NULL);
@@ -911,7 +911,7 @@ FZ_UNUSED static int fuzz_job(const uint8_t *data, size_t size)
         size_t off = 0;
         for (int i = 0; i < n; i++) {
             FZ_CHECK(topics[i] == list + off && memcmp(topics[i], body + off, lens[i]) == 0);
-            FZ_CHECK(topic_valid(topics[i], lens[i]));
+            FZ_CHECK(job_topic_valid(topics[i], lens[i]));
             if (i < n - 1)
                 FZ_CHECK(topics[i][lens[i]] == '\0');
             off += lens[i] + 1;
@@ -1164,7 +1164,7 @@ FZ_UNUSED static int fuzz_ids(const uint8_t *data, size_t size)
 
     /* topic -> shard */
     for (int shards = 1; shards <= IDS_MAX_SHARDS; shards *= 2) {
-        int sh = topic_shard(s, size, shards);
+        int sh = id_topic_shard(s, size, shards);
         FZ_CHECK(sh >= 0 && sh < shards);
     }
 

@@ -136,11 +136,11 @@ START_TEST(error_json_and_reasons)
 {
     struct sbuf sb = SBUF_INIT, members = SBUF_INIT;
     sb_puts(&members, "\"ids\":[\"1\"]");
-    error_json(&sb, "unavailable", "say \"why\"", &members);
+    errpage_json(&sb, "unavailable", "say \"why\"", &members);
     sb_putc(&sb, '\0');
     ck_assert_str_eq(sb.data, "{\"error\":\"unavailable\",\"message\":\"say \\\"why\\\"\",\"ids\":[\"1\"]}");
-    ck_assert_str_eq(reason_phrase(429), "Too Many Requests");
-    ck_assert_str_eq(reason_phrase(418), "Error");
+    ck_assert_str_eq(errpage_reason(429), "Too Many Requests");
+    ck_assert_str_eq(errpage_reason(418), "Error");
     sb_free(&sb);
     sb_free(&members);
 }

@@ -12,9 +12,9 @@
 START_TEST(hash_is_fnv1a)
 {
     /* FNV-1a 64 reference values: "" -> offset basis, "a" -> 0xaf63dc4c8601ec8c */
-    ck_assert_uint_eq(hash_bytes("", 0), UINT64_C(0xcbf29ce484222325));
-    ck_assert_uint_eq(hash_bytes("a", 1), UINT64_C(0xaf63dc4c8601ec8c));
-    ck_assert_uint_eq(hash_bytes("foobar", 6), UINT64_C(0x85944171f73967e8));
+    ck_assert_uint_eq(hmap_hash_bytes("", 0), UINT64_C(0xcbf29ce484222325));
+    ck_assert_uint_eq(hmap_hash_bytes("a", 1), UINT64_C(0xaf63dc4c8601ec8c));
+    ck_assert_uint_eq(hmap_hash_bytes("foobar", 6), UINT64_C(0x85944171f73967e8));
 }
 END_TEST
 

@@ -427,14 +427,14 @@ START_TEST(test_topic_shard_fnv1a)
     static const int shard_counts[] = {1, 2, 7, 8, 100, 256};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         for (size_t s = 0; s < sizeof shard_counts / sizeof shard_counts[0]; s++)
-            ck_assert_int_eq(topic_shard(v[i].topic, strlen(v[i].topic), shard_counts[s]),
+            ck_assert_int_eq(id_topic_shard(v[i].topic, strlen(v[i].topic), shard_counts[s]),
                              (int)(v[i].hash % (uint32_t)shard_counts[s]));
     /* a few spelled out */
-    ck_assert_int_eq(topic_shard("orders", 6, 8), 4);
-    ck_assert_int_eq(topic_shard("email.send", 10, 8), 5);
-    ck_assert_int_eq(topic_shard("a", 1, 256), 44);
+    ck_assert_int_eq(id_topic_shard("orders", 6, 8), 4);
+    ck_assert_int_eq(id_topic_shard("email.send", 10, 8), 5);
+    ck_assert_int_eq(id_topic_shard("a", 1, 256), 44);
     /* only `len` bytes count */
-    ck_assert_int_eq(topic_shard("foobarXYZ", 6, 256), 104);
+    ck_assert_int_eq(id_topic_shard("foobarXYZ", 6, 256), 104);
 }
 END_TEST
 
@@ -443,11 +443,11 @@ START_TEST(test_topic_shard_stable_and_in_range)
     char topic[40];
     for (int i = 0; i < 5000; i++) {
         int n = snprintf(topic, sizeof topic, "topic-%d", i);
-        int s1 = topic_shard(topic, (size_t)n, 8);
+        int s1 = id_topic_shard(topic, (size_t)n, 8);
         ck_assert_int_ge(s1, 0);
         ck_assert_int_lt(s1, 8);
-        ck_assert_int_eq(topic_shard(topic, (size_t)n, 8), s1);
-        int s2 = topic_shard(topic, (size_t)n, 256);
+        ck_assert_int_eq(id_topic_shard(topic, (size_t)n, 8), s1);
+        int s2 = id_topic_shard(topic, (size_t)n, 256);
         ck_assert_int_ge(s2, 0);
         ck_assert_int_lt(s2, 256);
         /* 8 divides 256, so the 8-shard value is the 256-shard value mod 8 */

@@ -380,7 +380,7 @@ END_TEST
 
 static int biz(const char *s)
 {
-    return bizkey_valid(s, strlen(s));
+    return job_bizkey_valid(s, strlen(s));
 }
 
 START_TEST(test_bizkey_valid)
@@ -402,7 +402,7 @@ START_TEST(test_bizkey_valid)
     ck_assert(!biz("\xc2\x9f"));
     ck_assert(!biz("\xe2\x80\xa8"));
     ck_assert(!biz("\xe2\x80\xa9"));
-    ck_assert(!bizkey_valid("a\0b", 3));
+    ck_assert(!job_bizkey_valid("a\0b", 3));
     /* invalid UTF-8 */
     ck_assert(!biz("\x80"));                /* stray continuation byte */
     ck_assert(!biz("a\xbf"));
@@ -422,8 +422,8 @@ START_TEST(test_bizkey_valid)
     ck_assert(!biz("\xfe"));
     ck_assert(!biz("\xff"));
     /* only `len` bytes: a multibyte character cut by len is invalid */
-    ck_assert(!bizkey_valid("\xc3\xa9", 1));
-    ck_assert(bizkey_valid("ab\xc3\xa9", 2));
+    ck_assert(!job_bizkey_valid("\xc3\xa9", 1));
+    ck_assert(job_bizkey_valid("ab\xc3\xa9", 2));
 }
 END_TEST
 
@@ -556,7 +556,7 @@ END_TEST
 
 static int tv(const char *s)
 {
-    return topic_valid(s, strlen(s));
+    return job_topic_valid(s, strlen(s));
 }
 
 START_TEST(test_topic_valid)
@@ -569,14 +569,14 @@ START_TEST(test_topic_valid)
     static const char not_allowed[] = " !\"#$%&'()*+,/;<=>?@[\\]^`{|}~\t\n\x7f\x80\xff";
     for (size_t i = 0; i < sizeof not_allowed - 1; i++) {
         char t[4] = {'a', not_allowed[i], 'b', '\0'};
-        ck_assert_msg(!topic_valid(t, 3), "0x%02x allowed", (unsigned char)not_allowed[i]);
+        ck_assert_msg(!job_topic_valid(t, 3), "0x%02x allowed", (unsigned char)not_allowed[i]);
     }
-    ck_assert(!topic_valid("a\0b", 3));
+    ck_assert(!job_topic_valid("a\0b", 3));
     char t[200];
     memset(t, 'q', sizeof t);
-    ck_assert(topic_valid(t, 128));
-    ck_assert(!topic_valid(t, 129));
-    ck_assert(topic_valid("ab,c", 2));
+    ck_assert(job_topic_valid(t, 128));
+    ck_assert(!job_topic_valid(t, 129));
+    ck_assert(job_topic_valid("ab,c", 2));
 }
 END_TEST
 
@@ -584,7 +584,7 @@ static int tlist(const char *in, const char **topics, size_t *lens, char *buf)
 {
     strcpy(buf, in);
     err[0] = '\0';
-    return topic_list_parse(buf, strlen(buf), topics, lens, err, sizeof err);
+    return job_topic_list_parse(buf, strlen(buf), topics, lens, err, sizeof err);
 }
 
 START_TEST(test_topic_list)

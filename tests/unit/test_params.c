@@ -468,11 +468,11 @@ START_TEST(test_param_seconds)
 }
 END_TEST
 
-/* ---- parse_int64_strict ---- */
+/* ---- param_int64_strict ---- */
 
 static int strict(const char *s, int64_t *v)
 {
-    return parse_int64_strict(s, strlen(s), v);
+    return param_int64_strict(s, strlen(s), v);
 }
 
 START_TEST(test_parse_int64_strict)
@@ -490,7 +490,7 @@ START_TEST(test_parse_int64_strict)
     ck_assert_int_eq(v, INT64_MAX);
     ck_assert_int_eq(strict("-9223372036854775807", &v), 0);
     ck_assert_int_eq(v, -INT64_MAX);
-    ck_assert_int_eq(parse_int64_strict("12345", 2, &v), 0);
+    ck_assert_int_eq(param_int64_strict("12345", 2, &v), 0);
     ck_assert_int_eq(v, 12);
 
     static const char *const bad[] = {"",     "-",   "+1",   " 1",   "1 ",   "1a",  "a1",   "0x1",
@@ -502,7 +502,7 @@ START_TEST(test_parse_int64_strict)
         ck_assert_msg(strict(bad[i], &v) == -1, "\"%s\" accepted", bad[i]);
         ck_assert_int_eq(v, 4242);
     }
-    ck_assert_int_eq(parse_int64_strict("1\0", 2, &v), -1);
+    ck_assert_int_eq(param_int64_strict("1\0", 2, &v), -1);
 }
 END_TEST
 

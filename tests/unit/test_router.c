@@ -305,8 +305,8 @@ START_TEST(test_methods_follow_contract)
     const char *allow;
     /* "Action endpoints accept GET and POST." */
     for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
-        ck_assert_msg(router_method_allowed(actions[i], METHOD_GET, &allow), "%s GET", endpoint_name(actions[i]));
-        ck_assert_msg(router_method_allowed(actions[i], METHOD_POST, &allow), "%s POST", endpoint_name(actions[i]));
+        ck_assert_msg(router_method_allowed(actions[i], METHOD_GET, &allow), "%s GET", router_endpoint_name(actions[i]));
+        ck_assert_msg(router_method_allowed(actions[i], METHOD_POST, &allow), "%s POST", router_endpoint_name(actions[i]));
         ck_assert(!router_method_allowed(actions[i], METHOD_OTHER, &allow));
     }
     /* POST /push; a GET has no body to push */
@@ -339,13 +339,13 @@ START_TEST(test_allow_header_matches_rules)
         const char *allow = NULL;
         router_method_allowed((enum endpoint)ep, METHOD_OTHER, &allow);
         ck_assert_ptr_nonnull(allow);
-        ck_assert_msg(allow[0] != '\0', "empty Allow for %s", endpoint_name((enum endpoint)ep));
+        ck_assert_msg(allow[0] != '\0', "empty Allow for %s", router_endpoint_name((enum endpoint)ep));
         for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
             const char *a2 = NULL;
             int ok = router_method_allowed((enum endpoint)ep, methods[i].m, &a2);
             ck_assert_str_eq(a2, allow); /* the same Allow whatever the method asked */
             ck_assert_msg(ok == method_in_allow(allow, methods[i].name), "%s: %s allowed=%d but Allow is \"%s\"",
-                          endpoint_name((enum endpoint)ep), methods[i].name, ok, allow);
+                          router_endpoint_name((enum endpoint)ep), methods[i].name, ok, allow);
         }
     }
 }
@@ -356,7 +356,7 @@ START_TEST(test_admin_endpoints)
     for (int ep = 0; ep < EP_COUNT; ep++) {
         int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS ||
                    ep == EP_PURGE;
-        ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s", endpoint_name((enum endpoint)ep));
+        ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s", router_endpoint_name((enum endpoint)ep));
     }
     /* a topic's settings: anyone reads them, only an admin changes them */
     ck_assert(router_is_admin(EP_TOPIC, METHOD_PUT));
@@ -377,50 +377,50 @@ END_TEST
 
 START_TEST(test_endpoint_names)
 {
-    ck_assert_str_eq(endpoint_name(EP_PUSH), "push");
-    ck_assert_str_eq(endpoint_name(EP_GET), "get");
-    ck_assert_str_eq(endpoint_name(EP_FINISH), "finish");
-    ck_assert_str_eq(endpoint_name(EP_HEALTH), "health");
-    ck_assert_str_eq(endpoint_name(EP_METRICS), "metrics");
+    ck_assert_str_eq(router_endpoint_name(EP_PUSH), "push");
+    ck_assert_str_eq(router_endpoint_name(EP_GET), "get");
+    ck_assert_str_eq(router_endpoint_name(EP_FINISH), "finish");
+    ck_assert_str_eq(router_endpoint_name(EP_HEALTH), "health");
+    ck_assert_str_eq(router_endpoint_name(EP_METRICS), "metrics");
     /* every name: non-empty, lowercase label-safe, distinct */
     for (int a = 0; a < EP_COUNT; a++) {
-        const char *na = endpoint_name((enum endpoint)a);
+        const char *na = router_endpoint_name((enum endpoint)a);
         ck_assert_ptr_nonnull(na);
         ck_assert_uint_gt(strlen(na), 0);
         for (const char *c = na; *c; c++)
             ck_assert_msg((*c >= 'a' && *c <= 'z') || *c == '_', "name \"%s\"", na);
         for (int b = a + 1; b < EP_COUNT; b++)
-            ck_assert_str_ne(na, endpoint_name((enum endpoint)b));
+            ck_assert_str_ne(na, router_endpoint_name((enum endpoint)b));
     }
     /* out of range: still a string, never one of the real names */
-    const char *bad = endpoint_name(EP_COUNT);
+    const char *bad = router_endpoint_name(EP_COUNT);
     ck_assert_ptr_nonnull(bad);
     for (int a = 1; a < EP_COUNT; a++)
-        ck_assert_str_ne(bad, endpoint_name((enum endpoint)a));
-    ck_assert_ptr_nonnull(endpoint_name((enum endpoint)-1));
+        ck_assert_str_ne(bad, router_endpoint_name((enum endpoint)a));
+    ck_assert_ptr_nonnull(router_endpoint_name((enum endpoint)-1));
 }
 END_TEST
 
 START_TEST(test_percent_decode)
 {
     char out[16];
-    ck_assert_int_eq(percent_decode("a+b%2B", 6, out, sizeof out, 1), 4);
+    ck_assert_int_eq(router_percent_decode("a+b%2B", 6, out, sizeof out, 1), 4);
     ck_assert_str_eq(out, "a b+");
-    ck_assert_int_eq(percent_decode("a+b%2B", 6, out, sizeof out, 0), 4);
+    ck_assert_int_eq(router_percent_decode("a+b%2B", 6, out, sizeof out, 0), 4);
     ck_assert_str_eq(out, "a+b+");
-    ck_assert_int_eq(percent_decode("", 0, out, sizeof out, 1), 0);
+    ck_assert_int_eq(router_percent_decode("", 0, out, sizeof out, 1), 0);
     ck_assert_str_eq(out, "");
-    ck_assert_int_eq(percent_decode("%", 1, out, sizeof out, 1), -1);
-    ck_assert_int_eq(percent_decode("%0", 2, out, sizeof out, 1), -1);
-    ck_assert_int_eq(percent_decode("%0x", 3, out, sizeof out, 1), -1);
-    ck_assert_int_eq(percent_decode("%ff%FF", 6, out, sizeof out, 1), 2);
+    ck_assert_int_eq(router_percent_decode("%", 1, out, sizeof out, 1), -1);
+    ck_assert_int_eq(router_percent_decode("%0", 2, out, sizeof out, 1), -1);
+    ck_assert_int_eq(router_percent_decode("%0x", 3, out, sizeof out, 1), -1);
+    ck_assert_int_eq(router_percent_decode("%ff%FF", 6, out, sizeof out, 1), 2);
     ck_assert_int_eq((unsigned char)out[0], 0xff);
     ck_assert_int_eq((unsigned char)out[1], 0xff);
     /* capacity counts the NUL */
-    ck_assert_int_eq(percent_decode("abc", 3, out, 4, 0), 3);
+    ck_assert_int_eq(router_percent_decode("abc", 3, out, 4, 0), 3);
     ck_assert_str_eq(out, "abc");
-    ck_assert_int_eq(percent_decode("abcd", 4, out, 4, 0), -1);
-    ck_assert_int_eq(percent_decode("%41%42%43", 9, out, 4, 0), 3);
+    ck_assert_int_eq(router_percent_decode("abcd", 4, out, 4, 0), -1);
+    ck_assert_int_eq(router_percent_decode("%41%42%43", 9, out, 4, 0), 3);
     ck_assert_str_eq(out, "ABC");
 }
 END_TEST

@@ -281,7 +281,7 @@ START_TEST(test_int_to_text)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[INT_TEXT_MAX];
         memset(out, 'X', sizeof out);
-        size_t n = int_to_text(cases[i].v, out);
+        size_t n = sb_int_to_text(cases[i].v, out);
         ck_assert_str_eq(out, cases[i].want);
         ck_assert_uint_eq(n, strlen(cases[i].want));
     }
@@ -292,16 +292,16 @@ START_TEST(test_str_put_joins_and_truncates_like_snprintf)
 {
     /* what snprintf(out, 12, "%s %s%s", "http-0", "hg:{3}", ":jobs") leaves: 11 chars + NUL */
     char out[12];
-    size_t n = str_put(out, sizeof out, 0, "http-0");
+    size_t n = sb_str_put(out, sizeof out, 0, "http-0");
     ck_assert_uint_eq(n, 6);
-    n = str_put(out, sizeof out, n, " ");
-    n = str_put(out, sizeof out, n, "hg:{3}");
+    n = sb_str_put(out, sizeof out, n, " ");
+    n = sb_str_put(out, sizeof out, n, "hg:{3}");
     ck_assert_str_eq(out, "http-0 hg:{");
     ck_assert_uint_eq(n, 11);
-    n = str_put(out, sizeof out, n, ":jobs"); /* full: nothing more fits */
+    n = sb_str_put(out, sizeof out, n, ":jobs"); /* full: nothing more fits */
     ck_assert_uint_eq(n, 11);
     ck_assert_str_eq(out, "http-0 hg:{");
-    ck_assert_uint_eq(str_put(out, sizeof out, 0, ""), 0);
+    ck_assert_uint_eq(sb_str_put(out, sizeof out, 0, ""), 0);
     ck_assert_str_eq(out, "");
 }
 END_TEST

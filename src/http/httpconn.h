@@ -1,4 +1,4 @@
-/* conn.h — a worker's HTTP connections, from accept to close.
+/* httpconn.h — a worker's HTTP connections, from accept to close.
  *
  * evhttp (libevent 2.1) has no accept or close hook for server connections, yet limits need
  * both: how many connections are open, and how long each has been idle or sending its
@@ -17,8 +17,8 @@
  * [http] max_connections is applied at accept: a connection that makes the count pass it is
  * marked; its requests (but /health) are answered 503 with Connection: close, and while it
  * says nothing it is cut after request_timeout instead of idle_timeout. */
-#ifndef HG_CONN_H
-#define HG_CONN_H
+#ifndef HG_HTTPCONN_H
+#define HG_HTTPCONN_H
 
 #include <stdint.h>
 
@@ -31,14 +31,14 @@ struct event_base;
 struct bufferevent;
 struct evhttp_request;
 
-struct conn;
+struct httpconn;
 
-struct conn_registry {
+struct httpconn_registry {
     const char *name;         /* the worker's, for logs */
     const struct config *cfg; /* idle_timeout, request_timeout, max_body */
     struct event_base *base;
-    struct conn *head;        /* every connection of the worker, newest first */
-    struct conn *reap;        /* connections to check right after their output drained */
+    struct httpconn *head;        /* every connection of the worker, newest first */
+    struct httpconn *reap;        /* connections to check right after their output drained */
     struct hmap by_bev;       /* bufferevent -> conn */
     struct event *reap_ev;
     long count;
@@ -49,30 +49,30 @@ struct conn_registry {
 };
 
 /* Set up the registry on a worker's loop. */
-int conn_init(struct conn_registry *reg, struct event_base *base, const struct config *cfg, const char *name)
+int httpconn_init(struct httpconn_registry *reg, struct event_base *base, const struct config *cfg, const char *name)
     __attribute__((warn_unused_result));
 
 /* evhttp_set_bevcb callback (arg = the registry). */
-struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg);
+struct bufferevent *httpconn_make_bufferevent(struct event_base *base, void *arg);
 
 /* evhttp handed us a request on its connection. */
-void conn_request_started(struct conn_registry *reg, struct evhttp_request *req);
+void httpconn_request_started(struct httpconn_registry *reg, struct evhttp_request *req);
 
 /* Around evhttp_send_reply of our answer to req: the connection goes back to IDLE, and what
  * is written meanwhile is known to be ours. */
-void conn_reply_begin(struct conn_registry *reg, struct evhttp_request *req);
-void conn_reply_end(struct conn_registry *reg);
+void httpconn_reply_begin(struct httpconn_registry *reg, struct evhttp_request *req);
+void httpconn_reply_end(struct httpconn_registry *reg);
 
 /* Was the request's connection accepted past [http] max_connections (it gets 503)? */
-int conn_over_limit(struct conn_registry *reg, struct evhttp_request *req);
+int httpconn_over_limit(struct httpconn_registry *reg, struct evhttp_request *req);
 
 /* Did the request's head contain a NUL byte (which evhttp would silently cut a value at)? */
-int conn_head_has_nul(struct conn_registry *reg, struct evhttp_request *req);
+int httpconn_head_has_nul(struct httpconn_registry *reg, struct evhttp_request *req);
 
 /* Once a second: close connections past their deadline, release those evhttp let go. */
-void conn_sweep(struct conn_registry *reg);
+void httpconn_sweep(struct httpconn_registry *reg);
 
 /* After evhttp_free: release every remaining connection. */
-void conn_release_all(struct conn_registry *reg);
+void httpconn_release_all(struct httpconn_registry *reg);
 
 #endif

@@ -1,5 +1,5 @@
-/* conn.c — see conn.h. */
-#include "http/conn.h"
+/* httpconn.c — see httpconn.h. */
+#include "http/httpconn.h"
 #include "base/clock.h"
 #include "core/config.h"
 #include "http/errpage.h"
@@ -16,8 +16,8 @@
 
 enum phase { PHASE_IDLE, PHASE_READING, PHASE_BUSY };
 
-struct conn {
-    struct conn_registry *reg;
+struct httpconn {
+    struct httpconn_registry *reg;
     struct bufferevent *bev;
     enum phase phase;
     int64_t since_us;
@@ -30,8 +30,8 @@ struct conn {
     size_t body_bytes;       /* bytes after the head */
     char line[64];
     size_t line_len;
-    struct conn *prev, *next;
-    struct conn *reap_next;
+    struct httpconn *prev, *next;
+    struct httpconn *reap_next;
 };
 
 /* evhttp dropped it: bufferevent_free cleared every callback (only that does). */
@@ -44,9 +44,9 @@ static int released_by_evhttp(struct bufferevent *bev)
     return readcb == NULL && writecb == NULL && eventcb == NULL;
 }
 
-static void release(struct conn *c)
+static void release(struct httpconn *c)
 {
-    struct conn_registry *reg = c->reg;
+    struct httpconn_registry *reg = c->reg;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -60,7 +60,7 @@ static void release(struct conn *c)
     free(c);
 }
 
-static void queue_reap(struct conn *c)
+static void queue_reap(struct httpconn *c)
 {
     if (c->queued_for_reap)
         return;
@@ -72,11 +72,11 @@ static void queue_reap(struct conn *c)
 
 static void on_reap(evutil_socket_t fd, short what, void *arg)
 {
-    struct conn_registry *reg = arg;
-    struct conn *c = reg->reap;
+    struct httpconn_registry *reg = arg;
+    struct httpconn *c = reg->reap;
     reg->reap = NULL;
     while (c) {
-        struct conn *next = c->reap_next;
+        struct httpconn *next = c->reap_next;
         c->queued_for_reap = 0;
         if (released_by_evhttp(c->bev))
             release(c);
@@ -85,9 +85,9 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Replace evhttp's error page in `buf` by our JSON error once it is complete (errpage.h). */
-static void rewrite_error_page(struct conn *c, struct evbuffer *buf)
+static void rewrite_error_page(struct httpconn *c, struct evbuffer *buf)
 {
-    struct conn_registry *reg = c->reg;
+    struct httpconn_registry *reg = c->reg;
     size_t len = evbuffer_get_length(buf);
     const char *p = (const char *)evbuffer_pullup(buf, (ev_ssize_t)len);
     if (p == NULL)
@@ -111,7 +111,7 @@ static void rewrite_error_page(struct conn *c, struct evbuffer *buf)
 
 static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
-    struct conn *c = arg;
+    struct httpconn *c = arg;
     /* bytes evhttp wrote on its own: its error page, to become our JSON error */
     if (info->n_added > 0 && !c->reg->rewriting && c->reg->replying != buf)
         rewrite_error_page(c, buf);
@@ -122,7 +122,7 @@ static void on_output(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 }
 
 /* One line of the request head (without CR LF): is it "Transfer-Encoding: ...chunked"? */
-static void head_line(struct conn *c)
+static void head_line(struct httpconn *c)
 {
     static const char name[] = "transfer-encoding:";
     c->line[c->line_len] = '\0';
@@ -137,7 +137,7 @@ static void head_line(struct conn *c)
 /* Watch the request head go by (evhttp parses it after this callback) for one fact: whether
  * the body is chunked, which tells a corrupt chunked body from a body that is too large when
  * evhttp reports both as "too long". */
-static void scan_head(struct conn *c, struct evbuffer *buf, size_t added)
+static void scan_head(struct httpconn *c, struct evbuffer *buf, size_t added)
 {
     size_t len = evbuffer_get_length(buf);
     struct evbuffer_ptr at;
@@ -167,7 +167,7 @@ static void scan_head(struct conn *c, struct evbuffer *buf, size_t added)
 
 static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
-    struct conn *c = arg;
+    struct httpconn *c = arg;
     if (info->n_added == 0)
         return;
     if (c->phase == PHASE_IDLE) {
@@ -191,13 +191,13 @@ static void on_connection_closed(struct evhttp_connection *evcon, void *arg)
     queue_reap(arg);
 }
 
-struct bufferevent *conn_make_bufferevent(struct event_base *base, void *arg)
+struct bufferevent *httpconn_make_bufferevent(struct event_base *base, void *arg)
 {
-    struct conn_registry *reg = arg;
+    struct httpconn_registry *reg = arg;
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (bev == NULL)
         return NULL;
-    struct conn *c = calloc(1, sizeof *c);
+    struct httpconn *c = calloc(1, sizeof *c);
     if (c == NULL || hmap_put(&reg->by_bev, &bev, sizeof bev, c) < 0) {
         free(c); /* untracked but served: evhttp still frees the bufferevent itself */
         return bev;
@@ -228,15 +228,15 @@ static struct bufferevent *bev_of(struct evhttp_request *req)
     return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 }
 
-static struct conn *conn_of(struct conn_registry *reg, struct evhttp_request *req)
+static struct httpconn *conn_of(struct httpconn_registry *reg, struct evhttp_request *req)
 {
     struct bufferevent *bev = bev_of(req);
     return bev ? hmap_get_ptr(&reg->by_bev, bev) : NULL;
 }
 
-void conn_request_started(struct conn_registry *reg, struct evhttp_request *req)
+void httpconn_request_started(struct httpconn_registry *reg, struct evhttp_request *req)
 {
-    struct conn *c = conn_of(reg, req);
+    struct httpconn *c = conn_of(reg, req);
     if (c) {
         c->phase = PHASE_BUSY;
         c->since_us = clock_mono_us();
@@ -247,42 +247,42 @@ void conn_request_started(struct conn_registry *reg, struct evhttp_request *req)
     }
 }
 
-int conn_over_limit(struct conn_registry *reg, struct evhttp_request *req)
+int httpconn_over_limit(struct httpconn_registry *reg, struct evhttp_request *req)
 {
-    struct conn *c = conn_of(reg, req);
+    struct httpconn *c = conn_of(reg, req);
     return c && c->over_limit;
 }
 
-int conn_head_has_nul(struct conn_registry *reg, struct evhttp_request *req)
+int httpconn_head_has_nul(struct httpconn_registry *reg, struct evhttp_request *req)
 {
-    struct conn *c = conn_of(reg, req);
+    struct httpconn *c = conn_of(reg, req);
     return c && c->nul_in_head;
 }
 
-void conn_reply_begin(struct conn_registry *reg, struct evhttp_request *req)
+void httpconn_reply_begin(struct httpconn_registry *reg, struct evhttp_request *req)
 {
     struct bufferevent *bev = bev_of(req);
     reg->replying = bev ? bufferevent_get_output(bev) : NULL;
-    struct conn *c = bev ? hmap_get_ptr(&reg->by_bev, bev) : NULL;
+    struct httpconn *c = bev ? hmap_get_ptr(&reg->by_bev, bev) : NULL;
     if (c) {
         c->phase = PHASE_IDLE;
         c->since_us = clock_mono_us();
     }
 }
 
-void conn_reply_end(struct conn_registry *reg)
+void httpconn_reply_end(struct httpconn_registry *reg)
 {
     reg->replying = NULL;
 }
 
-void conn_sweep(struct conn_registry *reg)
+void httpconn_sweep(struct httpconn_registry *reg)
 {
     const struct config *cfg = reg->cfg;
     int64_t now = clock_mono_us();
     int64_t idle_us = (int64_t)cfg->idle_timeout * 1000000, request_us = (int64_t)cfg->request_timeout * 1000000;
-    struct conn *c = reg->head;
+    struct httpconn *c = reg->head;
     while (c) {
-        struct conn *next = c->next;
+        struct httpconn *next = c->next;
         if (released_by_evhttp(c->bev)) {
             if (!c->queued_for_reap)
                 release(c);
@@ -301,7 +301,7 @@ void conn_sweep(struct conn_registry *reg)
     }
 }
 
-int conn_init(struct conn_registry *reg, struct event_base *base, const struct config *cfg, const char *name)
+int httpconn_init(struct httpconn_registry *reg, struct event_base *base, const struct config *cfg, const char *name)
 {
     reg->name = name;
     reg->cfg = cfg;
@@ -310,7 +310,7 @@ int conn_init(struct conn_registry *reg, struct event_base *base, const struct c
     return reg->reap_ev ? 0 : -1;
 }
 
-void conn_release_all(struct conn_registry *reg)
+void httpconn_release_all(struct httpconn_registry *reg)
 {
     /* evhttp_free has freed every connection: all that is left is our reference */
     while (reg->head)

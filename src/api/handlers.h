@@ -1,8 +1,8 @@
-/* api.h — one handler per endpoint (docs/api.md). Each is called on its worker's thread with
+/* handlers.h — one handler per endpoint (docs/api.md). Each is called on its worker's thread with
  * a routed, authorised request whose parameters are parsed, and must answer it exactly once,
  * now or from a later callback. Handlers see the worker only through r->ctx (request.h). */
-#ifndef HG_API_H
-#define HG_API_H
+#ifndef HG_HANDLERS_H
+#define HG_HANDLERS_H
 
 #include <stdint.h>
 
