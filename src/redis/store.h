@@ -1,8 +1,12 @@
-/* store.h — the job store in Redis: one typed call per Lua script.
+/* store.h — the job store in Redis: one typed call per Lua script, and the few reads that
+ * need no script.
  *
- * Builds each script's KEYS/ARGV (documented in src/lua/<name>.lua), sends it on an rlink,
- * checks the reply's shape and hands the caller a C struct. Strings in results point into
- * the Redis reply and are valid only during the callback.
+ * Builds each script's KEYS/ARGV (documented in src/redis/lua/<name>.lua), sends it on an
+ * rlink, checks the reply's shape and hands the caller a C struct. Reads of one key that need
+ * no atomic step go as plain commands through the same calls (a topic's ready counts and a
+ * bizKey's holder, HMGET/HGET; the counters behind /stats, HMGET per topic and XLEN per shard,
+ * fanned out with redis/fanout.h): the caller gets a C struct either way. Strings in results
+ * point into the Redis reply and are valid only during the callback.
  *
  * Every call returns 0 when sent (the callback will run exactly once) or -1 when Redis is
  * not usable (the callback will not run): the caller answers 503 at once. A callback's
@@ -10,7 +14,7 @@
  *
  * Calls that change a job take `who` — "<instance>\x1f<thread>\x1f<client host>", see
  * store_who() — which the script writes with the transition into the shard's journal
- * outbox stream (src/lua/lib.lua). */
+ * outbox stream (src/redis/lua/lib.lua). */
 #ifndef HG_STORE_H
 #define HG_STORE_H
 
