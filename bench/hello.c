@@ -7,11 +7,10 @@
  * (SO_REUSEPORT, so the kernel spreads connections over the threads; up to fecaa63 this
  * server shared one socket between its threads, and in about a third of the runs one thread
  * won every accept and the server ran on one core: 58,000-63,000 req/s instead of
- * 74,000-81,000, which made the push/hello ratio read up to a third high). Every request — whatever its method, path or body — is
- * answered 200 with a fixed small JSON body shaped like a push answer. It reads the request
- * body (evhttp does) and does nothing else: no parsing, no Redis, no MySQL. The ratio
- * hourglass/hello therefore says how much of the bare HTTP stack's throughput is left once
- * the queue's own work is added. Runs until SIGINT/SIGTERM. */
+ * 74,000-81,000, which made the push/hello ratio read up to a third high). Every request — whatever its method, path or
+ * body — is answered 200 with a fixed small JSON body shaped like a push answer. It reads the request body (evhttp
+ * does) and does nothing else: no parsing, no Redis, no MySQL. The ratio hourglass/hello therefore says how much of the
+ * bare HTTP stack's throughput is left once the queue's own work is added. Runs until SIGINT/SIGTERM. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>

@@ -85,19 +85,19 @@ struct conn {
     int fd;
     enum role role;
     int index;
-    enum req req;      /* what is in flight */
-    char *out;         /* request bytes not yet written */
+    enum req req; /* what is in flight */
+    char *out;    /* request bytes not yet written */
     size_t outlen, outoff;
     char *in;
     size_t inlen, incap;
-    int want_out;      /* EPOLLOUT registered */
-    double sent_mono;  /* when the request went out */
-    long long job;     /* producer: job number in flight; filler: jobs in the request */
+    int want_out;     /* EPOLLOUT registered */
+    double sent_mono; /* when the request went out */
+    long long job;    /* producer: job number in flight; filler: jobs in the request */
     /* consumer: ids received in the last answer, finished one by one */
     char ids[100][24];
     int nids, nfin;
-    double retry_at;   /* bucket: a consumer whose get failed asks again at this mono() time */
-    int had_empty;     /* consumer: has had a 204 (drain: its topic is empty) */
+    double retry_at; /* bucket: a consumer whose get failed asks again at this mono() time */
+    int had_empty;   /* consumer: has had a 204 (drain: its topic is empty) */
 };
 
 struct dvec {
@@ -114,23 +114,23 @@ static struct {
     int delay_min, delay_max;
     int producers, consumers, count, topics;
     int poll_timeout;
-    int all_topics;     /* consumers ask for every topic (rotated) instead of one each */
+    int all_topics; /* consumers ask for every topic (rotated) instead of one each */
     const char *samples_file, *series_file, *topic_prefix;
-    long long jobs;     /* fill: jobs to push; drain: jobs to finish */
+    long long jobs; /* fill: jobs to push; drain: jobs to finish */
     int batch;
-    long long delay;    /* fill: delay of every job */
-    int body_bytes;     /* fill: size of each job's body (a JSON string) */
+    long long delay; /* fill: delay of every job */
+    int body_bytes;  /* fill: size of each job's body (a JSON string) */
     int ttr;
     double max_seconds;
     int concurrency;    /* webhook, whdrain: the route's concurrency per topic */
     int route_timeout;  /* webhook, whdrain: the route's timeout (ms) */
     char amqp_host[64]; /* amqp: the broker */
     int amqp_port;
-    const char *queue;  /* amqp: the queue the routes publish to */
-    int prefetch;       /* amqp: basic.qos prefetch count */
-    double grace;       /* steady: seconds past the last push's answer + delay-max for every job to arrive */
-    int finish;         /* consumers finish what they get (bucket --finish 0: ttr 0 jobs, nothing to finish) */
-    int dedupe;         /* bucket: sample each id once, count the rest as duplicates */
+    const char *queue;        /* amqp: the queue the routes publish to */
+    int prefetch;             /* amqp: basic.qos prefetch count */
+    double grace;             /* steady: seconds past the last push's answer + delay-max for every job to arrive */
+    int finish;               /* consumers finish what they get (bucket --finish 0: ttr 0 jobs, nothing to finish) */
+    int dedupe;               /* bucket: sample each id once, count the rest as duplicates */
     double from_ms, until_ms; /* bucket: first and last due time of the jobs (epoch ms) */
     /* state */
     int ep;
@@ -139,7 +139,7 @@ static struct {
     double t0_mono, t0_real;
     long long issued, pushed_ok, push_errors, received, finished, finish_errors, get_errors, redelivered;
     long long empty_gets, fill_sent, duplicates;
-    int empty_consumers; /* consumers that have had a 204 */
+    int empty_consumers;          /* consumers that have had a 204 */
     double first_recv, last_recv; /* bucket: epoch ms of the first and last job received */
     double last_push_done, last_finish_done, first_push_sent;
     long long max_behind;
@@ -147,10 +147,29 @@ static struct {
     char *fill_body;
     size_t fill_body_len;
 } G = {
-    .rate = 1000, .duration = 10, .delay_min = 1000, .delay_max = 3000, .producers = 32, .consumers = 16,
-    .count = 1, .topics = 4, .poll_timeout = 5, .topic_prefix = NULL, .jobs = 100000, .batch = 1000,
-    .delay = 0, .body_bytes = 16, .ttr = 60000, .max_seconds = 600, .concurrency = 16, .route_timeout = 10000,
-    .amqp_port = 5672, .queue = "hgbench", .prefetch = 1000, .grace = -1, .finish = 1,
+    .rate = 1000,
+    .duration = 10,
+    .delay_min = 1000,
+    .delay_max = 3000,
+    .producers = 32,
+    .consumers = 16,
+    .count = 1,
+    .topics = 4,
+    .poll_timeout = 5,
+    .topic_prefix = NULL,
+    .jobs = 100000,
+    .batch = 1000,
+    .delay = 0,
+    .body_bytes = 16,
+    .ttr = 60000,
+    .max_seconds = 600,
+    .concurrency = 16,
+    .route_timeout = 10000,
+    .amqp_port = 5672,
+    .queue = "hgbench",
+    .prefetch = 1000,
+    .grace = -1,
+    .finish = 1,
 };
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -491,7 +510,10 @@ static void on_readable(struct conn *c)
         }
         if (k == 0)
             die("the server closed a connection (%s, request in flight: %d)",
-                c->role == PRODUCER ? "producer" : c->role == CONSUMER ? "consumer" : "filler", (int)c->req);
+                c->role == PRODUCER   ? "producer"
+                : c->role == CONSUMER ? "consumer"
+                                      : "filler",
+                (int)c->req);
         c->inlen += (size_t)k;
     }
     for (;;) {
@@ -781,7 +803,8 @@ static void sconn_readable(struct sconn *c)
         size_t hlen = (size_t)(hend - start) + 4;
         size_t clen = 0;
         int have_len = 0;
-        for (char *h = memmem(start, hlen, "\r\n", 2); h && h < hend; h = memmem(h + 2, (size_t)(hend + 2 - (h + 2)), "\r\n", 2)) {
+        for (char *h = memmem(start, hlen, "\r\n", 2); h && h < hend;
+             h = memmem(h + 2, (size_t)(hend + 2 - (h + 2)), "\r\n", 2)) {
             if (strncasecmp(h + 2, "Content-Length:", 15) == 0) {
                 clen = strtoul(h + 17, NULL, 10);
                 have_len = 1;
@@ -1017,8 +1040,8 @@ static int probe_routes(void)
     double t0 = mono();
     while (atomic_load(&S.distinct) < before + G.topics) {
         if (mono() - t0 > 15)
-            die("only %lld of %d probe jobs came through the %s route within 15 s of the PUT", atomic_load(&S.distinct) - before,
-                G.topics, S.kind == SINK_WEBHOOK ? "webhook" : "amqp");
+            die("only %lld of %d probe jobs came through the %s route within 15 s of the PUT",
+                atomic_load(&S.distinct) - before, G.topics, S.kind == SINK_WEBHOOK ? "webhook" : "amqp");
         usleep(2000);
     }
     fprintf(stderr, "lateness: the %s routes of %d topics are in force (probes came through %.2f s after the PUT)\n",
@@ -1073,7 +1096,6 @@ static void write_lateness(void)
         fclose(f);
     }
 }
-
 
 /* The deliveries the sink received: lateness samples of the steady window (and the series),
  * and G.received/G.redelivered, once its thread has stopped. */
@@ -1135,7 +1157,8 @@ static int run_steady(enum sink_kind sink)
             deadline = now + G.delay_max / 1e3 + G.grace;
         if (sink != SINK_NONE)
             G.received = atomic_load(&S.distinct) - probes;
-        if (all_answered && G.received >= G.pushed_ok && (sink != SINK_NONE || G.finished + G.finish_errors >= G.received))
+        if (all_answered && G.received >= G.pushed_ok &&
+            (sink != SINK_NONE || G.finished + G.finish_errors >= G.received))
             break;
         if (deadline && now > deadline) {
             fprintf(stderr, "lateness: only %lld of %lld pushed jobs came back within %.0f s of the last push\n",
@@ -1169,8 +1192,10 @@ static int run_steady(enum sink_kind sink)
     int ok = G.received >= G.pushed_ok && G.push_errors == 0 && G.get_errors == 0 && G.finish_errors == 0;
     printf("ok=%d\n", ok);
     if (!ok)
-        fprintf(stderr, "lateness: FAILED: %lld of %lld pushed jobs received, %lld push errors, %lld get errors, "
-                "%lld finish errors\n", G.received, G.pushed_ok, G.push_errors, G.get_errors, G.finish_errors);
+        fprintf(stderr,
+                "lateness: FAILED: %lld of %lld pushed jobs received, %lld push errors, %lld get errors, "
+                "%lld finish errors\n",
+                G.received, G.pushed_ok, G.push_errors, G.get_errors, G.finish_errors);
     return ok ? 0 : 3;
 }
 
@@ -1295,15 +1320,17 @@ static int run_bucket(void)
     printf("jobs=%lld\nreceived=%lld\nduplicates=%lld\nfinished=%lld\nfinish_errors=%lld\nget_errors=%lld\n", G.jobs,
            G.received, G.duplicates, G.finished, G.finish_errors, G.get_errors);
     printf("redelivered=%lld\nempty_gets=%lld\n", G.redelivered, G.empty_gets);
-    printf("first_recv_s=%.3f\nlast_recv_s=%.3f\nseconds=%.3f\nrate=%.1f\nspread_s=%.3f\n", (G.first_recv - G.from_ms) / 1e3,
-           (G.last_recv - G.from_ms) / 1e3, secs, secs > 0 ? (double)(G.received - 1) / secs : 0.0,
-           (G.until_ms - G.from_ms) / 1e3);
+    printf("first_recv_s=%.3f\nlast_recv_s=%.3f\nseconds=%.3f\nrate=%.1f\nspread_s=%.3f\n",
+           (G.first_recv - G.from_ms) / 1e3, (G.last_recv - G.from_ms) / 1e3, secs,
+           secs > 0 ? (double)(G.received - 1) / secs : 0.0, (G.until_ms - G.from_ms) / 1e3);
     write_lateness();
     ok = ok && G.received >= G.jobs && G.duplicates == 0 && G.get_errors == 0 && G.finish_errors == 0;
     printf("ok=%d\n", ok);
     if (!ok)
-        fprintf(stderr, "lateness: bucket FAILED: %lld of %lld jobs received, %lld duplicates, %lld get errors, "
-                "%lld finish errors\n", G.received, G.jobs, G.duplicates, G.get_errors, G.finish_errors);
+        fprintf(stderr,
+                "lateness: bucket FAILED: %lld of %lld jobs received, %lld duplicates, %lld get errors, "
+                "%lld finish errors\n",
+                G.received, G.jobs, G.duplicates, G.get_errors, G.finish_errors);
     return ok ? 0 : 3;
 }
 
@@ -1334,23 +1361,22 @@ static int run_fill(void)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: lateness steady|drain|fill|webhook|amqp|whdrain|bucket HOST:PORT [options]\n"
-            "  steady: --rate N/s --duration S --delay-min MS --delay-max MS --producers N --consumers N\n"
-            "          --count K --topics T --prefix P --ttr MS --samples FILE --series FILE\n"
-            "          --consumer-topics one|all\n"
-            "  drain:  --jobs N --consumers N --count K --topics T --prefix P --consumer-topics one|all\n"
-            "  fill:   --jobs N --batch B --producers N --topics T --prefix P --delay MS --body-bytes B\n"
-            "  webhook: the steady options but --consumers, --count, --consumer-topics; and\n"
-            "          --concurrency N --timeout MS (the route's)\n"
-            "  amqp:   the steady options but --consumers, --count, --consumer-topics; and\n"
-            "          --amqp HOST:PORT (guest/guest) --queue Q --prefetch N\n"
-            "  whdrain: --jobs N --topics T --prefix P --concurrency N --timeout MS\n"
-            "  bucket: --jobs N --from-ms T --until-ms T (epoch ms: first and last due time) --consumers N\n"
-            "          --count K --topics T --prefix P --finish 0|1 --grace S --samples FILE --series FILE\n"
-            "  steady, webhook, amqp: --grace S (every job must have arrived S seconds after the last push\n"
-            "          was answered + delay-max; 10, for webhook and amqp 60)\n"
-            "  all:    --max-seconds S (fail past it)\n");
+    fprintf(stderr, "usage: lateness steady|drain|fill|webhook|amqp|whdrain|bucket HOST:PORT [options]\n"
+                    "  steady: --rate N/s --duration S --delay-min MS --delay-max MS --producers N --consumers N\n"
+                    "          --count K --topics T --prefix P --ttr MS --samples FILE --series FILE\n"
+                    "          --consumer-topics one|all\n"
+                    "  drain:  --jobs N --consumers N --count K --topics T --prefix P --consumer-topics one|all\n"
+                    "  fill:   --jobs N --batch B --producers N --topics T --prefix P --delay MS --body-bytes B\n"
+                    "  webhook: the steady options but --consumers, --count, --consumer-topics; and\n"
+                    "          --concurrency N --timeout MS (the route's)\n"
+                    "  amqp:   the steady options but --consumers, --count, --consumer-topics; and\n"
+                    "          --amqp HOST:PORT (guest/guest) --queue Q --prefetch N\n"
+                    "  whdrain: --jobs N --topics T --prefix P --concurrency N --timeout MS\n"
+                    "  bucket: --jobs N --from-ms T --until-ms T (epoch ms: first and last due time) --consumers N\n"
+                    "          --count K --topics T --prefix P --finish 0|1 --grace S --samples FILE --series FILE\n"
+                    "  steady, webhook, amqp: --grace S (every job must have arrived S seconds after the last push\n"
+                    "          was answered + delay-max; 10, for webhook and amqp 60)\n"
+                    "  all:    --max-seconds S (fail past it)\n");
     exit(2);
 }
 
@@ -1374,32 +1400,58 @@ int main(int argc, char **argv)
         if (i + 1 >= argc)
             usage();
         const char *v = argv[++i];
-        if (!strcmp(o, "--rate")) G.rate = atof(v);
-        else if (!strcmp(o, "--duration")) G.duration = atof(v);
-        else if (!strcmp(o, "--delay-min")) G.delay_min = atoi(v);
-        else if (!strcmp(o, "--delay-max")) G.delay_max = atoi(v);
-        else if (!strcmp(o, "--producers")) G.producers = atoi(v);
-        else if (!strcmp(o, "--consumers")) G.consumers = atoi(v);
-        else if (!strcmp(o, "--count")) G.count = atoi(v);
-        else if (!strcmp(o, "--topics")) G.topics = atoi(v);
-        else if (!strcmp(o, "--prefix")) G.topic_prefix = v;
-        else if (!strcmp(o, "--ttr")) G.ttr = atoi(v);
-        else if (!strcmp(o, "--consumer-topics")) G.all_topics = !strcmp(v, "all");
-        else if (!strcmp(o, "--samples")) G.samples_file = v;
-        else if (!strcmp(o, "--series")) G.series_file = v;
-        else if (!strcmp(o, "--jobs")) G.jobs = atoll(v);
-        else if (!strcmp(o, "--batch")) G.batch = atoi(v);
-        else if (!strcmp(o, "--delay")) G.delay = atoll(v);
-        else if (!strcmp(o, "--body-bytes")) G.body_bytes = atoi(v);
-        else if (!strcmp(o, "--max-seconds")) G.max_seconds = atof(v);
-        else if (!strcmp(o, "--concurrency")) G.concurrency = atoi(v);
-        else if (!strcmp(o, "--timeout")) G.route_timeout = atoi(v);
-        else if (!strcmp(o, "--queue")) G.queue = v;
-        else if (!strcmp(o, "--prefetch")) G.prefetch = atoi(v);
-        else if (!strcmp(o, "--grace")) G.grace = atof(v);
-        else if (!strcmp(o, "--finish")) G.finish = atoi(v);
-        else if (!strcmp(o, "--from-ms")) G.from_ms = atof(v);
-        else if (!strcmp(o, "--until-ms")) G.until_ms = atof(v);
+        if (!strcmp(o, "--rate"))
+            G.rate = atof(v);
+        else if (!strcmp(o, "--duration"))
+            G.duration = atof(v);
+        else if (!strcmp(o, "--delay-min"))
+            G.delay_min = atoi(v);
+        else if (!strcmp(o, "--delay-max"))
+            G.delay_max = atoi(v);
+        else if (!strcmp(o, "--producers"))
+            G.producers = atoi(v);
+        else if (!strcmp(o, "--consumers"))
+            G.consumers = atoi(v);
+        else if (!strcmp(o, "--count"))
+            G.count = atoi(v);
+        else if (!strcmp(o, "--topics"))
+            G.topics = atoi(v);
+        else if (!strcmp(o, "--prefix"))
+            G.topic_prefix = v;
+        else if (!strcmp(o, "--ttr"))
+            G.ttr = atoi(v);
+        else if (!strcmp(o, "--consumer-topics"))
+            G.all_topics = !strcmp(v, "all");
+        else if (!strcmp(o, "--samples"))
+            G.samples_file = v;
+        else if (!strcmp(o, "--series"))
+            G.series_file = v;
+        else if (!strcmp(o, "--jobs"))
+            G.jobs = atoll(v);
+        else if (!strcmp(o, "--batch"))
+            G.batch = atoi(v);
+        else if (!strcmp(o, "--delay"))
+            G.delay = atoll(v);
+        else if (!strcmp(o, "--body-bytes"))
+            G.body_bytes = atoi(v);
+        else if (!strcmp(o, "--max-seconds"))
+            G.max_seconds = atof(v);
+        else if (!strcmp(o, "--concurrency"))
+            G.concurrency = atoi(v);
+        else if (!strcmp(o, "--timeout"))
+            G.route_timeout = atoi(v);
+        else if (!strcmp(o, "--queue"))
+            G.queue = v;
+        else if (!strcmp(o, "--prefetch"))
+            G.prefetch = atoi(v);
+        else if (!strcmp(o, "--grace"))
+            G.grace = atof(v);
+        else if (!strcmp(o, "--finish"))
+            G.finish = atoi(v);
+        else if (!strcmp(o, "--from-ms"))
+            G.from_ms = atof(v);
+        else if (!strcmp(o, "--until-ms"))
+            G.until_ms = atof(v);
         else if (!strcmp(o, "--amqp")) {
             const char *c2 = strrchr(v, ':');
             if (c2 == NULL || (size_t)(c2 - v) >= sizeof G.amqp_host)
@@ -1407,8 +1459,8 @@ int main(int argc, char **argv)
             memcpy(G.amqp_host, v, (size_t)(c2 - v));
             G.amqp_host[c2 - v] = '\0';
             G.amqp_port = atoi(c2 + 1);
-        }
-        else usage();
+        } else
+            usage();
     }
     if (G.topics < 1 || G.count < 1 || G.count > 100 || G.delay_max < G.delay_min || G.rate <= 0)
         die("bad options");
@@ -1419,33 +1471,40 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     G.ep = epoll_create1(EPOLL_CLOEXEC);
     if (!strcmp(G.mode, "steady")) {
-        if (!G.topic_prefix) G.topic_prefix = "lat";
+        if (!G.topic_prefix)
+            G.topic_prefix = "lat";
         return run_steady(SINK_NONE);
     }
     if (!strcmp(G.mode, "webhook")) {
-        if (!G.topic_prefix) G.topic_prefix = "wh";
+        if (!G.topic_prefix)
+            G.topic_prefix = "wh";
         return run_steady(SINK_WEBHOOK);
     }
     if (!strcmp(G.mode, "amqp")) {
-        if (!G.topic_prefix) G.topic_prefix = "amqp";
+        if (!G.topic_prefix)
+            G.topic_prefix = "amqp";
         if (!G.amqp_host[0])
             die("amqp: --amqp HOST:PORT is required");
         return run_steady(SINK_AMQP);
     }
     if (!strcmp(G.mode, "whdrain")) {
-        if (!G.topic_prefix) G.topic_prefix = "whd";
+        if (!G.topic_prefix)
+            G.topic_prefix = "whd";
         return run_whdrain();
     }
     if (!strcmp(G.mode, "drain")) {
-        if (!G.topic_prefix) G.topic_prefix = "drain";
+        if (!G.topic_prefix)
+            G.topic_prefix = "drain";
         return run_drain();
     }
     if (!strcmp(G.mode, "bucket")) {
-        if (!G.topic_prefix) G.topic_prefix = "far";
+        if (!G.topic_prefix)
+            G.topic_prefix = "far";
         return run_bucket();
     }
     if (!strcmp(G.mode, "fill")) {
-        if (!G.topic_prefix) G.topic_prefix = "fill";
+        if (!G.topic_prefix)
+            G.topic_prefix = "fill";
         return run_fill();
     }
     usage();

@@ -110,7 +110,8 @@ static int authorize(struct request *r)
             return -1;
         }
         if (!r->loopback) {
-            respond_error(r, 403, "forbidden", "admin endpoints answer loopback clients only when no admin_token is set");
+            respond_error(r, 403, "forbidden",
+                          "admin endpoints answer loopback clients only when no admin_token is set");
             return -1;
         }
         /* no admin token: a loopback client still needs the general token, if one is set */

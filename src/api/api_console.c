@@ -12,8 +12,8 @@
 
 /* Everything from this origin only; no inline script, no framing, no plugins. The plots are
  * SVG built through the DOM, the favicon a data: URL. */
-#define CONSOLE_CSP                                                                                          \
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "    \
+#define CONSOLE_CSP                                                                                                    \
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "              \
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 const struct console_file *api_console_find(const char *name, size_t len)

@@ -48,7 +48,7 @@ static int health_json(struct request *r, struct sbuf *sb)
     int mysql = journal_up();
     int draining = atomic_load(&app->draining);
     int ids = atomic_load(&app->worker_id) >= 0; /* without a worker number it cannot take pushes */
-    int layout = atomic_load(&app->layout) == 1;  /* shard count checked against the data */
+    int layout = atomic_load(&app->layout) == 1; /* shard count checked against the data */
     /* Redis may answer and still refuse work (OOM, BUSY, READONLY...): name it (rconn.h). */
     struct rconn_error rerr;
     int refused = rcause_refuses(rconn_process_error(&rerr));
@@ -65,8 +65,10 @@ static int health_json(struct request *r, struct sbuf *sb)
     struct sbuf stuck = SBUF_INIT;
     int nstuck = dutywatch_stuck_json(&stuck, clock_unix_ms());
     sb_printf(sb, "{\"status\":\"%s\",\"redis\":\"%s\",\"mysql\":\"%s\",\"draining\":%s,\"instance\":",
-              !ok ? "unavailable" : rolled_back || nstuck ? "degraded" : "ok", redis ? "up" : "down",
-              mysql ? "up" : "down", draining ? "true" : "false");
+              !ok                     ? "unavailable"
+              : rolled_back || nstuck ? "degraded"
+                                      : "ok",
+              redis ? "up" : "down", mysql ? "up" : "down", draining ? "true" : "false");
     sb_json_cstr(sb, app->instance);
     if (clock)
         sb_printf(sb, ",\"clockOffsetMs\":%lld", (long long)(clock_fleet_offset_us / 1000));
@@ -133,7 +135,7 @@ static void keeper_json(struct app *app, struct sbuf *sb)
 }
 
 #define STATS_LIMIT_DEFAULT 1000
-#define STATS_LIMIT_MAX 10000
+#define STATS_LIMIT_MAX     10000
 
 static void on_counts(const struct topic_counts *topics, int n, long outbox, int failed, void *arg)
 {

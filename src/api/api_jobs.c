@@ -28,11 +28,11 @@ struct id_state {
     uint64_t id;
     int shard;
     char who[STORE_WHO_MAX];
-    struct jobchange rec;       /* delete: the durable transition */
-    int64_t due;           /* reschedule: the new due time */
-    int retried;           /* a far lookup found the job paged in meanwhile: Redis was asked again */
-    struct far_view {      /* the job's message row, when Redis lacks the job (it may be far) */
-        int found;         /* 1, 0 (no row), -1 (MySQL failed) */
+    struct jobchange rec; /* delete: the durable transition */
+    int64_t due;          /* reschedule: the new due time */
+    int retried;          /* a far lookup found the job paged in meanwhile: Redis was asked again */
+    struct far_view {     /* the job's message row, when Redis lacks the job (it may be far) */
+        int found;        /* 1, 0 (no row), -1 (MySQL failed) */
         int state;
         unsigned ver;
         int64_t run_at;
@@ -282,7 +282,8 @@ static void on_far_deleted(const struct id_outcome *o, void *arg)
     struct id_state *st = arg;
     if (o == NULL)
         log_warn("delete: far job %llu is deleted in MySQL, but Redis did not take its tombstone; its bizKey "
-                 "entry may linger until /reStore", (unsigned long long)st->id);
+                 "entry may linger until /reStore",
+                 (unsigned long long)st->id);
     metrics_transition(o && o->status == ID_OK ? o->from_state : JS_FAR, JS_DELETED, 1);
     answer_state(st, "deleted", NULL, 0);
 }
@@ -364,7 +365,8 @@ static void on_delete_checked(const struct job_view *v, void *arg)
         far_lookup(st, on_far_delete_read); /* a far job, or none */
         return;
     }
-    api_fill_jobchange(&st->rec, r, st->id, st->shard, "jobs", v->state, JS_DELETED, v->ver + 1, v->attempts, v->run_at);
+    api_fill_jobchange(&st->rec, r, st->id, st->shard, "jobs", v->state, JS_DELETED, v->ver + 1, v->attempts,
+                       v->run_at);
     st->rec.force = 1;
     if (journal_submit_sync(&st->rec, 1, r->ctx->inbox, on_delete_committed, st) < 0)
         respond_unavailable(r, "MySQL");
@@ -477,9 +479,9 @@ struct inspect_state {
     struct request *r;
     uint64_t id;
     int in_redis;
-    struct sbuf job;      /* the job object without its closing brace */
-    int db_ok;            /* MySQL answered */
-    struct sbuf history;  /* JSON array */
+    struct sbuf job;     /* the job object without its closing brace */
+    int db_ok;           /* MySQL answered */
+    struct sbuf history; /* JSON array */
 };
 
 static void inspect_state_free(void *p)
@@ -509,12 +511,21 @@ static void inspect_run(MYSQL *db, void *arg)
         unsigned long *len = row ? mysql_fetch_lengths(res) : NULL;
         if (row) {
             int far = strcmp(row[1], "far") == 0; /* the API knows it as delayed, in the MySQL tier */
-            struct jobjson j = {.id = st->id, .topic = row[0], .topic_len = len[0], .state = far ? "delayed" : row[1],
-                                .body = row[2], .body_len = len[2], .priority = strtoll(row[3], NULL, 10),
-                                .ttr = strtoll(row[4], NULL, 10), .tries = strtoll(row[5], NULL, 10),
-                                .attempt = strtoll(row[6], NULL, 10), .run_at = strtoll(row[7], NULL, 10),
-                                .created_at = strtoll(row[8], NULL, 10), .biz = row[9],
-                                .biz_len = row[9] ? len[9] : 0, .has_backoff = row[10] != NULL,
+            struct jobjson j = {.id = st->id,
+                                .topic = row[0],
+                                .topic_len = len[0],
+                                .state = far ? "delayed" : row[1],
+                                .body = row[2],
+                                .body_len = len[2],
+                                .priority = strtoll(row[3], NULL, 10),
+                                .ttr = strtoll(row[4], NULL, 10),
+                                .tries = strtoll(row[5], NULL, 10),
+                                .attempt = strtoll(row[6], NULL, 10),
+                                .run_at = strtoll(row[7], NULL, 10),
+                                .created_at = strtoll(row[8], NULL, 10),
+                                .biz = row[9],
+                                .biz_len = row[9] ? len[9] : 0,
+                                .has_backoff = row[10] != NULL,
                                 .backoff = row[10] ? strtoll(row[10], NULL, 10) : 0};
             jobjson_open(&st->job, &j);
             if (far)
@@ -649,9 +660,17 @@ static void on_dead_list(const struct dead_job *jobs, int n, int failed, void *a
         const struct dead_job *d = &jobs[i];
         if (i)
             sb_putc(&sb, ',');
-        struct jobjson j = {.id = d->id, .state = "dead", .body = d->body, .body_len = d->body_len,
-                            .biz = d->biz, .biz_len = d->biz_len, .priority = d->priority, .ttr = d->ttr,
-                            .tries = d->tries, .attempt = d->attempts, .run_at = d->run_at,
+        struct jobjson j = {.id = d->id,
+                            .state = "dead",
+                            .body = d->body,
+                            .body_len = d->body_len,
+                            .biz = d->biz,
+                            .biz_len = d->biz_len,
+                            .priority = d->priority,
+                            .ttr = d->ttr,
+                            .tries = d->tries,
+                            .attempt = d->attempts,
+                            .run_at = d->run_at,
                             .died_at = d->died_at};
         jobjson_open(&sb, &j);
         sb_putc(&sb, '}');

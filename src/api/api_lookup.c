@@ -24,7 +24,7 @@ struct lookup_state {
     struct request *r;
     const char *topic, *biz; /* the request's parameters (live until it is answered) */
     size_t topic_len, biz_len;
-    int found;               /* after the MySQL read: 1, 0 (no row), -1 (MySQL failed) */
+    int found; /* after the MySQL read: 1, 0 (no row), -1 (MySQL failed) */
     uint64_t id;
 };
 

@@ -41,15 +41,15 @@ struct push_state {
     int64_t now;
     struct jobchange *recs;
     struct push_outcome *outcomes;
-    char *failed;           /* per job: Redis did not take it (or may not have: see in_doubt) */
-    char *in_doubt;         /* per job: the call was sent but its reply was lost */
+    char *failed;   /* per job: Redis did not take it (or may not have: see in_doubt) */
+    char *in_doubt; /* per job: the call was sent but its reply was lost */
     char who[STORE_WHO_MAX];
     int calls_pending;
 };
 
 struct pending_job {
     struct push_state *st;
-    int index;                  /* into st->jobs */
+    int index; /* into st->jobs */
 };
 
 /* A worker's push state (hctx.pushes): jobs committed and waiting for their shard's call. */
@@ -93,7 +93,7 @@ static void journal_abort(struct request *r, const struct job_spec *j, int from,
 static void far_replaced_rec(struct jobchange *rec, struct request *r, uint64_t holder, uint64_t by)
 {
     api_fill_jobchange(rec, r, holder, id_shard(holder, r->ctx->app->cfg.redis_shards), "jobs", JS_FAR, JS_DELETED, 0,
-                  0, 0);
+                       0, 0);
     snprintf(rec->actor, sizeof rec->actor, "push: bizKey replaced by %llu", (unsigned long long)by);
     rec->kind = JC_FAR_LEAVE;
     metrics_transition(JS_FAR, JS_DELETED, 1);
@@ -216,7 +216,8 @@ static void answer_push(struct push_state *st)
     for (int i = 0; i < st->n; i++)
         nconflict += st->outcomes[i].code == PUSHED_CONFLICT;
     if (!st->is_array && nconflict) {
-        respond_error(r, 409, "conflict", "the job holding this bizKey is reserved by a consumer; it cannot be replaced");
+        respond_error(r, 409, "conflict",
+                      "the job holding this bizKey is reserved by a consumer; it cannot be replaced");
         return;
     }
 
@@ -245,8 +246,8 @@ static void answer_push(struct push_state *st)
         for (int l = 0; l < 3; l++) {
             int any = 0;
             for (int i = 0; i < st->n; i++) {
-                int far_replaced = codes[l] == PUSHED_REPLACED && st->outcomes[i].code == PUSHED_NEW &&
-                                   st->outcomes[i].far_replaced;
+                int far_replaced =
+                    codes[l] == PUSHED_REPLACED && st->outcomes[i].code == PUSHED_NEW && st->outcomes[i].far_replaced;
                 if (st->outcomes[i].code != codes[l] && !far_replaced)
                     continue;
                 if (any)
@@ -278,7 +279,7 @@ static void answer_push(struct push_state *st)
 
 struct shard_call {
     int n;
-    struct pending_job jobs[];  /* a push's jobs are consecutive */
+    struct pending_job jobs[]; /* a push's jobs are consecutive */
 };
 
 /* Outcome of jobs[0..n) (out == NULL: no answer; `sent`: the call may have run all the same). */
@@ -308,8 +309,8 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
      * was recorded for this very reply, just before this callback (rconn.h). */
     int maybe_ran = 1;
     struct rconn_error e;
-    if (out == NULL && call->n > 0 &&
-        rlink_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE && rcause_refuses(e.cause))
+    if (out == NULL && call->n > 0 && rlink_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE &&
+        rcause_refuses(e.cause))
         maybe_ran = 0;
     settle_jobs(call->jobs, call->n, out, n, maybe_ran);
     free(call);
@@ -416,8 +417,8 @@ static void on_committed(int ok, void *arg)
         const struct job_spec *j = &st->jobs[i];
         if (j->far && j->biz_key == NULL) {
             /* committed: that is all a far job needs (the pager brings it to Redis) */
-            st->outcomes[i] = (struct push_outcome){
-                .code = PUSHED_NEW, .id = j->id, .run_at = j->run_at, .ver = 1, .state = JS_FAR};
+            st->outcomes[i] =
+                (struct push_outcome){.code = PUSHED_NEW, .id = j->id, .run_at = j->run_at, .ver = 1, .state = JS_FAR};
             continue;
         }
         int rc = p ? queue_job(p, st, i) : -1;
@@ -484,7 +485,7 @@ void api_push(struct request *r)
         }
         struct jobchange *rec = &st->recs[i];
         api_fill_jobchange(rec, r, j->id, j->shard, "jobs", JS_NONE, j->far ? JS_FAR : job_initial_state(j, st->now), 1,
-                      0, j->run_at);
+                           0, j->run_at);
         rec->kind = JC_INSERT;
         rec->at = st->now;
         rec->job = j;

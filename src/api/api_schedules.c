@@ -33,7 +33,7 @@ struct schedules_call {
     int n;                 /* OP_LIST: rows; else 1 found / 0 not / -1 MySQL failed / BAD_ZONE */
     int64_t next;          /* next fire of `s`, or of each of `list` (nexts) */
     int64_t *nexts;
-    struct tz *zone;       /* OP_CREATE: the schedule's zone, read once for the check and `next` */
+    struct tz *zone; /* OP_CREATE: the schedule's zone, read once for the check and `next` */
     char err[256];
 };
 

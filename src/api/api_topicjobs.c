@@ -100,8 +100,7 @@ void api_topic_jobs(struct request *r)
     if (api_params_only(r, allowed) < 0)
         return;
     if (!job_topic_valid(r->route.arg, r->route.arg_len)) {
-        respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -",
-                      TOPIC_MAX);
+        respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
         return;
     }
     const char *state_name = params_get(&r->params, "state");
@@ -133,7 +132,7 @@ void api_topic_jobs(struct request *r)
         return;
     q->r = r;
     q->state = state;
-    if (store_topic_jobs(&r->ctx->store, r->route.arg, r->route.arg_len, state, after_score, after_id,
-                         (int)limit, (int)scan, on_page, q) < 0)
+    if (store_topic_jobs(&r->ctx->store, r->route.arg, r->route.arg_len, state, after_score, after_id, (int)limit,
+                         (int)scan, on_page, q) < 0)
         respond_unavailable(r, "Redis");
 }

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define TOPICS_LIMIT_DEFAULT 100
-#define TOPICS_LIMIT_MAX 1000
+#define TOPICS_LIMIT_MAX     1000
 
 /* Redis's counts plus the topic's far jobs (MySQL only), which are delayed jobs too. */
 static void json_counts(struct sbuf *sb, const char *topic, size_t len, const int64_t *c)

@@ -99,8 +99,8 @@ void api_who(const struct request *r, char *out, size_t cap)
     store_who(out, cap, r->ctx->app->instance, r->ctx->name, r->client);
 }
 
-void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,
-                   uint32_t ver, uint32_t attempts, int64_t run_at)
+void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, int shard, const char *key, int from,
+                        int to, uint32_t ver, uint32_t attempts, int64_t run_at)
 {
     memset(rec, 0, sizeof *rec);
     rec->kind = JC_TRANSITION;

@@ -37,9 +37,8 @@ int api_require_mysql(struct request *r);
 /* Who acts, for the outbox (store_who): this instance, this worker, the client's address. */
 void api_who(const struct request *r, char *out, size_t cap);
 
-
 /* Fill a jobchange for a transition this request made (the durable paths: push rows, delete); counts nothing. */
-void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, int shard, const char *key, int from, int to,
-                   uint32_t ver, uint32_t attempts, int64_t run_at);
+void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, int shard, const char *key, int from,
+                        int to, uint32_t ver, uint32_t attempts, int64_t run_at);
 
 #endif

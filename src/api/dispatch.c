@@ -15,12 +15,18 @@
 static enum method method_of(struct evhttp_request *req)
 {
     switch (evhttp_request_get_command(req)) {
-    case EVHTTP_REQ_GET: return METHOD_GET;
-    case EVHTTP_REQ_POST: return METHOD_POST;
-    case EVHTTP_REQ_HEAD: return METHOD_HEAD;
-    case EVHTTP_REQ_PUT: return METHOD_PUT;
-    case EVHTTP_REQ_DELETE: return METHOD_DELETE;
-    default: return METHOD_OTHER;
+    case EVHTTP_REQ_GET:
+        return METHOD_GET;
+    case EVHTTP_REQ_POST:
+        return METHOD_POST;
+    case EVHTTP_REQ_HEAD:
+        return METHOD_HEAD;
+    case EVHTTP_REQ_PUT:
+        return METHOD_PUT;
+    case EVHTTP_REQ_DELETE:
+        return METHOD_DELETE;
+    default:
+        return METHOD_OTHER;
     }
 }
 
@@ -50,15 +56,30 @@ static int read_params(struct request *r)
 typedef void (*handler_fn)(struct request *r);
 
 static const handler_fn handlers[EP_COUNT] = {
-    [EP_PUSH] = api_push,       [EP_GET] = api_get,           [EP_FINISH] = api_finish,
-    [EP_RELEASE] = api_release, [EP_TOUCH] = api_touch,       [EP_DELETE] = api_delete,
-    [EP_RESCHEDULE] = api_reschedule, [EP_JOBS] = api_jobs,   [EP_DEAD] = api_dead,
-    [EP_RESTORE] = api_restore, [EP_RESTORE_ONE] = api_restore_one, [EP_HEALTH] = api_health,
-    [EP_STATS] = api_stats,     [EP_METRICS] = api_metrics,  [EP_TOPICS] = api_topics,
+    [EP_PUSH] = api_push,
+    [EP_GET] = api_get,
+    [EP_FINISH] = api_finish,
+    [EP_RELEASE] = api_release,
+    [EP_TOUCH] = api_touch,
+    [EP_DELETE] = api_delete,
+    [EP_RESCHEDULE] = api_reschedule,
+    [EP_JOBS] = api_jobs,
+    [EP_DEAD] = api_dead,
+    [EP_RESTORE] = api_restore,
+    [EP_RESTORE_ONE] = api_restore_one,
+    [EP_HEALTH] = api_health,
+    [EP_STATS] = api_stats,
+    [EP_METRICS] = api_metrics,
+    [EP_TOPICS] = api_topics,
     [EP_TOPIC] = api_topic,
-    [EP_CONSOLE] = api_console, [EP_TOPIC_JOBS] = api_topic_jobs, [EP_FLEET] = api_fleet,
-    [EP_THROUGHPUT] = api_throughput, [EP_SCHEDULES] = api_schedules, [EP_SCHEDULE] = api_schedule,
-    [EP_LOOKUP] = api_lookup, [EP_PURGE] = api_purge,
+    [EP_CONSOLE] = api_console,
+    [EP_TOPIC_JOBS] = api_topic_jobs,
+    [EP_FLEET] = api_fleet,
+    [EP_THROUGHPUT] = api_throughput,
+    [EP_SCHEDULES] = api_schedules,
+    [EP_SCHEDULE] = api_schedule,
+    [EP_LOOKUP] = api_lookup,
+    [EP_PURGE] = api_purge,
 };
 
 /* 0 when the path names an endpoint (r->endpoint set); otherwise answered. */
@@ -132,8 +153,8 @@ void dispatch_request(struct evhttp_request *req, void *arg)
     handlers[r->endpoint](r);
 }
 
-int dispatch_internal(struct hctx *ctx, enum endpoint ep, enum method m, const char *body, size_t len,
-                      const char *who, request_sink_fn sink, void *arg)
+int dispatch_internal(struct hctx *ctx, enum endpoint ep, enum method m, const char *body, size_t len, const char *who,
+                      request_sink_fn sink, void *arg)
 {
     struct evhttp_request *req = evhttp_request_new(NULL, NULL); /* no connection: headers and buffers */
     if (req == NULL)

@@ -17,7 +17,7 @@ void dispatch_request(struct evhttp_request *req, void *ctx);
  * `body` (which must stay valid until the answer) as if a loopback client `who` had sent it,
  * past the access checks, and hand the answer to sink(arg). Call on the worker's thread. 0,
  * or -1 when out of memory (then the sink is not called). */
-int dispatch_internal(struct hctx *ctx, enum endpoint ep, enum method m, const char *body, size_t len,
-                      const char *who, request_sink_fn sink, void *arg);
+int dispatch_internal(struct hctx *ctx, enum endpoint ep, enum method m, const char *body, size_t len, const char *who,
+                      request_sink_fn sink, void *arg);
 
 #endif

@@ -28,19 +28,19 @@ struct parked {
     int shards[TOPICS_PER_GET];
     int count;
     int64_t timeout_ms;
-    int first_attempt;     /* no reservation has come back yet */
-    int hung_up;           /* the client is gone */
-    int segment;           /* first topic of the reservation in flight */
-    int got;               /* jobs reserved so far (several segments may each give some) */
-    struct sbuf acc;       /* their JSON, comma-separated */
+    int first_attempt; /* no reservation has come back yet */
+    int hung_up;       /* the client is gone */
+    int segment;       /* first topic of the reservation in flight */
+    int got;           /* jobs reserved so far (several segments may each give some) */
+    struct sbuf acc;   /* their JSON, comma-separated */
     struct taken_job {
         uint64_t id;
         int attempt, state;
     } taken[100];
     struct event *timer;
     struct event *hup;
-    struct event *retry;   /* a topic's rate held its jobs back: try again when a token comes */
-    int64_t wait_ms;       /* the shortest such wait this round, 0 = none */
+    struct event *retry;     /* a topic's rate held its jobs back: try again when a token comes */
+    int64_t wait_ms;         /* the shortest such wait this round, 0 = none */
     struct parkbook_entry e; /* reserving, finished and rewake live there */
 };
 
@@ -52,7 +52,8 @@ struct longpoll {
 static int link_parked(struct parked *p)
 {
     p->e.owner = p;
-    if (parkbook_file(&p->lp->book, &p->e, p->topics, p->lens, p->ntopics) < 0) return -1;
+    if (parkbook_file(&p->lp->book, &p->e, p->topics, p->lens, p->ntopics) < 0)
+        return -1;
     atomic_fetch_add(&p->lp->ctx->app->parked, 1);
     metrics_gauge_add(MG_PARKED, 1);
     return 0;
@@ -60,7 +61,8 @@ static int link_parked(struct parked *p)
 
 static void unlink_parked(struct parked *p)
 {
-    if (!p->e.filed) return;
+    if (!p->e.filed)
+        return;
     parkbook_unfile(&p->lp->book, &p->e);
     atomic_fetch_sub(&p->lp->ctx->app->parked, 1);
     metrics_gauge_add(MG_PARKED, -1);
@@ -296,7 +298,8 @@ static void on_hangup_check(evutil_socket_t fd, short what, void *arg)
     p->hung_up = 1;
     event_free(p->hup);
     p->hup = NULL;
-    if (p->e.reserving) return; /* answered (and any job released) when the reservation returns */
+    if (p->e.reserving)
+        return; /* answered (and any job released) when the reservation returns */
     answer_empty(p);
 }
 
@@ -331,8 +334,8 @@ void api_get(struct request *r)
     int64_t count, timeout_ms;
     int64_t max_ms = (int64_t)cfg->longpoll_max * 1000;
     if (param_int(&r->params, "count", 1, 100, 1, &count, err, sizeof err) < 0 ||
-        param_seconds(&r->params, "timeout", max_ms, 30000 < max_ms ? 30000 : max_ms, &timeout_ms, err,
-                      sizeof err) < 0) {
+        param_seconds(&r->params, "timeout", max_ms, 30000 < max_ms ? 30000 : max_ms, &timeout_ms, err, sizeof err) <
+            0) {
         respond_error(r, 400, "bad_request", "%s", err);
         return;
     }
@@ -446,7 +449,8 @@ void longpoll_tick(struct hctx *ctx)
     struct longpoll *lp = ctx->parked;
     int shards = ctx->store.shards;
     size_t ntopics = parkbook_topic_count(&lp->book);
-    if (ntopics == 0) return;
+    if (ntopics == 0)
+        return;
     struct tick_call **calls = calloc((size_t)shards, sizeof *calls);
     if (calls == NULL)
         return;
@@ -460,8 +464,7 @@ void longpoll_tick(struct hctx *ctx)
             c->topics = calloc(ntopics, sizeof *c->topics);
             c->lens = calloc(ntopics, sizeof *c->lens);
         }
-        if (c == NULL || c->topics == NULL || c->lens == NULL ||
-            (c->topics[c->n] = strndup(topic, len)) == NULL)
+        if (c == NULL || c->topics == NULL || c->lens == NULL || (c->topics[c->n] = strndup(topic, len)) == NULL)
             continue;
         c->lens[c->n++] = len;
     }
@@ -469,8 +472,8 @@ void longpoll_tick(struct hctx *ctx)
         struct tick_call *c = calls[s];
         if (c == NULL)
             continue;
-        if (c->n == 0 || store_ready_counts(&ctx->store, s, (const char *const *)c->topics, c->lens, c->n,
-                                            on_ready_counts, c) < 0)
+        if (c->n == 0 ||
+            store_ready_counts(&ctx->store, s, (const char *const *)c->topics, c->lens, c->n, on_ready_counts, c) < 0)
             tick_call_free(c); /* Redis down: the redis_up hook ticks again */
     }
     free(calls);

@@ -39,10 +39,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PURGE_ROUNDS_MAX    20     /* a safety bound: two rounds are the rule */
-#define PURGE_PACE          4      /* rest four times as long as each script call took (pace) */
-#define PURGE_FAR_PAGE      1000   /* far keys read per query */
-#define PURGE_JOURNAL_WAIT  30000  /* ms the journal may refuse more transitions before we give up */
+#define PURGE_ROUNDS_MAX   20    /* a safety bound: two rounds are the rule */
+#define PURGE_PACE         4     /* rest four times as long as each script call took (pace) */
+#define PURGE_FAR_PAGE     1000  /* far keys read per query */
+#define PURGE_JOURNAL_WAIT 30000 /* ms the journal may refuse more transitions before we give up */
 
 unsigned purge_parse_state(const char *s, size_t len)
 {
@@ -63,15 +63,15 @@ struct purge_task {
     size_t topic_len;
     int shard;
     unsigned states;
-    char who[STORE_WHO_MAX];        /* for the scripts' outbox entries */
-    char actor[JOBCHANGE_ACTOR_MAX];     /* for the far rows' transitions */
+    char who[STORE_WHO_MAX];         /* for the scripts' outbox entries */
+    char actor[JOBCHANGE_ACTOR_MAX]; /* for the far rows' transitions */
     char host[JOBCHANGE_HOST_MAX];
     char instance[64];
-    uint64_t max_id;                /* jobs above it were pushed after the purge began */
+    uint64_t max_id; /* jobs above it were pushed after the purge began */
     char max_key[ID_KEY_LEN + 1];
     /* outcome */
     long long deleted;
-    const char *failed;             /* NULL, or what failed: "MySQL", "Redis", "journal", "shutdown" */
+    const char *failed; /* NULL, or what failed: "MySQL", "Redis", "journal", "shutdown" */
 };
 
 static int stop_waiting(int second, void *arg)
@@ -337,7 +337,8 @@ static int far_delete_redis(struct purge_task *t, redisContext *c, const struct 
     }
     if (failed) {
         log_warn("purge: topic %s: far jobs are deleted in MySQL, but Redis did not take all their tombstones; "
-                 "their bizKey entries may linger until /reStore", t->topic);
+                 "their bizKey entries may linger until /reStore",
+                 t->topic);
         t->failed = "Redis";
         return -1;
     }
@@ -364,14 +365,13 @@ static int purge_far(struct purge_task *t, MYSQL *db, redisContext *c, long long
          * whether it is a candidate: this topic's, still 'far', pushed before the purge began
          * (a consistent read, no lock; far_delete_rows locks and checks again) */
         struct sbuf q = SBUF_INIT;
-        sb_printf(&q, "SELECT far_run_at, id, state = 'far' AND id <= %llu AND topic = ",
-                  (unsigned long long)t->max_id);
+        sb_printf(&q,
+                  "SELECT far_run_at, id, state = 'far' AND id <= %llu AND topic = ", (unsigned long long)t->max_id);
         db_quote(db, &q, t->topic, t->topic_len);
         sb_printf(&q,
                   " FROM message WHERE far_shard = %d AND (far_run_at > %lld OR (far_run_at = %lld AND id > %llu)) "
                   "ORDER BY far_run_at, id LIMIT %d",
-                  t->shard, (long long)after_run, (long long)after_run, (unsigned long long)after_id,
-                  PURGE_FAR_PAGE);
+                  t->shard, (long long)after_run, (long long)after_run, (unsigned long long)after_id, PURGE_FAR_PAGE);
         MYSQL_RES *res = query(db, &q);
         sb_free(&q);
         mysql_commit(db); /* end the read's snapshot */

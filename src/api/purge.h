@@ -28,8 +28,8 @@
 /* A purge.lua call deletes a job in ~28 us: 10 jobs and 100 index entries hold Redis a fraction
  * of a millisecond (200 held it ~6 ms, and other topics' lateness p99 doubled: figure 14; purge.c
  * pace says how the rest after each call is chosen). */
-#define PURGE_BATCH 10      /* jobs deleted per script call */
-#define PURGE_SCAN  100     /* index entries looked at per script call */
+#define PURGE_BATCH     10  /* jobs deleted per script call */
+#define PURGE_SCAN      100 /* index entries looked at per script call */
 #define PURGE_FAR_BATCH 200 /* far rows per MySQL transaction */
 
 enum purge_states { PURGE_DELAYED = 1, PURGE_READY = 2, PURGE_DEAD = 4, PURGE_ALL = 7 };

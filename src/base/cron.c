@@ -62,13 +62,13 @@ static int upper(int c)
 /* A number or (for month/day-of-week) a three-letter name, in range. */
 static int parse_value(const struct field *f, const char *s, size_t len, int *out, char *err, size_t errlen)
 {
-    if (len == 0) return fail(err, errlen, "%s: missing value", f->name);
+    if (len == 0)
+        return fail(err, errlen, "%s: missing value", f->name);
     if (s[0] >= '0' && s[0] <= '9') {
         long v = 0;
         for (size_t i = 0; i < len; i++) {
             if (s[i] < '0' || s[i] > '9' || v > 1000)
-                return fail(err, errlen, "%s: \"%.*s\" is not a number", f->name, (int)(len > 20 ? 20 : len),
-                            s);
+                return fail(err, errlen, "%s: \"%.*s\" is not a number", f->name, (int)(len > 20 ? 20 : len), s);
             v = v * 10 + (s[i] - '0');
         }
         if (v < f->lo || v > f->hi)
@@ -78,8 +78,7 @@ static int parse_value(const struct field *f, const char *s, size_t len, int *ou
     }
     if (f->names && len == 3) {
         for (int i = 0; f->names[i]; i++)
-            if (upper(s[0]) == f->names[i][0] && upper(s[1]) == f->names[i][1] &&
-                upper(s[2]) == f->names[i][2]) {
+            if (upper(s[0]) == f->names[i][0] && upper(s[1]) == f->names[i][1] && upper(s[2]) == f->names[i][2]) {
                 *out = f->lo + i;
                 return 0;
             }
@@ -89,15 +88,15 @@ static int parse_value(const struct field *f, const char *s, size_t len, int *ou
 }
 
 /* One comma-separated field into a bit set. */
-static int parse_field(const struct field *f, const char *s, size_t len, uint64_t *mask, char *err,
-                       size_t errlen)
+static int parse_field(const struct field *f, const char *s, size_t len, uint64_t *mask, char *err, size_t errlen)
 {
     *mask = 0;
     const char *end = s + len;
     while (1) {
         const char *comma = memchr(s, ',', (size_t)(end - s));
         const char *item_end = comma ? comma : end;
-        if (item_end == s) return fail(err, errlen, "%s: empty list item", f->name);
+        if (item_end == s)
+            return fail(err, errlen, "%s: empty list item", f->name);
         const char *slash = memchr(s, '/', (size_t)(item_end - s));
         const char *base_end = slash ? slash : item_end;
         int a, b, step = 1;
@@ -106,12 +105,16 @@ static int parse_field(const struct field *f, const char *s, size_t len, uint64_
             b = f->star_hi;
         } else {
             const char *dash = memchr(s, '-', (size_t)(base_end - s));
-            if (parse_value(f, s, (size_t)((dash ? dash : base_end) - s), &a, err, errlen) < 0) return -1;
+            if (parse_value(f, s, (size_t)((dash ? dash : base_end) - s), &a, err, errlen) < 0)
+                return -1;
             if (dash) {
-                if (parse_value(f, dash + 1, (size_t)(base_end - dash - 1), &b, err, errlen) < 0) return -1;
-                if (a > b) return fail(err, errlen, "%s: range %d-%d goes backwards", f->name, a, b);
+                if (parse_value(f, dash + 1, (size_t)(base_end - dash - 1), &b, err, errlen) < 0)
+                    return -1;
+                if (a > b)
+                    return fail(err, errlen, "%s: range %d-%d goes backwards", f->name, a, b);
             } else {
-                if (slash) return fail(err, errlen, "%s: a step needs '*' or a range before it", f->name);
+                if (slash)
+                    return fail(err, errlen, "%s: a step needs '*' or a range before it", f->name);
                 b = a;
             }
         }
@@ -119,7 +122,8 @@ static int parse_field(const struct field *f, const char *s, size_t len, uint64_
             int span = f->star_hi - f->lo + 1;
             const char *p = slash + 1;
             long v = 0;
-            if (p == item_end) return fail(err, errlen, "%s: missing step after '/'", f->name);
+            if (p == item_end)
+                return fail(err, errlen, "%s: missing step after '/'", f->name);
             for (; p < item_end; p++) {
                 if (*p < '0' || *p > '9' || v > 1000)
                     return fail(err, errlen, "%s: step \"%.*s\" is not a number", f->name,
@@ -132,7 +136,8 @@ static int parse_field(const struct field *f, const char *s, size_t len, uint64_
         }
         for (int v = a; v <= b; v += step)
             *mask |= UINT64_C(1) << (f->names == dow_names && v == 7 ? 0 : v);
-        if (!comma) return 0;
+        if (!comma)
+            return 0;
         s = comma + 1;
     }
 }
@@ -147,7 +152,8 @@ int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen
     while (1) {
         while (*p == ' ' || *p == '\t')
             p++;
-        if (*p == '\0') break;
+        if (*p == '\0')
+            break;
         const char *start = p;
         while (*p && *p != ' ' && *p != '\t')
             p++;
@@ -161,15 +167,19 @@ int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen
         return fail(err, errlen, "expected 5 fields (minute hour day-of-month month day-of-week), got %d", n);
     uint64_t m[5];
     for (int i = 0; i < 5; i++)
-        if (parse_field(&fields[i], tok[i], toklen[i], &m[i], err, errlen) < 0) return -1;
+        if (parse_field(&fields[i], tok[i], toklen[i], &m[i], err, errlen) < 0)
+            return -1;
     out->minute = m[0];
     out->hour = (uint32_t)m[1];
     out->dom = (uint32_t)m[2];
     out->month = (uint16_t)m[3];
     out->dow = (uint8_t)m[4];
-    if (tok[2][0] == '*') out->flags |= CRON_DOM_STAR;
-    if (tok[4][0] == '*') out->flags |= CRON_DOW_STAR;
-    if (tok[0][0] == '*' || tok[1][0] == '*') out->flags |= CRON_WILDCARD;
+    if (tok[2][0] == '*')
+        out->flags |= CRON_DOM_STAR;
+    if (tok[4][0] == '*')
+        out->flags |= CRON_DOW_STAR;
+    if (tok[0][0] == '*' || tok[1][0] == '*')
+        out->flags |= CRON_WILDCARD;
     /* Only "some days of the month, any weekday" can be impossible: '*' day-of-month sets
      * contain day 1, and with both fields restricted any listed weekday will do. */
     if ((out->flags & CRON_DOW_STAR) && !(out->flags & CRON_DOM_STAR)) {
@@ -177,14 +187,16 @@ int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen
         for (int mon = 1; mon <= 12 && !ok; mon++)
             if (out->month & (1u << mon))
                 ok = (out->dom & (((UINT32_C(2) << month_days[mon]) - 1) & ~UINT32_C(1))) != 0;
-        if (!ok) return fail(err, errlen, "day-of-month: no listed day exists in any listed month");
+        if (!ok)
+            return fail(err, errlen, "day-of-month: no listed day exists in any listed month");
     }
     return 0;
 }
 
 static int days_in_month(int64_t y, int m)
 {
-    if (m != 2) return month_days[m];
+    if (m != 2)
+        return month_days[m];
     return ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0) ? 29 : 28;
 }
 
@@ -192,7 +204,8 @@ static int day_matches(const struct cron_expr *c, int d, int64_t days)
 {
     int wd = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
     int dom_ok = (c->dom >> d) & 1, dow_ok = (c->dow >> wd) & 1;
-    if (c->flags & (CRON_DOM_STAR | CRON_DOW_STAR)) return dom_ok && dow_ok;
+    if (c->flags & (CRON_DOM_STAR | CRON_DOW_STAR))
+        return dom_ok && dow_ok;
     return dom_ok || dow_ok; /* Vixie: both restricted, either will do */
 }
 
@@ -222,7 +235,8 @@ static int64_t next_local(const struct cron_expr *c, int64_t local, int64_t limi
             }
             while (h < 24 && mi < 60 && !((c->minute >> mi) & 1))
                 mi++;
-            if (h < 24 && mi < 60) return days * 86400 + h * 3600 + mi * 60;
+            if (h < 24 && mi < 60)
+                return days * 86400 + h * 3600 + mi * 60;
             if (h < 24) { /* no minute left in this hour: try the next one */
                 h++;
                 mi = 0;
@@ -247,7 +261,8 @@ int64_t cron_next(const struct cron_expr *c, const struct tz *tz, int64_t after_
     /* Keep every intermediate in range: fire times are whole seconds times 1000. */
     const int64_t edge = INT64_MAX / 1000 - 2 * 366 * 86400LL * CRON_HORIZON_YEARS;
     int64_t after_s = floor_div(after_ms, 1000);
-    if (after_s > edge) return CRON_NEVER;
+    if (after_s > edge)
+        return CRON_NEVER;
     if (after_s < -edge) {
         after_s = -edge;
         after_ms = after_s * 1000;
@@ -294,7 +309,8 @@ int cron_rule_init_cron(struct cron_rule *s, const char *text, const struct tz *
 int cron_rule_init_every(struct cron_rule *s, int64_t every_ms, int64_t anchor_ms, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    if (every_ms < 1) return fail(err, errlen, "every: must be at least 1 ms");
+    if (every_ms < 1)
+        return fail(err, errlen, "every: must be at least 1 ms");
     s->kind = CRON_RULE_EVERY;
     s->every_ms = every_ms;
     s->anchor_ms = anchor_ms;
@@ -303,13 +319,15 @@ int cron_rule_init_every(struct cron_rule *s, int64_t every_ms, int64_t anchor_m
 
 int64_t cron_rule_next(const struct cron_rule *s, int64_t after_ms)
 {
-    if (s->kind == CRON_RULE_CRON) return cron_next(&s->cron, s->tz, after_ms);
-    if (after_ms < s->anchor_ms) return s->anchor_ms;
+    if (s->kind == CRON_RULE_CRON)
+        return cron_next(&s->cron, s->tz, after_ms);
+    if (after_ms < s->anchor_ms)
+        return s->anchor_ms;
     int64_t diff, k, t;
-    if (__builtin_sub_overflow(after_ms, s->anchor_ms, &diff)) return CRON_NEVER;
+    if (__builtin_sub_overflow(after_ms, s->anchor_ms, &diff))
+        return CRON_NEVER;
     k = diff / s->every_ms + 1;
-    if (__builtin_mul_overflow(k, s->every_ms, &t) || __builtin_add_overflow(t, s->anchor_ms, &t) ||
-        t == CRON_NEVER)
+    if (__builtin_mul_overflow(k, s->every_ms, &t) || __builtin_add_overflow(t, s->anchor_ms, &t) || t == CRON_NEVER)
         return CRON_NEVER;
     return t;
 }
@@ -320,8 +338,10 @@ size_t cron_rule_fires(const struct cron_rule *s, int64_t a, int64_t b, int64_t 
     int64_t t = a;
     while (n <= cap) {
         t = cron_rule_next(s, t);
-        if (t == CRON_NEVER || t > b) break;
-        if (n < cap) out[n] = t;
+        if (t == CRON_NEVER || t > b)
+            break;
+        if (n < cap)
+            out[n] = t;
         n++;
     }
     return n;
@@ -329,11 +349,14 @@ size_t cron_rule_fires(const struct cron_rule *s, int64_t a, int64_t b, int64_t 
 
 int64_t cron_rule_last(const struct cron_rule *s, int64_t a, int64_t b)
 {
-    if (a >= b) return CRON_NEVER;
+    if (a >= b)
+        return CRON_NEVER;
     if (s->kind == CRON_RULE_EVERY) {
-        if (b < s->anchor_ms) return CRON_NEVER;
+        if (b < s->anchor_ms)
+            return CRON_NEVER;
         int64_t diff, t;
-        if (__builtin_sub_overflow(b, s->anchor_ms, &diff)) return CRON_NEVER;
+        if (__builtin_sub_overflow(b, s->anchor_ms, &diff))
+            return CRON_NEVER;
         t = s->anchor_ms + diff / s->every_ms * s->every_ms; /* <= b, no overflow */
         return t > a ? t : CRON_NEVER;
     }
@@ -349,7 +372,8 @@ int64_t cron_rule_last(const struct cron_rule *s, int64_t a, int64_t b)
                 last = t;
             return last;
         }
-        if (lo == a) return CRON_NEVER;
+        if (lo == a)
+            return CRON_NEVER;
         w = w > INT64_MAX / 4 ? INT64_MAX : w * 4;
     }
 }

@@ -67,8 +67,7 @@ struct cron_rule {
 
 /* Parse `text` into *out. 0, or -1 with "<field>: <what is wrong>" in err (field being one
  * of minute, hour, day-of-month, month, day-of-week; or a message about the field count). */
-int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+int cron_parse(const char *text, struct cron_expr *out, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* The first fire time strictly after after_ms, in zone tz; CRON_NEVER if none. */
 int64_t cron_next(const struct cron_expr *c, const struct tz *tz, int64_t after_ms);

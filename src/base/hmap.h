@@ -16,11 +16,14 @@ struct hmap_entry;
 
 struct hmap {
     struct hmap_entry **slots;
-    size_t cap;   /* power of two, or 0 before the first put */
+    size_t cap; /* power of two, or 0 before the first put */
     size_t count;
 };
 
-#define HMAP_INIT {NULL, 0, 0}
+#define HMAP_INIT                                                                                                      \
+    {                                                                                                                  \
+        NULL, 0, 0                                                                                                     \
+    }
 
 /* 64-bit FNV-1a: cheap, and spreads short keys (topics, pointers) well enough for probing;
  * also the name hash of the fleet's rendezvous ownership. (A topic's shard, id_topic_shard in

@@ -163,14 +163,30 @@ int jscan_string(struct jscan *j, char *out, size_t cap, size_t *outlen, int *tr
             char e = j->s[j->pos++];
             uint32_t cp;
             switch (e) {
-            case '"': cp = '"'; break;
-            case '\\': cp = '\\'; break;
-            case '/': cp = '/'; break;
-            case 'b': cp = '\b'; break;
-            case 'f': cp = '\f'; break;
-            case 'n': cp = '\n'; break;
-            case 'r': cp = '\r'; break;
-            case 't': cp = '\t'; break;
+            case '"':
+                cp = '"';
+                break;
+            case '\\':
+                cp = '\\';
+                break;
+            case '/':
+                cp = '/';
+                break;
+            case 'b':
+                cp = '\b';
+                break;
+            case 'f':
+                cp = '\f';
+                break;
+            case 'n':
+                cp = '\n';
+                break;
+            case 'r':
+                cp = '\r';
+                break;
+            case 't':
+                cp = '\t';
+                break;
             case 'u':
                 if (hex4(j, &cp) < 0)
                     return -1;

@@ -122,7 +122,10 @@ void log_write(int level, const char *file, int line, const char *fmt, ...)
 
     size_t n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
     int w = snprintf(buf + n, sizeof buf - n, ".%03d %-5s [%s] %s:%d: ", (int)(tv.tv_usec / 1000),
-                     level_names[level < 0 ? 0 : level > 3 ? 3 : level], thread_name, base, line);
+                     level_names[level < 0   ? 0
+                                 : level > 3 ? 3
+                                             : level],
+                     thread_name, base, line);
     if (w > 0)
         n += (size_t)w < sizeof buf - n ? (size_t)w : sizeof buf - n - 1;
 

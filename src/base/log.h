@@ -12,10 +12,10 @@ enum log_level { LL_ERROR = 0, LL_WARN = 1, LL_INFO = 2, LL_DEBUG = 3 };
 #define log_warn(...)  log_at(LL_WARN, __VA_ARGS__)
 #define log_info(...)  log_at(LL_INFO, __VA_ARGS__)
 #define log_debug(...) log_at(LL_DEBUG, __VA_ARGS__)
-#define log_at(level, ...)                                                                                     \
-    do {                                                                                                       \
-        if ((level) <= log_level_get())                                                                        \
-            log_write((level), __FILE__, __LINE__, __VA_ARGS__);                                               \
+#define log_at(level, ...)                                                                                             \
+    do {                                                                                                               \
+        if ((level) <= log_level_get())                                                                                \
+            log_write((level), __FILE__, __LINE__, __VA_ARGS__);                                                       \
     } while (0)
 
 /* The current threshold; lines above it are not formatted. */
@@ -41,7 +41,6 @@ void log_set_thread_name(const char *name);
 /* This thread's name as set above ("main" until then). */
 const char *log_thread_name(void);
 
-void log_write(int level, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void log_write(int level, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -22,7 +22,7 @@ struct loopq {
     int closed;
     int fd;
     struct event *ev;
-    loopq_fn after_drain;      /* runs once after each batch of queued functions */
+    loopq_fn after_drain; /* runs once after each batch of queued functions */
     void *after_drain_arg;
 };
 

@@ -13,7 +13,7 @@
 
 struct bucket {
     double tokens;
-    int64_t at_us;    /* when tokens was computed */
+    int64_t at_us; /* when tokens was computed */
 };
 
 struct ratelimit {

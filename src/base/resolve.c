@@ -18,8 +18,8 @@
 struct resolve {
     pthread_mutex_t lock;
     atomic_int owners;
-    int cancelled;            /* under lock */
-    struct event *done;       /* on the caller's loop; freed there */
+    int cancelled;      /* under lock */
+    struct event *done; /* on the caller's loop; freed there */
     resolve_fn fn;
     void *arg;
     char host[256];
@@ -49,7 +49,7 @@ static void system_lookup(const char *host, struct resolve_result *out)
         return;
     }
     for (struct addrinfo *a = res; a && out->count < RESOLVE_MAX_ADDRS; a = a->ai_next) {
-        const void *src = a->ai_family == AF_INET ? (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr
+        const void *src = a->ai_family == AF_INET    ? (const void *)&((struct sockaddr_in *)a->ai_addr)->sin_addr
                           : a->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)a->ai_addr)->sin6_addr
                                                      : NULL;
         char *dst = out->addrs[out->count];

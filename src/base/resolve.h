@@ -21,9 +21,9 @@ struct resolve;
 #define RESOLVE_MAX_ADDRS 8
 
 struct resolve_result {
-    int error;                                     /* 0, or getaddrinfo's EAI_* code */
-    const char *error_text;                        /* gai_strerror(error), or NULL */
-    int count;                                     /* addresses, in getaddrinfo's order */
+    int error;                                       /* 0, or getaddrinfo's EAI_* code */
+    const char *error_text;                          /* gai_strerror(error), or NULL */
+    int count;                                       /* addresses, in getaddrinfo's order */
     char addrs[RESOLVE_MAX_ADDRS][INET6_ADDRSTRLEN]; /* numeric, no brackets */
 };
 

@@ -110,11 +110,21 @@ void sb_json_str(struct sbuf *sb, const char *s, size_t len)
         sb_put(sb, s + run, i - run);
         run = i + 1;
         switch (c) {
-        case '"': sb_put(sb, "\\\"", 2); break;
-        case '\\': sb_put(sb, "\\\\", 2); break;
-        case '\n': sb_put(sb, "\\n", 2); break;
-        case '\r': sb_put(sb, "\\r", 2); break;
-        case '\t': sb_put(sb, "\\t", 2); break;
+        case '"':
+            sb_put(sb, "\\\"", 2);
+            break;
+        case '\\':
+            sb_put(sb, "\\\\", 2);
+            break;
+        case '\n':
+            sb_put(sb, "\\n", 2);
+            break;
+        case '\r':
+            sb_put(sb, "\\r", 2);
+            break;
+        case '\t':
+            sb_put(sb, "\\t", 2);
+            break;
         default: {
             char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             sb_put(sb, u, 6);

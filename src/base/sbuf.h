@@ -15,7 +15,10 @@ struct sbuf {
     int oom;
 };
 
-#define SBUF_INIT {NULL, 0, 0, 0}
+#define SBUF_INIT                                                                                                      \
+    {                                                                                                                  \
+        NULL, 0, 0, 0                                                                                                  \
+    }
 
 void sb_free(struct sbuf *sb);
 void sb_reset(struct sbuf *sb);

@@ -11,7 +11,8 @@
 void sdnotify_send(const char *msg)
 {
     const char *path = getenv("NOTIFY_SOCKET");
-    if (path == NULL || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+    if (path == NULL || (path[0] != '/' && path[0] != '@') ||
+        strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
         return;
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)

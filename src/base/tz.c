@@ -57,7 +57,8 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute_
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (!err || errlen == 0) return;
+    if (!err || errlen == 0)
+        return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
@@ -131,20 +132,24 @@ static const char *posix_name(const char *s)
 static const char *posix_hms(const char *s, int max_h, int32_t *out)
 {
     int sign = 1;
-    if (*s == '+' || *s == '-') sign = *s++ == '-' ? -1 : 1;
+    if (*s == '+' || *s == '-')
+        sign = *s++ == '-' ? -1 : 1;
     int32_t v[3] = {0, 0, 0};
     for (int i = 0; i < 3; i++) {
         if (i > 0) {
-            if (*s != ':') break;
+            if (*s != ':')
+                break;
             s++;
         }
-        if (*s < '0' || *s > '9') return NULL;
+        if (*s < '0' || *s > '9')
+            return NULL;
         int x = 0, digits = 0;
         while (*s >= '0' && *s <= '9' && digits < 3) {
             x = x * 10 + (*s++ - '0');
             digits++;
         }
-        if ((i == 0 && x > max_h) || (i > 0 && x > 59)) return NULL;
+        if ((i == 0 && x > max_h) || (i > 0 && x > 59))
+            return NULL;
         v[i] = x;
     }
     *out = sign * (v[0] * 3600 + v[1] * 60 + v[2]);
@@ -153,13 +158,16 @@ static const char *posix_hms(const char *s, int max_h, int32_t *out)
 
 static const char *posix_int(const char *s, int lo, int hi, int *out)
 {
-    if (*s < '0' || *s > '9') return NULL;
+    if (*s < '0' || *s > '9')
+        return NULL;
     int x = 0;
     while (*s >= '0' && *s <= '9') {
         x = x * 10 + (*s++ - '0');
-        if (x > hi) return NULL;
+        if (x > hi)
+            return NULL;
     }
-    if (x < lo) return NULL;
+    if (x < lo)
+        return NULL;
     *out = x;
     return s;
 }
@@ -185,9 +193,11 @@ static const char *posix_rdate(const char *s, struct tz_rdate *r)
         r->kind = 'N';
         s = posix_int(s, 0, 365, &r->n);
     }
-    if (!s) return NULL;
+    if (!s)
+        return NULL;
     r->time = 7200;
-    if (*s == '/') s = posix_hms(s + 1, 167, &r->time);
+    if (*s == '/')
+        s = posix_hms(s + 1, 167, &r->time);
     return s;
 }
 
@@ -195,14 +205,18 @@ static int posix_parse(const char *s, struct tz_posix *p)
 {
     memset(p, 0, sizeof *p);
     int32_t west;
-    if (!(s = posix_name(s)) || !(s = posix_hms(s, 24, &west))) return -1;
+    if (!(s = posix_name(s)) || !(s = posix_hms(s, 24, &west)))
+        return -1;
     p->std_off = -west;
-    if (*s == '\0') return 0;
-    if (!(s = posix_name(s))) return -1;
+    if (*s == '\0')
+        return 0;
+    if (!(s = posix_name(s)))
+        return -1;
     p->has_dst = 1;
     p->dst_off = p->std_off + 3600;
     if (*s != ',' && *s != '\0') {
-        if (!(s = posix_hms(s, 24, &west))) return -1;
+        if (!(s = posix_hms(s, 24, &west)))
+            return -1;
         p->dst_off = -west;
     }
     if (*s == '\0') {
@@ -279,7 +293,8 @@ static void posix_period(const struct tz_posix *p, int64_t t, int32_t *off, int6
 static struct tz *tz_alloc(const char *name, size_t n)
 {
     struct tz *tz = calloc(1, sizeof *tz);
-    if (!tz) return NULL;
+    if (!tz)
+        return NULL;
     if (n) {
         tz->at = malloc(n * sizeof *tz->at);
         tz->off = malloc(n * sizeof *tz->off);
@@ -312,10 +327,8 @@ static void tz_finish(struct tz *tz)
         tz->suf_min[i] = lo;
         tz->suf_max[i] = hi;
     }
-    tz->rule_min =
-        tz->has_rule ? (tz->n ? tz->suf_min[tz->n - 1] : lo) : (tz->n ? tz->off[tz->n - 1] : tz->off0);
-    tz->rule_max =
-        tz->has_rule ? (tz->n ? tz->suf_max[tz->n - 1] : hi) : (tz->n ? tz->off[tz->n - 1] : tz->off0);
+    tz->rule_min = tz->has_rule ? (tz->n ? tz->suf_min[tz->n - 1] : lo) : (tz->n ? tz->off[tz->n - 1] : tz->off0);
+    tz->rule_max = tz->has_rule ? (tz->n ? tz->suf_max[tz->n - 1] : hi) : (tz->n ? tz->off[tz->n - 1] : tz->off0);
     if (tz->n == 0 && tz->has_rule) {
         tz->off_min = lo;
         tz->off_max = hi;
@@ -327,7 +340,8 @@ static void tz_finish(struct tz *tz)
 
 void tz_free(struct tz *tz)
 {
-    if (!tz) return;
+    if (!tz)
+        return;
     free(tz->at);
     free(tz->off);
     free(tz->suf_min);
@@ -343,7 +357,8 @@ const char *tz_name(const struct tz *tz)
 /* Index of the period holding t: -1 before the first transition, n-1 from the last on. */
 static long tz_index(const struct tz *tz, int64_t t)
 {
-    if (tz->n == 0 || t < tz->at[0]) return -1;
+    if (tz->n == 0 || t < tz->at[0])
+        return -1;
     size_t lo = 0, hi = tz->n; /* largest i with at[i] <= t */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -358,8 +373,10 @@ static long tz_index(const struct tz *tz, int64_t t)
 int32_t tz_span_after(const struct tz *tz, int64_t t)
 {
     long i = tz_index(tz, t);
-    if (i < 0) return tz->off_max - tz->off_min;
-    if ((size_t)i == tz->n - 1) return tz->rule_max - tz->rule_min;
+    if (i < 0)
+        return tz->off_max - tz->off_min;
+    if ((size_t)i == tz->n - 1)
+        return tz->rule_max - tz->rule_min;
     /* Period i's own offset is off[i]; later ones and the rule are in the suffix. */
     return tz->suf_max[i] - tz->suf_min[i];
 }
@@ -400,7 +417,8 @@ struct tzif_hdr {
 
 static int tzif_hdr(const unsigned char *p, size_t len, struct tzif_hdr *h)
 {
-    if (len < 44 || memcmp(p, "TZif", 4) != 0) return -1;
+    if (len < 44 || memcmp(p, "TZif", 4) != 0)
+        return -1;
     h->version = p[4] == 0 ? 1 : p[4] - '0';
     h->isutcnt = be32(p + 20);
     h->isstdcnt = be32(p + 24);
@@ -417,8 +435,8 @@ static int tzif_hdr(const unsigned char *p, size_t len, struct tzif_hdr *h)
 
 static size_t tzif_block(const struct tzif_hdr *h, size_t tsize)
 {
-    return (size_t)h->timecnt * (tsize + 1) + (size_t)h->typecnt * 6 + h->charcnt +
-           (size_t)h->leapcnt * (tsize + 4) + h->isstdcnt + h->isutcnt;
+    return (size_t)h->timecnt * (tsize + 1) + (size_t)h->typecnt * 6 + h->charcnt + (size_t)h->leapcnt * (tsize + 4) +
+           h->isstdcnt + h->isutcnt;
 }
 
 struct tz *tz_from_tzif(const unsigned char *buf, size_t len, const char *name, char *err, size_t errlen)
@@ -502,10 +520,12 @@ struct tz *tz_from_tzif(const unsigned char *buf, size_t len, const char *name, 
 int tz_name_valid(const char *name)
 {
     size_t len = strlen(name), comp = 0;
-    if (len == 0 || len > TZ_NAME_MAX || name[0] == '/') return -1;
+    if (len == 0 || len > TZ_NAME_MAX || name[0] == '/')
+        return -1;
     /* Not zones: "localtime" links to the host's /etc/localtime (outside the database, and
      * different per machine), "posixrules" is zic's internal default. */
-    if (strcmp(name, "localtime") == 0 || strcmp(name, "posixrules") == 0) return -1;
+    if (strcmp(name, "localtime") == 0 || strcmp(name, "posixrules") == 0)
+        return -1;
     for (size_t i = 0; i <= len; i++) {
         char c = name[i];
         if (c == '/' || c == '\0') {
@@ -516,8 +536,8 @@ int tz_name_valid(const char *name)
             comp = 0;
             continue;
         }
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '-' || c == '+' || c == '.'))
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+              c == '+' || c == '.'))
             return -1;
         if (comp == 0 && (c == '-' || c == '.')) /* no option-like or hidden names */
             return -1;
@@ -557,8 +577,10 @@ struct tz *tz_load_dir(const char *dir, const char *name, char *err, size_t errl
     }
     while (got < len) {
         ssize_t r = read(fd, buf + got, len - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
         got += (size_t)r;
     }
     close(fd);
@@ -569,7 +591,8 @@ struct tz *tz_load_dir(const char *dir, const char *name, char *err, size_t errl
     else
         snprintf(why, sizeof why, "short read");
     free(buf);
-    if (!tz) set_err(err, errlen, "time zone \"%s\": %s", name, why);
+    if (!tz)
+        set_err(err, errlen, "time zone \"%s\": %s", name, why);
     return tz;
 }
 
@@ -578,7 +601,8 @@ struct tz *tz_load(const char *name, char *err, size_t errlen)
     if (name && strcmp(name, "UTC") == 0) {
         /* Built in: the default zone of every schedule should not depend on a file. */
         struct tz *tz = tz_from_posix("UTC0", err, errlen);
-        if (tz) snprintf(tz->name, sizeof tz->name, "UTC");
+        if (tz)
+            snprintf(tz->name, sizeof tz->name, "UTC");
         return tz;
     }
     return tz_load_dir(TZ_DEFAULT_DIR, name, err, errlen);
@@ -609,7 +633,8 @@ static void tz_period(const struct tz *tz, int64_t t, int32_t *off, int64_t *nex
         *off = tz->off[i];
         *next = INT64_MAX;
     }
-    if (*next > TZ_T_LIMIT) *next = INT64_MAX;
+    if (*next > TZ_T_LIMIT)
+        *next = INT64_MAX;
 }
 
 int32_t tz_offset(const struct tz *tz, int64_t t)
@@ -632,9 +657,12 @@ void tz_wall_extent(const struct tz *tz, int64_t a, int64_t b, int64_t *lo, int6
         int64_t next;
         tz_period(tz, t, &off, &next);
         int64_t last = next == INT64_MAX || next > b ? b : next - 1;
-        if (t + off < *lo) *lo = t + off;
-        if (last + off > *hi) *hi = last + off;
-        if (last == b) return;
+        if (t + off < *lo)
+            *lo = t + off;
+        if (last + off > *hi)
+            *hi = last + off;
+        if (last == b)
+            return;
         t = next;
     }
     /* Absurdly many transitions: fall back to the zone-wide bounds, which are safe. */
@@ -653,11 +681,14 @@ int tz_local_to_utc(const struct tz *tz, int64_t local, int64_t out[2], int64_t 
         int64_t next, next2;
         tz_period(tz, t, &off, &next);
         int64_t cand = local - off;
-        if (cand >= t && cand < next && n < 2 && (n == 0 || cand > out[n - 1])) out[n++] = cand;
-        if (next == INT64_MAX || next > stop) break;
+        if (cand >= t && cand < next && n < 2 && (n == 0 || cand > out[n - 1]))
+            out[n++] = cand;
+        if (next == INT64_MAX || next > stop)
+            break;
         tz_period(tz, next, &off_next, &next2);
         /* The wall clock jumps from next + off to next + off_next at this transition. */
-        if (next + off <= local && local < next + off_next && *gap_end == INT64_MAX) *gap_end = next;
+        if (next + off <= local && local < next + off_next && *gap_end == INT64_MAX)
+            *gap_end = next;
         t = next;
     }
     return n;

@@ -32,8 +32,7 @@ int tz_name_valid(const char *name) __attribute__((warn_unused_result));
 struct tz *tz_load(const char *name, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* As tz_load, from database directory `dir` (tests; a future config key). */
-struct tz *tz_load_dir(const char *dir, const char *name, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+struct tz *tz_load_dir(const char *dir, const char *name, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Parse a TZif image already in memory (`len` bytes); `name` is only remembered. */
 struct tz *tz_from_tzif(const unsigned char *buf, size_t len, const char *name, char *err, size_t errlen)

@@ -90,8 +90,7 @@ int amqpurl_parse(const char *url, struct amqpurl *out, char *err, size_t errlen
     for (const char *c = p; c < auth_end; c++) {
         if (*c == '@') {
             if (at)
-                return fail(out, err, errlen,
-                            "more than one '@': write an '@' in the user or password as %%40");
+                return fail(out, err, errlen, "more than one '@': write an '@' in the user or password as %%40");
             at = c;
         }
     }
@@ -133,8 +132,8 @@ static void put(char *buf, size_t len, size_t *o, const char *s, int encode)
     static const char hex[] = "0123456789ABCDEF";
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        int plain = !encode || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '.' || c == '_' || c == '~';
+        int plain = !encode || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '.' || c == '_' || c == '~';
         char out[3] = {(char)c, hex[c >> 4], hex[c & 15]};
         if (!plain)
             out[0] = '%';

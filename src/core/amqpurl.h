@@ -24,8 +24,7 @@ struct amqpurl {
 
 /* Parse and check `url` into *out. 0, or -1 with err filled (what is wrong and how to write
  * it, without the URL itself, which holds the password). *out is all zero on failure. */
-int amqpurl_parse(const char *url, struct amqpurl *out, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+int amqpurl_parse(const char *url, struct amqpurl *out, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* The URL of *u for logs: the password as "***", vhost re-encoded (amqp://u:***@h:5672/%2F). */
 void amqpurl_redact(const struct amqpurl *u, char *buf, size_t len);

@@ -20,12 +20,12 @@ struct ratelimit;
 struct app {
     struct config cfg;
     struct job_limits limits;
-    char instance[64];        /* [instance] id, or hostname:port */
+    char instance[64]; /* [instance] id, or hostname:port */
     char hostname[64];
     struct idgen ids;
     int64_t started_unix_ms;
 
-    int nworkers;             /* HTTP workers */
+    int nworkers;                /* HTTP workers */
     struct ratelimit *ratelimit; /* NULL when [http] rate_limit = 0 */
     /* Appends the housekeeping thread's part of /stats (",\"mover\":{...}" ...); thread-safe.
      * Set by main (keeper.h), so the HTTP side needs no header of the thread above it: the
@@ -34,9 +34,9 @@ struct app {
     void (*keeper_stats_json)(void *arg, int shards, struct sbuf *sb);
     _Atomic(void *) keeper_stats_arg;
 
-    atomic_int draining;      /* SIGTERM received: answer what is in flight, take nothing new */
-    atomic_int worker_id;     /* id-generator worker number held, -1 when none */
-    atomic_int layout;        /* [redis] shards and shard tags checked against the data: 1 ok, 0 not yet, -1 differ */
+    atomic_int draining;        /* SIGTERM received: answer what is in flight, take nothing new */
+    atomic_int worker_id;       /* id-generator worker number held, -1 when none */
+    atomic_int layout;          /* [redis] shards and shard tags checked against the data: 1 ok, 0 not yet, -1 differ */
     atomic_int_fast64_t parked; /* parked long-polls across workers (for max_parked) */
     atomic_int redis_workers_up; /* HTTP workers whose own Redis connection is up (for /health) */
     /* Redis found holding older data than this instance wrote (lossmark.h): when (unix ms; 0 =

@@ -22,12 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLUSTER_SLOTS 16384
-#define CLUSTER_HOST_MAX 255                       /* a DNS name's length limit */
-#define CLUSTER_ADDR_MAX (CLUSTER_HOST_MAX + 9)    /* "[" host "]:" port NUL */
-#define CLUSTER_ID_LEN 40                          /* node ids: 40 hex digits */
-#define CLUSTER_ERR_MAX 160
-#define CLUSTER_TAG_MAX 16                         /* "255.1234567" and a NUL fit */
+#define CLUSTER_SLOTS    16384
+#define CLUSTER_HOST_MAX 255                    /* a DNS name's length limit */
+#define CLUSTER_ADDR_MAX (CLUSTER_HOST_MAX + 9) /* "[" host "]:" port NUL */
+#define CLUSTER_ID_LEN   40                     /* node ids: 40 hex digits */
+#define CLUSTER_ERR_MAX  160
+#define CLUSTER_TAG_MAX  16 /* "255.1234567" and a NUL fit */
 
 /* The slot of a key: CRC16 (XMODEM) mod 16384 of its hash tag — the bytes between the first
  * '{' and the first '}' after it, if there are any — or of the whole key otherwise. */
@@ -44,7 +44,7 @@ struct cluster_master {
     struct cluster_node node;
     struct cluster_node *replicas; /* as CLUSTER SLOTS listed them (healthy ones only) */
     int nreplicas;
-    int nslots;                    /* slots this master serves */
+    int nslots; /* slots this master serves */
 };
 
 /* A range as the reply gave it (a master may own several). */
@@ -58,8 +58,8 @@ struct cluster_map {
     int nmasters;
     struct cluster_range *ranges;
     int nranges;
-    int covered;                    /* slots with a master; CLUSTER_SLOTS when all are */
-    int16_t owner[CLUSTER_SLOTS];   /* slot -> master index, -1 when no master serves it */
+    int covered;                  /* slots with a master; CLUSTER_SLOTS when all are */
+    int16_t owner[CLUSTER_SLOTS]; /* slot -> master index, -1 when no master serves it */
 };
 
 /* Read a CLUSTER SLOTS reply (hiredis, RESP2) into a new map; the caller frees it with
@@ -113,7 +113,7 @@ enum cluster_redirect_kind cluster_redirect_parse(const char *s, size_t len, con
  * migrates) and CLUSTERDOWN (no quorum, or the slot has no master yet) pass by themselves, so
  * the command is worth sending again a little later. */
 enum cluster_error_kind {
-    CLUSTER_ERR_OTHER = 0,  /* not about the cluster: the command's own failure */
+    CLUSTER_ERR_OTHER = 0, /* not about the cluster: the command's own failure */
     CLUSTER_ERR_MOVED,
     CLUSTER_ERR_ASK,
     CLUSTER_ERR_TRYAGAIN,
@@ -138,8 +138,8 @@ int cluster_shard_slot(int n, int shards);
 /* The hash tag of shard n under Cluster: the first of "n", "n.0", "n.1", ... whose slot is
  * cluster_shard_slot(n, shards). Keys of the shard are then "<prefix>:{<tag>}:...". Writes it
  * NUL-terminated into out and returns its length, or -1 for bad arguments (shards is at most
- * IDS_MAX_SHARDS here) or cap < CLUSTER_TAG_MAX. A search of ~16384 CRCs on average (about 40 ms for all 256 tags of 256 shards here):
- * compute each tag once, at start-up. Part of the data layout: never change the rule. */
+ * IDS_MAX_SHARDS here) or cap < CLUSTER_TAG_MAX. A search of ~16384 CRCs on average (about 40 ms for all 256 tags of
+ * 256 shards here): compute each tag once, at start-up. Part of the data layout: never change the rule. */
 int cluster_shard_tag(int n, int shards, char *out, size_t cap) __attribute__((warn_unused_result));
 
 #endif

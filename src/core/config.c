@@ -25,14 +25,14 @@ struct cfg_key {
     const char *key;
     enum cfg_type type;
     const char *def;
-    int64_t min, max;     /* for numbers; for strings max is the length limit */
+    int64_t min, max; /* for numbers; for strings max is the length limit */
     size_t offset;
-    int secret;           /* masked by config_print */
+    int secret; /* masked by config_print */
     const char *help;
 };
 
 #define F(field) offsetof(struct config, field)
-#define DAY_MS INT64_C(86400000)
+#define DAY_MS   INT64_C(86400000)
 
 static const struct cfg_key keys[] = {
     {"http", "listen", CT_STR, "127.0.0.1:8080", 0, CONFIG_STR_MAX - 1, F(listen), 0,
@@ -93,8 +93,7 @@ static const struct cfg_key keys[] = {
      "seconds between retention passes"},
     {"mysql", "timeout", CT_INT, "3", 1, 300, F(mysql_timeout), 0,
      "seconds for a connect, read or write before MySQL counts as down"},
-    {"mysql", "batch", CT_INT, "2000", 1, 100000, F(journal_batch), 0,
-     "most records written in one MySQL transaction"},
+    {"mysql", "batch", CT_INT, "2000", 1, 100000, F(journal_batch), 0, "most records written in one MySQL transaction"},
     {"mysql", "backlog", CT_INT, "1000000", 1000, 100000000, F(journal_backlog), 0,
      "transitions waiting for MySQL (in the Redis outbox); past it consumption pauses (503)"},
     {"mysql", "per_row_commit", CT_BOOL, "false", 0, 1, F(journal_per_row), 0,
@@ -281,8 +280,7 @@ int config_load_string(struct config *cfg, const char *name, const char *text, c
             line[len - 1] = '\0';
 
         char *s = trim(line);
-        if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB &&
-            (unsigned char)s[2] == 0xBF)
+        if (lineno == 1 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF)
             s = trim(s + 3);
         if (*s == '\0' || *s == '#' || *s == ';')
             continue;
@@ -510,8 +508,7 @@ void config_describe(FILE *out)
         const struct cfg_key *k = &keys[i];
         char range[64] = "";
         if (k->type == CT_INT || k->type == CT_INT64 || k->type == CT_WORKER_ID)
-            snprintf(range, sizeof range, "%lld..%lld", (long long)(k->min < 0 ? 0 : k->min),
-                     (long long)k->max);
+            snprintf(range, sizeof range, "%lld..%lld", (long long)(k->min < 0 ? 0 : k->min), (long long)k->max);
         else if (k->type == CT_STR)
             snprintf(range, sizeof range, "≤ %lld chars", (long long)k->max);
         fprintf(out, "| %s | %s | %s | %s | %s |\n", k->section, k->key, k->def[0] ? k->def : "(empty)", range,

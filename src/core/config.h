@@ -2,8 +2,8 @@
  *
  * One table (config.c) names every key with its type, default, bounds and the
  * field it fills; the parser, `hourglassd -t`, `hourglassd -p` (print the
- * effective config) and `hourglassd -d` (describe every key) all read that table. Unknown sections/keys and bad values are errors naming
- * the file, line and key. */
+ * effective config) and `hourglassd -d` (describe every key) all read that table. Unknown sections/keys and bad values
+ * are errors naming the file, line and key. */
 #ifndef HG_CONFIG_H
 #define HG_CONFIG_H
 
@@ -15,20 +15,20 @@
 struct config {
     /* [http] */
     char listen[CONFIG_STR_MAX];
-    int http_threads;          /* 0 = one per core */
-    int64_t max_body;          /* bytes */
-    int longpoll_max;          /* seconds */
+    int http_threads; /* 0 = one per core */
+    int64_t max_body; /* bytes */
+    int longpoll_max; /* seconds */
     char token[CONFIG_STR_MAX];
     char admin_token[CONFIG_STR_MAX];
-    int max_batch;             /* jobs per POST /push array */
-    int max_connections;       /* open HTTP connections per instance; 503 past it */
-    int max_parked;            /* parked long-polls per instance; 503 past it */
-    int max_header;            /* bytes of request line + headers; 413 past it */
-    int idle_timeout;          /* seconds a keep-alive connection may sit idle */
-    int drain_window_ms;       /* after SIGTERM: serve open connections this long (Connection: close) */
-    int request_timeout;       /* seconds to receive a whole request once it started */
-    int rate_limit;            /* requests per second per token (or per client address); 0 = off */
-    int rate_burst;            /* bucket size for rate_limit */
+    int max_batch;       /* jobs per POST /push array */
+    int max_connections; /* open HTTP connections per instance; 503 past it */
+    int max_parked;      /* parked long-polls per instance; 503 past it */
+    int max_header;      /* bytes of request line + headers; 413 past it */
+    int idle_timeout;    /* seconds a keep-alive connection may sit idle */
+    int drain_window_ms; /* after SIGTERM: serve open connections this long (Connection: close) */
+    int request_timeout; /* seconds to receive a whole request once it started */
+    int rate_limit;      /* requests per second per token (or per client address); 0 = off */
+    int rate_burst;      /* bucket size for rate_limit */
 
     /* [redis] */
     char redis_address[CONFIG_STR_MAX]; /* host:port or unix:/path; cluster: host:port,host:port */
@@ -37,8 +37,8 @@ struct config {
     int redis_db;
     char redis_prefix[64];
     int redis_shards;
-    int redis_timeout_ms;      /* connect and per-command timeout */
-    int redis_auto_restore;    /* run the two-way restore when a loss is noticed (lossmark.h) */
+    int redis_timeout_ms;   /* connect and per-command timeout */
+    int redis_auto_restore; /* run the two-way restore when a loss is noticed (lossmark.h) */
 
     /* [mysql] */
     char mysql_host[CONFIG_STR_MAX];
@@ -48,11 +48,11 @@ struct config {
     char mysql_password[CONFIG_STR_MAX];
     char mysql_database[CONFIG_STR_MAX];
     int retention_days;
-    int retention_interval;    /* seconds between retention passes */
-    int mysql_timeout;         /* seconds, connect/read/write */
-    int journal_batch;         /* max records per MySQL transaction */
-    int journal_backlog;       /* max queued transition records while MySQL is slow or down */
-    int journal_per_row;       /* 1 = one transaction per record (benchmark baseline only) */
+    int retention_interval; /* seconds between retention passes */
+    int mysql_timeout;      /* seconds, connect/read/write */
+    int journal_batch;      /* max records per MySQL transaction */
+    int journal_backlog;    /* max queued transition records while MySQL is slow or down */
+    int journal_per_row;    /* 1 = one transaction per record (benchmark baseline only) */
 
     /* [queue] */
     int64_t default_ttr;
@@ -60,9 +60,9 @@ struct config {
     int64_t max_delay;
     int64_t horizon; /* [queue] horizon: ms; 0 = no MySQL tier */
     int64_t max_ttr;
-    int64_t schedule_grace;    /* ms: older missed fires follow the schedule's catchUp policy */
+    int64_t schedule_grace; /* ms: older missed fires follow the schedule's catchUp policy */
     int max_tries;
-    int mover_batch;           /* jobs moved per script call */
+    int mover_batch; /* jobs moved per script call */
 
     /* [webhook] */
     char webhook_ca_file[CONFIG_STR_MAX]; /* PEM CAs trusted besides the system's; "" = none */
@@ -73,9 +73,9 @@ struct config {
     int amqp_timeout_ms;           /* a batch's publish and confirms; a delivery's lease (+1 s) */
 
     /* [instance] */
-    char instance_id[64];      /* empty = hostname:port */
+    char instance_id[64];           /* empty = hostname:port */
     char state_dir[CONFIG_STR_MAX]; /* empty = no local state (doubt.h) */
-    int worker_id;             /* -1 = lease one from Redis */
+    int worker_id;                  /* -1 = lease one from Redis */
 
     /* [log] */
     int log_level;
@@ -87,8 +87,7 @@ void config_defaults(struct config *cfg);
 
 /* Parse `path` over the defaults already in `cfg`. On error returns -1 and writes
  * "file:line: [section] key: problem" into err. */
-int config_load(struct config *cfg, const char *path, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+int config_load(struct config *cfg, const char *path, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Parse INI text (for tests); `name` is used in error messages. */
 int config_load_string(struct config *cfg, const char *name, const char *text, char *err, size_t errlen)

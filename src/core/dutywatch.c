@@ -11,9 +11,9 @@ static const struct {
     const char *name;
     int per_shard, periodic;
 } duties[DUTY_COUNT] = {
-    [DUTY_OUTBOX] = {"outbox", 1, 1},         [DUTY_PAGER] = {"pager", 0, 1},
-    [DUTY_MOVER] = {"mover", 1, 1},           [DUTY_RECONCILER] = {"reconciler", 0, 0},
-    [DUTY_RESTORE] = {"restore", 0, 0},       [DUTY_SCHEDULER] = {"scheduler", 0, 1},
+    [DUTY_OUTBOX] = {"outbox", 1, 1},   [DUTY_PAGER] = {"pager", 0, 1},
+    [DUTY_MOVER] = {"mover", 1, 1},     [DUTY_RECONCILER] = {"reconciler", 0, 0},
+    [DUTY_RESTORE] = {"restore", 0, 0}, [DUTY_SCHEDULER] = {"scheduler", 0, 1},
 };
 
 struct watch {

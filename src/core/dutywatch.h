@@ -30,7 +30,7 @@ enum dutywatch_duty {
 };
 
 #define DUTYWATCH_BOUND_MS 5000 /* failing (or, periodic, silent) this long: stuck */
-#define DUTYWATCH_SHARDS 1024   /* per-shard duties: shards beyond are folded into the last */
+#define DUTYWATCH_SHARDS   1024 /* per-shard duties: shards beyond are folded into the last */
 
 /* A success of `duty` on `shard` (-1: not per shard), now. */
 void dutywatch_ok(enum dutywatch_duty duty, int shard);

@@ -3,10 +3,10 @@
 
 #include <string.h>
 
-#define LOW_BITS 12
+#define LOW_BITS    12
 #define WORKER_BITS 10
-#define LOW_MASK ((UINT64_C(1) << LOW_BITS) - 1)
-#define MS_MAX ((INT64_C(1) << 41) - 1)
+#define LOW_MASK    ((UINT64_C(1) << LOW_BITS) - 1)
+#define MS_MAX      ((INT64_C(1) << 41) - 1)
 
 /* 64 symbols in ascending ASCII order: '-' < digits < upper < '_' < lower. */
 static const char key_alphabet[] = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";

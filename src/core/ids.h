@@ -19,18 +19,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define IDS_EPOCH_MS INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
+#define IDS_EPOCH_MS   INT64_C(1704067200000) /* 2024-01-01T00:00:00Z */
 #define IDS_MAX_WORKER 1023
 #define IDS_MAX_SHARDS 256
-#define ID_KEY_LEN 11     /* compact form length */
+#define ID_KEY_LEN     11 /* compact form length */
 #define ID_DECIMAL_MAX 20 /* digits of the largest id */
 
 struct idgen {
     pthread_mutex_t lock;
     int shards;
-    int worker;            /* -1 until a worker id is held */
-    int64_t cur_ms;        /* logical clock, ms since IDS_EPOCH_MS */
-    int64_t horizon_ms;    /* ids with cur_ms past this are refused (epoch-relative) */
+    int worker;         /* -1 until a worker id is held */
+    int64_t cur_ms;     /* logical clock, ms since IDS_EPOCH_MS */
+    int64_t horizon_ms; /* ids with cur_ms past this are refused (epoch-relative) */
     uint16_t next_k[IDS_MAX_SHARDS];
 };
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const state_names[] = {"", "delayed", "ready", "reserved", "finished",
-                                          "deleted", "dead", "aborted", "far"};
+static const char *const state_names[] = {"",        "delayed", "ready",   "reserved", "finished",
+                                          "deleted", "dead",    "aborted", "far"};
 
 const char *job_state_name(int state)
 {
@@ -30,8 +30,8 @@ int job_topic_valid(const char *s, size_t len)
         return 0;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '.' || c == ':' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == ':' || c == '-'))
             return 0;
     }
     return 1;
@@ -108,8 +108,8 @@ int job_bizkey_valid(const char *s, size_t len)
             cp = (cp << 6) | (cc & 0x3F);
         }
         /* overlong forms, surrogates and out-of-range code points are not valid UTF-8 */
-        if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
             return 0;
         if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029)
             return 0;
@@ -139,8 +139,8 @@ void job_specs_free(struct job_spec *jobs, int count)
 
 enum field { F_TOPIC, F_BODY, F_DELAY, F_RUNAT, F_PRIORITY, F_TTR, F_TRIES, F_BIZKEY, F_REPLACE, F_BACKOFF, F_COUNT };
 
-static const char *const field_names[F_COUNT] = {"topic", "body",   "delay",   "runAt",  "priority",
-                                                  "ttr",   "tries",  "bizKey",  "replace", "backoff"};
+static const char *const field_names[F_COUNT] = {"topic", "body",  "delay",  "runAt",   "priority",
+                                                 "ttr",   "tries", "bizKey", "replace", "backoff"};
 
 /* The text of one field's value. */
 struct span {
@@ -174,8 +174,7 @@ static int span_int(struct span v, const char *name, int64_t min, int64_t max, i
     else if (ok)
         value = neg ? INT64_MIN : INT64_MAX; /* certainly out of range below */
     if (!ok || value < min || value > max || (neg && n > (uint64_t)INT64_MAX)) {
-        snprintf(err, errlen, "%s%s must be an integer from %lld to %lld", where, name, (long long)min,
-                 (long long)max);
+        snprintf(err, errlen, "%s%s must be an integer from %lld to %lld", where, name, (long long)min, (long long)max);
         return -1;
     }
     *out = value;
@@ -261,8 +260,8 @@ static int scan_job(struct jscan *j, struct span *fields, const char *where, cha
     }
 }
 
-static enum push_parse_result build_job(struct span *f, const struct job_limits *lim, int64_t now,
-                                        struct job_spec *job, const char *where, char *err, size_t errlen)
+static enum push_parse_result build_job(struct span *f, const struct job_limits *lim, int64_t now, struct job_spec *job,
+                                        const char *where, char *err, size_t errlen)
 {
     if (f[F_TOPIC].p == NULL || span_string(f[F_TOPIC], job->topic, TOPIC_MAX, &job->topic_len) < 0 ||
         !job_topic_valid(job->topic, job->topic_len)) {
@@ -282,7 +281,8 @@ static enum push_parse_result build_job(struct span *f, const struct job_limits 
     }
     if (f[F_RUNAT].p) {
         if (run_at - now > lim->max_delay) {
-            snprintf(err, errlen, "%srunAt is more than max_delay (%lld ms) from now", where, (long long)lim->max_delay);
+            snprintf(err, errlen, "%srunAt is more than max_delay (%lld ms) from now", where,
+                     (long long)lim->max_delay);
             return PUSH_BAD;
         }
         job->run_at = run_at < now ? now : run_at;

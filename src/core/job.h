@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TOPIC_MAX 128
-#define BIZKEY_MAX 128 /* characters (code points), not bytes */
-#define TOPICS_PER_GET 32
+#define TOPIC_MAX       128
+#define BIZKEY_MAX      128 /* characters (code points), not bytes */
+#define TOPICS_PER_GET  32
 #define JOB_BACKOFF_MAX (365LL * 24 * 3600 * 1000) /* ms; as a topic's (topicconf.h) */
 
 /* Numbers match the Lua scripts (src/redis/lua/lib.lua); ABORTED exists only in MySQL. FAR too: a
@@ -30,7 +30,7 @@ enum job_state {
 };
 
 const char *job_state_name(int state); /* "" for JS_NONE */
-int job_state_parse(const char *name);  /* -1 when unknown */
+int job_state_parse(const char *name); /* -1 when unknown */
 
 /* A state a job ends in (finished, deleted, aborted): it is then in no tier, and Redis no
  * longer holds it. Dead is not an end: a dead job stays, to be requeued. */
@@ -50,30 +50,30 @@ struct job_limits {
 struct job_spec {
     char topic[TOPIC_MAX + 1];
     size_t topic_len;
-    char *body;          /* compact JSON text, malloc'd */
+    char *body; /* compact JSON text, malloc'd */
     size_t body_len;
-    int64_t run_at;      /* unix ms, never before the time of the push */
+    int64_t run_at; /* unix ms, never before the time of the push */
     int priority;
     int64_t ttr;
     int tries;
-    int has_backoff;     /* the job's own backoff, else (0) the topic's */
-    int64_t backoff;     /* ms after a failed attempt (doubling, capped by the topic's maxBackoff) */
-    char *biz_key;       /* NULL when absent; malloc'd */
+    int has_backoff; /* the job's own backoff, else (0) the topic's */
+    int64_t backoff; /* ms after a failed attempt (doubling, capped by the topic's maxBackoff) */
+    char *biz_key;   /* NULL when absent; malloc'd */
     size_t biz_len;
     int replace;
     /* filled by the caller */
     uint64_t id;
     int shard;
-    int far;             /* due beyond [queue] horizon: MySQL alone holds it (JS_FAR) */
+    int far; /* due beyond [queue] horizon: MySQL alone holds it (JS_FAR) */
 };
 
 enum push_parse_result { PUSH_OK = 0, PUSH_BAD = -1, PUSH_TOO_MANY = -2, PUSH_NOMEM = -3 };
 
 /* Parse and validate a push body. On PUSH_OK, *jobs (malloc'd array, free with
  * job_specs_free) holds *count jobs and *is_array tells which form was sent. */
-enum push_parse_result job_parse_push(const char *body, size_t len, const struct job_limits *limits,
-                                      int64_t now_ms, struct job_spec **jobs, int *count, int *is_array,
-                                      char *err, size_t errlen) __attribute__((warn_unused_result));
+enum push_parse_result job_parse_push(const char *body, size_t len, const struct job_limits *limits, int64_t now_ms,
+                                      struct job_spec **jobs, int *count, int *is_array, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 void job_specs_free(struct job_spec *jobs, int count);
 

@@ -38,10 +38,12 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_RESTORED] = {"hourglass_restored_total", "jobs put back into Redis by /reStore"},
     [MC_RETENTION_DELETED] = {"hourglass_retention_deleted_total", "terminal messages removed by retention"},
     [MC_DOUBT_SETTLED] = {"hourglass_doubt_settled_total", "outcomes in doubt (lost COMMIT or Redis replies) settled"},
-    [MC_OUTBOX_UNREADABLE] = {"hourglass_outbox_unreadable_total", "outbox entries that could not be read, kept in <prefix>:{n}:logbad"},
+    [MC_OUTBOX_UNREADABLE] = {"hourglass_outbox_unreadable_total",
+                              "outbox entries that could not be read, kept in <prefix>:{n}:logbad"},
     [MC_JOURNAL_REFUSED] = {"hourglass_journal_refused_total", "journal records MySQL refused, kept in refused_record"},
-    [MC_JOURNAL_LOCK_RETRIES] = {"hourglass_journal_lock_retries_total",
-                                 "journal cycles written again after MySQL chose them as a deadlock victim or their lock wait timed out"},
+    [MC_JOURNAL_LOCK_RETRIES] =
+        {"hourglass_journal_lock_retries_total",
+         "journal cycles written again after MySQL chose them as a deadlock victim or their lock wait timed out"},
     [MC_DEAD_EXPIRED] = {"hourglass_dead_expired_total", "dead jobs removed from Redis at the retention age"},
     [MC_REDIS_LOSSES] = {"hourglass_redis_losses_total",
                          "times a shard was found holding older data than this instance wrote, or none"},
@@ -65,8 +67,8 @@ static const struct counter_def gauge_defs[MG_COUNT] = {
 #define NBUCKETS 16
 static const double time_buckets[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                               0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
-static const double size_buckets[NBUCKETS] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
-                                              20000, 50000, 100000};
+static const double size_buckets[NBUCKETS] = {1,   2,    5,    10,   20,    50,    100,   200,
+                                              500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
 
 struct hist {
     const char *name, *help;
@@ -77,13 +79,17 @@ struct hist {
 };
 
 static struct hist hists[MH_COUNT] = {
-    [MH_LATENESS] = {"hourglass_delivery_lateness_seconds", "time from a job's due time to its first delivery",
-                     time_buckets, {0}, 0, 0},
+    [MH_LATENESS] = {"hourglass_delivery_lateness_seconds",
+                     "time from a job's due time to its first delivery",
+                     time_buckets,
+                     {0},
+                     0,
+                     0},
     [MH_REDIS_LATENCY] = {"hourglass_redis_command_seconds", "Redis command round-trip time", time_buckets, {0}, 0, 0},
-    [MH_MYSQL_COMMIT] = {"hourglass_mysql_commit_seconds", "time to write and commit one journal batch",
-                         time_buckets, {0}, 0, 0},
-    [MH_JOURNAL_BATCH] = {"hourglass_journal_batch_records", "records per journal transaction", size_buckets, {0},
-                          0, 0},
+    [MH_MYSQL_COMMIT] =
+        {"hourglass_mysql_commit_seconds", "time to write and commit one journal batch", time_buckets, {0}, 0, 0},
+    [MH_JOURNAL_BATCH] =
+        {"hourglass_journal_batch_records", "records per journal transaction", size_buckets, {0}, 0, 0},
 };
 
 static _Atomic uint64_t counters[MC_COUNT];
@@ -125,8 +131,7 @@ static void render_redis_errors(struct sbuf *out)
         v[RCAUSE_OTHER] += total - known;
     sb_printf(out, "# HELP %s %s\n# TYPE %s counter\n", def->name, def->help, def->name);
     for (int c = RCAUSE_NONE + 1; c < RCAUSE_COUNT; c++)
-        sb_printf(out, "%s{cause=\"%s\"} %llu\n", def->name, rcause_name((enum rcause)c),
-                  (unsigned long long)v[c]);
+        sb_printf(out, "%s{cause=\"%s\"} %llu\n", def->name, rcause_name((enum rcause)c), (unsigned long long)v[c]);
 }
 
 void metrics_inc(enum metric_counter c, uint64_t n)

@@ -39,7 +39,7 @@ enum metric_counter {
     MC_JOURNAL_LOCK_RETRIES,
     MC_OUTBOX_UNREADABLE,
     MC_DOUBT_SETTLED,
-    MC_BAD_RECORDS,     /* job records a script found missing or corrupt (quarantined, not dropped) */
+    MC_BAD_RECORDS, /* job records a script found missing or corrupt (quarantined, not dropped) */
     MC_COUNT
 };
 
@@ -51,16 +51,16 @@ enum metric_gauge {
     MG_REDIS_UP,         /* connections currently up */
     MG_MYSQL_UP,
     MG_OWNED_SHARDS,
-    MG_IN_DOUBT,         /* outcomes in doubt waiting to be settled (doubt.h) */
-    MG_CLOCK_OFFSET_MS,  /* this host's clock minus the fleet's (duties/clocksync.h) */
+    MG_IN_DOUBT,        /* outcomes in doubt waiting to be settled (doubt.h) */
+    MG_CLOCK_OFFSET_MS, /* this host's clock minus the fleet's (duties/clocksync.h) */
     MG_COUNT
 };
 
 enum metric_hist {
-    MH_LATENESS,        /* seconds from due to first delivery */
-    MH_REDIS_LATENCY,   /* seconds per Redis command */
-    MH_MYSQL_COMMIT,    /* seconds per journal transaction */
-    MH_JOURNAL_BATCH,   /* records per journal transaction */
+    MH_LATENESS,      /* seconds from due to first delivery */
+    MH_REDIS_LATENCY, /* seconds per Redis command */
+    MH_MYSQL_COMMIT,  /* seconds per journal transaction */
+    MH_JOURNAL_BATCH, /* records per journal transaction */
     MH_COUNT
 };
 

@@ -56,8 +56,7 @@ void parkbook_free(struct parkbook *b)
     hmap_free(&b->lists);
 }
 
-int parkbook_file(struct parkbook *b, struct parkbook_entry *e, const char *const *topics, const size_t *lens,
-                  int n)
+int parkbook_file(struct parkbook *b, struct parkbook_entry *e, const char *const *topics, const size_t *lens, int n)
 {
     for (int i = 0; i < n; i++) {
         struct parkbook_list *t = find_list(b, topics[i], lens[i], 1);

@@ -64,8 +64,8 @@ void parkbook_free(struct parkbook *b);
 
 /* File e at the tail of each of the n topics' lists (n <= TOPICS_PER_GET, each len <=
  * TOPIC_MAX). 0, or -1 when out of memory: then e is filed nowhere and the book is as before. */
-int parkbook_file(struct parkbook *b, struct parkbook_entry *e, const char *const *topics, const size_t *lens,
-                  int n) __attribute__((warn_unused_result));
+int parkbook_file(struct parkbook *b, struct parkbook_entry *e, const char *const *topics, const size_t *lens, int n)
+    __attribute__((warn_unused_result));
 
 /* Take e out of every list it is in (nothing when it is not filed); emptied lists are freed. */
 void parkbook_unfile(struct parkbook *b, struct parkbook_entry *e);
@@ -73,8 +73,7 @@ void parkbook_unfile(struct parkbook *b, struct parkbook_entry *e);
 /* Copy n topics (n <= TOPICS_PER_GET, each len <= TOPIC_MAX) into saved: a request answered
  * with jobs passes the notification on after it is freed, and it need not have been filed
  * (a GET without timeout never is). */
-void parkbook_topics_save(struct parkbook_topics *saved, const char *const *topics, const size_t *lens,
-                          int n);
+void parkbook_topics_save(struct parkbook_topics *saved, const char *const *topics, const size_t *lens, int n);
 
 /* Whom a notification on topic wakes: the oldest idle entry, which the caller then tries a
  * reservation for. NULL when nobody waits there, or when everyone is busy (the oldest then

@@ -7,8 +7,7 @@
 #include <string.h>
 
 /* raddr_parse, saying what is wrong in err (err NULL with errlen 0: nothing said). */
-static int parse(const char *address, char *host, size_t hostlen, int *port, int *is_unix, char *err,
-                 size_t errlen)
+static int parse(const char *address, char *host, size_t hostlen, int *port, int *is_unix, char *err, size_t errlen)
 {
     struct netaddr a;
     *is_unix = strncmp(address, "unix:", 5) == 0;

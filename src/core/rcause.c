@@ -4,10 +4,10 @@
 #include <string.h>
 
 static const char *const cause_names[RCAUSE_COUNT] = {
-    [RCAUSE_NONE] = "none",         [RCAUSE_DOWN] = "down",       [RCAUSE_TIMEOUT] = "timeout",
-    [RCAUSE_OOM] = "oom",           [RCAUSE_BUSY] = "busy",       [RCAUSE_READONLY] = "readonly",
-    [RCAUSE_LOADING] = "loading",   [RCAUSE_NOSCRIPT] = "noscript", [RCAUSE_SCRIPT] = "script",
-    [RCAUSE_AUTH] = "auth",         [RCAUSE_OTHER] = "other",
+    [RCAUSE_NONE] = "none",       [RCAUSE_DOWN] = "down",         [RCAUSE_TIMEOUT] = "timeout",
+    [RCAUSE_OOM] = "oom",         [RCAUSE_BUSY] = "busy",         [RCAUSE_READONLY] = "readonly",
+    [RCAUSE_LOADING] = "loading", [RCAUSE_NOSCRIPT] = "noscript", [RCAUSE_SCRIPT] = "script",
+    [RCAUSE_AUTH] = "auth",       [RCAUSE_OTHER] = "other",
 };
 
 const char *rcause_name(enum rcause cause)
@@ -45,9 +45,9 @@ enum rcause rcause_classify(const char *err, size_t len)
         const char *prefix;
         enum rcause cause;
     } codes[] = {
-        {"OOM ", RCAUSE_OOM},           {"BUSY ", RCAUSE_BUSY},         {"READONLY ", RCAUSE_READONLY},
-        {"LOADING ", RCAUSE_LOADING},   {"NOSCRIPT ", RCAUSE_NOSCRIPT}, {"NOAUTH ", RCAUSE_AUTH},
-        {"WRONGPASS ", RCAUSE_AUTH},    {"NOPERM ", RCAUSE_AUTH},       {"MASTERDOWN ", RCAUSE_READONLY},
+        {"OOM ", RCAUSE_OOM},         {"BUSY ", RCAUSE_BUSY},         {"READONLY ", RCAUSE_READONLY},
+        {"LOADING ", RCAUSE_LOADING}, {"NOSCRIPT ", RCAUSE_NOSCRIPT}, {"NOAUTH ", RCAUSE_AUTH},
+        {"WRONGPASS ", RCAUSE_AUTH},  {"NOPERM ", RCAUSE_AUTH},       {"MASTERDOWN ", RCAUSE_READONLY},
     };
     if (err == NULL)
         return RCAUSE_OTHER;
@@ -69,4 +69,3 @@ enum rcause rcause_classify(const char *err, size_t len)
         return RCAUSE_SCRIPT;
     return RCAUSE_OTHER;
 }
-

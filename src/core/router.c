@@ -4,20 +4,35 @@
 #include <string.h>
 
 struct rule {
-    const char *prefix;   /* exact path, or prefix ending in '/' that takes one argument */
+    const char *prefix; /* exact path, or prefix ending in '/' that takes one argument */
     enum endpoint endpoint;
 };
 
 /* Exact paths first; "/reStore" and "/reStore/" differ by the argument. */
 static const struct rule rules[] = {
-    {"/push", EP_PUSH},           {"/finish", EP_FINISH},   {"/release", EP_RELEASE},
-    {"/touch", EP_TOUCH},         {"/delete", EP_DELETE},   {"/reschedule", EP_RESCHEDULE},
-    {"/reStore", EP_RESTORE},     {"/health", EP_HEALTH},   {"/stats", EP_STATS},
-    {"/metrics", EP_METRICS},     {"/get/", EP_GET},        {"/jobs/", EP_JOBS},
-    {"/dead/", EP_DEAD},          {"/reStore/", EP_RESTORE_ONE}, {"/topics", EP_TOPICS},
+    {"/push", EP_PUSH},
+    {"/finish", EP_FINISH},
+    {"/release", EP_RELEASE},
+    {"/touch", EP_TOUCH},
+    {"/delete", EP_DELETE},
+    {"/reschedule", EP_RESCHEDULE},
+    {"/reStore", EP_RESTORE},
+    {"/health", EP_HEALTH},
+    {"/stats", EP_STATS},
+    {"/metrics", EP_METRICS},
+    {"/get/", EP_GET},
+    {"/jobs/", EP_JOBS},
+    {"/dead/", EP_DEAD},
+    {"/reStore/", EP_RESTORE_ONE},
+    {"/topics", EP_TOPICS},
     {"/topics/", EP_TOPIC},
-    {"/console", EP_CONSOLE},     {"/console/", EP_CONSOLE},  {"/fleet", EP_FLEET},
-    {"/throughput", EP_THROUGHPUT}, {"/schedules", EP_SCHEDULES}, {"/schedules/", EP_SCHEDULE}, {"/jobs", EP_LOOKUP},
+    {"/console", EP_CONSOLE},
+    {"/console/", EP_CONSOLE},
+    {"/fleet", EP_FLEET},
+    {"/throughput", EP_THROUGHPUT},
+    {"/schedules", EP_SCHEDULES},
+    {"/schedules/", EP_SCHEDULE},
+    {"/jobs", EP_LOOKUP},
 };
 
 /* Paths with their argument in the middle ("/topics/{topic}/jobs"): tried before the rules
@@ -31,15 +46,31 @@ static const struct {
 };
 
 static const char *const names[EP_COUNT] = {
-    [EP_NOT_FOUND] = "not_found", [EP_PUSH] = "push",         [EP_GET] = "get",
-    [EP_FINISH] = "finish",       [EP_RELEASE] = "release",   [EP_TOUCH] = "touch",
-    [EP_DELETE] = "delete",       [EP_RESCHEDULE] = "reschedule", [EP_JOBS] = "jobs",
-    [EP_DEAD] = "dead",           [EP_RESTORE] = "restore",   [EP_RESTORE_ONE] = "restore_one",
-    [EP_HEALTH] = "health",       [EP_STATS] = "stats",       [EP_METRICS] = "metrics",
-    [EP_TOPICS] = "topics",       [EP_TOPIC] = "topic",
-    [EP_CONSOLE] = "console",     [EP_TOPIC_JOBS] = "topic_jobs", [EP_FLEET] = "fleet",
-    [EP_THROUGHPUT] = "throughput", [EP_SCHEDULES] = "schedules", [EP_SCHEDULE] = "schedule",
-    [EP_LOOKUP] = "lookup", [EP_PURGE] = "purge",
+    [EP_NOT_FOUND] = "not_found",
+    [EP_PUSH] = "push",
+    [EP_GET] = "get",
+    [EP_FINISH] = "finish",
+    [EP_RELEASE] = "release",
+    [EP_TOUCH] = "touch",
+    [EP_DELETE] = "delete",
+    [EP_RESCHEDULE] = "reschedule",
+    [EP_JOBS] = "jobs",
+    [EP_DEAD] = "dead",
+    [EP_RESTORE] = "restore",
+    [EP_RESTORE_ONE] = "restore_one",
+    [EP_HEALTH] = "health",
+    [EP_STATS] = "stats",
+    [EP_METRICS] = "metrics",
+    [EP_TOPICS] = "topics",
+    [EP_TOPIC] = "topic",
+    [EP_CONSOLE] = "console",
+    [EP_TOPIC_JOBS] = "topic_jobs",
+    [EP_FLEET] = "fleet",
+    [EP_THROUGHPUT] = "throughput",
+    [EP_SCHEDULES] = "schedules",
+    [EP_SCHEDULE] = "schedule",
+    [EP_LOOKUP] = "lookup",
+    [EP_PURGE] = "purge",
 };
 
 static int hexval(char c)

@@ -23,14 +23,14 @@ enum endpoint {
     EP_METRICS,
     EP_TOPICS,
     EP_TOPIC,
-    EP_CONSOLE,     /* /console, /console/<file> */
-    EP_TOPIC_JOBS,  /* /topics/{topic}/jobs */
+    EP_CONSOLE,    /* /console, /console/<file> */
+    EP_TOPIC_JOBS, /* /topics/{topic}/jobs */
     EP_FLEET,
     EP_THROUGHPUT,
-    EP_SCHEDULES,   /* /schedules */
-    EP_SCHEDULE,    /* /schedules/{id} */
-    EP_LOOKUP,      /* /jobs?topic=&bizKey= */
-    EP_PURGE,       /* /topics/{topic}/purge */
+    EP_SCHEDULES, /* /schedules */
+    EP_SCHEDULE,  /* /schedules/{id} */
+    EP_LOOKUP,    /* /jobs?topic=&bizKey= */
+    EP_PURGE,     /* /topics/{topic}/purge */
     EP_COUNT
 };
 

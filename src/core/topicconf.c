@@ -86,7 +86,8 @@ static int merge_deliver(struct topic_conf *c, json_t *d, char *err, size_t errl
     int keep_secret = 0;
     if (hook) {
         n.route = TOPIC_ROUTE_WEBHOOK;
-        json_object_foreach(d, key, v) {
+        json_object_foreach(d, key, v)
+        {
             if (strcmp(key, "webhook") == 0) {
                 /* the URL's form is checked by the caller (whclient_parse_url) */
                 if (get_str(v, "deliver.webhook", TOPICCONF_URL_MAX, 0, n.url, err, errlen) < 0)
@@ -99,7 +100,8 @@ static int merge_deliver(struct topic_conf *c, json_t *d, char *err, size_t errl
                     return -1;
                 n.concurrency = (int)num;
             } else if (strcmp(key, "secret") == 0) {
-                if (!json_is_null(v) && get_str(v, "deliver.secret", TOPICCONF_SECRET_MAX, 1, n.secret, err, errlen) < 0)
+                if (!json_is_null(v) &&
+                    get_str(v, "deliver.secret", TOPICCONF_SECRET_MAX, 1, n.secret, err, errlen) < 0)
                     return -1;
             } else if (strcmp(key, "signed") == 0) {
                 /* GET's read-only stand-in for the secret: a settings object read and sent
@@ -118,7 +120,8 @@ static int merge_deliver(struct topic_conf *c, json_t *d, char *err, size_t errl
             memcpy(n.secret, c->secret, sizeof n.secret);
     } else {
         n.route = TOPIC_ROUTE_AMQP;
-        json_object_foreach(d, key, v) {
+        json_object_foreach(d, key, v)
+        {
             if (strcmp(key, "amqp") != 0) {
                 snprintf(err, errlen, "unknown field deliver.%s next to amqp", key);
                 return -1;
@@ -128,13 +131,13 @@ static int merge_deliver(struct topic_conf *c, json_t *d, char *err, size_t errl
             snprintf(err, errlen, "deliver.amqp must be an object {\"exchange\":X,\"routingKey\":K}");
             return -1;
         }
-        json_object_foreach(amqp, key, v) {
+        json_object_foreach(amqp, key, v)
+        {
             if (strcmp(key, "exchange") == 0) {
                 if (get_str(v, "deliver.amqp.exchange", TOPICCONF_AMQP_NAME_MAX, 1, n.exchange, err, errlen) < 0)
                     return -1;
             } else if (strcmp(key, "routingKey") == 0) {
-                if (get_str(v, "deliver.amqp.routingKey", TOPICCONF_AMQP_NAME_MAX, 1, n.routing_key, err, errlen) <
-                    0)
+                if (get_str(v, "deliver.amqp.routingKey", TOPICCONF_AMQP_NAME_MAX, 1, n.routing_key, err, errlen) < 0)
                     return -1;
             } else {
                 snprintf(err, errlen, "unknown field deliver.amqp.%s (exchange, routingKey)", key);
@@ -166,7 +169,8 @@ int topicconf_merge_json(struct topic_conf *c, const char *text, size_t len, cha
         snprintf(err, errlen, "the body must be a JSON object of settings");
         goto out;
     }
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         if (strcmp(key, "paused") == 0) {
             if (!json_is_boolean(v)) {
                 snprintf(err, errlen, "paused must be true or false");

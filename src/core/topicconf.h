@@ -16,18 +16,18 @@
 
 struct sbuf;
 
-#define TOPICCONF_URL_MAX 2048
-#define TOPICCONF_SECRET_MAX 256
-#define TOPICCONF_AMQP_NAME_MAX 255 /* an AMQP shortstr */
-#define TOPICCONF_RATE_MAX 1000000
-#define TOPICCONF_BACKOFF_MAX JOB_BACKOFF_MAX
-#define TOPICCONF_TIMEOUT_MAX 600000
+#define TOPICCONF_URL_MAX         2048
+#define TOPICCONF_SECRET_MAX      256
+#define TOPICCONF_AMQP_NAME_MAX   255 /* an AMQP shortstr */
+#define TOPICCONF_RATE_MAX        1000000
+#define TOPICCONF_BACKOFF_MAX     JOB_BACKOFF_MAX
+#define TOPICCONF_TIMEOUT_MAX     600000
 #define TOPICCONF_CONCURRENCY_MAX 1000
 
 /* Defaults: the behaviour of a topic nobody configured (what the scripts assume when the
  * shard's topic hash has no field for it: lib.lua topic_conf). */
 #define TOPICCONF_DEFAULT_MAX_BACKOFF 3600000
-#define TOPICCONF_DEFAULT_TIMEOUT 10000
+#define TOPICCONF_DEFAULT_TIMEOUT     10000
 #define TOPICCONF_DEFAULT_CONCURRENCY 16
 
 enum topic_route { TOPIC_ROUTE_POLL = 0, TOPIC_ROUTE_WEBHOOK = 1, TOPIC_ROUTE_AMQP = 2 };
@@ -40,8 +40,8 @@ struct topic_conf {
     enum topic_route route;
     /* route = WEBHOOK */
     char url[TOPICCONF_URL_MAX + 1];
-    int64_t timeout; /* ms: the request's deadline and the delivery's lease */
-    int concurrency; /* requests in flight per instance */
+    int64_t timeout;                       /* ms: the request's deadline and the delivery's lease */
+    int concurrency;                       /* requests in flight per instance */
     char secret[TOPICCONF_SECRET_MAX + 1]; /* "" = unsigned */
     /* route = AMQP */
     char exchange[TOPICCONF_AMQP_NAME_MAX + 1];

@@ -46,8 +46,8 @@
 #define BACKOFF_MIN_MS   200
 #define BACKOFF_MAX_MS   5000
 #define WATCHDOG_GRACE   20000 /* us past the deadline: the call's own timeout path goes first */
-#define DRAIN_EVERY      64   /* read pending confirms every this many publishes (keeps the socket flowing) */
-#define CLOSE_TIMEOUT_MS 1000 /* amqppub_free's polite connection.close */
+#define DRAIN_EVERY      64    /* read pending confirms every this many publishes (keeps the socket flowing) */
+#define CLOSE_TIMEOUT_MS 1000  /* amqppub_free's polite connection.close */
 #define SHORTSTR_MAX     255
 
 struct watchdog {
@@ -123,8 +123,7 @@ const char *amqppub_outcome_name(enum amqppub_outcome o)
 
 /* ---------------------------------------------------------------- the ledger */
 
-int amqppub_ledger_init(struct amqppub_ledger *l, const struct amqp_out *msg, enum amqppub_outcome *outcome,
-                        int n)
+int amqppub_ledger_init(struct amqppub_ledger *l, const struct amqp_out *msg, enum amqppub_outcome *outcome, int n)
 {
     memset(l, 0, sizeof *l);
     l->msg = msg;
@@ -244,8 +243,7 @@ static void *watchdog_main(void *arg)
         }
         int64_t left = w->deadline_us - clock_mono_us();
         if (left <= 0) {
-            shutdown(w->fd,
-                     SHUT_RDWR); /* the blocked call fails; the fd stays open until its owner drops it */
+            shutdown(w->fd, SHUT_RDWR); /* the blocked call fails; the fd stays open until its owner drops it */
             w->fired = 1;
             w->armed = 0;
             continue;
@@ -304,12 +302,12 @@ static int rpc_check(struct amqppub *p, amqp_rpc_reply_t r, const char *what)
     case AMQP_RESPONSE_SERVER_EXCEPTION:
         if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
             amqp_connection_close_t *m = r.reply.decoded;
-            seterr(p, "%s: the broker closed the connection: %u %.*s", what, m->reply_code,
-                   (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+            seterr(p, "%s: the broker closed the connection: %u %.*s", what, m->reply_code, (int)m->reply_text.len,
+                   (const char *)m->reply_text.bytes);
         } else if (r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
             amqp_channel_close_t *m = r.reply.decoded;
-            seterr(p, "%s: the broker closed the channel: %u %.*s", what, m->reply_code,
-                   (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+            seterr(p, "%s: the broker closed the channel: %u %.*s", what, m->reply_code, (int)m->reply_text.len,
+                   (const char *)m->reply_text.bytes);
         } else {
             seterr(p, "%s: unexpected %s", what, amqp_method_name(r.reply.id));
         }
@@ -516,8 +514,8 @@ static int read_return(struct amqppub *p, struct amqppub_ledger *l, const amqp_b
     if (l != NULL) {
         int i = amqppub_ledger_returned(l, id, id_len, exchange, exchange_len, rkey, rkey_len);
         if (i < 0)
-            log_warn("amqp %s: a returned message (%s, message-id %.*s) matches none of the batch", p->where,
-                     text, (int)id_len, id);
+            log_warn("amqp %s: a returned message (%s, message-id %.*s) matches none of the batch", p->where, text,
+                     (int)id_len, id);
         else
             log_debug("amqp %s: message %.*s returned: %s", p->where, (int)id_len, id, text);
     }
@@ -733,16 +731,16 @@ static int publish(struct amqppub *p, struct amqppub_ledger *l, int64_t deadline
         h[2].value.value.i64 = m->attempt;
         amqp_basic_properties_t props;
         memset(&props, 0, sizeof props);
-        props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-                       AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_HEADERS_FLAG | AMQP_BASIC_TIMESTAMP_FLAG;
+        props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG |
+                       AMQP_BASIC_HEADERS_FLAG | AMQP_BASIC_TIMESTAMP_FLAG;
         props.content_type = amqp_cstring_bytes("application/json");
         props.delivery_mode = AMQP_DELIVERY_PERSISTENT;
         props.message_id = amqp_cstring_bytes(id);
         props.timestamp = (uint64_t)(clock_unix_ms() / 1000);
         props.headers = (amqp_table_t){.num_entries = 3, .entries = h};
         amqp_bytes_t body = {.len = m->body ? m->body_len : 0, .bytes = (void *)m->body};
-        int rc = amqp_basic_publish(p->conn, CHANNEL, amqp_cstring_bytes(ex), amqp_cstring_bytes(rk), 1, 0,
-                                    &props, body);
+        int rc =
+            amqp_basic_publish(p->conn, CHANNEL, amqp_cstring_bytes(ex), amqp_cstring_bytes(rk), 1, 0, &props, body);
         if (rc != AMQP_STATUS_OK)
             return lost(p, "publish", rc);
         amqppub_ledger_sent(l, i, p->next_tag++);
@@ -761,8 +759,8 @@ static int publish(struct amqppub *p, struct amqppub_ledger *l, int64_t deadline
     return refused ? -1 : 0;
 }
 
-int amqppub_publish_batch(struct amqppub *p, const struct amqp_out *msgs, int n,
-                          enum amqppub_outcome *outcome, int timeout_ms)
+int amqppub_publish_batch(struct amqppub *p, const struct amqp_out *msgs, int n, enum amqppub_outcome *outcome,
+                          int timeout_ms)
 {
     struct amqppub_ledger l;
     p->err[0] = '\0';

@@ -58,8 +58,8 @@ int amqppub_connect(struct amqppub *p, int timeout_ms) __attribute__((warn_unuse
  * amqppub_error saying why. The connection is dropped after a failure or a timeout (a
  * late confirm must not be taken for the next batch's), a closed channel is reopened by
  * the next call. */
-int amqppub_publish_batch(struct amqppub *p, const struct amqp_out *msgs, int n,
-                          enum amqppub_outcome *outcome, int timeout_ms);
+int amqppub_publish_batch(struct amqppub *p, const struct amqp_out *msgs, int n, enum amqppub_outcome *outcome,
+                          int timeout_ms);
 
 /* The reason of the last failure ("" if none yet); valid until the next call. */
 const char *amqppub_error(const struct amqppub *p);
@@ -82,8 +82,8 @@ struct amqppub_ledger {
 };
 
 /* Set every outcome to UNKNOWN; 0, or -1 when out of memory. */
-int amqppub_ledger_init(struct amqppub_ledger *l, const struct amqp_out *msg, enum amqppub_outcome *outcome,
-                        int n) __attribute__((warn_unused_result));
+int amqppub_ledger_init(struct amqppub_ledger *l, const struct amqp_out *msg, enum amqppub_outcome *outcome, int n)
+    __attribute__((warn_unused_result));
 void amqppub_ledger_free(struct amqppub_ledger *l);
 
 /* msg[i] went out with delivery tag `tag`. */

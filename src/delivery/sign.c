@@ -6,8 +6,7 @@
 #include <openssl/hmac.h>
 #include <string.h>
 
-int sign_hmac_sha256_hex(const void *key, size_t keylen, const void *body, size_t len,
-                         char out[SIGN_HEX_LEN + 1])
+int sign_hmac_sha256_hex(const void *key, size_t keylen, const void *body, size_t len, char out[SIGN_HEX_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
     static const unsigned char none[1] = {0}; /* HMAC() wants non-NULL pointers, even for length 0 */

@@ -12,8 +12,8 @@
 
 /* HMAC-SHA256 of body[0..len) with key[0..keylen) into out as 64 lowercase hex digits and a NUL.
  * Either length may be 0. 0, or -1 when libcrypto fails (out is then the empty string). */
-int sign_hmac_sha256_hex(const void *key, size_t keylen, const void *body, size_t len,
-                         char out[SIGN_HEX_LEN + 1]) __attribute__((warn_unused_result));
+int sign_hmac_sha256_hex(const void *key, size_t keylen, const void *body, size_t len, char out[SIGN_HEX_LEN + 1])
+    __attribute__((warn_unused_result));
 
 /* The value of the Hourglass-Signature header, "sha256=<hex>", for a NUL-terminated secret.
  * 0 / -1 as above. */

@@ -130,8 +130,8 @@ int whclient_parse_url(const char *url, struct wh_url *out, char *err, size_t er
                 return fail(err, errlen, "bad %%-escape in the URL's path or query");
             s += 2;
         } else if (!path_char_ok(*s)) {
-            return fail(err, errlen,
-                        "character '%c' is not allowed in the URL's path or query (percent-encode it)", *s);
+            return fail(err, errlen, "character '%c' is not allowed in the URL's path or query (percent-encode it)",
+                        *s);
         }
     }
     size_t at = 0;
@@ -430,8 +430,7 @@ static enum wh_outcome describe(struct whreq *rq, struct conn *conn, int refused
         snprintf(e, el, "invalid HTTP answer");
         return WH_PROTOCOL;
     case EVREQ_HTTP_DATA_TOO_LONG:
-        snprintf(e, el, "answer headers longer than %d bytes, or a malformed chunked body",
-                 MAX_ANSWER_HEADERS);
+        snprintf(e, el, "answer headers longer than %d bytes, or a malformed chunked body", MAX_ANSWER_HEADERS);
         return WH_PROTOCOL;
     default:
         break;
@@ -553,8 +552,7 @@ static void start(struct conn *conn, struct whreq *rq)
         char clen[24];
         snprintf(clen, sizeof clen, "%zu", rq->len);
         int ua = 0;
-        ok = evhttp_add_header(h, "Host", o->host_header) == 0 &&
-             evhttp_add_header(h, "Content-Length", clen) == 0;
+        ok = evhttp_add_header(h, "Host", o->host_header) == 0 && evhttp_add_header(h, "Content-Length", clen) == 0;
         for (size_t i = 0; ok && i < rq->nhdr; i++) {
             ua |= strcasecmp(rq->hdr[2 * i], "User-Agent") == 0;
             ok = evhttp_add_header(h, rq->hdr[2 * i], rq->hdr[2 * i + 1]) == 0;
@@ -803,8 +801,7 @@ static int ssl_fail(char *err, size_t errlen, const char *what)
     return fail(err, errlen, "%s: %s", what, buf);
 }
 
-struct whclient *whclient_new(struct event_base *base, const struct whclient_opts *opts, char *err,
-                              size_t errlen)
+struct whclient *whclient_new(struct event_base *base, const struct whclient_opts *opts, char *err, size_t errlen)
 {
     static const struct whclient_opts none;
     if (opts == NULL)

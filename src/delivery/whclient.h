@@ -32,7 +32,7 @@ struct whclient;
 
 /* ---- URLs ---- */
 
-#define WH_URL_MAX  2048 /* longest URL accepted, in bytes */
+#define WH_URL_MAX  2048             /* longest URL accepted, in bytes */
 #define WH_HOST_MAX NETADDR_HOST_MAX /* longest host name (DNS limit) */
 
 struct wh_url {
@@ -67,8 +67,7 @@ struct whclient_opts {
 
 /* A client on `base` (whose thread alone may use it afterwards); opts may be NULL for the
  * defaults. NULL with the reason in err (say, an unreadable ca_file). */
-struct whclient *whclient_new(struct event_base *base, const struct whclient_opts *opts, char *err,
-                              size_t errlen);
+struct whclient *whclient_new(struct event_base *base, const struct whclient_opts *opts, char *err, size_t errlen);
 
 /* Close every connection and free the client. Requests still pending get their callback first,
  * each exactly once, before this returns: an outcome already known (answered, failed) as it

@@ -35,18 +35,18 @@
 
 struct entry {
     uint64_t id;
-    uint32_t ver;   /* delete: the job's version before it */
-    char kind;      /* 'P' push, 'D' delete */
-    int64_t at_ms;  /* when it was noted */
+    uint32_t ver;  /* delete: the job's version before it */
+    char kind;     /* 'P' push, 'D' delete */
+    int64_t at_ms; /* when it was noted */
 };
 
 static struct {
     pthread_mutex_t lock;
     struct entry *v;
     size_t n, cap;
-    int fd, lock_fd;            /* -1: memory only */
+    int fd, lock_fd; /* -1: memory only */
     char path[1024], tmp[1040];
-    char who[STORE_WHO_MAX];    /* the reconciler's actor in the outbox */
+    char who[STORE_WHO_MAX]; /* the reconciler's actor in the outbox */
     char instance[64];
     atomic_int queued;
 } ledger = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .lock_fd = -1};
@@ -170,7 +170,8 @@ void doubt_close(void)
     pthread_mutex_lock(&ledger.lock);
     if (ledger.n)
         log_warn("doubt: stopping with %zu outcomes in doubt%s", ledger.n,
-                 ledger.fd >= 0 ? " (kept in the state file: the next start settles them)" : " (forgotten: no state_dir)");
+                 ledger.fd >= 0 ? " (kept in the state file: the next start settles them)"
+                                : " (forgotten: no state_dir)");
     if (ledger.fd >= 0)
         close(ledger.fd);
     if (ledger.lock_fd >= 0)
@@ -190,7 +191,8 @@ static void forget(const struct entry *settled, size_t n)
     for (size_t i = 0; i < ledger.n; i++) {
         int gone = 0;
         for (size_t k = 0; k < n && !gone; k++)
-            gone = ledger.v[i].id == settled[k].id && ledger.v[i].kind == settled[k].kind && ledger.v[i].at_ms == settled[k].at_ms;
+            gone = ledger.v[i].id == settled[k].id && ledger.v[i].kind == settled[k].kind &&
+                   ledger.v[i].at_ms == settled[k].at_ms;
         if (!gone)
             ledger.v[keep++] = ledger.v[i];
     }
@@ -304,12 +306,15 @@ static int abort_pushes(MYSQL *db, const uint64_t *ids, size_t n, unsigned long 
     /* A far job's row has companions (far_biz, its count): they go first, while the row is
      * still 'far'; its far key goes with its state (upd). */
     struct sbuf farcount = SBUF_INIT, farbiz = SBUF_INIT;
-    sb_printf(&farcount, "UPDATE far_count c SET jobs = jobs - (SELECT COUNT(*) FROM message m WHERE m.topic = c.topic "
-                         "AND m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)) WHERE topic IN (SELECT topic FROM "
-                         "message WHERE version = 1 AND state = 'far' AND id IN (%.*s))",
+    sb_printf(&farcount,
+              "UPDATE far_count c SET jobs = jobs - (SELECT COUNT(*) FROM message m WHERE m.topic = c.topic "
+              "AND m.version = 1 AND m.state = 'far' AND m.id IN (%.*s)) WHERE topic IN (SELECT topic FROM "
+              "message WHERE version = 1 AND state = 'far' AND id IN (%.*s))",
               (int)in.len, in.data ? in.data : "", (int)in.len, in.data ? in.data : "");
-    sb_printf(&farbiz, "DELETE b FROM message m JOIN far_biz b ON b.id = m.id WHERE m.version = 1 AND m.state = 'far' "
-                       "AND m.id IN (%.*s)", (int)in.len, in.data ? in.data : "");
+    sb_printf(&farbiz,
+              "DELETE b FROM message m JOIN far_biz b ON b.id = m.id WHERE m.version = 1 AND m.state = 'far' "
+              "AND m.id IN (%.*s)",
+              (int)in.len, in.data ? in.data : "");
     struct sbuf upd = SBUF_INIT;
     sb_puts(&sql, "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") SELECT id, version + 1, state, 'aborted', ");
     sb_json_int(&sql, now);
@@ -451,7 +456,8 @@ static void settle_task(MYSQL *db, void *arg)
     if (db != NULL && doubt_settle(db, cfg, 0) >= 0)
         dutywatch_ok(DUTY_RECONCILER, -1);
     else
-        dutywatch_failed(DUTY_RECONCILER, -1, db == NULL ? "MySQL unavailable" : "MySQL or Redis failed while settling");
+        dutywatch_failed(DUTY_RECONCILER, -1,
+                         db == NULL ? "MySQL unavailable" : "MySQL or Redis failed while settling");
     atomic_store(&ledger.queued, 0);
 }
 

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SHARDS 4096
-#define STOP_DEADLINE_MS 1000
-#define RETRY_MS 1000          /* after an unavailable answer */
-#define ANSWER_WAIT_MS 30000   /* a push is answered within the Redis and MySQL timeouts */
+#define MAX_SHARDS        4096
+#define STOP_DEADLINE_MS  1000
+#define RETRY_MS          1000  /* after an unavailable answer */
+#define ANSWER_WAIT_MS    30000 /* a push is answered within the Redis and MySQL timeouts */
 #define COMPLAIN_EVERY_MS 10000
 
 /* One push in flight. The scheduler waits for its answer; if it gives up (stop, or no answer
@@ -35,10 +35,10 @@ struct call {
 struct entry {
     struct schedule s;
     struct cron_rule sc;
-    struct tz *tz;       /* NULL for an interval */
-    int usable;          /* its expression and zone loaded (else logged once and left) */
-    int verify;          /* before the next push, ask MySQL which fires already have a job */
-    int64_t retry_at;    /* after an unavailable answer */
+    struct tz *tz;    /* NULL for an interval */
+    int usable;       /* its expression and zone loaded (else logged once and left) */
+    int verify;       /* before the next push, ask MySQL which fires already have a job */
+    int64_t retry_at; /* after an unavailable answer */
 };
 
 static struct {
@@ -48,9 +48,9 @@ static struct {
     void *push_ctx;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct bgthread bg;       /* the scheduler thread; its connection published in bg for a stop to cut */
-    char owned[MAX_SHARDS];   /* under lock */
-    unsigned owned_epoch;     /* under lock: bumped by every change of `owned` */
+    struct bgthread bg;     /* the scheduler thread; its connection published in bg for a stop to cut */
+    char owned[MAX_SHARDS]; /* under lock */
+    unsigned owned_epoch;   /* under lock: bumped by every change of `owned` */
     /* figures */
     _Atomic long long fired, dropped, failed;
     atomic_int count, firing;
@@ -367,8 +367,9 @@ void firing_set_owned(const char *owned, int shards)
 void firing_stats_json(struct sbuf *sb)
 {
     sb_printf(sb, ",\"schedules\":{\"count\":%d,\"firing\":%d,\"fired\":%lld,\"dropped\":%lld,\"failedPushes\":%lld}",
-              atomic_load(&fire_thread.count), atomic_load(&fire_thread.firing), (long long)atomic_load(&fire_thread.fired),
-              (long long)atomic_load(&fire_thread.dropped), (long long)atomic_load(&fire_thread.failed));
+              atomic_load(&fire_thread.count), atomic_load(&fire_thread.firing),
+              (long long)atomic_load(&fire_thread.fired), (long long)atomic_load(&fire_thread.dropped),
+              (long long)atomic_load(&fire_thread.failed));
 }
 
 void firing_metrics(struct sbuf *sb)
@@ -376,8 +377,10 @@ void firing_metrics(struct sbuf *sb)
     sb_puts(sb, "# HELP hourglass_schedule_fires_total Schedule fires this instance pushed (made: a job, or its "
                 "bizKey's job already there; dropped: the job template was refused).\n"
                 "# TYPE hourglass_schedule_fires_total counter\n");
-    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"made\"} %lld\n", (long long)atomic_load(&fire_thread.fired));
-    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"dropped\"} %lld\n", (long long)atomic_load(&fire_thread.dropped));
+    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"made\"} %lld\n",
+              (long long)atomic_load(&fire_thread.fired));
+    sb_printf(sb, "hourglass_schedule_fires_total{outcome=\"dropped\"} %lld\n",
+              (long long)atomic_load(&fire_thread.dropped));
     sb_puts(sb, "# HELP hourglass_schedule_push_failures_total Pushes of schedule fires answered unavailable (tried "
                 "again a second later).\n# TYPE hourglass_schedule_push_failures_total counter\n");
     sb_printf(sb, "hourglass_schedule_push_failures_total %lld\n", (long long)atomic_load(&fire_thread.failed));

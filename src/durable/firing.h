@@ -29,8 +29,8 @@
 struct app;
 struct sbuf;
 
-#define FIRING_TICK_MS 100
-#define FIRING_POLL_MS 250
+#define FIRING_TICK_MS      100
+#define FIRING_POLL_MS      250
 #define FIRING_LOOKAHEAD_MS 1000
 
 /* Where a push's answer goes: its status and JSON body (request.h's request_sink_fn; named

@@ -37,14 +37,14 @@
 #include <string.h>
 #include <time.h>
 
-#define SCRIPT_FLUSH_BYTES (1u << 20) /* send the statements built so far past this */
-#define DURABLE_MAX_RECORDS 200000       /* durable records queued before refusing */
+#define SCRIPT_FLUSH_BYTES  (1u << 20) /* send the statements built so far past this */
+#define DURABLE_MAX_RECORDS 200000     /* durable records queued before refusing */
 
 struct jsync {
     struct jsync *next;
     struct jobchange *recs;
     int n;
-    int split;                /* refused as a whole: write its records one by one (outbox batches) */
+    int split; /* refused as a whole: write its records one by one (outbox batches) */
     struct loopq *reply_to;
     journal_done_fn done;
     void *arg;
@@ -61,7 +61,7 @@ static struct {
 
     struct jsync *sync_head, *sync_tail;
     long sync_records;
-    long outbox_backlog;      /* entries waiting in the Redis outbox streams (last measured) */
+    long outbox_backlog; /* entries waiting in the Redis outbox streams (last measured) */
 
     int up;
     const struct config *cfg;
@@ -70,8 +70,8 @@ static struct {
     /* Journal thread only: the last failed write broke the connection during COMMIT, and
      * the ids of pushes whose rows may have been committed although they were answered 503. */
     int commit_in_doubt;
-    char last_error[512];     /* the server's words for the last batch it refused */
-    unsigned last_errno;      /* and its number */
+    char last_error[512]; /* the server's words for the last batch it refused */
+    unsigned last_errno;  /* and its number */
 } journal = {.lock = PTHREAD_MUTEX_INITIALIZER,
              .cond = PTHREAD_COND_INITIALIZER,
              .bg = BGTHREAD_INIT(&journal.lock, &journal.cond, NULL)};
@@ -111,7 +111,8 @@ long journal_durable_waiting(void)
 int journal_accepting(void)
 {
     pthread_mutex_lock(&journal.lock);
-    int ok = (long)journal.count + (journal.outbox_backlog > 0 ? journal.outbox_backlog : 0) < (long)journal.cfg->journal_backlog;
+    int ok = (long)journal.count + (journal.outbox_backlog > 0 ? journal.outbox_backlog : 0) <
+             (long)journal.cfg->journal_backlog;
     pthread_mutex_unlock(&journal.lock);
     return ok;
 }
@@ -309,8 +310,8 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jobchange *recs, 
     for (size_t k = 0; k < nchanges; k++)
         if (journal_sql_far_change(&b, far_changes[k], k, instance) < 0)
             goto out;
-    if (journal_sql_far_counts(&b, far_inserts, ninserts) < 0 || journal_sql_far_leave_counts(&b, far_changes, nchanges) < 0 ||
-        journal_sql_send(&b) < 0)
+    if (journal_sql_far_counts(&b, far_inserts, ninserts) < 0 ||
+        journal_sql_far_leave_counts(&b, far_changes, nchanges) < 0 || journal_sql_send(&b) < 0)
         goto out;
     /* COMMIT on its own, only once every statement succeeded: sent inside the script it would
      * run even after we gave up on a hung server (the script waits in its socket), committing

@@ -22,18 +22,18 @@
 /* Reads do not block in Redis: Redis checks BLOCK timeouts only at its `hz` (10 times a
  * second), which made every cycle — and every /jobs barrier — take ~100 ms. Instead the thread
  * polls, sleeping on its condition variable in between, which a new barrier cuts short. */
-#define IDLE_POLL_US 10000       /* nothing came: look again after this */
-#define LINGER_US 5000           /* a small batch came: let entries gather before the next one */
-#define SMALL_BATCH 256
+#define IDLE_POLL_US   10000 /* nothing came: look again after this */
+#define LINGER_US      5000  /* a small batch came: let entries gather before the next one */
+#define SMALL_BATCH    256
 #define CLAIM_EVERY_US 5000000
-#define RETRY_US 1000000
-#define ENTRY_ID_MAX 48
+#define RETRY_US       1000000
+#define ENTRY_ID_MAX   48
 
 /* An entry the outbox cannot read: kept, as it was, in <prefix>:{n}:logbad when the batch is
  * acknowledged, rather than dropped. */
 struct bad_entry {
     char id[ENTRY_ID_MAX];
-    int n;                       /* fields and values */
+    int n; /* fields and values */
     char **v;
     size_t *len;
 };
@@ -42,9 +42,9 @@ struct shard_state {
     char key[160], badkey[168];
     struct bad_entry *bad;
     int nbad, capbad;
-    int group_ok;                /* XGROUP CREATE done (or found) */
-    int reread;                  /* our own pending entries ("0") come before new ones (">") */
-    char (*ids)[ENTRY_ID_MAX];   /* entries of the batch in flight, to acknowledge */
+    int group_ok;              /* XGROUP CREATE done (or found) */
+    int reread;                /* our own pending entries ("0") come before new ones (">") */
+    char (*ids)[ENTRY_ID_MAX]; /* entries of the batch in flight, to acknowledge */
     int nids, capids;
 };
 
@@ -60,17 +60,17 @@ struct barrier {
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct bgthread bg;           /* the outbox thread; bg.stop and bg.stop_deadline_us under lock */
+    struct bgthread bg; /* the outbox thread; bg.stop and bg.stop_deadline_us under lock */
     const struct config *cfg;
     char consumer[64];
-    struct rblock_shards *set;    /* the thread's own (published in bg for a stop to cut) */
+    struct rblock_shards *set; /* the thread's own (published in bg for a stop to cut) */
     int64_t last_connect_us, last_claim_us;
-    int layout_refused;          /* the last connect found another layout's data (layout.h) */
+    int layout_refused; /* the last connect found another layout's data (layout.h) */
     int shards;
     struct shard_state *s;
     struct jobchange *recs;
     int max;
-    int committed, commit_ok;    /* outcome of the batch handed to the journal */
+    int committed, commit_ok; /* outcome of the batch handed to the journal */
     struct barrier *barriers;
 } outbox = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .cond = PTHREAD_COND_INITIALIZER,
@@ -713,7 +713,7 @@ static void *outbox_main(void *unused)
         if (ensure_connected() < 0) {
             report("cannot connect to Redis");
             settle_barriers(clock_mono_us() - 2 * RETRY_US, 0); /* Redis down: don't keep /jobs waiting */
-            drained = 1; /* nothing we can carry now: a stop need not wait */
+            drained = 1;                                        /* nothing we can carry now: a stop need not wait */
             pause_us(RETRY_US / 4);
             continue;
         }

@@ -25,20 +25,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 1000
-#define PACED_CHUNK 250 /* paced: smaller MySQL transactions, so each holds a core for less */
+#define CHUNK             1000
+#define PACED_CHUNK       250 /* paced: smaller MySQL transactions, so each holds a core for less */
 #define CHUNK_ROWS(paced) ((paced) ? PACED_CHUNK : CHUNK) /* rows a chunk reads; fewer: the range's end */
 /* The shard's "paging" key is a set of page steps whose commit has not landed: step 2 adds
  * its token, step 3's commit removes it, and finish/delete leave tombstones while the set is
  * there. A pager that dies leaves its token behind: the key expires this long after the last
  * step 2 (longer than any lease takeover), so its successor re-pages under tombstones too. */
-#define PAGING_FLAG_MS 60000
-#define TOMBSTONE_KEEP_MS 600000   /* far tombstones outlive any page step by far */
-#define PRUNE_EVERY_MS 10000
-#define COUNTS_EVERY_MS 500
+#define PAGING_FLAG_MS      60000
+#define TOMBSTONE_KEEP_MS   600000 /* far tombstones outlive any page step by far */
+#define PRUNE_EVERY_MS      10000
+#define COUNTS_EVERY_MS     500
 #define REDIS_TIER_EVERY_MS 10000 /* HVALS of every shard's counters: O(topics) for Redis */
-#define REQUESTS_MAX 256
-#define STOP_DEADLINE_MS 1000
+#define REQUESTS_MAX        256
+#define STOP_DEADLINE_MS    1000
 
 /* jobs paged per bucket, for hourglass_pager_bucket_jobs */
 static const double BUCKET_BOUNDS[] = {0, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
@@ -55,9 +55,9 @@ static struct {
     const struct config *cfg;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct bgthread bg;                  /* the committers (step 3: pager_commit.h), then the pager */
-    char owned[PAGER_MAX_SHARDS];        /* under lock */
-    struct page_req req[REQUESTS_MAX];   /* under lock */
+    struct bgthread bg;                /* the committers (step 3: pager_commit.h), then the pager */
+    char owned[PAGER_MAX_SHARDS];      /* under lock */
+    struct page_req req[REQUESTS_MAX]; /* under lock */
     int nreq;
     char who[STORE_WHO_MAX];
     /* figures */
@@ -65,16 +65,16 @@ static struct {
     _Atomic int shards_paging;
     _Atomic unsigned long long bucket_hist[NBOUNDS + 1];
     _Atomic unsigned long long buckets;
-} pager = {.lock = PTHREAD_MUTEX_INITIALIZER,
-           .cond = PTHREAD_COND_INITIALIZER,
-           .bg = BGTHREAD_INIT(&pager.lock, &pager.cond,
-                               "pager: a call outlived the stop deadline; cutting its connections")};
+} pager = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .cond = PTHREAD_COND_INITIALIZER,
+    .bg = BGTHREAD_INIT(&pager.lock, &pager.cond, "pager: a call outlived the stop deadline; cutting its connections")};
 
 /* The thread's own view of each shard. */
 struct shard_view {
-    int64_t paged_through; /* every far job due before it is in Redis (this process's knowledge;
-                              0 until its first chunk: not counted in the lag) */
-    int64_t bound;         /* the bucket end the current pass pages up to */
+    int64_t paged_through;  /* every far job due before it is in Redis (this process's knowledge;
+                               0 until its first chunk: not counted in the lag) */
+    int64_t bound;          /* the bucket end the current pass pages up to */
     long long bucket_start; /* shard_paged when that bucket began */
 };
 
@@ -341,9 +341,9 @@ static void pace_until(int64_t until_us)
 /* A pass's pacing (pager.h, "Pacing"): the jobs it pages, and the time by which it must have
  * paged them to leave the rest of the lead for full speed. */
 struct pace {
-    int64_t deadline;   /* unix ms; paced while now is before it (0: never) */
-    long long left;     /* jobs still to page by then */
-    int64_t next_us;    /* monotonic: the next chunk may start then */
+    int64_t deadline; /* unix ms; paced while now is before it (0: never) */
+    long long left;   /* jobs still to page by then */
+    int64_t next_us;  /* monotonic: the next chunk may start then */
 };
 
 /* Count what the pass will page and its earliest due time, in one scan of the key range the
@@ -446,8 +446,9 @@ static int page_pass(struct pass *p)
                 snprintf(where, sizeof where, "m.far_run_at < %lld", (long long)bound);
             else
                 snprintf(where, sizeof where,
-                         "m.far_run_at < %lld AND m.far_run_at >= %lld AND (m.far_run_at > %lld OR m.id > %llu)", (long long)bound,
-                         (long long)cur[s].run_at, (long long)cur[s].run_at, (unsigned long long)cur[s].id);
+                         "m.far_run_at < %lld AND m.far_run_at >= %lld AND (m.far_run_at > %lld OR m.id > %llu)",
+                         (long long)bound, (long long)cur[s].run_at, (long long)cur[s].run_at,
+                         (unsigned long long)cur[s].id);
             int paced = clock_unix_ms() < pace.deadline;
             int n = read_and_send(p->db, p->c, s, where, bound, paced, &cur[s].run_at, &cur[s].id);
             if (n < 0) {

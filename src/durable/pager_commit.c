@@ -229,8 +229,8 @@ static int mark_paged(MYSQL *db, int shard, struct far_row *rows, int n, int64_t
         qsort(left, (size_t)nleft, sizeof *left, cmp_row_topic);
     for (int i = 0, k; rc == 0 && i < nleft; i += k) {
         const struct mrow *m = &left[i]->m;
-        for (k = 1;
-             i + k < nleft && job_topic_cmp(left[i + k]->m.topic, left[i + k]->m.topic_len, m->topic, m->topic_len) == 0;)
+        for (k = 1; i + k < nleft &&
+                    job_topic_cmp(left[i + k]->m.topic, left[i + k]->m.topic_len, m->topic, m->topic_len) == 0;)
             k++;
         sb_printf(&sql, "UPDATE far_count SET jobs = jobs - %d WHERE topic = ", k);
         db_quote(db, &sql, m->topic, m->topic_len);

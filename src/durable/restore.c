@@ -35,7 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PAGE_ROWS 1000
+#define PAGE_ROWS   1000
 #define FLAG_TTL_MS 120000
 
 static atomic_int restore_running;
@@ -255,7 +255,8 @@ static int align_page(struct restore_all *ra, MYSQL *db, redisContext *c, int sh
          * made after the rollback reached the version of the end (align.lua); the end wins. */
         if (h == NULL || ver < h->ver || (ver == h->ver && !job_state_ended(state)))
             continue;
-        todo[k++] = (struct newer){h->id, h->ver, ver, state, strtoll(m[3], NULL, 10), (unsigned)strtoul(m[4], NULL, 10)};
+        todo[k++] =
+            (struct newer){h->id, h->ver, ver, state, strtoll(m[3], NULL, 10), (unsigned)strtoul(m[4], NULL, 10)};
     }
     mysql_free_result(res);
     if (rc == 0 && k > 0 && align_jobs(ra, c, shard, todo, k) < 0) {
@@ -423,11 +424,20 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
                 ra->rep.restored++;
                 count_restored(&rows[i], to);
                 break;
-            case OUT_PRESENT: ra->rep.present++; break;
-            case OUT_GONE: ra->rep.gone++; break;
-            case OUT_BIZHELD: ra->rep.biz_held++; break;
-            case OUT_EXPIRED: ra->rep.expired_skipped++; break;
-            case OUT_FAILED: break;
+            case OUT_PRESENT:
+                ra->rep.present++;
+                break;
+            case OUT_GONE:
+                ra->rep.gone++;
+                break;
+            case OUT_BIZHELD:
+                ra->rep.biz_held++;
+                break;
+            case OUT_EXPIRED:
+                ra->rep.expired_skipped++;
+                break;
+            case OUT_FAILED:
+                break;
             }
         }
         freeReplyObject(reply);
@@ -449,8 +459,7 @@ static void restore_far_biz(struct restore_all *ra, MYSQL *db, struct rblock_sha
     uint64_t after = 0;
     for (;;) {
         char sql[200];
-        snprintf(sql, sizeof sql,
-                 "SELECT id, topic, biz_key, run_at FROM far_biz WHERE id > %llu ORDER BY id LIMIT %d",
+        snprintf(sql, sizeof sql, "SELECT id, topic, biz_key, run_at FROM far_biz WHERE id > %llu ORDER BY id LIMIT %d",
                  (unsigned long long)after, PAGE_ROWS);
         if (mysql_query(db, sql) != 0) {
             ra->rep.unavailable = "MySQL";
@@ -780,8 +789,7 @@ static void fence_check_run(MYSQL *db, void *arg)
 void restore_fence_check(const struct app *app, int shard)
 {
     int idle = 0;
-    if (shard < 0 || shard >= app->cfg.redis_shards ||
-        !atomic_compare_exchange_strong(&fence_check_running, &idle, 1))
+    if (shard < 0 || shard >= app->cfg.redis_shards || !atomic_compare_exchange_strong(&fence_check_running, &idle, 1))
         return; /* one at a time: the keeper asks again each second while a shard is fenced */
     struct fence_check *fc = calloc(1, sizeof *fc);
     if (fc != NULL) {
@@ -809,8 +817,8 @@ struct restore_job {
 
 /* Run one script on the job's shard and return its reply (caller frees). `who` NULL: the
  * script takes only the id (inspect); otherwise ARGV = id, now, who (requeue). */
-static redisReply *eval_one(redisContext *c, const struct config *cfg, enum script_id script, uint64_t id,
-                            int64_t now, const char *who)
+static redisReply *eval_one(redisContext *c, const struct config *cfg, enum script_id script, uint64_t id, int64_t now,
+                            const char *who)
 {
     struct rargv b;
     int rc = rargv_init(&b, 7, 1, 1);
@@ -908,7 +916,7 @@ static void restore_job_run(MYSQL *db, void *arg)
     }
     struct mrow put = row;
     if (!live) {
-        put.attempts = 0;  /* a dead or ended job starts over */
+        put.attempts = 0; /* a dead or ended job starts over */
         put.run_at = now;
     }
     struct mrow *one = &put;
@@ -917,8 +925,9 @@ static void restore_job_run(MYSQL *db, void *arg)
         rr = rblock_reply(c);
     int to = 0;
     unsigned ver = 0;
-    enum reinsert_outcome out = (rr && rr->type == REDIS_REPLY_ARRAY && rr->elements == 1) ? reinsert_outcome(rr->element[0], &to, &ver)
-                                                                                 : OUT_FAILED;
+    enum reinsert_outcome out = (rr && rr->type == REDIS_REPLY_ARRAY && rr->elements == 1)
+                                    ? reinsert_outcome(rr->element[0], &to, &ver)
+                                    : OUT_FAILED;
     if (rr)
         freeReplyObject(rr);
     switch (out) {

@@ -50,8 +50,9 @@ static int check_job(json_t *job, const char *topic, const struct job_limits *li
         for (int i = 0; job_fields[i] && !known; i++)
             known = strcmp(key, job_fields[i]) == 0;
         if (!known) {
-            snprintf(err, errlen, "job.%.40s: not a field of a schedule's job (known: body, priority, ttr, tries, "
-                                  "backoff; each fire sets topic, runAt and bizKey)",
+            snprintf(err, errlen,
+                     "job.%.40s: not a field of a schedule's job (known: body, priority, ttr, tries, "
+                     "backoff; each fire sets topic, runAt and bizKey)",
                      key);
             return -1;
         }
@@ -297,15 +298,16 @@ void schedule_json(struct sbuf *sb, const struct schedule *s, int64_t next)
     }
     sb_puts(sb, ",\"job\":");
     sb_put(sb, s->job ? s->job : "{}", s->job ? s->job_len : 2);
-    sb_printf(sb, ",\"catchUp\":\"%s\",\"paused\":%s", schedule_catch_up_name(s->catch_up), s->paused ? "true" : "false");
+    sb_printf(sb, ",\"catchUp\":\"%s\",\"paused\":%s", schedule_catch_up_name(s->catch_up),
+              s->paused ? "true" : "false");
     if (next == CRON_NEVER)
         sb_puts(sb, ",\"next\":null");
     else
         sb_printf(sb, ",\"next\":%lld", (long long)next);
-    sb_printf(sb,
-              ",\"firedThrough\":%lld,\"missed\":{\"made\":%lld,\"skipped\":%lld},\"createdAt\":%lld,\"updatedAt\":%lld}",
-              (long long)s->fired_through, (long long)s->missed_made, (long long)s->missed_skipped,
-              (long long)s->created_at, (long long)s->updated_at);
+    sb_printf(
+        sb, ",\"firedThrough\":%lld,\"missed\":{\"made\":%lld,\"skipped\":%lld},\"createdAt\":%lld,\"updatedAt\":%lld}",
+        (long long)s->fired_through, (long long)s->missed_made, (long long)s->missed_skipped, (long long)s->created_at,
+        (long long)s->updated_at);
 }
 
 void schedule_push_body(struct sbuf *sb, const struct schedule *s, const int64_t *at, int n)
@@ -330,8 +332,9 @@ void schedule_push_body(struct sbuf *sb, const struct schedule *s, const int64_t
 
 /* ---- MySQL ---- */
 
-#define COLUMNS "id, topic, cron, every_ms, tz, job, catch_up, paused, anchor_ms, fired_through, created_at, " \
-                "updated_at, version, missed_made, missed_skipped"
+#define COLUMNS                                                                                                        \
+    "id, topic, cron, every_ms, tz, job, catch_up, paused, anchor_ms, fired_through, created_at, "                     \
+    "updated_at, version, missed_made, missed_skipped"
 
 static void db_err(MYSQL *db, char *err, size_t errlen)
 {
@@ -344,7 +347,7 @@ static void db_err(MYSQL *db, char *err, size_t errlen)
  * its writes alone, whatever it polls. */
 static int send_sql(MYSQL *db, struct sbuf *sql, int is_write, char *err, size_t errlen)
 {
-    int rc = sql->oom    ? -1
+    int rc = sql->oom   ? -1
              : is_write ? db_exec(db, sql->data, sql->len)
                         : mysql_real_query(db, sql->data, (unsigned long)sql->len);
     sb_free(sql);
@@ -390,8 +393,8 @@ int schedule_db_insert(MYSQL *db, const struct schedule *s, char *err, size_t er
     db_quote(db, &sql, s->tz, strlen(s->tz));
     sb_putc(&sql, ',');
     db_quote(db, &sql, s->job, s->job_len);
-    sb_printf(&sql, ",'%s',%d,%lld,%lld,%lld,%lld,1,0,0)", schedule_catch_up_name(s->catch_up), s->paused, (long long)s->anchor_ms,
-              (long long)s->fired_through, (long long)s->created_at, (long long)s->updated_at);
+    sb_printf(&sql, ",'%s',%d,%lld,%lld,%lld,%lld,1,0,0)", schedule_catch_up_name(s->catch_up), s->paused,
+              (long long)s->anchor_ms, (long long)s->fired_through, (long long)s->created_at, (long long)s->updated_at);
     if (run(db, &sql, err, errlen) < 0)
         return -1;
     return commit(db, err, errlen);
@@ -523,8 +526,7 @@ int schedule_db_set_paused(MYSQL *db, uint64_t id, int paused, int64_t now, char
     return rc;
 }
 
-int schedule_db_advance(MYSQL *db, uint64_t id, int64_t from, const struct schedule_due *due, char *err,
-                        size_t errlen)
+int schedule_db_advance(MYSQL *db, uint64_t id, int64_t from, const struct schedule_due *due, char *err, size_t errlen)
 {
     struct sbuf sql = SBUF_INIT;
     sb_printf(&sql,

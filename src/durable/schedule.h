@@ -27,11 +27,11 @@
 struct sbuf;
 struct cron_rule;
 
-#define SCHEDULE_CRON_MAX 255
-#define SCHEDULE_JOB_MAX 65536     /* the job template's JSON text */
-#define SCHEDULE_CATCHUP_MAX 1000  /* catchUp "all": at most this many missed fires are made */
-#define SCHEDULE_EVERY_MIN 1000    /* ms: an interval below a second is a busy loop, not a schedule */
-#define SCHEDULE_COUNT_MAX 1000000 /* missed fires are counted up to this many */
+#define SCHEDULE_CRON_MAX    255
+#define SCHEDULE_JOB_MAX     65536   /* the job template's JSON text */
+#define SCHEDULE_CATCHUP_MAX 1000    /* catchUp "all": at most this many missed fires are made */
+#define SCHEDULE_EVERY_MIN   1000    /* ms: an interval below a second is a busy loop, not a schedule */
+#define SCHEDULE_COUNT_MAX   1000000 /* missed fires are counted up to this many */
 
 enum catch_up { CATCHUP_SKIP = 0, CATCHUP_ONE = 1, CATCHUP_ALL = 2 };
 
@@ -41,11 +41,11 @@ struct schedule {
     char cron[SCHEDULE_CRON_MAX + 1]; /* "" for an interval */
     int64_t every_ms;                 /* 0 for a cron expression */
     char tz[TZ_NAME_MAX + 1];
-    char *job;                        /* the job template: a compact JSON object, malloc'd */
+    char *job; /* the job template: a compact JSON object, malloc'd */
     size_t job_len;
     enum catch_up catch_up;
     int paused;
-    int64_t anchor_ms;                /* an interval fires at anchor + k * every */
+    int64_t anchor_ms; /* an interval fires at anchor + k * every */
     int64_t fired_through;
     int64_t missed_made, missed_skipped; /* missed fires (downtime) made and skipped, in all */
     int64_t created_at, updated_at;
@@ -120,8 +120,7 @@ int schedule_db_set_paused(MYSQL *db, uint64_t id, int paused, int64_t now, char
 /* fired_through from `from` to due->through (adding due's missed fires to the counts), only if
  * it still is `from`: 1 advanced, 0 it was not (another instance moved it, or the schedule is
  * gone), -1 error. */
-int schedule_db_advance(MYSQL *db, uint64_t id, int64_t from, const struct schedule_due *due, char *err,
-                        size_t errlen);
+int schedule_db_advance(MYSQL *db, uint64_t id, int64_t from, const struct schedule_due *due, char *err, size_t errlen);
 
 /* Which of the fires at[0..n) of `s` already have a job: made[i] = 1 when the bizKey of fire i
  * names a job that is not aborted (biz_latest, written in the push's own commit). For a fire

@@ -17,11 +17,11 @@ struct expiry {
     struct app *app;
     struct store *store;
     const struct mover *mover;
-    int running;          /* a pass is under way (one call in flight at a time) */
-    int shard;            /* the shard being swept */
-    char cursor[32];      /* HSCAN cursor within it */
-    int64_t cutoff;       /* dead before this go */
-    long long removed;    /* in this pass */
+    int running;       /* a pass is under way (one call in flight at a time) */
+    int shard;         /* the shard being swept */
+    char cursor[32];   /* HSCAN cursor within it */
+    int64_t cutoff;    /* dead before this go */
+    long long removed; /* in this pass */
 };
 
 static void step(struct expiry *e);
@@ -49,8 +49,7 @@ static void step(struct expiry *e)
         e->shard++;
     if (e->shard >= cfg->redis_shards) {
         if (e->removed > 0)
-            log_info("expiry: %lld dead jobs older than %d days removed from Redis", e->removed,
-                     cfg->retention_days);
+            log_info("expiry: %lld dead jobs older than %d days removed from Redis", e->removed, cfg->retention_days);
         e->running = 0;
         return;
     }

@@ -20,10 +20,10 @@ struct fleet {
     void *arg;
     int busy;
     char key[128];
-    char *owned;           /* per shard */
+    char *owned; /* per shard */
     int ninstances;
-    pthread_mutex_t lock;  /* guards view */
-    struct sbuf view;      /* JSON array of the live instances' stats */
+    pthread_mutex_t lock; /* guards view */
+    struct sbuf view;     /* JSON array of the live instances' stats */
 };
 
 static uint64_t mix64(uint64_t x)
@@ -119,8 +119,8 @@ static void send_op(struct fleet *f, const char *op, const char *stats, rconn_re
     snprintf(now, sizeof now, "%lld", (long long)clock_unix_ms());
     snprintf(live, sizeof live, "%d", LIVE_MS);
     const char *argv[9] = {NULL, NULL, NULL, f->key, op, now, f->app->instance, stats, live};
-    size_t lens[9] = {0, 0, 0, strlen(f->key), strlen(op), strlen(now), strlen(f->app->instance), strlen(stats),
-                      strlen(live)};
+    size_t lens[9] = {
+        0, 0, 0, strlen(f->key), strlen(op), strlen(now), strlen(f->app->instance), strlen(stats), strlen(live)};
     if (rlink_eval(f->rc, SCRIPT_FLEET, 9, argv, lens, fn, f) == 0)
         f->busy = 1;
 }

@@ -11,15 +11,15 @@
 #include <unistd.h>
 
 #define LEASE_TTL_MS 10000
-#define HORIZON_MS 5000
+#define HORIZON_MS   5000
 
 struct idlease {
     struct app *app;
     struct rlink *rc;
-    int held;          /* worker number held, -1 none */
-    int trying;        /* number being tried by an acquire in flight */
-    int busy;          /* a call is in flight */
-    int tried;         /* numbers tried in this acquisition round */
+    int held;             /* worker number held, -1 none */
+    int trying;           /* number being tried by an acquire in flight */
+    int busy;             /* a call is in flight */
+    int tried;            /* numbers tried in this acquisition round */
     int64_t sent_horizon; /* the mark the call in flight makes durable */
     int warned;
     char token[96];

@@ -4,9 +4,9 @@
  * second), so two live instances never share one; an instance that loses its lease stops
  * issuing ids (pushes get 503) until it holds a number again. A number set in config is
  * leased too, under the instance's name (so a restart takes it back at once, while a second
- * instance configured with the same number is refused). Either way the number's high-water mark in Redis is kept 5 s ahead of
- * the ids issued, and a new holder starts above it: a restart, a lease moving to another
- * instance or a clock stepping back never repeats an id. Runs on the keeper's loop (keeper.h). */
+ * instance configured with the same number is refused). Either way the number's high-water mark in Redis is kept 5 s
+ * ahead of the ids issued, and a new holder starts above it: a restart, a lease moving to another instance or a clock
+ * stepping back never repeats an id. Runs on the keeper's loop (keeper.h). */
 #ifndef HG_IDLEASE_H
 #define HG_IDLEASE_H
 

@@ -72,20 +72,18 @@ static void on_mark(enum store_mark_verdict v, int64_t restored, int64_t fenced,
         atomic_store(&app->redis_loss_kind, kind);
         atomic_store(&app->redis_loss_at, now);
         metrics_inc(MC_REDIS_LOSSES, 1);
-        log_error(
-            "redis: shard %d came back with %s data (%s): jobs ended since may be live again and jobs pushed "
-            "since may be missing; %s",
-            c->shard, kind == 1 ? "older" : "none of its", kind_names[kind],
-            app->cfg.redis_auto_restore ? "restoring both ways ([redis] auto_restore)"
-                                        : "run GET /reStore (docs/operations.md)");
+        log_error("redis: shard %d came back with %s data (%s): jobs ended since may be live again and jobs pushed "
+                  "since may be missing; %s",
+                  c->shard, kind == 1 ? "older" : "none of its", kind_names[kind],
+                  app->cfg.redis_auto_restore ? "restoring both ways ([redis] auto_restore)"
+                                              : "run GET /reStore (docs/operations.md)");
         if (first && lm->on_loss)
             lm->on_loss(lm->arg);
         return;
     }
     int64_t at = atomic_load(&app->redis_loss_at);
     if (at != 0 && restored > at && atomic_compare_exchange_strong(&app->redis_loss_at, &at, 0)) {
-        log_info("redis: the loss seen on shard %d was repaired by a restore",
-                 atomic_load(&app->redis_loss_shard));
+        log_info("redis: the loss seen on shard %d was repaired by a restore", atomic_load(&app->redis_loss_shard));
         if (lm->nfenced == 0)
             dutywatch_ok(DUTY_RESTORE, -1); /* whoever restored it, nothing is left to repair */
     }

@@ -11,25 +11,25 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#define NEVER INT64_MAX
-#define SAFETY_MS 1000
+#define NEVER          INT64_MAX
+#define SAFETY_MS      1000
 #define RETRY_FIRST_MS 10 /* after a move that could not run: doubled each time, up to SAFETY_MS */
 
 struct mover {
     struct app *app;
     struct store *store;
     const char *who;
-    struct event *timer;      /* next due time of an owned shard */
+    struct event *timer; /* next due time of an owned shard */
     int shards;
-    int64_t *next_due;        /* per shard, unix ms; NEVER when the zset is empty */
-    char *running;            /* a move.lua call is in flight */
-    char *again;              /* run again when it returns */
+    int64_t *next_due; /* per shard, unix ms; NEVER when the zset is empty */
+    char *running;     /* a move.lua call is in flight */
+    char *again;       /* run again when it returns */
     char *owned;
     /* A shard whose move could not run (Redis down or refusing, the layout unchecked, the
      * journal full) is not tried again before retry_at: without it a due time that passed
      * during an outage re-armed the timer at 0 and the keeper spun at 100 % of a core. */
-    int64_t *retry_at;        /* per shard, unix ms; 0 when the last move ran */
-    int *retry_ms;            /* per shard, the current back-off */
+    int64_t *retry_at; /* per shard, unix ms; 0 when the last move ran */
+    int *retry_ms;     /* per shard, the current back-off */
     atomic_llong moved_total;
     atomic_llong expired_total;
 };
@@ -113,9 +113,9 @@ static void run_shard(struct mover *m, int shard)
      * (base/clock.h: due times are judged by it); under back-pressure, leave the jobs where they
      * are until MySQL catches up */
     const char *why = atomic_load(&m->app->layout) != 1 ? "the data layout is not checked (Redis down?)"
-                      : !clock_fleet_known()                ? "the fleet's clock is not measured yet"
-                      : !journal_accepting()                ? "the journal is full (MySQL behind or down)"
-                                                            : NULL;
+                      : !clock_fleet_known()            ? "the fleet's clock is not measured yet"
+                      : !journal_accepting()            ? "the journal is full (MySQL behind or down)"
+                                                        : NULL;
     struct move_call *call = why ? NULL : malloc(sizeof *call);
     if (call == NULL) {
         back_off(m, shard, why ? why : "out of memory");

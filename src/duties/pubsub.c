@@ -19,8 +19,8 @@ struct pubsub {
     struct event_base *base;
     const struct config *cfg;
     struct rlink *link;
-    struct event *check;     /* every PUBSUB_CHECK_MS: is the node usable? */
-    int64_t down_since_us;   /* 0 while usable */
+    struct event *check;   /* every PUBSUB_CHECK_MS: is the node usable? */
+    int64_t down_since_us; /* 0 while usable */
     char addr[CLUSTER_ADDR_MAX];
     char seeds[RADDR_SEEDS_MAX][CLUSTER_ADDR_MAX];
     int nseeds, next_seed, next_master;
@@ -63,8 +63,8 @@ static void on_state(struct rconn *rc, int up, void *arg)
 static struct rconn *subscribe(struct pubsub *ps, const char *addr)
 {
     const struct config *cfg = ps->cfg;
-    struct rconn_config scfg = {"subscriber", addr, cfg->redis_password, cfg->redis_cluster ? 0 : cfg->redis_db,
-                                cfg->redis_timeout_ms, 0};
+    struct rconn_config scfg = {
+        "subscriber", addr, cfg->redis_password, cfg->redis_cluster ? 0 : cfg->redis_db, cfg->redis_timeout_ms, 0};
     struct rconn *sub = rconn_new(ps->base, &scfg, on_state, ps);
     const char *channels[] = {ps->channels[0], ps->channels[1]};
     if (sub != NULL && rconn_subscribe(sub, channels, 2, on_message, ps) < 0) {

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define BATCH 500
-#define PAUSE_US 20000
+#define BATCH                500
+#define PAUSE_US             20000
 #define MAX_BATCHES_PER_PASS 2000
 
 static atomic_int running;

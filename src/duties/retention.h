@@ -16,5 +16,4 @@
 /* Schedule one retention pass if none is running (cheap to call every minute). */
 void retention_schedule(const struct config *cfg);
 
-
 #endif

@@ -26,10 +26,10 @@ struct entry {
 static struct {
     const struct config *cfg;
     pthread_mutex_t lock;
-    struct hmap map;    /* topic -> struct entry */
-    uint64_t seen;      /* highest seq read from MySQL */
+    struct hmap map; /* topic -> struct entry */
+    uint64_t seen;   /* highest seq read from MySQL */
     atomic_int loaded;
-    atomic_int running; /* a refresh is queued or running */
+    atomic_int running;          /* a refresh is queued or running */
     struct rblock_shards *redis; /* the refresh's own connections, kept between refreshes */
 } topics = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -251,8 +251,9 @@ int topics_write(MYSQL *db, const char *topic, const char *json, size_t len, con
         db_quote(db, &q, topic, strlen(topic));
         sb_putc(&q, ',');
         db_quote(db, &q, stored.data, stored.len);
-        sb_printf(&q, ",%llu,%lld) ON DUPLICATE KEY UPDATE settings = VALUES(settings), seq = VALUES(seq), "
-                      "updated_at = VALUES(updated_at)",
+        sb_printf(&q,
+                  ",%llu,%lld) ON DUPLICATE KEY UPDATE settings = VALUES(settings), seq = VALUES(seq), "
+                  "updated_at = VALUES(updated_at)",
                   (unsigned long long)*seq, (long long)now);
         rc = q.oom ? -1 : db_exec(db, q.data, q.len);
     }

@@ -28,20 +28,34 @@ static long header_content_length(const char *head, size_t len)
 const char *errpage_reason(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 204: return "No Content";
-    case 301: return "Moved Permanently";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 200:
+        return "OK";
+    case 204:
+        return "No Content";
+    case 301:
+        return "Moved Permanently";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Payload Too Large";
+    case 429:
+        return "Too Many Requests";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Error";
     }
 }
 
@@ -77,19 +91,21 @@ enum errpage_verdict errpage_rewrite(const char *p, size_t len, int corrupt_chun
             return ERRPAGE_KEEP;
         long cl = header_content_length(p + off, head_len);
         size_t body_len = len - off - head_len;
-        if (cl >= 0 ? body_len < (size_t)cl
-                    : !(body_len >= 15 && memcmp(p + len - 15, "</BODY></HTML>\n", 15) == 0))
+        if (cl >= 0 ? body_len < (size_t)cl : !(body_len >= 15 && memcmp(p + len - 15, "</BODY></HTML>\n", 15) == 0))
             return ERRPAGE_WAIT; /* body still being written */
 
         int code = code_in;
         if (code == 413 && corrupt_chunked)
             code = 400; /* libevent 2.1 reports a corrupt chunked body as "too long" */
-        const char *name = code == 413 ? "too_large" : code == 404 ? "not_found"
-                         : code == 405 || code == 501 ? "method_not_allowed" : "bad_request";
-        const char *message = code == 413 ? "request body larger than the server accepts (max_body)"
-                            : corrupt_chunked && code == 400 ? "malformed chunked request body (chunk extensions are not supported)"
-                            : code == 501 ? "unsupported HTTP method"
-                            : "malformed HTTP request line or headers (or a header block over max_header bytes)";
+        const char *name = code == 413                  ? "too_large"
+                           : code == 404                ? "not_found"
+                           : code == 405 || code == 501 ? "method_not_allowed"
+                                                        : "bad_request";
+        const char *message =
+            code == 413                      ? "request body larger than the server accepts (max_body)"
+            : corrupt_chunked && code == 400 ? "malformed chunked request body (chunk extensions are not supported)"
+            : code == 501                    ? "unsupported HTTP method"
+                          : "malformed HTTP request line or headers (or a header block over max_header bytes)";
         if (code == 501)
             code = 405; /* never a 5xx for bad input */
         else if (code != 413 && code != 404)
@@ -99,8 +115,9 @@ enum errpage_verdict errpage_rewrite(const char *p, size_t len, int corrupt_chun
         errpage_json(&body, name, message, NULL);
         sb_putc(&body, '\n');
         sb_put(out, p, off);
-        sb_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                       "Connection: close\r\n\r\n",
+        sb_printf(out,
+                  "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                  "Connection: close\r\n\r\n",
                   code, errpage_reason(code), body.len);
         sb_put(out, body.data, body.len);
         sb_free(&body);

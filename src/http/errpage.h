@@ -20,9 +20,9 @@ void errpage_json(struct sbuf *sb, const char *code, const char *message, const 
 const char *errpage_reason(int status);
 
 enum errpage_verdict {
-    ERRPAGE_WAIT,     /* an error page, not complete yet (or not a response): look again later */
-    ERRPAGE_KEEP,     /* not an error page (a success or 1xx only): leave the bytes alone */
-    ERRPAGE_REWRITE,  /* `out` holds the whole replacement for the bytes given */
+    ERRPAGE_WAIT,    /* an error page, not complete yet (or not a response): look again later */
+    ERRPAGE_KEEP,    /* not an error page (a success or 1xx only): leave the bytes alone */
+    ERRPAGE_REWRITE, /* `out` holds the whole replacement for the bytes given */
 };
 
 /* Look at the `len` bytes evhttp wrote on its own. `corrupt_chunked`: the request used chunked

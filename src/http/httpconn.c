@@ -21,13 +21,13 @@ struct httpconn {
     struct bufferevent *bev;
     enum phase phase;
     int64_t since_us;
-    int closing;             /* we asked evhttp to close it */
-    int over_limit;          /* accepted past [http] max_connections: refused, and cut early */
+    int closing;    /* we asked evhttp to close it */
+    int over_limit; /* accepted past [http] max_connections: refused, and cut early */
     int queued_for_reap;
     int closecb_set;
     /* the request being received (see on_input): its head chunked? a NUL in its head? */
     int head_done, chunked, nul_in_head;
-    size_t body_bytes;       /* bytes after the head */
+    size_t body_bytes; /* bytes after the head */
     char line[64];
     size_t line_len;
     struct httpconn *prev, *next;
@@ -286,8 +286,9 @@ void httpconn_sweep(struct httpconn_registry *reg)
         if (released_by_evhttp(c->bev)) {
             if (!c->queued_for_reap)
                 release(c);
-        } else if (!c->closing && ((c->phase == PHASE_IDLE && now - c->since_us > (c->over_limit ? request_us : idle_us)) ||
-                                   (c->phase == PHASE_READING && now - c->since_us > request_us))) {
+        } else if (!c->closing &&
+                   ((c->phase == PHASE_IDLE && now - c->since_us > (c->over_limit ? request_us : idle_us)) ||
+                    (c->phase == PHASE_READING && now - c->since_us > request_us))) {
             if (c->phase == PHASE_READING) {
                 metrics_inc(MC_SLOW_CLIENTS, 1);
                 log_debug("%s: closing a connection that took over %d s to send its request", reg->name,

@@ -37,9 +37,9 @@ struct httpconn_registry {
     const char *name;         /* the worker's, for logs */
     const struct config *cfg; /* idle_timeout, request_timeout, max_body */
     struct event_base *base;
-    struct httpconn *head;        /* every connection of the worker, newest first */
-    struct httpconn *reap;        /* connections to check right after their output drained */
-    struct hmap by_bev;       /* bufferevent -> conn */
+    struct httpconn *head; /* every connection of the worker, newest first */
+    struct httpconn *reap; /* connections to check right after their output drained */
+    struct hmap by_bev;    /* bufferevent -> conn */
     struct event *reap_ev;
     long count;
     /* Bytes added to a connection's output while `replying` points at it are our answer;

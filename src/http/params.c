@@ -198,8 +198,8 @@ int param_int64_strict(const char *s, size_t len, int64_t *out)
     return 0;
 }
 
-int param_int(const struct params *p, const char *name, int64_t min, int64_t max, int64_t def, int64_t *out,
-              char *err, size_t errlen)
+int param_int(const struct params *p, const char *name, int64_t min, int64_t max, int64_t def, int64_t *out, char *err,
+              size_t errlen)
 {
     const char *v = params_get(p, name);
     if (v == NULL) {
@@ -231,8 +231,8 @@ int param_bool(const struct params *p, const char *name, int def, int *out, char
     return 0;
 }
 
-int param_seconds(const struct params *p, const char *name, int64_t max_ms, int64_t def_ms, int64_t *out_ms,
-                  char *err, size_t errlen)
+int param_seconds(const struct params *p, const char *name, int64_t max_ms, int64_t def_ms, int64_t *out_ms, char *err,
+                  size_t errlen)
 {
     const char *v = params_get(p, name);
     if (v == NULL) {

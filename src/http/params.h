@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PARAMS_MAX 16
+#define PARAMS_MAX     16
 #define PARAM_NAME_MAX 32
 
 struct param {
@@ -40,16 +40,16 @@ int params_only(const struct params *p, const char *const *allowed, char *err, s
 const char *params_get(const struct params *p, const char *name);
 
 /* Integer parameter in [min, max]; absent -> def. 0, or -1 with a message. */
-int param_int(const struct params *p, const char *name, int64_t min, int64_t max, int64_t def, int64_t *out,
-              char *err, size_t errlen) __attribute__((warn_unused_result));
+int param_int(const struct params *p, const char *name, int64_t min, int64_t max, int64_t def, int64_t *out, char *err,
+              size_t errlen) __attribute__((warn_unused_result));
 
 /* Boolean parameter (true/false/1/0); absent -> def. */
 int param_bool(const struct params *p, const char *name, int def, int *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* Seconds with up to 3 decimals ("30", "0.5") as milliseconds in [0, max_ms]; absent -> def_ms. */
-int param_seconds(const struct params *p, const char *name, int64_t max_ms, int64_t def_ms, int64_t *out_ms,
-                  char *err, size_t errlen) __attribute__((warn_unused_result));
+int param_seconds(const struct params *p, const char *name, int64_t max_ms, int64_t def_ms, int64_t *out_ms, char *err,
+                  size_t errlen) __attribute__((warn_unused_result));
 
 /* Strict integer text: optional '-', 1..19 digits, nothing else. 0 / -1. */
 int param_int64_strict(const char *s, size_t len, int64_t *out);

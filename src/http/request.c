@@ -178,8 +178,8 @@ void respond_unavailable(struct request *r, const char *what)
     /* Redis: say why (OOM, READONLY...), from this worker's connection (rconn.h). */
     struct rconn_error rerr;
     if (strcmp(what, "Redis") == 0 && r->ctx->redis && rlink_last_error(r->ctx->redis, &rerr) != RCAUSE_NONE) {
-        respond_error(r, 503, "unavailable", "Redis is unavailable (%s: %s); retry shortly",
-                      rcause_name(rerr.cause), rerr.text);
+        respond_error(r, 503, "unavailable", "Redis is unavailable (%s: %s); retry shortly", rcause_name(rerr.cause),
+                      rerr.text);
         return;
     }
     respond_error(r, 503, "unavailable", "%s is unavailable; retry shortly", what);

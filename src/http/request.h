@@ -34,17 +34,17 @@ struct rlink;
 /* What a handler may use of the worker that runs it. Owned by the worker and touched only
  * on its thread; handlers read it and pass it on. */
 struct hctx {
-    const char *name;             /* the worker's thread name ("http-0"): actors and logs */
-    struct app *app;              /* shared by every thread (app.h) */
+    const char *name; /* the worker's thread name ("http-0"): actors and logs */
+    struct app *app;  /* shared by every thread (app.h) */
     struct event_base *base;
-    struct loopq *inbox;          /* other threads' results come back through it */
+    struct loopq *inbox; /* other threads' results come back through it */
     struct rlink *redis;
-    struct store store;           /* typed script calls on `redis` */
-    struct httpconn_registry *conns;  /* the worker's HTTP connections (httpconn.h) */
-    struct longpoll *parked;      /* long-polls parked on this worker (longpoll.h) */
-    struct push_batch *pushes;    /* committed pushes on their way to Redis (api_push.c) */
+    struct store store;              /* typed script calls on `redis` */
+    struct httpconn_registry *conns; /* the worker's HTTP connections (httpconn.h) */
+    struct longpoll *parked;         /* long-polls parked on this worker (longpoll.h) */
+    struct push_batch *pushes;       /* committed pushes on their way to Redis (api_push.c) */
     /* requests */
-    long inflight;                /* made and not yet answered */
+    long inflight;                 /* made and not yet answered */
     struct request *free_requests; /* answered requests kept for reuse */
     int nfree_requests;
     void (*on_answered)(struct hctx *ctx); /* after every answer */
@@ -58,7 +58,7 @@ struct hctx {
 typedef void (*request_sink_fn)(int status, const char *body, size_t len, void *arg);
 
 struct request {
-    struct request *next_free;  /* the context's free list of answered requests */
+    struct request *next_free; /* the context's free list of answered requests */
     struct hctx *ctx;
     struct evhttp_request *req;
     enum endpoint endpoint;
@@ -66,14 +66,14 @@ struct request {
     int64_t start_us;
     char client[JOBCHANGE_HOST_MAX]; /* peer address */
     int loopback;
-    const char *body;           /* request body, linearised; valid until the answer */
+    const char *body; /* request body, linearised; valid until the answer */
     size_t body_len;
-    void *state;                /* endpoint-specific, freed by state_free when answered */
+    void *state; /* endpoint-specific, freed by state_free when answered */
     void (*state_free)(void *state);
-    request_sink_fn sink;       /* an internal request (no client connection): its answer goes here */
+    request_sink_fn sink; /* an internal request (no client connection): its answer goes here */
     void *sink_arg;
     struct params params;
-    struct route route;         /* last: its 4 KB argument buffer is never cleared as a whole */
+    struct route route; /* last: its 4 KB argument buffer is never cleared as a whole */
 };
 
 /* A request for `req` (client address filled in), or NULL when out of memory (then the

@@ -68,11 +68,12 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen)
     }
     /* Every column the journal writes: CREATE TABLE IF NOT EXISTS leaves a table made by an
      * older sql/schema.sql as it was, and the schema version alone would not tell. */
-    static const char *const checks[][2] = {{"message", "SELECT " MESSAGE_COLUMNS " FROM message LIMIT 0"},
-                                            {"transition", "SELECT " TRANSITION_COLUMNS " FROM transition LIMIT 0"},
-                                            {"refused_record", "SELECT " REFUSED_COLUMNS " FROM refused_record LIMIT 0"},
-                                            {"topic_setting", "SELECT " TOPIC_SETTING_COLUMNS " FROM topic_setting LIMIT 0"},
-                                            {"topic_change", "SELECT " TOPIC_CHANGE_COLUMNS " FROM topic_change LIMIT 0"}};
+    static const char *const checks[][2] = {
+        {"message", "SELECT " MESSAGE_COLUMNS " FROM message LIMIT 0"},
+        {"transition", "SELECT " TRANSITION_COLUMNS " FROM transition LIMIT 0"},
+        {"refused_record", "SELECT " REFUSED_COLUMNS " FROM refused_record LIMIT 0"},
+        {"topic_setting", "SELECT " TOPIC_SETTING_COLUMNS " FROM topic_setting LIMIT 0"},
+        {"topic_change", "SELECT " TOPIC_CHANGE_COLUMNS " FROM topic_change LIMIT 0"}};
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         if (mysql_real_query(db, checks[i][1], (unsigned long)strlen(checks[i][1])) != 0) {
             if (mysql_errno(db) == ER_BAD_FIELD_ERROR) {

@@ -16,13 +16,13 @@
 /* The columns the journal writes, in the order its INSERTs list them; db_check_schema()
  * reads them all, so a table made by an older sql/schema.sql is refused at start rather than
  * failing every journal cycle. */
-#define MESSAGE_COLUMNS \
-    "id,topic,biz_key,body,run_at,priority,ttr,tries,attempts,backoff,state,version,created_at,updated_at," \
+#define MESSAGE_COLUMNS                                                                                                \
+    "id,topic,biz_key,body,run_at,priority,ttr,tries,attempts,backoff,state,version,created_at,updated_at,"            \
     "far_shard,far_run_at"
-#define TRANSITION_COLUMNS "message_id,version,from_state,to_state,at,actor,host,instance,attempts"
-#define REFUSED_COLUMNS "message_id,at,error,record,instance"
+#define TRANSITION_COLUMNS    "message_id,version,from_state,to_state,at,actor,host,instance,attempts"
+#define REFUSED_COLUMNS       "message_id,at,error,record,instance"
 #define TOPIC_SETTING_COLUMNS "topic,settings,seq,updated_at"
-#define TOPIC_CHANGE_COLUMNS "topic,at,actor,host,instance,settings"
+#define TOPIC_CHANGE_COLUMNS  "topic,at,actor,host,instance,settings"
 
 /* Connect with the configured timeouts, utf8mb4, autocommit off. NULL with err filled. */
 MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen);

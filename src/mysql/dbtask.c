@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define QUEUE_MAX 10000
+#define QUEUE_MAX   10000
 #define THREADS_MAX 8
 _Static_assert(THREADS_MAX <= BGTHREAD_MAX, "one bgthread runs the pool");
 

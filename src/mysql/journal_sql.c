@@ -135,7 +135,7 @@ int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
     sb_json_int(&b->sql, r->at); /* created_at */
     sb_putc(&b->sql, ',');
     sb_json_int(&b->sql, r->at); /* updated_at */
-    if (r->to == JS_FAR) { /* its far key (far_shard, far_run_at): the pager's index */
+    if (r->to == JS_FAR) {       /* its far key (far_shard, far_run_at): the pager's index */
         sb_printf(&b->sql, ",%u,", r->shard);
         sb_json_int(&b->sql, j->run_at);
         sb_putc(&b->sql, ')');
@@ -261,7 +261,8 @@ int journal_sql_far_inserts(struct journal_sql *b, const struct jobchange *const
 
 static int cmp_rec_topic(const void *a, const void *b)
 {
-    const struct job_spec *x = (*(const struct jobchange *const *)a)->job, *y = (*(const struct jobchange *const *)b)->job;
+    const struct job_spec *x = (*(const struct jobchange *const *)a)->job,
+                          *y = (*(const struct jobchange *const *)b)->job;
     return job_topic_cmp(x->topic, x->topic_len, y->topic, y->topic_len);
 }
 
@@ -396,8 +397,7 @@ void journal_sql_record_json(struct sbuf *sb, const struct jobchange *r)
     sb_json_cstr(sb, job_state_name(r->from));
     sb_puts(sb, ",\"to\":");
     sb_json_cstr(sb, job_state_name(r->to));
-    sb_printf(sb,
-              ",\"version\":%u,\"attempts\":%u,\"at\":%lld,\"runAt\":%lld,\"force\":%d,\"actor\":", r->ver,
+    sb_printf(sb, ",\"version\":%u,\"attempts\":%u,\"at\":%lld,\"runAt\":%lld,\"force\":%d,\"actor\":", r->ver,
               r->attempts, (long long)r->at, (long long)r->run_at, r->force);
     sb_json_str(sb, r->actor, strnlen(r->actor, sizeof r->actor));
     sb_puts(sb, ",\"host\":");
@@ -408,7 +408,7 @@ void journal_sql_record_json(struct sbuf *sb, const struct jobchange *r)
 }
 
 int journal_sql_refused_row(struct journal_sql *b, const struct jobchange *r, const char *error, int64_t at,
-                     const char *instance)
+                            const char *instance)
 {
     struct sbuf json = SBUF_INIT;
     journal_sql_record_json(&json, r);

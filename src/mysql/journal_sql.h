@@ -53,7 +53,7 @@ int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **
 
 /* One refused_record row: the record as JSON with the server's error (its own statement). */
 int journal_sql_refused_row(struct journal_sql *b, const struct jobchange *r, const char *error, int64_t at,
-                     const char *instance);
+                            const char *instance);
 
 /* End the statement being built and hand everything built to `send`. 0 / -1 (also when
  * memory ran out while building: nothing incomplete is ever sent). */

@@ -32,15 +32,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REFRESH_MS 250        /* routes re-read from topics.c */
-#define SWEEP_TICKS 4         /* every REFRESH_MS * 4: try every topic (a missed notification) */
-#define LEASE_GRACE_MS 1000   /* a delivery's lease: the route's timeout and this */
-#define RESERVE_MAX 100       /* jobs per reserve call */
-#define AMQP_BATCH 100        /* jobs per publish batch */
-#define AMQP_BATCHES_OUT 2    /* batches of a topic out at once: while they are, its ready jobs
-                                 gather into the next (bigger) batch */
-#define AMQP_MERGE_MAX 16     /* queued batches published together (amqp_main) */
-#define AMQP_DOWN_MIN_MS 250  /* after a batch found the broker down, wait before the next */
+#define REFRESH_MS     250  /* routes re-read from topics.c */
+#define SWEEP_TICKS    4    /* every REFRESH_MS * 4: try every topic (a missed notification) */
+#define LEASE_GRACE_MS 1000 /* a delivery's lease: the route's timeout and this */
+#define RESERVE_MAX    100  /* jobs per reserve call */
+#define AMQP_BATCH     100  /* jobs per publish batch */
+#define AMQP_BATCHES_OUT                                                                                               \
+    2                        /* batches of a topic out at once: while they are, its ready jobs                         \
+                                gather into the next (bigger) batch */
+#define AMQP_MERGE_MAX   16  /* queued batches published together (amqp_main) */
+#define AMQP_DOWN_MIN_MS 250 /* after a batch found the broker down, wait before the next */
 #define AMQP_DOWN_MAX_MS 5000
 
 struct deliver;
@@ -90,10 +91,10 @@ struct deliver {
     struct hmap topics; /* name -> struct dtopic */
     struct event *tick;
     int ticks, gen;
-    int stopping;        /* take no more jobs */
-    int closed;          /* the loop has ended: what still arrives is only freed */
-    atomic_int routes;   /* topics with a route: 0 = notifications are ignored at once */
-    atomic_int busy;     /* jobs out plus outcomes being written (deliver_stop waits for 0) */
+    int stopping;      /* take no more jobs */
+    int closed;        /* the loop has ended: what still arrives is only freed */
+    atomic_int routes; /* topics with a route: 0 = notifications are ignored at once */
+    atomic_int busy;   /* jobs out plus outcomes being written (deliver_stop waits for 0) */
     /* AMQP: the publisher's thread and its queue (under amqp_lock) */
     int amqp_on;
     struct bgthread amqp_thread; /* amqp_thread.stop: quit once the queue is empty */
@@ -142,10 +143,9 @@ static void on_webhook_done(const struct wh_result *res, void *arg)
     struct deliver *d = t->d;
     int ok = res->outcome == WH_ANSWERED && res->status >= 200 && res->status < 300;
     char outcome[48];
-    static const char *const names[] = {[WH_ANSWERED] = "answered", [WH_TIMEOUT] = "timeout",
-                                        [WH_CONNECT] = "connect",   [WH_TLS] = "tls",
-                                        [WH_CLOSED] = "closed",     [WH_PROTOCOL] = "protocol",
-                                        [WH_CANCELLED] = "cancelled"};
+    static const char *const names[] = {
+        [WH_ANSWERED] = "answered", [WH_TIMEOUT] = "timeout",   [WH_CONNECT] = "connect",    [WH_TLS] = "tls",
+        [WH_CLOSED] = "closed",     [WH_PROTOCOL] = "protocol", [WH_CANCELLED] = "cancelled"};
     if (res->outcome == WH_ANSWERED)
         snprintf(outcome, sizeof outcome, "webhook:%d", res->status);
     else
@@ -239,8 +239,9 @@ static void *amqp_main(void *arg)
         for (int i = 0; msgs && outcome && i < nb; i++) {
             struct amqp_batch *b = taken[i];
             for (int j = 0; j < b->n; j++, k++)
-                msgs[k] = (struct amqp_out){b->exchange, b->routing_key, b->jobs[j].body.data, b->jobs[j].body.len,
-                                            b->jobs[j].idtext, b->topic->name, b->jobs[j].attempt};
+                msgs[k] =
+                    (struct amqp_out){b->exchange,       b->routing_key, b->jobs[j].body.data, b->jobs[j].body.len,
+                                      b->jobs[j].idtext, b->topic->name, b->jobs[j].attempt};
         }
         int sent = 0;
         if (!quitting && msgs && outcome) {
@@ -425,8 +426,7 @@ static void pump(struct dtopic *t)
     size_t lens[1] = {t->len};
     t->reserving = 1;
     atomic_fetch_add(&d->busy, 1);
-    if (store_reserve(&d->store, t->shard, topics, lens, 1, room, clock_unix_ms(), d->who, lease, on_reserved, t) <
-        0) {
+    if (store_reserve(&d->store, t->shard, topics, lens, 1, room, clock_unix_ms(), d->who, lease, on_reserved, t) < 0) {
         t->reserving = 0;
         atomic_fetch_sub(&d->busy, 1);
     }
@@ -462,7 +462,8 @@ static void refresh(struct deliver *d)
                 t->len = len;
                 t->shard = id_topic_shard(t->name, len, d->store.shards);
                 t->retry = evtimer_new(d->base, on_retry, t);
-                log_info("deliver: topic %s now delivers by %s", t->name, route == TOPIC_ROUTE_WEBHOOK ? "webhook" : "amqp");
+                log_info("deliver: topic %s now delivers by %s", t->name,
+                         route == TOPIC_ROUTE_WEBHOOK ? "webhook" : "amqp");
             }
             topics_get(t->name, len, &t->conf);
             if (t->conf.route != route)
@@ -573,7 +574,7 @@ static void deliver_free(struct deliver *d)
         bgthread_stop(&d->amqp_thread, 0); /* what is still queued goes back unsent */
     if (d->inbox)
         loopq_close(d->inbox); /* batch outcomes posted last: their jobs are out of reach now */
-    whclient_free(d->wh);  /* pending requests are cancelled: their jobs come back after the lease */
+    whclient_free(d->wh);      /* pending requests are cancelled: their jobs come back after the lease */
     size_t pos = 0;
     struct dtopic *t;
     while ((t = hmap_next(&d->topics, &pos, NULL, NULL)) != NULL)
@@ -609,8 +610,9 @@ struct deliver *deliver_start(struct app *app)
     char err[256] = "";
     if (d->base == NULL || (d->inbox = loopq_new(d->base)) == NULL)
         goto fail;
-    struct rlink_config rcfg = {"deliver",          cfg->redis_address, cfg->redis_password, cfg->redis_db,
-                                cfg->redis_timeout_ms, 0,                   cfg->redis_cluster};
+    struct rlink_config rcfg = {"deliver",         cfg->redis_address,    cfg->redis_password,
+                                cfg->redis_db,     cfg->redis_timeout_ms, 0,
+                                cfg->redis_cluster};
     if ((d->redis = rlink_new(d->base, &rcfg, NULL, NULL)) == NULL)
         goto fail;
     d->store.rc = d->redis;
@@ -660,7 +662,8 @@ void deliver_stop(struct deliver *d, int wait_ms)
         }
         if (atomic_load(&d->busy) > 0)
             log_warn("deliver: %d deliveries still out at the stop deadline: they are delivered again after their "
-                     "lease", atomic_load(&d->busy));
+                     "lease",
+                     atomic_load(&d->busy));
     }
     if (loopq_post(d->inbox, leave_loop, d) == 0)
         pthread_join(d->thread, NULL);

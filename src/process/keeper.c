@@ -26,7 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define LAYOUT_RECHECK_TICKS 10
+#define LAYOUT_RECHECK_TICKS     10
 #define AUTO_RESTORE_RETRY_TICKS 10 /* seconds between auto-restore attempts while a loss is unrepaired */
 
 struct keeper {
@@ -41,7 +41,7 @@ struct keeper {
     struct idlease *lease;
     struct fleet *fleet;
     struct expiry *expiry;
-    struct lossmark *marks; /* Redis loss detection (lossmark.h) */
+    struct lossmark *marks;  /* Redis loss detection (lossmark.h) */
     struct clocksync *clock; /* this host's offset to the fleet's clock (clocksync.h) */
     keeper_ready_fn on_ready;
     void *ready_arg;
@@ -64,8 +64,7 @@ static void local_stats(struct keeper *k, struct sbuf *sb)
               atomic_load(&app->worker_id), (long long)app->started_unix_ms,
               (long long)metrics_gauge_get(MG_OWNED_SHARDS), (long long)atomic_load(&app->parked),
               (long long)metrics_gauge_get(MG_CONNECTIONS), journal_backlog(), journal_up() ? "up" : "down",
-              atomic_load(&app->draining) ? "true" : "false",
-              (unsigned long long)metrics_counter_get(MC_JOBS_PUSHED),
+              atomic_load(&app->draining) ? "true" : "false", (unsigned long long)metrics_counter_get(MC_JOBS_PUSHED),
               (unsigned long long)metrics_counter_get(MC_JOBS_DELIVERED), mover_moved_total(k->mover),
               (long long)clock_unix_ms());
     /* for the console's plots (GET /fleet): the totals above were read at "at"; the lateness
@@ -135,7 +134,7 @@ static void on_owned(const char *owned, int shards, void *arg)
 {
     struct keeper *k = arg;
     mover_set_owned(k->mover, owned, shards);
-    pager_set_owned(owned, shards); /* the pager pages the shards the mover moves */
+    pager_set_owned(owned, shards);  /* the pager pages the shards the mover moves */
     firing_set_owned(owned, shards); /* and their schedules fire here */
 }
 
@@ -164,7 +163,7 @@ static void on_layout_after_connect(enum layout_verdict v, void *arg)
 {
     struct keeper *k = arg;
     if (v != LAYOUT_OK)
-        return; /* the tick checks again and the writers below keep waiting */
+        return;              /* the tick checks again and the writers below keep waiting */
     lossmark_tick(k->marks); /* first, so a loss is seen before the mover acts on old data */
     idlease_tick(k->lease);
     mover_rescan(k->mover);
@@ -248,8 +247,8 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
         event_config_free(ec);
     if (k->base == NULL)
         goto fail;
-    struct rlink_config rcfg = {"keeper",           cfg->redis_address, cfg->redis_password, cfg->redis_db,
-                                cfg->redis_timeout_ms, 1,                   cfg->redis_cluster};
+    struct rlink_config rcfg = {"keeper", cfg->redis_address, cfg->redis_password, cfg->redis_db, cfg->redis_timeout_ms,
+                                1,        cfg->redis_cluster};
     k->redis = rlink_new(k->base, &rcfg, on_redis_state, k);
     if (k->redis == NULL)
         goto fail;

@@ -47,10 +47,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define HOURGLASS_VERSION "1.0.0"
-#define DRAIN_DEADLINE_MS 6000
+#define HOURGLASS_VERSION    "1.0.0"
+#define DRAIN_DEADLINE_MS    6000
 #define DELIVER_STOP_WAIT_MS 2000
-#define JOURNAL_FLUSH_MS 1500
+#define JOURNAL_FLUSH_MS     1500
 
 static void usage(FILE *out)
 {
@@ -210,7 +210,8 @@ static int init_shard_tags(const struct config *cfg)
             return -1;
         }
         log_warn("HOURGLASS_TEST_SHARD_TAGS is set (%s): shard keys get %s tags whatever [redis] cluster says; "
-                 "this is for tests only", knob, shardtag_scheme_name(scheme));
+                 "this is for tests only",
+                 knob, shardtag_scheme_name(scheme));
     }
     char err[160];
     int64_t t0 = clock_mono_us();
@@ -303,8 +304,7 @@ static void shutdown_workers(struct app *app, const struct workers *ws, struct s
                 break;
             event_base_loop(sigs->base, EVLOOP_NONBLOCK);
             if (clock_mono_ms() > deadline) {
-                log_warn("%s: requests still in flight after %d ms; closing them", ws->w[i]->name,
-                         DRAIN_DEADLINE_MS);
+                log_warn("%s: requests still in flight after %d ms; closing them", ws->w[i]->name, DRAIN_DEADLINE_MS);
                 event_base_loopbreak(ws->w[i]->ctx.base);
                 pthread_join(ws->w[i]->thread, NULL);
                 break;
@@ -319,9 +319,12 @@ static enum rconn_fault redis_fault(const struct rconn *rc, enum rconn_fault_at 
     if (at == RCONN_AT_SEND)
         return fault_at(FP_REDIS_SEND) == FA_FAIL ? RCONN_FAULT_FAIL : RCONN_FAULT_NONE;
     switch (fault_at(FP_REDIS_REPLY)) {
-    case FA_LOST: return RCONN_FAULT_DROP;
-    case FA_HANG: return RCONN_FAULT_HANG;
-    default: return RCONN_FAULT_NONE;
+    case FA_LOST:
+        return RCONN_FAULT_DROP;
+    case FA_HANG:
+        return RCONN_FAULT_HANG;
+    default:
+        return RCONN_FAULT_NONE;
     }
 }
 
@@ -349,13 +352,27 @@ int main(int argc, char **argv)
     int opt;
     while ((opt = getopt(argc, argv, "c:tpdhv")) != -1) {
         switch (opt) {
-        case 'c': conf_path = optarg; break;
-        case 't': check_only = 1; break;
-        case 'p': print_only = 1; break;
-        case 'd': config_describe(stdout); return 0;
-        case 'h': usage(stdout); return 0;
-        case 'v': printf("hourglassd %s\n", HOURGLASS_VERSION); return 0;
-        default: usage(stderr); return 1;
+        case 'c':
+            conf_path = optarg;
+            break;
+        case 't':
+            check_only = 1;
+            break;
+        case 'p':
+            print_only = 1;
+            break;
+        case 'd':
+            config_describe(stdout);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'v':
+            printf("hourglassd %s\n", HOURGLASS_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return 1;
         }
     }
     if (optind < argc) {
@@ -399,8 +416,8 @@ int main(int argc, char **argv)
         snprintf(app.instance, sizeof app.instance, "%s", cfg->instance_id);
     else
         snprintf(app.instance, sizeof app.instance, "%.50s:%s", app.hostname, port);
-    app.limits = (struct job_limits){cfg->max_delay, cfg->default_ttr, cfg->max_ttr, cfg->default_tries,
-                                     cfg->max_tries, cfg->max_batch};
+    app.limits = (struct job_limits){cfg->max_delay,     cfg->default_ttr, cfg->max_ttr,
+                                     cfg->default_tries, cfg->max_tries,   cfg->max_batch};
     app.started_unix_ms = clock_unix_ms();
     atomic_store(&app.worker_id, -1);
     idgen_init(&app.ids, cfg->redis_shards);
@@ -478,8 +495,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < ws.n; i++)
         worker_close_redis(ws.w[i]);
     atomic_store(&app.keeper_stats_arg, NULL); /* every worker has stopped: nothing asks for it any more */
-    keeper_stop(keeper); /* no more ready notifications reach the delivery thread */
-    pager_stop();        /* a page step in progress ends; what it did not commit is paged again */
+    keeper_stop(keeper);                       /* no more ready notifications reach the delivery thread */
+    pager_stop();                              /* a page step in progress ends; what it did not commit is paged again */
     /* deliveries in flight get a moment to finish and write their outcomes (the journal and
      * the outbox still run); what is left is delivered again after its lease */
     deliver_stop(ws.deliver, DELIVER_STOP_WAIT_MS);

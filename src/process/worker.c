@@ -164,8 +164,8 @@ int worker_start(struct worker *w, struct app *app, int index, int listen_fd)
     if (ctx->base == NULL)
         return -1;
     ctx->inbox = loopq_new(ctx->base);
-    struct rlink_config rcfg = {w->name,           cfg->redis_address, cfg->redis_password, cfg->redis_db,
-                                cfg->redis_timeout_ms, 1,                   cfg->redis_cluster};
+    struct rlink_config rcfg = {w->name, cfg->redis_address, cfg->redis_password, cfg->redis_db, cfg->redis_timeout_ms,
+                                1,       cfg->redis_cluster};
     ctx->redis = rlink_new(ctx->base, &rcfg, on_redis_state, w);
     w->tick = event_new(ctx->base, -1, EV_PERSIST, on_tick, w);
     if (!ctx->inbox || !ctx->redis || !w->tick || longpoll_new(ctx) < 0)
@@ -208,8 +208,8 @@ static void internal_on_loop(void *arg)
     free(in);
 }
 
-int worker_internal(struct worker *w, enum endpoint ep, enum method m, const char *body, size_t len,
-                    const char *who, request_sink_fn sink, void *arg)
+int worker_internal(struct worker *w, enum endpoint ep, enum method m, const char *body, size_t len, const char *who,
+                    request_sink_fn sink, void *arg)
 {
     struct internal *in = malloc(sizeof *in);
     if (in == NULL)
@@ -289,7 +289,7 @@ static int draining(const struct worker *w)
 
 struct ready_note {
     struct worker *w;
-    int hops;   /* workers after w still to offer it to */
+    int hops; /* workers after w still to offer it to */
     size_t len;
     char topic[];
 };

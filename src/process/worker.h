@@ -19,20 +19,20 @@ struct evhttp_bound_socket;
 struct event;
 
 struct worker {
-    struct hctx ctx;                 /* first: what handlers see */
+    struct hctx ctx; /* first: what handlers see */
     int index;
     char name[16];
     pthread_t thread;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
     struct httpconn_registry conns;
-    struct event *tick;              /* once a second: the subsystems' tick */
+    struct event *tick; /* once a second: the subsystems' tick */
     int stopping;
-    int64_t drain_until_us;          /* stopping: serve open connections until then (monotonic) */
-    struct event *drain_timer;       /* fires at drain_until_us */
-    struct worker *next;             /* the ring of all app->nworkers workers a "ready"
-                                      * notification goes round (worker_notify_ready); set
-                                      * before worker_start */
+    int64_t drain_until_us;    /* stopping: serve open connections until then (monotonic) */
+    struct event *drain_timer; /* fires at drain_until_us */
+    struct worker *next;       /* the ring of all app->nworkers workers a "ready"
+                                * notification goes round (worker_notify_ready); set
+                                * before worker_start */
 };
 
 /* Create the worker's loop, HTTP server on listen_fd (taken over) and Redis connection, and
@@ -45,8 +45,8 @@ int worker_post(struct worker *w, void (*fn)(void *), void *arg) __attribute__((
 /* From any thread: run a request made inside the daemon (dispatch_internal) on the worker's
  * loop; `body` must stay valid until sink(arg) has been called. 0, or -1 when it could not be
  * queued (then sink is never called). */
-int worker_internal(struct worker *w, enum endpoint ep, enum method m, const char *body, size_t len,
-                    const char *who, request_sink_fn sink, void *arg) __attribute__((warn_unused_result));
+int worker_internal(struct worker *w, enum endpoint ep, enum method m, const char *body, size_t len, const char *who,
+                    request_sink_fn sink, void *arg) __attribute__((warn_unused_result));
 
 /* From any thread: stop accepting, answer parked long-polls (204), and let the loop end
  * once in-flight requests are answered (the caller joins the thread). */

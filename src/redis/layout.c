@@ -64,8 +64,7 @@ void layout_explain(const struct layout_record *found, const char *prefix, int s
                  tags_described(found->tags), found->tags, tags_described(shardtag_scheme_name(shardtag_scheme())));
 }
 
-enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards,
-                                          struct layout_record *found)
+enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards, struct layout_record *found)
 {
     /* EVAL, not EVALSHA: the start-up connection loads no scripts */
     struct layout_call call;
@@ -128,7 +127,7 @@ void layout_check(struct rlink *rc, struct app *app, layout_done_fn done, void *
 }
 
 struct rblock_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
-                                        size_t errlen)
+                                         size_t errlen)
 {
     enum layout_verdict ignored;
     if (v == NULL)
@@ -140,7 +139,8 @@ struct rblock_shards *layout_open_shards(const struct config *cfg, int load_scri
     /* The record is a {w} key: a single Redis's one connection has it; in a cluster it is on
      * the master of {w}'s slot, which need not serve a shard. Made after the set, so the
      * answer speaks of the data the set's connections reach. */
-    redisContext *c = cfg->redis_cluster ? rblock_connect_key(cfg, "{w}", 3, 0, NULL, err, errlen) : rblock_shard(set, 0);
+    redisContext *c =
+        cfg->redis_cluster ? rblock_connect_key(cfg, "{w}", 3, 0, NULL, err, errlen) : rblock_shard(set, 0);
     struct layout_record found;
     if (c != NULL) {
         *v = layout_check_blocking(c, cfg->redis_prefix, cfg->redis_shards, &found);

@@ -33,8 +33,7 @@ struct layout_record {
 
 /* Blocking check on a connected context (the scripts need not be loaded) of this instance's
  * [redis] shards and shard tags (shardtag_scheme()); *found gets the record (when known). */
-enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards,
-                                          struct layout_record *found);
+enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards, struct layout_record *found);
 
 /* Told the verdict of one layout_check (LAYOUT_UNKNOWN when the check failed), on rc's thread. */
 typedef void (*layout_done_fn)(enum layout_verdict v, void *arg);
@@ -50,7 +49,7 @@ void layout_check(struct rlink *rc, struct app *app, layout_done_fn done, void *
  * there. NULL with err filled and *v (unless NULL) the verdict (LAYOUT_UNKNOWN when Redis could
  * not be reached or checked). The caller frees the set with rblock_shards_free. */
 struct rblock_shards *layout_open_shards(const struct config *cfg, int load_scripts, enum layout_verdict *v, char *err,
-                                        size_t errlen);
+                                         size_t errlen);
 
 /* The operator's sentence for a LAYOUT_DIFFERS: "the data under prefix "hg" was written with
  * [redis] shards = 8, this instance has 4", or the same of the tag schemes, into out. */

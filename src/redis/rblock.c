@@ -152,9 +152,8 @@ static struct cluster_map *read_map(const struct config *cfg, enum rblock_failur
 }
 
 /* Map master i's context in conns (connected on first use). NULL with err. */
-static redisContext *master_conn(const struct config *cfg, const struct cluster_map *m, int i,
-                                 redisContext **conns, int load_scripts, enum rblock_failure *why, char *err,
-                                 size_t errlen)
+static redisContext *master_conn(const struct config *cfg, const struct cluster_map *m, int i, redisContext **conns,
+                                 int load_scripts, enum rblock_failure *why, char *err, size_t errlen)
 {
     if (i < 0) {
         snprintf(err, errlen, "a slot has no master (the cluster is not whole)");
@@ -167,7 +166,7 @@ static redisContext *master_conn(const struct config *cfg, const struct cluster_
 }
 
 redisContext *rblock_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
-                                enum rblock_failure *why, char *err, size_t errlen)
+                                 enum rblock_failure *why, char *err, size_t errlen)
 {
     enum rblock_failure ignored;
     if (why == NULL)
@@ -189,7 +188,7 @@ redisContext *rblock_connect_key(const struct config *cfg, const char *key, size
 }
 
 redisContext *rblock_connect_shard(const struct config *cfg, int shard, int load_scripts, enum rblock_failure *why,
-                                  char *err, size_t errlen)
+                                   char *err, size_t errlen)
 {
     char key[CLUSTER_TAG_MAX + 2];
     size_t len = 0;
@@ -221,8 +220,8 @@ void rblock_shards_free(struct rblock_shards *set)
     free(set);
 }
 
-struct rblock_shards *rblock_shards_open(const struct config *cfg, int load_scripts, enum rblock_failure *why, char *err,
-                                       size_t errlen)
+struct rblock_shards *rblock_shards_open(const struct config *cfg, int load_scripts, enum rblock_failure *why,
+                                         char *err, size_t errlen)
 {
     enum rblock_failure ignored;
     if (why == NULL)

@@ -28,11 +28,11 @@ enum rblock_failure {
  * key of the slot will do ("{w}" for every {w} key). NULL with err and (unless NULL) *why
  * filled; a failure names the last seed tried. */
 redisContext *rblock_connect_key(const struct config *cfg, const char *key, size_t len, int load_scripts,
-                                enum rblock_failure *why, char *err, size_t errlen);
+                                 enum rblock_failure *why, char *err, size_t errlen);
 
 /* rblock_connect_key for shard's keys (any key with its tag). */
 redisContext *rblock_connect_shard(const struct config *cfg, int shard, int load_scripts, enum rblock_failure *why,
-                                  char *err, size_t errlen);
+                                   char *err, size_t errlen);
 
 /* Blocking connections for every shard: the one server for a single Redis; for a cluster, one
  * per master that serves a shard, by the map the first seed that answers gives (read once).
@@ -41,8 +41,8 @@ redisContext *rblock_connect_shard(const struct config *cfg, int shard, int load
 struct rblock_shards;
 
 /* NULL with err (and *why unless NULL) filled. */
-struct rblock_shards *rblock_shards_open(const struct config *cfg, int load_scripts, enum rblock_failure *why, char *err,
-                                       size_t errlen);
+struct rblock_shards *rblock_shards_open(const struct config *cfg, int load_scripts, enum rblock_failure *why,
+                                         char *err, size_t errlen);
 
 /* The context that serves shard (0 <= shard < [redis] shards): commands pipelined on it are
  * answered in order, as on any context, whichever other shards share it. */

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define TICK_MS   100
+#define TICK_MS 100
 
 struct node {
     struct rcluster *rc;
@@ -105,8 +105,7 @@ struct rcluster {
 
 int rcluster_command_slot(int argc, const char **argv, const size_t *lens)
 {
-    static const char *const with_numkeys[] = {"EVAL",       "EVALSHA", "EVAL_RO",
-                                               "EVALSHA_RO", "FCALL",   "FCALL_RO"};
+    static const char *const with_numkeys[] = {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"};
     if (argc < 2 || argv == NULL || lens == NULL)
         return -1;
     for (size_t i = 0; i < sizeof with_numkeys / sizeof with_numkeys[0]; i++) {
@@ -125,8 +124,8 @@ int rcluster_command_slot(int argc, const char **argv, const size_t *lens)
     return cluster_keyslot(argv[1], lens[1]);
 }
 
-enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries,
-                                      int64_t elapsed_ms, int timeout_ms, int *delay_ms)
+enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries, int64_t elapsed_ms,
+                                      int timeout_ms, int *delay_ms)
 {
     switch (kind) {
     case CLUSTER_ERR_MOVED:
@@ -362,9 +361,8 @@ static int send_to(struct cmd *c, struct node *n)
             return -1;
         n->inflight++;
     }
-    int r = c->script >= 0
-                ? rconn_eval(n->conn, (enum script_id)c->script, c->argc, c->argv, c->lens, on_cmd_reply, c)
-                : rconn_command(n->conn, on_cmd_reply, c, c->argc, c->argv, c->lens);
+    int r = c->script >= 0 ? rconn_eval(n->conn, (enum script_id)c->script, c->argc, c->argv, c->lens, on_cmd_reply, c)
+                           : rconn_command(n->conn, on_cmd_reply, c, c->argc, c->argv, c->lens);
     if (r != 0)
         return -1;
     n->inflight++;
@@ -402,8 +400,8 @@ static void wait_then_resend(struct cmd *c, int delay_ms)
 static void retry_later(struct cmd *c, const char *why)
 {
     int delay = 0;
-    if (rcluster_next_step(CLUSTER_ERR_TRYAGAIN, c->redirects, c->retries, elapsed_ms(c), c->rc->timeout_ms,
-                           &delay) == RCLUSTER_RETRY)
+    if (rcluster_next_step(CLUSTER_ERR_TRYAGAIN, c->redirects, c->retries, elapsed_ms(c), c->rc->timeout_ms, &delay) ==
+        RCLUSTER_RETRY)
         wait_then_resend(c, delay);
     else
         give_up(c, why);
@@ -449,8 +447,7 @@ static void on_cmd_reply(redisReply *reply, void *arg)
     enum cluster_error_kind kind =
         reply->type == REDIS_REPLY_ERROR ? cluster_error_kind(reply->str, reply->len) : CLUSTER_ERR_OTHER;
     int delay = 0;
-    enum rcluster_step step =
-        rcluster_next_step(kind, c->redirects, c->retries, elapsed_ms(c), rc->timeout_ms, &delay);
+    enum rcluster_step step = rcluster_next_step(kind, c->redirects, c->retries, elapsed_ms(c), rc->timeout_ms, &delay);
     switch (kind) {
     case CLUSTER_ERR_MOVED:
         n->st.moved++;
@@ -602,8 +599,8 @@ static void apply_map(struct rcluster *rc, struct cluster_map *m)
     }
     if (map_differs(rc->map, m)) {
         rc->stats.map_changes++;
-        log_info("redis %s: cluster map: %d masters, %d of %d slots served", rc->name, m->nmasters,
-                 m->covered, CLUSTER_SLOTS);
+        log_info("redis %s: cluster map: %d masters, %d of %d slots served", rc->name, m->nmasters, m->covered,
+                 CLUSTER_SLOTS);
     }
     for (struct node *n = rc->nodes; n; n = n->next)
         n->master = -1;

@@ -146,7 +146,7 @@ enum rcluster_step {
     RCLUSTER_RETRY,   /* send it again after *delay_ms */
     RCLUSTER_GIVE_UP, /* fail it (reply NULL) */
 };
-enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries,
-                                      int64_t elapsed_ms, int timeout_ms, int *delay_ms);
+enum rcluster_step rcluster_next_step(enum cluster_error_kind kind, int redirects, int retries, int64_t elapsed_ms,
+                                      int timeout_ms, int *delay_ms);
 
 #endif

@@ -74,7 +74,6 @@ int rreply_id(const redisReply *r, size_t i, uint64_t *id)
     return s ? id_from_key(s, len, id) : -1;
 }
 
-
 /* ---- argv building ---- */
 
 int rargv_init(struct rargv *b, int cap, int nums, int ids)
@@ -130,4 +129,3 @@ void rargv_key(struct rargv *b, const char *prefix, int shard, const char *suffi
     int n = rkey(b->key, sizeof b->key, prefix, shard, suffix);
     rargv_str(b, b->key, n < 0 ? 0 : (size_t)n);
 }
-

@@ -20,7 +20,7 @@
 /* Small calls (everything but batches) build their arguments on the stack. */
 #define RARGV_SMALL_ARGS 40
 #define RARGV_SMALL_NUMS 16
-#define RARGV_SMALL_IDS 8
+#define RARGV_SMALL_IDS  8
 
 struct rargv {
     const char **argv;

@@ -50,9 +50,9 @@
 
 enum rc_state { RC_DOWN, RC_CONNECTING, RC_SETUP, RC_UP };
 
-#define CHANNELS_MAX 4
+#define CHANNELS_MAX         4
 #define WATCHDOG_TICK_MAX_MS 100
-#define NOSCRIPT_SENDS 5 /* sends of one script call before NOSCRIPT fails it (a flush per round trip) */
+#define NOSCRIPT_SENDS       5 /* sends of one script call before NOSCRIPT fails it (a flush per round trip) */
 
 /* Bumped whenever any connection of this process becomes usable ("Redis is back"). */
 static atomic_uint up_epoch;
@@ -90,30 +90,30 @@ struct rconn {
     /* A host name is resolved off the loop (resolve.h), then its addresses are tried in order,
      * one connect each, before backing off; being up again forgets them, so the next reconnect
      * resolves anew (a failover that moves the name is followed). */
-    struct resolve *lookup;  /* in flight, or NULL */
+    struct resolve *lookup; /* in flight, or NULL */
     char addrs[RESOLVE_MAX_ADDRS][INET6_ADDRSTRLEN];
     int naddrs, next_addr;
 
     struct event *reconnect_timer;
     struct event *watchdog;
     int backoff_ms;
-    unsigned down_epoch;     /* up_epoch when the reconnect timer was armed */
-    int64_t state_since_us;  /* when CONNECTING/SETUP began */
-    int pending;             /* commands sent, not answered */
-    int64_t progress_us;     /* last reply, or first send after idle */
-    int setup_pending;       /* set-up replies still awaited */
-    uint64_t seq;            /* commands sent on this connection so far */
-    uint64_t reload_seq;     /* seq of the last SCRIPT LOAD round sent */
+    unsigned down_epoch;    /* up_epoch when the reconnect timer was armed */
+    int64_t state_since_us; /* when CONNECTING/SETUP began */
+    int pending;            /* commands sent, not answered */
+    int64_t progress_us;    /* last reply, or first send after idle */
+    int setup_pending;      /* set-up replies still awaited */
+    uint64_t seq;           /* commands sent on this connection so far */
+    uint64_t reload_seq;    /* seq of the last SCRIPT LOAD round sent */
     unsigned seen_demote_epoch;
-    struct pending *hung;    /* replies swallowed by the fault seam, failed on drop */
+    struct pending *hung; /* replies swallowed by the fault seam, failed on drop */
     int64_t last_error_log_us;
     int freeing;
 
     /* Current trouble. Written by the owner thread under err_lock; read by any thread under
      * it (rconn_process_error), by the owner without it. */
     enum rcause cause;
-    int cause_sticky;        /* lasts until the connection is up again (it went down for it) */
-    int cause_script;        /* script whose call failed, -1 for a plain command */
+    int cause_sticky; /* lasts until the connection is up again (it went down for it) */
+    int cause_script; /* script whose call failed, -1 for a plain command */
     int64_t cause_at_us;
     char cause_text[RCONN_ERROR_TEXT];
     struct rconn *next_all, *prev_all; /* every connection of the process, under err_lock */
@@ -125,9 +125,9 @@ struct pending {
     void *arg;
     int64_t sent_us;
     uint64_t seq;
-    int script;              /* script id of a script call, -1 otherwise */
+    int script; /* script id of a script call, -1 otherwise */
     int sends;
-    char *cmd;               /* a script call's formatted command, kept for a re-send */
+    char *cmd; /* a script call's formatted command, kept for a re-send */
     size_t cmdlen;
     struct pending *next_hung;
 };
@@ -157,8 +157,7 @@ void rconn_set_fault_hook(rconn_fault_fn fn, void *arg)
 }
 
 /* Remember why something failed (and count it). `text` need not be terminated. */
-static void set_error(struct rconn *rc, enum rcause cause, int sticky, int script, const char *text,
-                      size_t len)
+static void set_error(struct rconn *rc, enum rcause cause, int sticky, int script, const char *text, size_t len)
 {
     if (len >= RCONN_ERROR_TEXT)
         len = RCONN_ERROR_TEXT - 1;
@@ -850,7 +849,6 @@ void rconn_free(struct rconn *rc)
 
 int rconn_is_up(const struct rconn *rc)
 {
-    return rc->state == RC_UP &&
-           atomic_load_explicit(&last_hang_us, memory_order_relaxed) <=
-               atomic_load_explicit(&last_answer_us, memory_order_relaxed);
+    return rc->state == RC_UP && atomic_load_explicit(&last_hang_us, memory_order_relaxed) <=
+                                     atomic_load_explicit(&last_answer_us, memory_order_relaxed);
 }

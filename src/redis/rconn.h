@@ -41,12 +41,12 @@ typedef void (*rconn_state_fn)(struct rconn *rc, int up, void *arg);
 typedef void (*rconn_message_fn)(const char *channel, const char *payload, size_t len, void *arg);
 
 struct rconn_config {
-    const char *name;      /* for logs: "http-0", "keeper", "subscriber" */
-    const char *address;   /* host:port or unix:/path */
-    const char *password;  /* "" = none */
+    const char *name;     /* for logs: "http-0", "keeper", "subscriber" */
+    const char *address;  /* host:port or unix:/path */
+    const char *password; /* "" = none */
     int db;
     int timeout_ms;
-    int load_scripts;      /* SCRIPT LOAD everything on connect */
+    int load_scripts; /* SCRIPT LOAD everything on connect */
 };
 
 /* Create and start connecting. The strings in cfg are copied. NULL on bad address/memory. */

@@ -82,4 +82,3 @@ enum reinsert_outcome reinsert_outcome(const redisReply *e, int *state, unsigned
             return words[i].out;
     return OUT_FAILED;
 }
-

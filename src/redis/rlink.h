@@ -43,11 +43,11 @@ struct rlink_config {
 };
 
 struct rlink {
-    struct rconn *plain;      /* exactly one of plain and cluster is set */
+    struct rconn *plain; /* exactly one of plain and cluster is set */
     struct rcluster *cluster;
-    rlink_state_fn on_state;  /* may be NULL */
+    rlink_state_fn on_state; /* may be NULL */
     void *state_arg;
-    struct event *post;       /* cluster: posts its nodes' figures for /metrics (rnodes.h) */
+    struct event *post; /* cluster: posts its nodes' figures for /metrics (rnodes.h) */
     int post_slot;
 };
 
@@ -69,7 +69,7 @@ static inline int rlink_ready(const struct rlink *l)
 }
 
 static inline __attribute__((warn_unused_result)) int rlink_command(struct rlink *l, rconn_reply_fn fn, void *arg,
-                                                                     int argc, const char **argv, const size_t *lens)
+                                                                    int argc, const char **argv, const size_t *lens)
 {
     if (l->cluster == NULL)
         return rconn_command(l->plain, fn, arg, argc, argv, lens);
@@ -79,9 +79,9 @@ static inline __attribute__((warn_unused_result)) int rlink_command(struct rlink
 /* Send a keyless command (TIME, PING) to the server that holds `key`: in a Cluster, the master
  * of its slot; otherwise the one connection. 0 / -1 as rlink_command. */
 static inline __attribute__((warn_unused_result)) int rlink_command_for_key(struct rlink *l, const char *key,
-                                                                             size_t keylen, rconn_reply_fn fn,
-                                                                             void *arg, int argc, const char **argv,
-                                                                             const size_t *lens)
+                                                                            size_t keylen, rconn_reply_fn fn, void *arg,
+                                                                            int argc, const char **argv,
+                                                                            const size_t *lens)
 {
     if (l->cluster == NULL)
         return rconn_command(l->plain, fn, arg, argc, argv, lens);
@@ -90,8 +90,8 @@ static inline __attribute__((warn_unused_result)) int rlink_command_for_key(stru
 
 /* EVALSHA `script`, argv as rconn_eval (argv[0..2] reserved, argv[3] = KEYS[1]). */
 static inline __attribute__((warn_unused_result)) int rlink_eval(struct rlink *l, enum script_id script, int argc,
-                                                                  const char **argv, size_t *lens, rconn_reply_fn fn,
-                                                                  void *arg)
+                                                                 const char **argv, size_t *lens, rconn_reply_fn fn,
+                                                                 void *arg)
 {
     if (l->cluster == NULL)
         return rconn_eval(l->plain, script, argc, argv, lens, fn, arg);

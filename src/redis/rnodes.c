@@ -20,7 +20,7 @@ static struct {
     struct slot **slots;
     int nslots;
     uint64_t seq;
-    int posted; /* some slot posted once: render the series */
+    int posted;                                      /* some slot posted once: render the series */
     struct rcluster_node_status retired[RNODES_MAX]; /* counts of nodes slots no longer list */
     int nretired;
     struct rcluster_stats gone; /* counters of slots that left */
@@ -254,7 +254,9 @@ void rnodes_render(struct sbuf *out)
         head(out, &gauges[g]);
         for (int i = 0; i < n; i++)
             sb_printf(out, "%s{node=\"%s\"} %d\n", gauges[g].name, nodes[i].node.addr,
-                      g == 0 ? nodes[i].node.up : g == 1 ? nodes[i].node.master : nodes[i].node.nslots);
+                      g == 0   ? nodes[i].node.up
+                      : g == 1 ? nodes[i].node.master
+                               : nodes[i].node.nslots);
     }
     static const struct series counters[] = {
         {"hourglass_redis_node_commands_total", "Commands sent to the node (re-sends after a redirect included)",
@@ -269,7 +271,9 @@ void rnodes_render(struct sbuf *out)
         for (int i = 0; i < n; i++) {
             const struct rcluster_node_status *x = &nodes[i].node;
             sb_printf(out, "%s{node=\"%s\"} %llu\n", counters[c].name, x->addr,
-                      (unsigned long long)(c == 0 ? x->sent : c == 1 ? x->failed : x->retried));
+                      (unsigned long long)(c == 0   ? x->sent
+                                           : c == 1 ? x->failed
+                                                    : x->retried));
         }
     }
     static const struct series redirects = {"hourglass_redis_node_redirects_total",

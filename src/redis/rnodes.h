@@ -17,7 +17,7 @@
 #include "base/sbuf.h"
 
 #define RNODES_POST_MS 1000
-#define RNODES_MAX 64 /* nodes per snapshot, and nodes with retired totals */
+#define RNODES_MAX     64 /* nodes per snapshot, and nodes with retired totals */
 
 /* A slot for one link's snapshots (name for nothing but debugging); -1 when the table is full
  * or out of memory (that link's figures are then missing from /metrics). */

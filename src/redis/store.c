@@ -52,7 +52,8 @@ static void count_bad_records(long long bad, const char *script)
         return;
     metrics_inc(MC_BAD_RECORDS, (uint64_t)bad);
     log_error("%s.lua: %lld job record(s) missing or corrupt; corrupt ones were moved to <prefix>:{shard}:bad "
-              "(docs/operations.md, \"Bad job records\")", script, bad);
+              "(docs/operations.md, \"Bad job records\")",
+              script, bad);
 }
 
 /* move.lua ends its reply with one more element, an integer, when it set records aside:
@@ -71,8 +72,7 @@ struct call {
     void *arg;
 };
 
-static int send(struct store *s, enum script_id script, struct rargv *b, rconn_reply_fn on_reply, void *fn,
-                void *arg)
+static int send(struct store *s, enum script_id script, struct rargv *b, rconn_reply_fn on_reply, void *fn, void *arg)
 {
     struct call *c = malloc(sizeof *c);
     if (c == NULL)
@@ -320,7 +320,6 @@ int store_reserve(struct store *s, int shard, const char *const *topics, const s
 
 /* ---- id operations ---- */
 
-
 struct id_call {
     store_id_fn fn;
     void *arg;
@@ -350,7 +349,7 @@ int store_decode_id(const redisReply *r, enum store_id_shape shape, struct id_ou
         o->status = ID_BIZ_HELD;
         return 0;
     }
-    static const size_t need[] = {[SHAPE_FINISH] = 4, [SHAPE_RELEASE] = 5, [SHAPE_TOUCH] = 2,
+    static const size_t need[] = {[SHAPE_FINISH] = 4, [SHAPE_RELEASE] = 5,    [SHAPE_TOUCH] = 2,
                                   [SHAPE_DELETE] = 5, [SHAPE_RESCHEDULE] = 6, [SHAPE_REQUEUE] = 2};
     if (!rreply_is(r, 0, "ok") || r->elements < need[shape])
         return -1;
@@ -798,9 +797,10 @@ static void on_mark(redisReply *r, void *arg)
     store_mark_fn fn = (store_mark_fn)c->fn;
     enum store_mark_verdict v = MARK_FAILED;
     if (rreply_is_array(r, 3))
-        v = rreply_is(r, 0, "ok") ? MARK_OK : rreply_is(r, 0, "behind") ? MARK_BEHIND
-                                          : rreply_is(r, 0, "missing") ? MARK_MISSING
-                                                                       : MARK_FAILED;
+        v = rreply_is(r, 0, "ok")        ? MARK_OK
+            : rreply_is(r, 0, "behind")  ? MARK_BEHIND
+            : rreply_is(r, 0, "missing") ? MARK_MISSING
+                                         : MARK_FAILED;
     else if (r)
         shape_error("mark");
     fn(v, v == MARK_FAILED ? 0 : rreply_int(r, 1), v == MARK_FAILED ? 0 : rreply_int(r, 2), c->arg);
@@ -1014,8 +1014,7 @@ static int on_tally(redisReply *r, int index, void *arg)
     return 0;
 }
 
-int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn,
-                  void *arg)
+int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn, void *arg)
 {
     static const char *const what[4] = {"pushed:", "delivered:", "redelivered:", "late:"};
     struct tally_call *tc = calloc(1, sizeof *tc);
@@ -1033,8 +1032,8 @@ int store_tallies(struct store *s, const char *const *topics, const size_t *lens
     for (int i = 0; i < n; i++) {
         char key[160], fields[4][16 + TOPIC_MAX];
         const char *argv[6] = {"HMGET", key};
-        size_t alens[6] = {5, (size_t)rkey(key, sizeof key, s->prefix, id_topic_shard(topics[i], lens[i], s->shards),
-                                          "tally")};
+        size_t alens[6] = {
+            5, (size_t)rkey(key, sizeof key, s->prefix, id_topic_shard(topics[i], lens[i], s->shards), "tally")};
         for (int f = 0; f < 4; f++) {
             size_t wlen = strlen(what[f]);
             memcpy(fields[f], what[f], wlen);

@@ -41,16 +41,15 @@ void store_who(char *out, size_t cap, const char *instance, const char *thread, 
  * Truncated to cap. */
 void store_actor(char *out, size_t cap, const char *thread, const char *prefix, int shard, const char *what);
 
-
 /* ---- push ---- */
 enum push_code { PUSHED_NEW, PUSHED_DUP, PUSHED_REPLACED, PUSHED_CONFLICT };
 struct push_outcome {
     enum push_code code;
-    uint64_t id;       /* the new job, or the existing one for DUP/REPLACED/CONFLICT */
+    uint64_t id; /* the new job, or the existing one for DUP/REPLACED/CONFLICT */
     int64_t run_at;
     uint32_t ver;
-    int state;         /* state after the push (NEW, REPLACED) */
-    int from_state;    /* REPLACED: the state it had */
+    int state;             /* state after the push (NEW, REPLACED) */
+    int from_state;        /* REPLACED: the state it had */
     uint64_t far_replaced; /* NEW: a far job (MySQL only) that held the bizKey, replaced: to delete */
 };
 /* One job of a push.lua call; jobs of several requests may share a call. */
@@ -84,8 +83,8 @@ int store_reserve(struct store *s, int shard, const char *const *topics, const s
 enum id_status { ID_OK, ID_MISSING, ID_WRONG_STATE, ID_STALE, ID_BIZ_HELD };
 struct id_outcome {
     enum id_status status;
-    int state;         /* OK: state after; WRONG_STATE: the state it is in */
-    int from_state;    /* OK: state before (delete, reschedule, release) */
+    int state;      /* OK: state after; WRONG_STATE: the state it is in */
+    int from_state; /* OK: state before (delete, reschedule, release) */
     int64_t run_at, lease_until;
     uint32_t ver, attempts;
 };
@@ -94,8 +93,7 @@ int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const c
     __attribute__((warn_unused_result));
 /* delay -1: after the job's backoff (topic settings). */
 int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, const char *who,
-                  store_id_fn fn, void *arg)
-    __attribute__((warn_unused_result));
+                  store_id_fn fn, void *arg) __attribute__((warn_unused_result));
 /* What a delivery route (deliver.h) made of a reserved job, written with `outcome` (no spaces,
  * e.g. "webhook:200", "amqp:nacked") as the transition's key in the job's history:
  *   DELIVERED    finished (finish.lua);
@@ -115,8 +113,7 @@ int store_fardelete(struct store *s, uint64_t id, int64_t now, const char *who, 
 int store_delete(struct store *s, uint64_t id, int64_t now, const char *who, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
 int store_reschedule(struct store *s, uint64_t id, int64_t now, int64_t run_at, const char *who, store_id_fn fn,
-                     void *arg)
-    __attribute__((warn_unused_result));
+                     void *arg) __attribute__((warn_unused_result));
 
 /* What an id script answers in "ok" (exposed, with the decoders below, for tests). */
 enum store_id_shape { SHAPE_FINISH, SHAPE_RELEASE, SHAPE_TOUCH, SHAPE_DELETE, SHAPE_RESCHEDULE, SHAPE_REQUEUE };
@@ -158,8 +155,8 @@ struct listed_job {
 struct job_page {
     const struct listed_job *jobs;
     int n;
-    long scanned;           /* index entries looked at */
-    int more;               /* the listing goes on after (next_score, next_id) */
+    long scanned; /* index entries looked at */
+    int more;     /* the listing goes on after (next_score, next_id) */
     int64_t next_score;
     uint64_t next_id;
 };
@@ -244,8 +241,8 @@ struct topic_tally {
 /* tallies[i] belongs to topics[i]; NULL when a command failed. */
 typedef void (*store_tally_fn)(const struct topic_tally *tallies, int n, void *arg);
 /* One HMGET per topic, on its shard. */
-int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn,
-                  void *arg) __attribute__((warn_unused_result));
+int store_tallies(struct store *s, const char *const *topics, const size_t *lens, int n, store_tally_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* ---- the outbox's length (XLEN of every shard's stream) ---- */
 /* `failed`: some shard did not answer (total counts the others). */

@@ -1,5 +1,5 @@
-/* fuzz_config.c — libFuzzer entry point: INI text (src/core/config.h: config_load_string, config_print, config_validate).
- * The target body is fuzz_config() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
+/* fuzz_config.c — libFuzzer entry point: INI text (src/core/config.h: config_load_string, config_print,
+ * config_validate). The target body is fuzz_config() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
 #include "targets.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

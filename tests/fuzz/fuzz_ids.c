@@ -1,5 +1,5 @@
-/* fuzz_ids.c — libFuzzer entry point: decimal ids, compact keys, raw values and an id-generator program (src/core/ids.h).
- * The target body is fuzz_ids() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
+/* fuzz_ids.c — libFuzzer entry point: decimal ids, compact keys, raw values and an id-generator program
+ * (src/core/ids.h). The target body is fuzz_ids() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
 #include "targets.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

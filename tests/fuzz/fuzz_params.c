@@ -1,5 +1,5 @@
-/* fuzz_params.c — libFuzzer entry point: a query string and/or body (src/http/params.h: form and JSON parameters, typed getters).
- * The target body is fuzz_params() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
+/* fuzz_params.c — libFuzzer entry point: a query string and/or body (src/http/params.h: form and JSON parameters, typed
+ * getters). The target body is fuzz_params() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
 #include "targets.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

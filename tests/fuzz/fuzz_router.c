@@ -1,5 +1,5 @@
-/* fuzz_router.c — libFuzzer entry point: a raw request path (src/core/router.h: router_match, router_method_allowed, router_percent_decode).
- * The target body is fuzz_router() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
+/* fuzz_router.c — libFuzzer entry point: a raw request path (src/core/router.h: router_match, router_method_allowed,
+ * router_percent_decode). The target body is fuzz_router() in targets.h, shared with tests/unit/test_fuzz_corpus.c. */
 #include "targets.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -34,16 +34,16 @@ FZ_UNUSED static const char *fuzz_input_name = NULL;
 
 FZ_UNUSED __attribute__((noreturn)) static void fz_fail(const char *what, const char *file, int line)
 {
-    fprintf(stderr, "%s:%d: fuzz invariant violated: %s%s%s\n", file, line, what,
-            fuzz_input_name ? "\n  input: " : "", fuzz_input_name ? fuzz_input_name : "");
+    fprintf(stderr, "%s:%d: fuzz invariant violated: %s%s%s\n", file, line, what, fuzz_input_name ? "\n  input: " : "",
+            fuzz_input_name ? fuzz_input_name : "");
     fflush(stderr);
     abort();
 }
 
-#define FZ_CHECK(cond)                                                                                         \
-    do {                                                                                                       \
-        if (!(cond))                                                                                           \
-            fz_fail(#cond, __FILE__, __LINE__);                                                                \
+#define FZ_CHECK(cond)                                                                                                 \
+    do {                                                                                                               \
+        if (!(cond))                                                                                                   \
+            fz_fail(#cond, __FILE__, __LINE__);                                                                        \
     } while (0)
 
 /* Call once before any input: fixed jansson hash seed, so object iteration (and therefore which
@@ -124,10 +124,12 @@ struct fz_path {
     int has_arg;
 };
 FZ_UNUSED static const struct fz_path fz_paths[] = {
-    {"/push", EP_PUSH, 0},       {"/finish", EP_FINISH, 0}, {"/release", EP_RELEASE, 0},
-    {"/touch", EP_TOUCH, 0},     {"/delete", EP_DELETE, 0}, {"/reschedule", EP_RESCHEDULE, 0},
-    {"/reStore", EP_RESTORE, 0}, {"/health", EP_HEALTH, 0}, {"/stats", EP_STATS, 0},
-    {"/metrics", EP_METRICS, 0}, {"/get/", EP_GET, 1},      {"/jobs/", EP_JOBS, 1},
+    {"/push", EP_PUSH, 0},       {"/finish", EP_FINISH, 0},
+    {"/release", EP_RELEASE, 0}, {"/touch", EP_TOUCH, 0},
+    {"/delete", EP_DELETE, 0},   {"/reschedule", EP_RESCHEDULE, 0},
+    {"/reStore", EP_RESTORE, 0}, {"/health", EP_HEALTH, 0},
+    {"/stats", EP_STATS, 0},     {"/metrics", EP_METRICS, 0},
+    {"/get/", EP_GET, 1},        {"/jobs/", EP_JOBS, 1},
     {"/dead/", EP_DEAD, 1},      {"/reStore/", EP_RESTORE_ONE, 1},
 };
 #define FZ_NPATHS (sizeof fz_paths / sizeof fz_paths[0])
@@ -196,8 +198,8 @@ FZ_UNUSED static void fz_check_endpoint(enum endpoint ep)
     FZ_CHECK(name != NULL && name[0] != '\0');
     for (const char *c = name; *c; c++)
         FZ_CHECK((*c >= 'a' && *c <= 'z') || *c == '_');
-    FZ_CHECK(router_is_admin(ep, METHOD_GET) == (ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD ||
-                                                 ep == EP_CONSOLE || ep == EP_TOPIC_JOBS));
+    FZ_CHECK(router_is_admin(ep, METHOD_GET) ==
+             (ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS));
 
     /* contract: POST /push; GET everything else; action endpoints accept GET and POST */
     int action = ep == EP_GET || ep == EP_FINISH || ep == EP_RELEASE || ep == EP_TOUCH || ep == EP_DELETE ||
@@ -352,19 +354,19 @@ FZ_UNUSED static int64_t fz_ref_seconds(const char *v)
 }
 
 FZ_UNUSED static const char *const fz_allowed_sets[][5] = {
-    {NULL},                                  /* /push, /stats, /jobs/{id} ... */
-    {"id", NULL},                            /* /delete */
-    {"id", "attempt", NULL},                 /* /finish, /touch */
-    {"id", "delay", "attempt", NULL},        /* /release */
-    {"id", "delay", "runAt", NULL},          /* /reschedule */
-    {"timeout", "count", NULL},              /* /get */
-    {"limit", NULL},                         /* /dead */
-    {"expire", NULL},                        /* /reStore */
-    {"force", NULL},                         /* /reStore/{id} */
+    {NULL},                           /* /push, /stats, /jobs/{id} ... */
+    {"id", NULL},                     /* /delete */
+    {"id", "attempt", NULL},          /* /finish, /touch */
+    {"id", "delay", "attempt", NULL}, /* /release */
+    {"id", "delay", "runAt", NULL},   /* /reschedule */
+    {"timeout", "count", NULL},       /* /get */
+    {"limit", NULL},                  /* /dead */
+    {"expire", NULL},                 /* /reStore */
+    {"force", NULL},                  /* /reStore/{id} */
 };
 
-FZ_UNUSED static const char *const fz_param_names[] = {"id", "delay", "runAt", "attempt", "timeout", "count",
-                                             "limit", "expire", "force", "x"};
+FZ_UNUSED static const char *const fz_param_names[] = {"id",    "delay", "runAt",  "attempt", "timeout",
+                                                       "count", "limit", "expire", "force",   "x"};
 
 FZ_UNUSED static void fz_check_params(const struct params *p)
 {
@@ -408,9 +410,8 @@ FZ_UNUSED static void fz_check_params(const struct params *p)
     for (int i = 0; i < p->n; i++)
         names[nn++] = p->items[i].name;
 
-    static const int64_t ranges[][2] = {{INT64_MIN, INT64_MAX}, {0, 0},         {1, 100},
-                                        {1, 1000000},           {-5, 5},        {0, INT64_C(31536000000)},
-                                        {1, 1000}};
+    static const int64_t ranges[][2] = {{INT64_MIN, INT64_MAX},    {0, 0},   {1, 100}, {1, 1000000}, {-5, 5},
+                                        {0, INT64_C(31536000000)}, {1, 1000}};
     static const int64_t max_ms[] = {0, 999, 1000, 30000, 60000, 3600000, INT64_C(999999999999), INT64_MAX};
     for (size_t k = 0; k < nn; k++) {
         const char *v = params_get(p, names[k]);
@@ -520,8 +521,8 @@ FZ_UNUSED static int fuzz_params(const uint8_t *data, size_t size)
 /* job                                                                                        */
 /* ------------------------------------------------------------------------------------------ */
 
-#define FZ_NOW INT64_C(1750000000000)
-#define FZ_DAY INT64_C(86400000)
+#define FZ_NOW       INT64_C(1750000000000)
+#define FZ_DAY       INT64_C(86400000)
 #define FZ_RUNAT_MAX INT64_C(253402300799999)
 
 /* contract defaults ([queue] and [http] max_batch) */
@@ -739,7 +740,8 @@ FZ_UNUSED static void fz_check_job(const struct job_spec *j, json_t *obj, const 
                                    const char *stripped, size_t stripped_len)
 {
     /* the job as parsed */
-    FZ_CHECK(j->topic_len <= TOPIC_MAX && job_topic_valid(j->topic, j->topic_len) && fz_ref_topic(j->topic, j->topic_len));
+    FZ_CHECK(j->topic_len <= TOPIC_MAX && job_topic_valid(j->topic, j->topic_len) &&
+             fz_ref_topic(j->topic, j->topic_len));
     FZ_CHECK(j->topic[j->topic_len] == '\0');
     FZ_CHECK(j->run_at >= FZ_NOW && j->run_at <= FZ_NOW + lim->max_delay);
     FZ_CHECK(j->priority >= 0 && j->priority <= 9);
@@ -938,7 +940,7 @@ FZ_UNUSED static int fuzz_job(const uint8_t *data, size_t size)
 /* ------------------------------------------------------------------------------------------ */
 
 #define FZ_KEY_ALPHABET "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
-#define FZ_MS_MAX ((INT64_C(1) << 41) - 1)
+#define FZ_MS_MAX       ((INT64_C(1) << 41) - 1)
 
 /* Reference id_parse: 1..20 digits, value 1..2^63-1. */
 FZ_UNUSED static int fz_ref_id(const char *s, size_t len, uint64_t *out)
@@ -1019,9 +1021,12 @@ FZ_UNUSED static int64_t fz_time(struct fz_reader *r)
     unsigned sel = fz_byte(r);
     int64_t off = (int32_t)fz_u32(r);
     switch (sel % 4) {
-    case 0: return IDS_EPOCH_MS + off;
-    case 1: return IDS_EPOCH_MS + FZ_MS_MAX + off / 1024;
-    default: return FZ_NOW + off;
+    case 0:
+        return IDS_EPOCH_MS + off;
+    case 1:
+        return IDS_EPOCH_MS + FZ_MS_MAX + off / 1024;
+    default:
+        return FZ_NOW + off;
     }
 }
 

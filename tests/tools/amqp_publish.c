@@ -46,8 +46,7 @@ static json_t *publish(struct amqppub *p, json_t *cmd)
     int timeout = (int)json_integer_value(json_object_get(cmd, "timeout"));
     json_t *list = json_object_get(cmd, "msgs");
     json_t *one = json_object_get(cmd, "msg");
-    size_t n = json_is_array(list) ? json_array_size(list)
-                                   : (size_t)json_integer_value(json_object_get(cmd, "repeat"));
+    size_t n = json_is_array(list) ? json_array_size(list) : (size_t)json_integer_value(json_object_get(cmd, "repeat"));
     struct amqp_out *msgs = calloc(n ? n : 1, sizeof *msgs);
     enum amqppub_outcome *outcome = calloc(n ? n : 1, sizeof *outcome);
     char(*ids)[64] = calloc(n ? n : 1, sizeof *ids);
@@ -80,8 +79,8 @@ static json_t *publish(struct amqppub *p, json_t *cmd)
     free(msgs);
     free(outcome);
     free(ids);
-    return json_pack("{s:i, s:f, s:o, s:s, s:b}", "rc", rc, "ms", (double)us / 1000.0, "outcomes", names,
-                     "error", amqppub_error(p), "connected", amqppub_connected(p));
+    return json_pack("{s:i, s:f, s:o, s:s, s:b}", "rc", rc, "ms", (double)us / 1000.0, "outcomes", names, "error",
+                     amqppub_error(p), "connected", amqppub_connected(p));
 }
 
 int main(int argc, char **argv)
@@ -114,8 +113,8 @@ int main(int argc, char **argv)
             int64_t t0 = clock_mono_us();
             int rc = amqppub_connect(p, (int)json_integer_value(json_object_get(cmd, "timeout")));
             int64_t us = clock_mono_us() - t0;
-            answer(json_pack("{s:i, s:f, s:s, s:b}", "rc", rc, "ms", (double)us / 1000.0, "error",
-                             amqppub_error(p), "connected", amqppub_connected(p)));
+            answer(json_pack("{s:i, s:f, s:s, s:b}", "rc", rc, "ms", (double)us / 1000.0, "error", amqppub_error(p),
+                             "connected", amqppub_connected(p)));
         } else {
             fprintf(stderr, "amqp_publish: unknown op '%s'\n", op);
             json_decref(cmd);

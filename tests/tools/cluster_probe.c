@@ -71,11 +71,12 @@ static int cmd_map(const char *asked_host, int shards)
         for (int j = 0; j < m->masters[i].nreplicas; j++)
             json_array_append_new(reps, json_string(m->masters[i].replicas[j].addr));
         json_array_append_new(masters, json_pack("{s:s, s:s, s:o, s:i, s:i}", "addr", m->masters[i].node.addr, "id",
-                                                 m->masters[i].node.id, "replicas", reps, "slots",
-                                                 m->masters[i].nslots, "shards", counts ? counts[i] : -1));
+                                                 m->masters[i].node.id, "replicas", reps, "slots", m->masters[i].nslots,
+                                                 "shards", counts ? counts[i] : -1));
     }
     for (int i = 0; i < m->nranges; i++)
-        json_array_append_new(ranges, json_pack("[i, i, i]", m->ranges[i].first, m->ranges[i].last, m->ranges[i].master));
+        json_array_append_new(ranges,
+                              json_pack("[i, i, i]", m->ranges[i].first, m->ranges[i].last, m->ranges[i].master));
     json_t *out = json_pack("{s:o, s:o, s:i, s:i}", "masters", masters, "ranges", ranges, "covered", m->covered,
                             "unserved", unserved);
     char *text = json_dumps(out, JSON_COMPACT);

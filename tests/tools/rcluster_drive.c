@@ -83,17 +83,15 @@ static void print_nodes(void)
         printf("%s{\"addr\": \"%s\", \"up\": %d, \"master\": %d, \"nslots\": %d, \"sent\": %llu, "
                "\"answered\": %llu, "
                "\"failed\": %llu, \"moved\": %llu, \"asked\": %llu, \"retried\": %llu}",
-               i ? ", " : "", st[i].addr, st[i].up, st[i].master, st[i].nslots,
-               (unsigned long long)st[i].sent, (unsigned long long)st[i].answered,
-               (unsigned long long)st[i].failed, (unsigned long long)st[i].moved,
+               i ? ", " : "", st[i].addr, st[i].up, st[i].master, st[i].nslots, (unsigned long long)st[i].sent,
+               (unsigned long long)st[i].answered, (unsigned long long)st[i].failed, (unsigned long long)st[i].moved,
                (unsigned long long)st[i].asked, (unsigned long long)st[i].retried);
     struct rcluster_stats s;
     rcluster_stats(rc, &s);
-    printf(
-        "], \"stats\": {\"map_reads\": %llu, \"map_changes\": %llu, \"map_errors\": %llu, \"gave_up\": %llu, "
-        "\"nmasters\": %d, \"covered\": %d}",
-        (unsigned long long)s.map_reads, (unsigned long long)s.map_changes, (unsigned long long)s.map_errors,
-        (unsigned long long)s.gave_up, s.nmasters, s.covered);
+    printf("], \"stats\": {\"map_reads\": %llu, \"map_changes\": %llu, \"map_errors\": %llu, \"gave_up\": %llu, "
+           "\"nmasters\": %d, \"covered\": %d}",
+           (unsigned long long)s.map_reads, (unsigned long long)s.map_changes, (unsigned long long)s.map_errors,
+           (unsigned long long)s.gave_up, s.nmasters, s.covered);
 }
 
 /* ---- check ---- */
@@ -170,8 +168,8 @@ static int cmd_check(int nkeys, char **keys)
     const char *info[] = {"INFO", "server"};
     const size_t info_lens[] = {4, 6};
     int infos_sent = all_masters(2, info, info_lens);
-    printf("{\"script_loads\": [%d, %d], \"infos\": [%d, %d], \"sha\": \"%s\", \"keys\": [", loads_sent,
-           loads_ok, infos_sent, each_ok, loaded_sha);
+    printf("{\"script_loads\": [%d, %d], \"infos\": [%d, %d], \"sha\": \"%s\", \"keys\": [", loads_sent, loads_ok,
+           infos_sent, each_ok, loaded_sha);
     for (int i = 0; i < nkeys; i++) {
         const char *k = keys[i];
         char value[80], tag[CLUSTER_TAG_MAX + 16], jobs[64];
@@ -183,8 +181,8 @@ static int cmd_check(int nkeys, char **keys)
         const char *sargv[] = {"SET", k, value};
         const size_t slens[] = {3, strlen(k), strlen(value)};
         int r = rcluster_command(rc, -1, on_answer, &set, 3, sargv, slens);
-        printf("%s{\"key\": \"%s\", \"slot\": %d, \"set\": %s", i ? ", " : "", k,
-               cluster_keyslot(k, strlen(k)), wait_answer(&set, r));
+        printf("%s{\"key\": \"%s\", \"slot\": %d, \"set\": %s", i ? ", " : "", k, cluster_keyslot(k, strlen(k)),
+               wait_answer(&set, r));
         const char *gargv[] = {"GET", k};
         const size_t glens[] = {3, strlen(k)};
         r = rcluster_command(rc, -1, on_answer, &get, 2, gargv, glens);
@@ -376,8 +374,7 @@ static int cmd_traffic(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 4 || (strcmp(argv[2], "check") != 0 && strcmp(argv[2], "traffic") != 0) ||
-        argc - 3 > KEYS_MAX) {
+    if (argc < 4 || (strcmp(argv[2], "check") != 0 && strcmp(argv[2], "traffic") != 0) || argc - 3 > KEYS_MAX) {
         fprintf(stderr, "usage: rcluster_drive SEEDS check|traffic KEY...\n");
         return 2;
     }

@@ -393,8 +393,7 @@ START_TEST(test_refused_then_backoff)
     struct amqppub *p = amqppub_new(url, "unit", err, sizeof err);
     ck_assert_ptr_nonnull(p);
     ck_assert_int_eq(amqppub_connected(p), 0);
-    struct amqp_out m = {
-        .exchange = "", .routing_key = "q", .body = "1", .body_len = 1, .id = "1", .topic = "t"};
+    struct amqp_out m = {.exchange = "", .routing_key = "q", .body = "1", .body_len = 1, .id = "1", .topic = "t"};
     enum amqppub_outcome o = AMQPPUB_CONFIRMED;
     int64_t t0 = clock_mono_ms();
     ck_assert_int_eq(amqppub_publish_batch(p, &m, 1, &o, 2000), -1);
@@ -436,8 +435,7 @@ START_TEST(test_silent_server_times_out)
     snprintf(url, sizeof url, "amqp://127.0.0.1:%d/", ntohs(a.sin_port));
     struct amqppub *p = amqppub_new(url, NULL, err, sizeof err);
     ck_assert_ptr_nonnull(p);
-    struct amqp_out m = {
-        .exchange = "", .routing_key = "q", .body = "1", .body_len = 1, .id = "1", .topic = "t"};
+    struct amqp_out m = {.exchange = "", .routing_key = "q", .body = "1", .body_len = 1, .id = "1", .topic = "t"};
     enum amqppub_outcome o;
     int64_t t0 = clock_mono_ms();
     ck_assert_int_eq(amqppub_publish_batch(p, &m, 1, &o, 300), -1);

@@ -18,30 +18,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define M0 "127.0.0.1:22659"
-#define M0_ID "bb5aa62f14d6fe0f1032c508a2c9687b4e01562a"
-#define M0_REPLICA "127.0.0.1:28161"
-#define M1 "127.0.0.1:30333"
-#define M1_REPLICA "127.0.0.1:23526"
+#define M0            "127.0.0.1:22659"
+#define M0_ID         "bb5aa62f14d6fe0f1032c508a2c9687b4e01562a"
+#define M0_REPLICA    "127.0.0.1:28161"
+#define M1            "127.0.0.1:30333"
+#define M1_REPLICA    "127.0.0.1:23526"
 #define M1_REPLICA_ID "2b818eca075d93bf7ba57b1a6508832bc60e3f49"
-#define M2 "127.0.0.1:24924"
-#define M2_REPLICA "127.0.0.1:25765"
+#define M2            "127.0.0.1:24924"
+#define M2_REPLICA    "127.0.0.1:25765"
 
-/* recorded: masters ['127.0.0.1:22659', '127.0.0.1:30333', '127.0.0.1:24924']; killed 127.0.0.1:30333 (357c28f4bcb0dff7230361f9eecbc7560a350733), 127.0.0.1:23526 (2b818eca075d93bf7ba57b1a6508832bc60e3f49) took over in 2.8 s */
-static const char REC_INITIAL[] =
-    "*3\r\n*4\r\n:0\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n"
-    "$40\r\nbb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:28161\r\n$40\r\n922ff5014239bb515b46961a1ca99cc196cdbb1b\r\n"
-    "*0\r\n*4\r\n:5461\r\n:10922\r\n*4\r\n$9\r\n127.0.0.1\r\n:30333\r\n"
-    "$40\r\n357c28f4bcb0dff7230361f9eecbc7560a350733\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:23526\r\n$40\r\n2b818eca075d93bf7ba57b1a6508832bc60e3f49\r\n"
-    "*0\r\n*4\r\n:10923\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:24924\r\n"
-    "$40\r\n5700df6e33f85fd36b8eb6c4b0da7676443f9d8a\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:25765\r\n$40\r\n965ab1825697f5c7e09738a49d57da8f86edfa22\r\n"
-    "*0\r\n";
+/* recorded: masters ['127.0.0.1:22659', '127.0.0.1:30333', '127.0.0.1:24924']; killed 127.0.0.1:30333
+ * (357c28f4bcb0dff7230361f9eecbc7560a350733), 127.0.0.1:23526 (2b818eca075d93bf7ba57b1a6508832bc60e3f49) took over
+ * in 2.8 s */
+static const char REC_INITIAL[] = "*3\r\n*4\r\n:0\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n"
+                                  "$40\r\nbb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n*0\r\n*4\r\n"
+                                  "$9\r\n127.0.0.1\r\n:28161\r\n$40\r\n922ff5014239bb515b46961a1ca99cc196cdbb1b\r\n"
+                                  "*0\r\n*4\r\n:5461\r\n:10922\r\n*4\r\n$9\r\n127.0.0.1\r\n:30333\r\n"
+                                  "$40\r\n357c28f4bcb0dff7230361f9eecbc7560a350733\r\n*0\r\n*4\r\n"
+                                  "$9\r\n127.0.0.1\r\n:23526\r\n$40\r\n2b818eca075d93bf7ba57b1a6508832bc60e3f49\r\n"
+                                  "*0\r\n*4\r\n:10923\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:24924\r\n"
+                                  "$40\r\n5700df6e33f85fd36b8eb6c4b0da7676443f9d8a\r\n*0\r\n*4\r\n"
+                                  "$9\r\n127.0.0.1\r\n:25765\r\n$40\r\n965ab1825697f5c7e09738a49d57da8f86edfa22\r\n"
+                                  "*0\r\n";
 
-static const char REC_MOVED[] =
-    "-MOVED 12182 127.0.0.1:24924\r\n";
+static const char REC_MOVED[] = "-MOVED 12182 127.0.0.1:24924\r\n";
 
 static const char REC_SLOTS_UNKNOWN_ENDPOINT[] =
     "*3\r\n*4\r\n:0\r\n:5460\r\n*4\r\n$-1\r\n:22659\r\n$40\r\nbb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n"
@@ -56,8 +56,7 @@ static const char REC_SLOTS_UNKNOWN_ENDPOINT[] =
     "965ab1825697f5c7e09738a49d57da8f86edfa22\r\n*2\r\n$2\r\nip\r\n"
     "$9\r\n127.0.0.1\r\n";
 
-static const char REC_MOVED_UNKNOWN_ENDPOINT[] =
-    "-MOVED 12182 :24924\r\n";
+static const char REC_MOVED_UNKNOWN_ENDPOINT[] = "-MOVED 12182 :24924\r\n";
 
 static const char REC_SLOTS_HOSTNAME_UNSET[] =
     "*3\r\n*4\r\n:0\r\n:5460\r\n*4\r\n$1\r\n?\r\n:22659\r\n$40\r\n"
@@ -73,29 +72,26 @@ static const char REC_SLOTS_HOSTNAME_UNSET[] =
     "$40\r\n965ab1825697f5c7e09738a49d57da8f86edfa22\r\n*2\r\n$2\r\n"
     "ip\r\n$9\r\n127.0.0.1\r\n";
 
-static const char REC_MOVED_HOSTNAME_UNSET[] =
-    "-MOVED 12182 ?:24924\r\n";
+static const char REC_MOVED_HOSTNAME_UNSET[] = "-MOVED 12182 ?:24924\r\n";
 
-static const char REC_ASK[] =
-    "-ASK 105 127.0.0.1:30333\r\n";
+static const char REC_ASK[] = "-ASK 105 127.0.0.1:30333\r\n";
 
-static const char REC_SPLIT[] =
-    "*5\r\n*4\r\n:0\r\n:99\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n$40\r\n"
-    "bb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n*0\r\n*4\r\n$9\r\n"
-    "127.0.0.1\r\n:28161\r\n$40\r\n922ff5014239bb515b46961a1ca99cc196cdbb1b\r\n"
-    "*0\r\n*4\r\n:100\r\n:109\r\n*4\r\n$9\r\n127.0.0.1\r\n:30333\r\n"
-    "$40\r\n357c28f4bcb0dff7230361f9eecbc7560a350733\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:23526\r\n$40\r\n2b818eca075d93bf7ba57b1a6508832bc60e3f49\r\n"
-    "*0\r\n*4\r\n:110\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n"
-    "$40\r\nbb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:28161\r\n$40\r\n922ff5014239bb515b46961a1ca99cc196cdbb1b\r\n"
-    "*0\r\n*4\r\n:5461\r\n:10922\r\n*4\r\n$9\r\n127.0.0.1\r\n:30333\r\n"
-    "$40\r\n357c28f4bcb0dff7230361f9eecbc7560a350733\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:23526\r\n$40\r\n2b818eca075d93bf7ba57b1a6508832bc60e3f49\r\n"
-    "*0\r\n*4\r\n:10923\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:24924\r\n"
-    "$40\r\n5700df6e33f85fd36b8eb6c4b0da7676443f9d8a\r\n*0\r\n*4\r\n"
-    "$9\r\n127.0.0.1\r\n:25765\r\n$40\r\n965ab1825697f5c7e09738a49d57da8f86edfa22\r\n"
-    "*0\r\n";
+static const char REC_SPLIT[] = "*5\r\n*4\r\n:0\r\n:99\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n$40\r\n"
+                                "bb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n*0\r\n*4\r\n$9\r\n"
+                                "127.0.0.1\r\n:28161\r\n$40\r\n922ff5014239bb515b46961a1ca99cc196cdbb1b\r\n"
+                                "*0\r\n*4\r\n:100\r\n:109\r\n*4\r\n$9\r\n127.0.0.1\r\n:30333\r\n"
+                                "$40\r\n357c28f4bcb0dff7230361f9eecbc7560a350733\r\n*0\r\n*4\r\n"
+                                "$9\r\n127.0.0.1\r\n:23526\r\n$40\r\n2b818eca075d93bf7ba57b1a6508832bc60e3f49\r\n"
+                                "*0\r\n*4\r\n:110\r\n:5460\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n"
+                                "$40\r\nbb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n*0\r\n*4\r\n"
+                                "$9\r\n127.0.0.1\r\n:28161\r\n$40\r\n922ff5014239bb515b46961a1ca99cc196cdbb1b\r\n"
+                                "*0\r\n*4\r\n:5461\r\n:10922\r\n*4\r\n$9\r\n127.0.0.1\r\n:30333\r\n"
+                                "$40\r\n357c28f4bcb0dff7230361f9eecbc7560a350733\r\n*0\r\n*4\r\n"
+                                "$9\r\n127.0.0.1\r\n:23526\r\n$40\r\n2b818eca075d93bf7ba57b1a6508832bc60e3f49\r\n"
+                                "*0\r\n*4\r\n:10923\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:24924\r\n"
+                                "$40\r\n5700df6e33f85fd36b8eb6c4b0da7676443f9d8a\r\n*0\r\n*4\r\n"
+                                "$9\r\n127.0.0.1\r\n:25765\r\n$40\r\n965ab1825697f5c7e09738a49d57da8f86edfa22\r\n"
+                                "*0\r\n";
 
 static const char REC_FAILOVER[] =
     "*5\r\n*4\r\n:0\r\n:99\r\n*4\r\n$9\r\n127.0.0.1\r\n:22659\r\n$40\r\n"
@@ -111,7 +107,6 @@ static const char REC_FAILOVER[] =
     "5700df6e33f85fd36b8eb6c4b0da7676443f9d8a\r\n*0\r\n*4\r\n$9\r\n"
     "127.0.0.1\r\n:25765\r\n$40\r\n965ab1825697f5c7e09738a49d57da8f86edfa22\r\n"
     "*0\r\n";
-
 
 /* ---- helpers ---- */
 
@@ -201,10 +196,15 @@ static void check_invariants(const struct cluster_map *m)
 START_TEST(test_keyslot_matches_redis)
 {
     /* CLUSTER KEYSLOT answers of the recorded cluster */
-    static const struct { const char *key; int slot; } known[] = {
-        {"foo", 12182}, {"bar", 5061}, {"{user1000}.following", 3443}, {"user1000", 3443},
-        {"{}a", 10875}, {"a{}b", 13694}, {"{a}{b}", 15495}, {"a", 15495}, {"}{x}", 16287},
-        {"x", 16287}, {"", 0}, {"123456789", 12739}, {"{", 4092}, {"}", 12090}, {"{}", 15257},
+    static const struct {
+        const char *key;
+        int slot;
+    } known[] = {
+        {"foo", 12182},     {"bar", 5061},  {"{user1000}.following", 3443},
+        {"user1000", 3443}, {"{}a", 10875}, {"a{}b", 13694},
+        {"{a}{b}", 15495},  {"a", 15495},   {"}{x}", 16287},
+        {"x", 16287},       {"", 0},        {"123456789", 12739},
+        {"{", 4092},        {"}", 12090},   {"{}", 15257},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         ck_assert_msg(cluster_keyslot(known[i].key, strlen(known[i].key)) == known[i].slot, "%s: %d, not %d",
@@ -397,7 +397,8 @@ START_TEST(test_map_malformed)
     refused("*1\r\n*3\r\n:0\r\n:1\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$3\r\nabc\r\n", "node id is not a string");
     refused("*1\r\n*3\r\n:0\r\n:1\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n:1\r\n", "node id is not a string");
     refused("*1\r\n*3\r\n:0\r\n:1\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n"
-            "$40\r\nzb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n", "not hexadecimal");
+            "$40\r\nzb5aa62f14d6fe0f1032c508a2c9687b4e01562a\r\n",
+            "not hexadecimal");
     /* a replica */
     refused("*1\r\n*4\r\n:0\r\n:1\r\n" NODE(7000) "*2\r\n$9\r\n127.0.0.1\r\n:99999\r\n", "replica 0: port 99999");
     refused("*1\r\n*5\r\n:0\r\n:1\r\n" NODE(7000) NODE(7001) "$2\r\nno\r\n", "replica 1: a node is not an array");
@@ -443,8 +444,8 @@ START_TEST(test_map_replicas_union)
 {
     /* Redis repeats a master's replicas with each of its ranges; should two ranges disagree,
      * the master keeps every replica named, each once */
-    struct cluster_map *m = map_ok("*2\r\n*4\r\n:0\r\n:9\r\n" NODE(7000) NODE(7001)
-                                   "*5\r\n:10\r\n:19\r\n" NODE(7000) NODE(7002) NODE(7001));
+    struct cluster_map *m = map_ok("*2\r\n*4\r\n:0\r\n:9\r\n" NODE(7000) NODE(7001) "*5\r\n:10\r\n:19\r\n" NODE(7000)
+                                       NODE(7002) NODE(7001));
     check_invariants(m);
     ck_assert_int_eq(m->nmasters, 1);
     ck_assert_int_eq(m->masters[0].nslots, 20);
@@ -580,11 +581,32 @@ START_TEST(test_redirect_forms)
     ck_assert_str_eq(rd.addr, "10.0.0.9:6379");
     /* not redirects */
     static const char *const no[] = {
-        "", "MOVED", "MOVED ", "ASK", "ASKING", "MOVEDX 1 h:1", "moved 1 h:1", "ERR unknown command",
-        "NOSCRIPT No matching script", "CLUSTERDOWN The cluster is down", "TRYAGAIN Multiple keys",
-        "MOVED 16384 h:1", "MOVED -1 h:1", "MOVED x h:1", "MOVED 1 h:0", "MOVED 1 h:65536", "MOVED 1 h:",
-        "MOVED 1 h", "MOVED 1", "MOVED 1 h:1x", "MOVED 1 h:1 ", "MOVED 1  h:1", "MOVED 1 h :1",
-        "MOVED 1234567 h:1", "MOVED 1 h:0000001", "ASK 1 [::1]:1",
+        "",
+        "MOVED",
+        "MOVED ",
+        "ASK",
+        "ASKING",
+        "MOVEDX 1 h:1",
+        "moved 1 h:1",
+        "ERR unknown command",
+        "NOSCRIPT No matching script",
+        "CLUSTERDOWN The cluster is down",
+        "TRYAGAIN Multiple keys",
+        "MOVED 16384 h:1",
+        "MOVED -1 h:1",
+        "MOVED x h:1",
+        "MOVED 1 h:0",
+        "MOVED 1 h:65536",
+        "MOVED 1 h:",
+        "MOVED 1 h",
+        "MOVED 1",
+        "MOVED 1 h:1x",
+        "MOVED 1 h:1 ",
+        "MOVED 1  h:1",
+        "MOVED 1 h :1",
+        "MOVED 1234567 h:1",
+        "MOVED 1 h:0000001",
+        "ASK 1 [::1]:1",
     };
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         ck_assert_msg(RD(no[i]) == CLUSTER_NOT_REDIRECT, "\"%s\" read as a redirect", no[i]);
@@ -727,8 +749,8 @@ START_TEST(test_spread_default_split)
     ck_assert_int_eq(counts[0] + counts[1] + counts[2], 8);
     ck_assert_int_eq(cluster_map_shard_counts(m, 0, counts), -1);
     ck_assert_int_eq(cluster_map_shard_counts(NULL, 8, counts), -1);
-    ck_assert_int_eq(cluster_map_shard_master(m, 0, 8), 0);  /* slot 1024 */
-    ck_assert_int_eq(cluster_map_shard_master(m, 7, 8), 2);  /* slot 15360 */
+    ck_assert_int_eq(cluster_map_shard_master(m, 0, 8), 0); /* slot 1024 */
+    ck_assert_int_eq(cluster_map_shard_master(m, 7, 8), 2); /* slot 15360 */
     ck_assert_int_eq(cluster_map_shard_master(m, 8, 8), -1);
     cluster_map_free(m);
 }

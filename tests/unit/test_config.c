@@ -70,39 +70,38 @@ START_TEST(test_defaults)
 }
 END_TEST
 
-static const char *const contract_ini =
-    "[http]\n"
-    "listen = 0.0.0.0:9090\n"
-    "threads = 3\n"
-    "max_body = 100000\n"
-    "longpoll_max = 20\n"
-    "token = tok-1\n"
-    "admin_token = adm-2\n"
-    "\n"
-    "[redis]\n"
-    "address = unix:/run/redis/redis.sock\n"
-    "password = rpw\n"
-    "db = 5\n"
-    "prefix = hgtest\n"
-    "shards = 16\n"
-    "\n"
-    "[mysql]\n"
-    "host = db.example.com\n"
-    "port = 3307\n"
-    "socket = /run/mysqld/mysqld.sock\n"
-    "user = hg_user\n"
-    "password = mpw\n"
-    "database = hg_db\n"
-    "retention_days = 30\n"
-    "\n"
-    "[queue]\n"
-    "default_ttr = 60000\n"
-    "default_tries = 5\n"
-    "max_delay = 86400000\n"
-    "\n"
-    "[log]\n"
-    "level = debug\n"
-    "file = /var/log/hourglass.log\n";
+static const char *const contract_ini = "[http]\n"
+                                        "listen = 0.0.0.0:9090\n"
+                                        "threads = 3\n"
+                                        "max_body = 100000\n"
+                                        "longpoll_max = 20\n"
+                                        "token = tok-1\n"
+                                        "admin_token = adm-2\n"
+                                        "\n"
+                                        "[redis]\n"
+                                        "address = unix:/run/redis/redis.sock\n"
+                                        "password = rpw\n"
+                                        "db = 5\n"
+                                        "prefix = hgtest\n"
+                                        "shards = 16\n"
+                                        "\n"
+                                        "[mysql]\n"
+                                        "host = db.example.com\n"
+                                        "port = 3307\n"
+                                        "socket = /run/mysqld/mysqld.sock\n"
+                                        "user = hg_user\n"
+                                        "password = mpw\n"
+                                        "database = hg_db\n"
+                                        "retention_days = 30\n"
+                                        "\n"
+                                        "[queue]\n"
+                                        "default_ttr = 60000\n"
+                                        "default_tries = 5\n"
+                                        "max_delay = 86400000\n"
+                                        "\n"
+                                        "[log]\n"
+                                        "level = debug\n"
+                                        "file = /var/log/hourglass.log\n";
 
 START_TEST(test_contract_keys_accepted)
 {
@@ -208,8 +207,8 @@ END_TEST
 
 START_TEST(test_bad_integer)
 {
-    static const char *const bad[] = {"two", "1.5", "12abc", "0x10", "1 2", "1e3", "--1", "+-1", "3,5",
-                                      "99999999999999999999"};
+    static const char *const bad[] = {"two", "1.5", "12abc", "0x10", "1 2",
+                                      "1e3", "--1", "+-1",   "3,5",  "99999999999999999999"};
     char text[128];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(text, sizeof text, "[http]\nthreads = %s\n", bad[i]);
@@ -245,7 +244,7 @@ START_TEST(test_out_of_range)
         {"[queue]\nmax_delay = -1\n", 2, "max_delay"},
         /* values beyond an int must not wrap into range */
         {"[http]\nthreads = 4294967297\n", 2, "threads"},
-        {"[mysql]\nport = 4294970592\n", 2, "port"}, /* 2^32 + 3296 */
+        {"[mysql]\nport = 4294970592\n", 2, "port"},     /* 2^32 + 3296 */
         {"[redis]\nshards = 4294967304\n", 2, "shards"}, /* 2^32 + 8 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -275,8 +274,8 @@ START_TEST(test_malformed_lines)
     load_fails("[http] # a comment is not allowed here\n", 1, NULL);
     load_fails("[http]]\n", 1, NULL);
     load_fails("[]\n", 1, NULL);
-    load_fails("[http]\nthreads\n", 2, NULL);   /* no '=' */
-    load_fails("[http]\n= 4\n", 2, NULL);       /* no key */
+    load_fails("[http]\nthreads\n", 2, NULL); /* no '=' */
+    load_fails("[http]\n= 4\n", 2, NULL);     /* no key */
 }
 END_TEST
 
@@ -474,11 +473,11 @@ END_TEST
 
 START_TEST(test_validate_listen)
 {
-    static const char *const good[] = {"127.0.0.1:8080", "0.0.0.0:1", "localhost:65535", "[::1]:8080",
-                                       "[::]:80", "host.example.com:443"};
-    static const char *const bad[] = {"localhost",      "8080",          "127.0.0.1:",     "127.0.0.1:abc",
-                                      "127.0.0.1:http", "127.0.0.1:65536", "127.0.0.1:99999", "127.0.0.1:-1",
-                                      "127.0.0.1:80x",  "127.0.0.1: 80",  "[::1]",          ":"};
+    static const char *const good[] = {"127.0.0.1:8080", "0.0.0.0:1", "localhost:65535",
+                                       "[::1]:8080",     "[::]:80",   "host.example.com:443"};
+    static const char *const bad[] = {
+        "localhost",       "8080",         "127.0.0.1:",    "127.0.0.1:abc", "127.0.0.1:http", "127.0.0.1:65536",
+        "127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:80x", "127.0.0.1: 80", "[::1]",          ":"};
     char text[300];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         snprintf(text, sizeof text, "[http]\nlisten = %s\n", good[i]);
@@ -631,8 +630,7 @@ START_TEST(test_print_names_every_contract_key)
             char want[64];
             snprintf(want, sizeof want, "\n%s = ", sections[s][k]);
             const char *at = strstr(sec, want);
-            ck_assert_msg(at != NULL && (next == NULL || at < next), "%s %s missing", sections[s][0],
-                          sections[s][k]);
+            ck_assert_msg(at != NULL && (next == NULL || at < next), "%s %s missing", sections[s][0], sections[s][k]);
         }
     }
     free(text);
@@ -642,8 +640,9 @@ END_TEST
 START_TEST(test_print_reloads_to_the_same_config)
 {
     ck_assert_int_eq(load(contract_ini), 0);
-    ck_assert_int_eq(config_load_string(&cfg, NAME, "[instance]\nworker_id = 12\nid = node-a\n[mysql]\n"
-                                                    "per_row_commit = yes\n",
+    ck_assert_int_eq(config_load_string(&cfg, NAME,
+                                        "[instance]\nworker_id = 12\nid = node-a\n[mysql]\n"
+                                        "per_row_commit = yes\n",
                                         err, sizeof err),
                      0);
     struct config original = cfg;

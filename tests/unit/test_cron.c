@@ -28,9 +28,9 @@ static int64_t ms(const char *iso)
 {
     struct tm tm;
     memset(&tm, 0, sizeof tm);
-    ck_assert_int_eq(sscanf(iso, "%d-%d-%dT%d:%d:%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                            &tm.tm_min, &tm.tm_sec),
-                     6);
+    ck_assert_int_eq(
+        sscanf(iso, "%d-%d-%dT%d:%d:%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec),
+        6);
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
     return (int64_t)timegm(&tm) * 1000;
@@ -45,8 +45,7 @@ static struct tz *zone(const char *name)
 }
 
 /* The fires of `expr` in zone `zname` within (a, b] must be exactly want[] (NULL-ended). */
-static void check_fires(const char *expr, const char *zname, const char *a, const char *b,
-                        const char *const *want)
+static void check_fires(const char *expr, const char *zname, const char *a, const char *b, const char *const *want)
 {
     struct tz *tz = zone(zname);
     struct cron_rule s;
@@ -63,10 +62,10 @@ static void check_fires(const char *expr, const char *zname, const char *a, cons
     tz_free(tz);
 }
 
-#define FIRES(expr, zname, a, b, ...)                                                                        \
-    do {                                                                                                     \
-        static const char *const want_[] = {__VA_ARGS__, NULL};                                              \
-        check_fires(expr, zname, a, b, want_);                                                               \
+#define FIRES(expr, zname, a, b, ...)                                                                                  \
+    do {                                                                                                               \
+        static const char *const want_[] = {__VA_ARGS__, NULL};                                                        \
+        check_fires(expr, zname, a, b, want_);                                                                         \
     } while (0)
 
 static struct cron_expr parse_ok(const char *expr)
@@ -231,9 +230,9 @@ START_TEST(test_next_field_forms_utc)
           "2026-01-01T22:02:00Z", "2026-01-01T22:59:00Z", "2026-01-01T23:01:00Z", "2026-01-01T23:02:00Z",
           "2026-01-01T23:59:00Z");
     /* jan-mar/2 is January and March. */
-    FIRES("0 0 1,31 jan-mar/2,DEC *", "UTC", "2026-01-30T00:00:00Z", "2027-01-01T00:00:00Z",
-          "2026-01-31T00:00:00Z", "2026-03-01T00:00:00Z", "2026-03-31T00:00:00Z", "2026-12-01T00:00:00Z",
-          "2026-12-31T00:00:00Z", "2027-01-01T00:00:00Z");
+    FIRES("0 0 1,31 jan-mar/2,DEC *", "UTC", "2026-01-30T00:00:00Z", "2027-01-01T00:00:00Z", "2026-01-31T00:00:00Z",
+          "2026-03-01T00:00:00Z", "2026-03-31T00:00:00Z", "2026-12-01T00:00:00Z", "2026-12-31T00:00:00Z",
+          "2027-01-01T00:00:00Z");
     FIRES("0 0 * * 0,7", "UTC", "2026-01-01T00:00:00Z", "2026-01-20T00:00:00Z", "2026-01-04T00:00:00Z",
           "2026-01-11T00:00:00Z", "2026-01-18T00:00:00Z"); /* Sundays */
     FIRES("0 0 * * Mon-Wed", "UTC", "2026-01-01T00:00:00Z", "2026-01-10T00:00:00Z", "2026-01-05T00:00:00Z",
@@ -263,8 +262,8 @@ START_TEST(test_leap_days)
           "2032-02-29T00:00:00Z");
     /* 2100 is not a leap year: the next Feb 29 after 2096 is in 2104, 8 years on. */
     FIRES("0 0 29 2 *", "UTC", "2096-03-01T00:00:00Z", "2105-01-01T00:00:00Z", "2104-02-29T00:00:00Z");
-    FIRES("0 12 28-29 feb *", "Europe/Berlin", "2028-01-01T00:00:00Z", "2029-03-01T00:00:00Z",
-          "2028-02-28T11:00:00Z", "2028-02-29T11:00:00Z", "2029-02-28T11:00:00Z");
+    FIRES("0 12 28-29 feb *", "Europe/Berlin", "2028-01-01T00:00:00Z", "2029-03-01T00:00:00Z", "2028-02-28T11:00:00Z",
+          "2028-02-29T11:00:00Z", "2029-02-28T11:00:00Z");
 }
 END_TEST
 
@@ -321,8 +320,8 @@ START_TEST(test_berlin_fixed_time)
           "2026-10-25T00:30:00Z",  /* 02:30 CEST, first of the two */
           "2026-10-26T01:30:00Z"); /* 02:30 CET */
     /* Two gap times of one expression collapse into one fire. */
-    FIRES("0,30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00Z", "2026-03-30T12:00:00Z",
-          "2026-03-29T01:00:00Z", "2026-03-30T00:00:00Z", "2026-03-30T00:30:00Z");
+    FIRES("0,30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00Z", "2026-03-30T12:00:00Z", "2026-03-29T01:00:00Z",
+          "2026-03-30T00:00:00Z", "2026-03-30T00:30:00Z");
     /* Asked from between the two 02:30s, the repeat is not a fire. */
     struct tz *tz = zone("Europe/Berlin");
     struct cron_expr c = parse_ok("30 2 * * *");
@@ -333,8 +332,8 @@ START_TEST(test_berlin_fixed_time)
     ck_assert_int_eq(cron_next(&c, tz, ms("2026-03-29T01:00:00Z")), ms("2026-03-30T00:30:00Z"));
     tz_free(tz);
     /* The footer POSIX rule (after the file's last transition): 2045-03-26. */
-    FIRES("30 2 * * *", "Europe/Berlin", "2045-03-25T12:00:00Z", "2045-03-27T12:00:00Z",
-          "2045-03-26T01:00:00Z", "2045-03-27T00:30:00Z");
+    FIRES("30 2 * * *", "Europe/Berlin", "2045-03-25T12:00:00Z", "2045-03-27T12:00:00Z", "2045-03-26T01:00:00Z",
+          "2045-03-27T00:30:00Z");
 }
 END_TEST
 
@@ -350,11 +349,11 @@ START_TEST(test_berlin_wildcard)
           "2026-10-25T01:00:00Z",  /* 02:00 CET, the repeat */
           "2026-10-25T02:00:00Z"); /* 03:00 CET */
     /* Every 20 minutes within hour 2: none on the spring day, both passes on the autumn day. */
-    FIRES("*/20 2 * * *", "Europe/Berlin", "2026-03-28T00:00:00Z", "2026-03-30T12:00:00Z",
-          "2026-03-28T01:00:00Z", "2026-03-28T01:20:00Z", "2026-03-28T01:40:00Z", "2026-03-30T00:00:00Z",
-          "2026-03-30T00:20:00Z", "2026-03-30T00:40:00Z");
-    FIRES("*/20 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", "2026-10-25T12:00:00Z",
-          "2026-10-25T00:00:00Z", "2026-10-25T00:20:00Z", "2026-10-25T00:40:00Z",  /* CEST */
+    FIRES("*/20 2 * * *", "Europe/Berlin", "2026-03-28T00:00:00Z", "2026-03-30T12:00:00Z", "2026-03-28T01:00:00Z",
+          "2026-03-28T01:20:00Z", "2026-03-28T01:40:00Z", "2026-03-30T00:00:00Z", "2026-03-30T00:20:00Z",
+          "2026-03-30T00:40:00Z");
+    FIRES("*/20 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00Z", "2026-10-25T12:00:00Z", "2026-10-25T00:00:00Z",
+          "2026-10-25T00:20:00Z", "2026-10-25T00:40:00Z",                          /* CEST */
           "2026-10-25T01:00:00Z", "2026-10-25T01:20:00Z", "2026-10-25T01:40:00Z"); /* CET */
     /* Every 15 minutes over the autumn night: 12 fires in 3 hours, evenly spaced. */
     struct tz *tz = zone("Europe/Berlin");
@@ -379,8 +378,8 @@ START_TEST(test_new_york)
     FIRES("30 1 * * *", "America/New_York", "2026-10-31T12:00:00Z", "2026-11-02T12:00:00Z",
           "2026-11-01T05:30:00Z",  /* 01:30 EDT, first of the two */
           "2026-11-02T06:30:00Z"); /* 01:30 EST */
-    FIRES("30 2 * * *", "America/New_York", "2026-10-31T12:00:00Z", "2026-11-02T12:00:00Z",
-          "2026-11-01T07:30:00Z", "2026-11-02T07:30:00Z"); /* 02:30 EST both days */
+    FIRES("30 2 * * *", "America/New_York", "2026-10-31T12:00:00Z", "2026-11-02T12:00:00Z", "2026-11-01T07:30:00Z",
+          "2026-11-02T07:30:00Z"); /* 02:30 EST both days */
     FIRES("0 * * * *", "America/New_York", "2026-03-08T05:30:00Z", "2026-03-08T08:30:00Z",
           "2026-03-08T06:00:00Z",  /* 01:00 EST */
           "2026-03-08T07:00:00Z",  /* 03:00 EDT */
@@ -526,7 +525,8 @@ static void *thread_main(void *p)
 {
     struct thread_arg *a = p;
     struct cron_expr c;
-    if (cron_parse("*/7 1-3 * * *", &c, NULL, 0) < 0) return NULL;
+    if (cron_parse("*/7 1-3 * * *", &c, NULL, 0) < 0)
+        return NULL;
     int64_t t = 1774400000000; /* 2026-03-25, spanning the spring change */
     for (int i = 0; i < 2000; i++) {
         t = cron_next(&c, a->tz, t);
@@ -557,9 +557,8 @@ END_TEST
 
 START_TEST(test_tz_names)
 {
-    static const char *const good[] = {
-        "UTC",        "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5",
-        "Etc/GMT-14", "EST5EDT",       "America/Port-au-Prince",         "a.b"};
+    static const char *const good[] = {"UTC",        "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5",
+                                       "Etc/GMT-14", "EST5EDT",       "America/Port-au-Prince",         "a.b"};
     static const char *const bad[] = {"",
                                       "/etc/passwd",
                                       "../etc/passwd",
@@ -658,8 +657,8 @@ START_TEST(test_tz_offsets)
     ck_assert_uint_gt(len, 44);
     uint32_t cnt[6];
     for (int i = 0; i < 6; i++)
-        cnt[i] = (uint32_t)buf[20 + 4 * i] << 24 | (uint32_t)buf[21 + 4 * i] << 16 |
-                 (uint32_t)buf[22 + 4 * i] << 8 | buf[23 + 4 * i];
+        cnt[i] = (uint32_t)buf[20 + 4 * i] << 24 | (uint32_t)buf[21 + 4 * i] << 16 | (uint32_t)buf[22 + 4 * i] << 8 |
+                 buf[23 + 4 * i];
     /* isutcnt isstdcnt leapcnt timecnt typecnt charcnt (RFC 8536 3.1) */
     size_t v1 = 44 + cnt[3] * 5 + cnt[4] * 6 + cnt[5] + cnt[2] * 8 + cnt[1] + cnt[0];
     ck_assert_uint_gt(cnt[3], 100); /* Debian ships "fat" files: the v1 block is complete */

@@ -13,8 +13,8 @@ static char *evhttp_page(int code, const char *reason, int with_length)
 {
     static char page[1024];
     char body[256];
-    snprintf(body, sizeof body,
-             "<HTML><HEAD>\n<TITLE>%d %s</TITLE>\n</HEAD><BODY>\n<H1>%s</H1>\n</BODY></HTML>\n", code, reason, reason);
+    snprintf(body, sizeof body, "<HTML><HEAD>\n<TITLE>%d %s</TITLE>\n</HEAD><BODY>\n<H1>%s</H1>\n</BODY></HTML>\n",
+             code, reason, reason);
     if (with_length)
         snprintf(page, sizeof page, "HTTP/1.1 %d %s\r\nContent-Type: text/html\r\nContent-Length: %zu\r\n\r\n%s", code,
                  reason, strlen(body), body);
@@ -57,14 +57,9 @@ START_TEST(statuses_map_to_codes_never_5xx)
         int in, chunked, out;
         const char *code;
     } cases[] = {
-        {413, 0, 413, "too_large"},
-        {413, 1, 400, "bad_request"}, /* 2.1 says "too long" for a corrupt chunked body */
-        {404, 0, 404, "not_found"},
-        {405, 0, 400, "method_not_allowed"},
-        {501, 0, 405, "method_not_allowed"},
-        {400, 0, 400, "bad_request"},
-        {408, 0, 400, "bad_request"},
-        {500, 0, 400, "bad_request"},
+        {413, 0, 413, "too_large"},   {413, 1, 400, "bad_request"}, /* 2.1 says "too long" for a corrupt chunked body */
+        {404, 0, 404, "not_found"},   {405, 0, 400, "method_not_allowed"}, {501, 0, 405, "method_not_allowed"},
+        {400, 0, 400, "bad_request"}, {408, 0, 400, "bad_request"},        {500, 0, 400, "bad_request"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct sbuf out = SBUF_INIT;

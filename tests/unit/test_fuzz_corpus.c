@@ -28,8 +28,7 @@ static const struct {
     const char *name;
     fuzz_fn fn;
 } targets[] = {
-    {"router", fuzz_router}, {"params", fuzz_params}, {"job", fuzz_job},
-    {"ids", fuzz_ids},       {"config", fuzz_config},
+    {"router", fuzz_router}, {"params", fuzz_params}, {"job", fuzz_job}, {"ids", fuzz_ids}, {"config", fuzz_config},
 };
 #define NTARGETS (int)(sizeof targets / sizeof targets[0])
 
@@ -125,8 +124,8 @@ static uint8_t *read_file(const char *path, size_t *size)
 
 START_TEST(test_corpus_present)
 {
-    ck_assert_msg(corpus_files[_i] > 0, "%s/corpus/%s/ is missing or empty: the %s target would test nothing",
-                  fuzz_dir, targets[_i].name, targets[_i].name);
+    ck_assert_msg(corpus_files[_i] > 0, "%s/corpus/%s/ is missing or empty: the %s target would test nothing", fuzz_dir,
+                  targets[_i].name, targets[_i].name);
     ck_assert_msg(regressions_dir_ok[_i], "%s/regressions/%s/ is missing (it is kept by a .gitkeep)", fuzz_dir,
                   targets[_i].name);
 }

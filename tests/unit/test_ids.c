@@ -8,10 +8,10 @@
 #include <string.h>
 
 /* The layout from ids.h, restated here so the tests do not lean on ids.c's own macros. */
-#define T_LOW_BITS 12
+#define T_LOW_BITS    12
 #define T_WORKER_BITS 10
-#define T_MS_BITS 41
-#define T_NOW (IDS_EPOCH_MS + INT64_C(86400000) * 400) /* some time in 2025 */
+#define T_MS_BITS     41
+#define T_NOW         (IDS_EPOCH_MS + INT64_C(86400000) * 400) /* some time in 2025 */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
@@ -213,8 +213,8 @@ START_TEST(test_counter_exhaustion_borrows_next_ms)
         /* the clock stands still: the first `slots` ids use this millisecond... */
         for (unsigned i = 0; i < slots; i++) {
             ck_assert_int_eq(idgen_next(&g, shard, T_NOW, &ids[i]), 0);
-            ck_assert_msg(id_unix_ms(ids[i]) == T_NOW, "shards=%d shard=%d: id %u of %u left the millisecond",
-                          shards, shard, i, slots);
+            ck_assert_msg(id_unix_ms(ids[i]) == T_NOW, "shards=%d shard=%d: id %u of %u left the millisecond", shards,
+                          shard, i, slots);
             ck_assert_int_eq(id_shard(ids[i], shards), shard);
         }
         /* ...and the next ones borrow the following one */
@@ -421,7 +421,7 @@ START_TEST(test_topic_shard_fnv1a)
         const char *topic;
         uint32_t hash;
     } v[] = {
-        {"", 0x811c9dc5u},     {"a", 0xe40c292cu},          {"foobar", 0xbf9cf968u},
+        {"", 0x811c9dc5u},       {"a", 0xe40c292cu},          {"foobar", 0xbf9cf968u},
         {"orders", 0x325e96ecu}, {"email.send", 0x14bda46du}, {"payments:refund-v2", 0xdfe6d36du},
     };
     static const int shard_counts[] = {1, 2, 7, 8, 100, 256};
@@ -493,8 +493,8 @@ START_TEST(test_key_round_trip)
 {
     char key[ID_KEY_LEN + 1];
     uint64_t back;
-    static const uint64_t edge[] = {1, 2, 63, 64, 4095, 4096, UINT64_C(0x7fffffffffffffff),
-                                    UINT64_C(0x4000000000000000)};
+    static const uint64_t edge[] = {
+        1, 2, 63, 64, 4095, 4096, UINT64_C(0x7fffffffffffffff), UINT64_C(0x4000000000000000)};
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
         id_to_key(edge[i], key);
         ck_assert_int_eq(id_from_key(key, ID_KEY_LEN, &back), 0);
@@ -521,10 +521,18 @@ START_TEST(test_key_order_matches_id_order)
     for (int i = 0; i < 100000; i++) {
         uint64_t a = rnd_id(), b;
         switch (i % 4) {
-        case 0: b = rnd_id(); break;
-        case 1: b = a + 1 + rnd() % 100; break; /* close neighbours */
-        case 2: b = a ^ (UINT64_C(1) << (rnd() % 63)); break; /* one bit apart */
-        default: b = a; break;
+        case 0:
+            b = rnd_id();
+            break;
+        case 1:
+            b = a + 1 + rnd() % 100;
+            break; /* close neighbours */
+        case 2:
+            b = a ^ (UINT64_C(1) << (rnd() % 63));
+            break; /* one bit apart */
+        default:
+            b = a;
+            break;
         }
         b &= UINT64_C(0x7fffffffffffffff);
         id_to_key(a, ka);
@@ -610,11 +618,11 @@ START_TEST(test_id_parse_rejects)
         "0x10",
         "1.0",
         "1e3",
-        "9223372036854775808",  /* 2^63 */
-        "9999999999999999999",  /* 19 digits over 2^63-1 */
-        "18446744073709551615", /* 2^64-1, 20 digits */
-        "18446744073709551616", /* 2^64 */
-        "99999999999999999999", /* 20 digits */
+        "9223372036854775808",   /* 2^63 */
+        "9999999999999999999",   /* 19 digits over 2^63-1 */
+        "18446744073709551615",  /* 2^64-1, 20 digits */
+        "18446744073709551616",  /* 2^64 */
+        "99999999999999999999",  /* 20 digits */
         "123456789012345678901", /* 21 digits */
         "１",                    /* fullwidth digit */
     };

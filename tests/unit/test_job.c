@@ -356,8 +356,8 @@ START_TEST(test_bizkey_in_push)
     ck_assert_uint_eq(jobs[0].biz_len, 15);
     done();
 
-    static const char *const bad[] = {"\"\"",       "5",          "true",        "[\"k\"]",       "{}",
-                                      "\"a\\nb\"",  "\"a\\tb\"",  "\"\\u0001\"", "\"\\u001f\"",   "\"\\u007f\"",
+    static const char *const bad[] = {"\"\"",        "5",           "true",        "[\"k\"]",     "{}",
+                                      "\"a\\nb\"",   "\"a\\tb\"",   "\"\\u0001\"", "\"\\u001f\"", "\"\\u007f\"",
                                       "\"\\u0085\"", "\"\\u2028\"", "\"\\u2029\""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_msg(push_biz(bad[i]) == PUSH_BAD, "bizKey %s accepted", bad[i]);
@@ -387,11 +387,11 @@ START_TEST(test_bizkey_valid)
 {
     ck_assert(biz("a"));
     ck_assert(biz("order:2024-01-01/#17"));
-    ck_assert(biz("\xc3\xa9"));             /* é */
-    ck_assert(biz("\xe2\x82\xac"));         /* € */
-    ck_assert(biz("\xf0\x9d\x84\x9e"));     /* 𝄞 */
-    ck_assert(biz("\xf4\x8f\xbf\xbf"));     /* U+10FFFF */
-    ck_assert(biz("\xc2\xa0"));             /* no-break space: printable */
+    ck_assert(biz("\xc3\xa9"));         /* é */
+    ck_assert(biz("\xe2\x82\xac"));     /* € */
+    ck_assert(biz("\xf0\x9d\x84\x9e")); /* 𝄞 */
+    ck_assert(biz("\xf4\x8f\xbf\xbf")); /* U+10FFFF */
+    ck_assert(biz("\xc2\xa0"));         /* no-break space: printable */
     ck_assert(!biz(""));
     /* control characters: C0, DEL, C1, line/paragraph separators */
     ck_assert(!biz("a\x01"));
@@ -404,20 +404,20 @@ START_TEST(test_bizkey_valid)
     ck_assert(!biz("\xe2\x80\xa9"));
     ck_assert(!job_bizkey_valid("a\0b", 3));
     /* invalid UTF-8 */
-    ck_assert(!biz("\x80"));                /* stray continuation byte */
+    ck_assert(!biz("\x80")); /* stray continuation byte */
     ck_assert(!biz("a\xbf"));
-    ck_assert(!biz("\xc3"));                /* truncated */
+    ck_assert(!biz("\xc3")); /* truncated */
     ck_assert(!biz("\xe2\x82"));
     ck_assert(!biz("\xf0\x9f\x98"));
     ck_assert(!biz("\xc3(")); /* bad continuation */
     ck_assert(!biz("\xe2(\xac"));
-    ck_assert(!biz("\xc0\x80"));            /* overlong NUL */
-    ck_assert(!biz("\xc1\xbf"));            /* overlong */
-    ck_assert(!biz("\xe0\x80\xaf"));        /* overlong '/' */
+    ck_assert(!biz("\xc0\x80"));     /* overlong NUL */
+    ck_assert(!biz("\xc1\xbf"));     /* overlong */
+    ck_assert(!biz("\xe0\x80\xaf")); /* overlong '/' */
     ck_assert(!biz("\xf0\x80\x80\xaf"));
-    ck_assert(!biz("\xed\xa0\x80"));        /* surrogate U+D800 */
-    ck_assert(!biz("\xed\xbf\xbf"));        /* U+DFFF */
-    ck_assert(!biz("\xf4\x90\x80\x80"));    /* U+110000 */
+    ck_assert(!biz("\xed\xa0\x80"));         /* surrogate U+D800 */
+    ck_assert(!biz("\xed\xbf\xbf"));         /* U+DFFF */
+    ck_assert(!biz("\xf4\x90\x80\x80"));     /* U+110000 */
     ck_assert(!biz("\xf8\x88\x80\x80\x80")); /* 5-byte form */
     ck_assert(!biz("\xfe"));
     ck_assert(!biz("\xff"));
@@ -535,8 +535,15 @@ END_TEST
 
 START_TEST(test_not_a_job)
 {
-    static const char *const bad[] = {"42",    "\"job\"", "null",        "true",     "{",          "[{\"topic\":\"a\"}",
-                                      "{}x",   "{} {}",   "{\"topic\":'a'}",
+    static const char *const bad[] = {"42",
+                                      "\"job\"",
+                                      "null",
+                                      "true",
+                                      "{",
+                                      "[{\"topic\":\"a\"}",
+                                      "{}x",
+                                      "{} {}",
+                                      "{\"topic\":'a'}",
                                       "{\"topic\":\"a\",}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(push(bad[i]) == PUSH_BAD, "%s accepted", bad[i]);
@@ -545,9 +552,8 @@ START_TEST(test_not_a_job)
     /* invalid UTF-8 inside a string */
     ck_assert_int_eq(push("{\"topic\":\"a\",\"body\":\"\xff\"}"), PUSH_BAD);
     /* only `len` bytes are parsed */
-    ck_assert_int_eq(job_parse_push("{\"topic\":\"a\"}garbage", 13, &LIM, NOW, &jobs, &count, &is_array, err,
-                                    sizeof err),
-                     PUSH_OK);
+    ck_assert_int_eq(
+        job_parse_push("{\"topic\":\"a\"}garbage", 13, &LIM, NOW, &jobs, &count, &is_array, err, sizeof err), PUSH_OK);
     done();
 }
 END_TEST

@@ -131,7 +131,8 @@ START_TEST(test_just_past_the_short_forms)
     memset(topic, 't', 128);
     topic[128] = '\0';
     struct job_spec j = spec(topic, NULL, body, 256, 128, 65536, 2147483647, 4294967296LL);
-    check_record(&j, 256, 6, 256, "cd010006cd0100cc80ce00010000ce7fffffffcf0000000100000000 d980 t*128 a0 da0100 b*256");
+    check_record(&j, 256, 6, 256,
+                 "cd010006cd0100cc80ce00010000ce7fffffffcf0000000100000000 d980 t*128 a0 da0100 b*256");
     free(body);
 }
 END_TEST

@@ -37,8 +37,8 @@ static void capture_free(struct capture *c)
     c->n = 0;
 }
 
-static struct capture c; /* what each test's builder sent */
-static struct journal_sql b;    /* each test's builder, sending to c */
+static struct capture c;     /* what each test's builder sent */
+static struct journal_sql b; /* each test's builder, sending to c */
 
 /* A fresh builder that sends past `flush_bytes`, its send failing at the fail_at-th call. */
 static void rebuild(size_t flush_bytes, int fail_at)
@@ -67,13 +67,13 @@ static void teardown(void)
 static struct jobchange transition(uint64_t id, uint32_t ver, int from, int to)
 {
     struct jobchange r = {.kind = JC_TRANSITION,
-                     .from = (uint8_t)from,
-                     .to = (uint8_t)to,
-                     .ver = ver,
-                     .id = id,
-                     .at = 1700000000000 + (int64_t)ver,
-                     .run_at = 1700000005000,
-                     .attempts = ver / 2};
+                          .from = (uint8_t)from,
+                          .to = (uint8_t)to,
+                          .ver = ver,
+                          .id = id,
+                          .at = 1700000000000 + (int64_t)ver,
+                          .run_at = 1700000005000,
+                          .attempts = ver / 2};
     snprintf(r.actor, sizeof r.actor, "mover hg:{1}:delay");
     snprintf(r.host, sizeof r.host, "10.0.0.1");
     return r;
@@ -98,13 +98,8 @@ START_TEST(message_row_exact_text)
                          .priority = 5,
                          .ttr = 30000,
                          .tries = 3};
-    struct jobchange r = {.kind = JC_INSERT,
-                     .from = JS_NONE,
-                     .to = JS_DELAYED,
-                     .ver = 1,
-                     .id = 42,
-                     .at = 1700000000000,
-                     .job = &j};
+    struct jobchange r = {
+        .kind = JC_INSERT, .from = JS_NONE, .to = JS_DELAYED, .ver = 1, .id = 42, .at = 1700000000000, .job = &j};
     ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
     ck_assert_uint_eq(c.n, 0); /* nothing is sent before journal_sql_send */
     ck_assert_int_eq(journal_sql_send(&b), 0);
@@ -159,11 +154,10 @@ START_TEST(transition_rows_share_one_insert)
     ck_assert_int_eq(journal_sql_transition_row(&b, &a, "me:7000"), 0);
     ck_assert_int_eq(journal_sql_transition_row(&b, &z, "me:7000"), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
-    ck_assert_str_eq(
-        c.scripts[0],
-        "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES "
-        "(1,2,'delayed','ready',1700000000002,'mover hg:{1}:delay','10.0.0.1','me:7000',1),"
-        "(2,3,'ready','reserved',1700000000003,'mover hg:{1}:delay','10.0.0.1','other:7001',1);");
+    ck_assert_str_eq(c.scripts[0],
+                     "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES "
+                     "(1,2,'delayed','ready',1700000000002,'mover hg:{1}:delay','10.0.0.1','me:7000',1),"
+                     "(2,3,'ready','reserved',1700000000003,'mover hg:{1}:delay','10.0.0.1','other:7001',1);");
 }
 END_TEST
 
@@ -207,22 +201,21 @@ END_TEST
 START_TEST(updates_keep_the_newest_per_job)
 {
     struct jobchange r[5] = {transition(5, 4, JS_READY, JS_RESERVED), transition(3, 2, JS_DELAYED, JS_READY),
-                        transition(5, 6, JS_RESERVED, JS_FINISHED), transition(5, 5, JS_RESERVED, JS_READY),
-                        transition(3, 2, JS_READY, JS_DELETED)};
+                             transition(5, 6, JS_RESERVED, JS_FINISHED), transition(5, 5, JS_RESERVED, JS_READY),
+                             transition(3, 2, JS_READY, JS_DELETED)};
     r[4].force = 1; /* a delete at the same version wins over the update it follows */
     const struct jobchange *u[5] = {&r[0], &r[1], &r[2], &r[3], &r[4]};
     ck_assert_int_eq(journal_sql_update_messages(&b, u, 5), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
-    ck_assert_str_eq(
-        c.scripts[0],
-        "DELETE FROM journal_update;"
-        "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES "
-        "(3,'deleted',1,1700000005000,2,1700000000002,1),"
-        "(5,'finished',3,1700000005000,6,1700000000006,0);"
-        "UPDATE message m JOIN journal_update u ON m.id = u.id SET m.state = u.state, "
-        "m.attempts = u.attempts, m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
-        "WHERE u.version > m.version OR u.force_apply = 1;");
+    ck_assert_str_eq(c.scripts[0],
+                     "DELETE FROM journal_update;"
+                     "INSERT INTO journal_update (id,state,attempts,run_at,version,at,force_apply) VALUES "
+                     "(3,'deleted',1,1700000005000,2,1700000000002,1),"
+                     "(5,'finished',3,1700000005000,6,1700000000006,0);"
+                     "UPDATE message m JOIN journal_update u ON m.id = u.id SET m.state = u.state, "
+                     "m.attempts = u.attempts, m.run_at = u.run_at, m.updated_at = u.at, m.version = u.version "
+                     "WHERE u.version > m.version OR u.force_apply = 1;");
     ck_assert_int_eq(journal_sql_update_messages(&b, u, 0), 0); /* none: no statement at all */
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
@@ -269,8 +262,7 @@ START_TEST(long_scripts_are_cut_between_statements)
         const char *s = c.scripts[k];
         size_t len = strlen(s);
         ck_assert_msg(len > 0 && s[len - 1] == ';', "script %zu does not end a statement", k);
-        ck_assert_msg(strncmp(s, "INSERT", 6) == 0 || strncmp(s, "DELETE", 6) == 0 ||
-                          strncmp(s, "UPDATE", 6) == 0,
+        ck_assert_msg(strncmp(s, "INSERT", 6) == 0 || strncmp(s, "DELETE", 6) == 0 || strncmp(s, "UPDATE", 6) == 0,
                       "script %zu starts inside a statement: %.40s", k, s);
         ck_assert_uint_lt(len, 4096 + 200); /* past the limit by at most one row */
         transitions += count(s, "'delayed','ready'");
@@ -320,9 +312,9 @@ START_TEST(far_inserts_count_and_keep_bizkeys)
     memcpy(pre.topic, "mai", 4);
     pre.topic_len = 3;
     struct jobchange r[4] = {{.kind = JC_INSERT, .to = JS_FAR, .id = 10, .shard = 3, .job = &a},
-                        {.kind = JC_INSERT, .to = JS_FAR, .id = 12, .shard = 5, .job = &m},
-                        {.kind = JC_INSERT, .to = JS_FAR, .id = 11, .shard = 3, .job = &bz},
-                        {.kind = JC_INSERT, .to = JS_FAR, .id = 13, .shard = 1, .job = &pre}};
+                             {.kind = JC_INSERT, .to = JS_FAR, .id = 12, .shard = 5, .job = &m},
+                             {.kind = JC_INSERT, .to = JS_FAR, .id = 11, .shard = 3, .job = &bz},
+                             {.kind = JC_INSERT, .to = JS_FAR, .id = 13, .shard = 1, .job = &pre}};
     const struct jobchange *p[4] = {&r[0], &r[1], &r[2], &r[3]};
     ck_assert_int_eq(journal_sql_far_inserts(&b, p, 4), 0);
     ck_assert_int_eq(journal_sql_far_counts(&b, p, 4), 0);
@@ -346,8 +338,8 @@ START_TEST(biz_latest_upserts_only_bizkey_pushes)
     keyed.biz_key = key;
     keyed.biz_len = 4;
     struct jobchange r[3] = {{.kind = JC_INSERT, .to = JS_DELAYED, .id = 20, .job = &plain},
-                        {.kind = JC_INSERT, .to = JS_FAR, .id = 21, .job = &keyed},
-                        transition(22, 3, JS_READY, JS_RESERVED)};
+                             {.kind = JC_INSERT, .to = JS_FAR, .id = 21, .job = &keyed},
+                             transition(22, 3, JS_READY, JS_RESERVED)};
     const struct jobchange *p[3] = {&r[0], &r[1], &r[2]};
     ck_assert_int_eq(journal_sql_biz_latest(&b, p, 3), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
@@ -397,12 +389,15 @@ START_TEST(far_changes_are_guarded_on_the_row_being_far)
     ck_assert_ptr_nonnull(strstr(q, "SELECT id, version + 1, 'far', 'deleted',"));
     ck_assert_ptr_nonnull(strstr(q, "DELETE FROM far_biz WHERE id = 77 AND @far_topic_0 IS NOT NULL;"));
     /* a leave clears the far key with the state, in one guarded UPDATE */
-    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET state = 'deleted', far_shard = NULL, far_run_at = NULL, "
-                                    "version = version + 1, updated_at = 1700000000002 WHERE id = 77 AND state = 'far';"));
+    ck_assert_ptr_nonnull(strstr(q,
+                                 "UPDATE message SET state = 'deleted', far_shard = NULL, far_run_at = NULL, "
+                                 "version = version + 1, updated_at = 1700000000002 WHERE id = 77 AND state = 'far';"));
     /* a move re-keys the far key with the due time and keeps the job far */
-    ck_assert_ptr_nonnull(strstr(q, "UPDATE far_biz SET run_at = 1900000000000 WHERE id = 78 AND @far_topic_1 IS NOT NULL;"));
-    ck_assert_ptr_nonnull(strstr(q, "UPDATE message SET run_at = 1900000000000, far_run_at = 1900000000000, "
-                                    "version = version + 1, updated_at = 1700000000002 WHERE id = 78 AND state = 'far';"));
+    ck_assert_ptr_nonnull(
+        strstr(q, "UPDATE far_biz SET run_at = 1900000000000 WHERE id = 78 AND @far_topic_1 IS NOT NULL;"));
+    ck_assert_ptr_nonnull(strstr(q,
+                                 "UPDATE message SET run_at = 1900000000000, far_run_at = 1900000000000, "
+                                 "version = version + 1, updated_at = 1700000000002 WHERE id = 78 AND state = 'far';"));
     ck_assert_ptr_null(strstr(q, "far_job"));
     /* only the leave is subtracted, and last (lock order: message, far_biz, far_count) */
     const char *count = strstr(q, "UPDATE far_count SET jobs = jobs - 1 WHERE topic = @far_topic_0;");

@@ -24,9 +24,23 @@ static int valid(const char *text)
 
 START_TEST(test_accepts_json)
 {
-    const char *ok[] = {"0", "-0", "1.5", "-1.5e+10", "1E-2", "123456789012345678901234567890", "true", "false",
-                        "null", "\"\"", "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"", "\"\\u00e9\\uD83D\\uDE00\"",
-                        "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", "[]", "{}", " [ 1 , [ ] , { } ] ", "{\"a\":{\"b\":[null]}}",
+    const char *ok[] = {"0",
+                        "-0",
+                        "1.5",
+                        "-1.5e+10",
+                        "1E-2",
+                        "123456789012345678901234567890",
+                        "true",
+                        "false",
+                        "null",
+                        "\"\"",
+                        "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"",
+                        "\"\\u00e9\\uD83D\\uDE00\"",
+                        "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"",
+                        "[]",
+                        "{}",
+                        " [ 1 , [ ] , { } ] ",
+                        "{\"a\":{\"b\":[null]}}",
                         "{\"k\":1,\"k\":2}"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         ck_assert_msg(valid(ok[i]), "rejected valid JSON: %s", ok[i]);
@@ -35,10 +49,39 @@ END_TEST
 
 START_TEST(test_rejects_non_json)
 {
-    const char *bad[] = {"", " ", "01", "-", "1.", ".5", "1e", "+1", "0x10", "NaN", "Infinity", "tru", "nul",
-                         "\"abc", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
-                         "\"\x01\"", "\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"",
-                         "[1,]", "[,1]", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{1:2}", "[1 2]", "{} {}", "[",
+    const char *bad[] = {"",
+                         " ",
+                         "01",
+                         "-",
+                         "1.",
+                         ".5",
+                         "1e",
+                         "+1",
+                         "0x10",
+                         "NaN",
+                         "Infinity",
+                         "tru",
+                         "nul",
+                         "\"abc",
+                         "\"\\x\"",
+                         "\"\\u12\"",
+                         "\"\\ud800\"",
+                         "\"\\udc00\"",
+                         "\"\\ud800\\u0041\"",
+                         "\"\x01\"",
+                         "\"\xff\"",
+                         "\"\xc0\xaf\"",
+                         "\"\xed\xa0\x80\"",
+                         "\"\xf4\x90\x80\x80\"",
+                         "[1,]",
+                         "[,1]",
+                         "{\"a\"}",
+                         "{\"a\":}",
+                         "{\"a\":1,}",
+                         "{1:2}",
+                         "[1 2]",
+                         "{} {}",
+                         "[",
                          "{\"a\":1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(!valid(bad[i]), "accepted invalid JSON: %s", bad[i]);

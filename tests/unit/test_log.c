@@ -49,7 +49,7 @@ START_TEST(reopen_keeps_the_descriptor_number)
 
     ck_assert_int_eq(rename(path, rotated), 0); /* what logrotate does */
     log_reopen();
-    ck_assert_int_eq(log_fd_number(), fd);      /* same number: nothing to race with */
+    ck_assert_int_eq(log_fd_number(), fd); /* same number: nothing to race with */
     log_info("after rotation %d", 2);
     ck_assert(file_has(path, "after rotation 2"));
     ck_assert(!file_has(path, "before rotation 1"));

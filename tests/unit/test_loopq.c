@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#define POSTERS 4
+#define POSTERS    4
 #define PER_POSTER 5000
 
 struct item {

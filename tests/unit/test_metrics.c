@@ -16,8 +16,8 @@
 
 /* ---- a strict reader of the text exposition format ---- */
 
-#define MAX_SAMPLES 4096
-#define MAX_LABELS 8
+#define MAX_SAMPLES  4096
+#define MAX_LABELS   8
 #define MAX_FAMILIES 512
 
 struct sample {
@@ -414,21 +414,21 @@ START_TEST(test_parser_rejects_bad_text)
     struct parsed *p = malloc(sizeof *p);
     ck_assert_ptr_nonnull(p);
     static const char *const bad[] = {
-        "x 1\n",                                                       /* no TYPE/HELP */
-        "# TYPE x counter\nx 1\n",                                     /* no HELP */
-        "# HELP x h\n# TYPE x counter\nx 1",                           /* no final newline */
-        "# HELP x h\n# TYPE x counter\nx{a=\"1\"} one\n",              /* value */
-        "# HELP x h\n# TYPE x counter\nx{a=\"1} 1\n",                  /* unterminated */
-        "# HELP x h\n# TYPE x counter\nx{a=\"a\"b\"} 1\n",             /* raw quote */
-        "# HELP x h\n# TYPE x counter\nx{a=\"a\\qb\"} 1\n",            /* bad escape */
-        "# HELP x h\n# TYPE x counter\nx{a=\"1\"}  1\n",               /* two spaces */
-        "# HELP x h\n# TYPE x wat\nx 1\n",                             /* type */
-        "# HELP x h\n# TYPE x counter\nx 1\nx 2\n",                    /* duplicate series */
+        "x 1\n",                                                                              /* no TYPE/HELP */
+        "# TYPE x counter\nx 1\n",                                                            /* no HELP */
+        "# HELP x h\n# TYPE x counter\nx 1",                                                  /* no final newline */
+        "# HELP x h\n# TYPE x counter\nx{a=\"1\"} one\n",                                     /* value */
+        "# HELP x h\n# TYPE x counter\nx{a=\"1} 1\n",                                         /* unterminated */
+        "# HELP x h\n# TYPE x counter\nx{a=\"a\"b\"} 1\n",                                    /* raw quote */
+        "# HELP x h\n# TYPE x counter\nx{a=\"a\\qb\"} 1\n",                                   /* bad escape */
+        "# HELP x h\n# TYPE x counter\nx{a=\"1\"}  1\n",                                      /* two spaces */
+        "# HELP x h\n# TYPE x wat\nx 1\n",                                                    /* type */
+        "# HELP x h\n# TYPE x counter\nx 1\nx 2\n",                                           /* duplicate series */
         "# HELP x h\n# TYPE x counter\nx 1\n# HELP y h\n# TYPE y gauge\ny 1\nx{a=\"b\"} 1\n", /* split family */
-        "# HELP h h\n# TYPE h histogram\nh 1\n",                       /* histogram without suffix */
-        "# HELP h h\n# TYPE h histogram\nh_bucket 1\n",                /* bucket without le */
-        "# HELP x h\n# TYPE x counter\nx -1\n",                        /* negative counter */
-        "# HELP 1x h\n# TYPE 1x counter\n1x 1\n",                      /* name */
+        "# HELP h h\n# TYPE h histogram\nh 1\n",        /* histogram without suffix */
+        "# HELP h h\n# TYPE h histogram\nh_bucket 1\n", /* bucket without le */
+        "# HELP x h\n# TYPE x counter\nx -1\n",         /* negative counter */
+        "# HELP 1x h\n# TYPE 1x counter\n1x 1\n",       /* name */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(parse_exposition(bad[i], p) == -1, "accepted:\n%s", bad[i]);
@@ -639,7 +639,8 @@ START_TEST(test_histogram_sizes)
     for (size_t i = 0; i < sizeof obs / sizeof obs[0]; i++)
         metrics_observe(MH_JOURNAL_BATCH, obs[i]);
     struct parsed *after = render("h");
-    check_hist_delta(before, after, "hourglass_journal_batch_records", NULL, NULL, obs, (int)(sizeof obs / sizeof obs[0]));
+    check_hist_delta(before, after, "hourglass_journal_batch_records", NULL, NULL, obs,
+                     (int)(sizeof obs / sizeof obs[0]));
     free(before);
     free(after);
 }
@@ -730,7 +731,7 @@ START_TEST(test_transitions)
     metrics_transition(JS_READY, JS_RESERVED, 3);
     metrics_transition(JS_NONE, JS_DELAYED, 1); /* a new job */
     metrics_transition(JS_RESERVED, JS_DEAD, 1);
-    metrics_transition(-1, JS_READY, 100);      /* out of range: ignored */
+    metrics_transition(-1, JS_READY, 100); /* out of range: ignored */
     metrics_transition(JS_READY, JS_FAR + 1, 100);
     struct parsed *after = render("t");
 #define DELTA(...) (sum_of(after, __VA_ARGS__, NULL) - sum_of(before, __VA_ARGS__, NULL))
@@ -752,8 +753,8 @@ END_TEST
 START_TEST(test_instance_label_escaped)
 {
     /* [instance] id is free text: quotes, backslashes and newlines must not break the format */
-    static const char *const names[] = {"plain", "with \"quotes\"", "back\\slash", "two\nlines", "\\n literal",
-                                        "caf\xc3\xa9"};
+    static const char *const names[] = {"plain",      "with \"quotes\"", "back\\slash",
+                                        "two\nlines", "\\n literal",     "caf\xc3\xa9"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         struct parsed *p = render(names[i]);
         const struct sample *info = find(p, "hourglass_info", NULL);

@@ -150,8 +150,8 @@ END_TEST
 
 START_TEST(test_form_bad_escapes)
 {
-    static const char *const bad[] = {"a=%",   "a=%4",  "a=%zz", "a=%4g", "a=1%",  "a=%%",
-                                      "%=1",   "%4=1",  "a%=1",  "a=%-1", "a=x%0", "b=1&a=%G0"};
+    static const char *const bad[] = {"a=%", "a=%4", "a=%zz", "a=%4g", "a=1%",  "a=%%",
+                                      "%=1", "%4=1", "a%=1",  "a=%-1", "a=x%0", "b=1&a=%G0"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_msg(form_only(bad[i]) == -1, "\"%s\" accepted", bad[i]);
         ck_assert_str_ne(err, "");
@@ -175,11 +175,11 @@ END_TEST
 
 START_TEST(test_form_bad_names)
 {
-    ck_assert_int_eq(form_only("=1"), -1);           /* empty name */
+    ck_assert_int_eq(form_only("=1"), -1); /* empty name */
     ck_assert_int_eq(form_only("a=1&=2"), -1);
-    ck_assert_int_eq(form_only("a+b=1"), -1);        /* a space in a name */
-    ck_assert_int_eq(form_only("a%0Ab=1"), -1);      /* a control character */
-    ck_assert_int_eq(form_only("%C3%A9=1"), -1);     /* not ASCII */
+    ck_assert_int_eq(form_only("a+b=1"), -1);    /* a space in a name */
+    ck_assert_int_eq(form_only("a%0Ab=1"), -1);  /* a control character */
+    ck_assert_int_eq(form_only("%C3%A9=1"), -1); /* not ASCII */
     char name[64];
     memset(name, 'n', PARAM_NAME_MAX);
     strcpy(name + PARAM_NAME_MAX, "=1");
@@ -250,8 +250,7 @@ END_TEST
 START_TEST(test_json_rejected_values)
 {
     static const char *const bad[] = {
-        "{\"a\":null}",        "{\"a\":[1]}",         "{\"a\":[]}",           "{\"a\":{}}",
-        "{\"a\":{\"b\":1}}",   "{\"ok\":1,\"a\":null}",
+        "{\"a\":null}", "{\"a\":[1]}", "{\"a\":[]}", "{\"a\":{}}", "{\"a\":{\"b\":1}}", "{\"ok\":1,\"a\":null}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_msg(json_only(bad[i]) == -1, "%s accepted", bad[i]);
@@ -263,9 +262,21 @@ END_TEST
 START_TEST(test_json_invalid)
 {
     static const char *const bad[] = {
-        "",       "{",        "{\"a\":1",     "{\"a\":1}x", "[]",          "[{\"a\":1}]", "\"a=1\"",
-        "1",      "null",     "true",         "a=1",        "{a:1}",       "{'a':1}",     "{\"a\":1,}",
-        "{\"a\":1,\"a\":2}", /* duplicate names */
+        "",
+        "{",
+        "{\"a\":1",
+        "{\"a\":1}x",
+        "[]",
+        "[{\"a\":1}]",
+        "\"a=1\"",
+        "1",
+        "null",
+        "true",
+        "a=1",
+        "{a:1}",
+        "{'a':1}",
+        "{\"a\":1,}",
+        "{\"a\":1,\"a\":2}",     /* duplicate names */
         "{\"a\":\"x\\u0000y\"}", /* NUL inside a value */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -320,8 +331,8 @@ START_TEST(test_json_numbers_feed_typed_getters)
     params_free(&p);
 
     /* whatever the digits, the text reads back as the very same number */
-    static const char *const reals[] = {"0.1", "1.2345678901234567", "2.2250738585072014e-308", "1e+300",
-                                        "-0.30000000000000004", "123456.789"};
+    static const char *const reals[] = {"0.1",    "1.2345678901234567",   "2.2250738585072014e-308",
+                                        "1e+300", "-0.30000000000000004", "123456.789"};
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
         char body[96];
         snprintf(body, sizeof body, "{\"r\":%s}", reals[i]);
@@ -395,8 +406,21 @@ START_TEST(test_param_int)
     ck_assert_int_eq(int_of("9223372036854775807", 0, INT64_MAX, &v), 0);
     ck_assert_int_eq(v, INT64_MAX);
 
-    static const char *const bad[] = {"11", "-1", "", "abc", "5.0", "5.", "1e1", "%2B5", "%205", "5%20", "0x5",
-                                      "9223372036854775808", "99999999999999999999", "--1", "-"};
+    static const char *const bad[] = {"11",
+                                      "-1",
+                                      "",
+                                      "abc",
+                                      "5.0",
+                                      "5.",
+                                      "1e1",
+                                      "%2B5",
+                                      "%205",
+                                      "5%20",
+                                      "0x5",
+                                      "9223372036854775808",
+                                      "99999999999999999999",
+                                      "--1",
+                                      "-"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_msg(int_of(bad[i], 0, 10, &v) == -1, "\"%s\" accepted", bad[i]);
         ck_assert_ptr_nonnull(strstr(err, "n must be"));
@@ -409,7 +433,7 @@ START_TEST(test_param_bool)
     static const struct {
         const char *text;
         int rc, value;
-    } cases[] = {{"true", 0, 1}, {"1", 0, 1}, {"false", 0, 0}, {"0", 0, 0}, {"", -1, 0},   {"yes", -1, 0},
+    } cases[] = {{"true", 0, 1}, {"1", 0, 1},  {"false", 0, 0},  {"0", 0, 0},        {"", -1, 0},  {"yes", -1, 0},
                  {"no", -1, 0},  {"2", -1, 0}, {"truex", -1, 0}, {"%20true", -1, 0}, {"-1", -1, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct params p = one("force", cases[i].text);
@@ -436,12 +460,12 @@ START_TEST(test_param_seconds)
         int rc;
         int64_t ms;
     } cases[] = {
-        {"30", 0, 30000},   {"0", 0, 0},         {"0.5", 0, 500},    {"1.25", 0, 1250}, {"0.001", 0, 1},
-        {"2.000", 0, 2000}, {"60", 0, 60000},    {"59.999", 0, 59999},
-        {"60.001", -1, 0},  {"61", -1, 0},       {"1.2345", -1, 0},  {".5", -1, 0},     {"5.", -1, 0},
-        {"-1", -1, 0},      {"+1", -1, 0},       {"1e3", -1, 0},     {"", -1, 0},       {"abc", -1, 0},
-        {"1.5.2", -1, 0},   {"1..5", -1, 0},     {"%201", -1, 0},    {"1%20", -1, 0},   {"0x10", -1, 0},
-        {"99999999999999999999", -1, 0},
+        {"30", 0, 30000},  {"0", 0, 0},        {"0.5", 0, 500},   {"1.25", 0, 1250},
+        {"0.001", 0, 1},   {"2.000", 0, 2000}, {"60", 0, 60000},  {"59.999", 0, 59999},
+        {"60.001", -1, 0}, {"61", -1, 0},      {"1.2345", -1, 0}, {".5", -1, 0},
+        {"5.", -1, 0},     {"-1", -1, 0},      {"+1", -1, 0},     {"1e3", -1, 0},
+        {"", -1, 0},       {"abc", -1, 0},     {"1.5.2", -1, 0},  {"1..5", -1, 0},
+        {"%201", -1, 0},   {"1%20", -1, 0},    {"0x10", -1, 0},   {"99999999999999999999", -1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct params p = one("timeout", cases[i].text);
@@ -493,9 +517,23 @@ START_TEST(test_parse_int64_strict)
     ck_assert_int_eq(param_int64_strict("12345", 2, &v), 0);
     ck_assert_int_eq(v, 12);
 
-    static const char *const bad[] = {"",     "-",   "+1",   " 1",   "1 ",   "1a",  "a1",   "0x1",
-                                      "1.0",  "--1", "-+1",  "1-",   "1e5",  "١",
-                                      "9223372036854775808", "10000000000000000000", "-99999999999999999999",
+    static const char *const bad[] = {"",
+                                      "-",
+                                      "+1",
+                                      " 1",
+                                      "1 ",
+                                      "1a",
+                                      "a1",
+                                      "0x1",
+                                      "1.0",
+                                      "--1",
+                                      "-+1",
+                                      "1-",
+                                      "1e5",
+                                      "١",
+                                      "9223372036854775808",
+                                      "10000000000000000000",
+                                      "-99999999999999999999",
                                       "00000000000000000001"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         v = 4242;

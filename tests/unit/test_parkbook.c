@@ -91,8 +91,7 @@ static void expect_order(const struct parkbook *b, const char *topic, ...)
     int ng = walk(b, topic, strlen(topic), got, 64);
     ck_assert_msg(ng == nw, "topic %s holds %d requests, expected %d", topic, ng, nw);
     for (int i = 0; i < nw; i++)
-        ck_assert_msg(got[i] == want[i], "topic %s position %d: request %d, expected %d", topic, i, got[i],
-                      want[i]);
+        ck_assert_msg(got[i] == want[i], "topic %s position %d: request %d, expected %d", topic, i, got[i], want[i]);
 }
 
 /* Unfile n requests (filed or not), which must leave the book empty, and free it. */
@@ -139,9 +138,7 @@ START_TEST(topic_names_are_copied_at_filing)
     size_t pos = 0, len;
     for (const char *t; (t = parkbook_next_topic(&b, &pos, &len)) != NULL;) {
         ck_assert_uint_eq(len, strlen(t));
-        seen |= (len == 6 && memcmp(t, "orders", 6) == 0) ? 1
-                : (len == 4 && memcmp(t, "mail", 4) == 0) ? 2
-                                                          : 4;
+        seen |= (len == 6 && memcmp(t, "orders", 6) == 0) ? 1 : (len == 4 && memcmp(t, "mail", 4) == 0) ? 2 : 4;
     }
     ck_assert_int_eq(seen, 3);
     empty_and_free(&b, &r, 1);

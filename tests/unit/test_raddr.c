@@ -23,8 +23,8 @@ START_TEST(test_parse_address)
     ck_assert_int_eq(raddr_parse("unix:/run/redis.sock", host, sizeof host, &port, &is_unix), 0);
     ck_assert_str_eq(host, "/run/redis.sock");
     ck_assert_int_eq(is_unix, 1);
-    static const char *const bad[] = {"[::1]", "::1", "host", ":6379", "[]:1", "h:0", "h:65536", "h:12x", "unix:",
-                                      "a:1,b:2", "", "ho$t:1", "a..b:1", "[::g]:1", "h:+1"};
+    static const char *const bad[] = {"[::1]", "::1",     "host", ":6379",  "[]:1",   "h:0",     "h:65536", "h:12x",
+                                      "unix:", "a:1,b:2", "",     "ho$t:1", "a..b:1", "[::g]:1", "h:+1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(raddr_parse(bad[i], host, sizeof host, &port, &is_unix) < 0, "%s parsed", bad[i]);
     ck_assert_int_eq(raddr_parse("h:1", host, 1, &port, &is_unix), -1); /* the host does not fit */
@@ -38,12 +38,9 @@ START_TEST(test_check_says_why)
     static const struct {
         const char *address, *says;
     } bad[] = {
-        {"127.0.0.1:0", "port must be a number 1..65535, not \"0\""},
-        {"redis", "no port"},
-        {"::1:6379", "an IPv6 address must be in brackets"},
-        {"[::1:6379", "unclosed '['"},
-        {"ho$t:6379", "character '$' is not allowed in a host name"},
-        {"unix:", "no socket path after \"unix:\""},
+        {"127.0.0.1:0", "port must be a number 1..65535, not \"0\""}, {"redis", "no port"},
+        {"::1:6379", "an IPv6 address must be in brackets"},          {"[::1:6379", "unclosed '['"},
+        {"ho$t:6379", "character '$' is not allowed in a host name"}, {"unix:", "no socket path after \"unix:\""},
     };
     char err[200];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

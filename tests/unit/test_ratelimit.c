@@ -16,10 +16,10 @@ START_TEST(burst_then_refusal_then_refill)
     int64_t t = 100 * S;
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(ratelimit_take(rl, "a", 1, t), 0);
-    ck_assert_int_eq(ratelimit_take(rl, "a", 1, t), 1); /* one token needs 0.5 s: Retry-After 1 */
+    ck_assert_int_eq(ratelimit_take(rl, "a", 1, t), 1);         /* one token needs 0.5 s: Retry-After 1 */
     ck_assert_int_eq(ratelimit_take(rl, "a", 1, t + S / 2), 0); /* refilled one */
     ck_assert_int_ge(ratelimit_take(rl, "a", 1, t + S / 2), 1);
-    ck_assert_int_eq(ratelimit_take(rl, "b", 1, t), 0); /* another key has its own bucket */
+    ck_assert_int_eq(ratelimit_take(rl, "b", 1, t), 0);          /* another key has its own bucket */
     ck_assert_int_eq(ratelimit_take(rl, "a", 1, t + 10 * S), 0); /* a long pause: full again */
     ratelimit_free(rl);
 }

@@ -23,8 +23,7 @@ static int slot_of(int argc, const char **argv)
     return rcluster_command_slot(argc, argv, lens);
 }
 
-#define SLOT(...)                                                                                            \
-    slot_of(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *), (const char *[]){__VA_ARGS__})
+#define SLOT(...) slot_of(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *), (const char *[]){__VA_ARGS__})
 
 START_TEST(test_command_slot)
 {
@@ -33,8 +32,7 @@ START_TEST(test_command_slot)
     ck_assert_int_eq(SLOT("SET", "hg:{3}:jobs", "x"), jobs);
     ck_assert_int_eq(SLOT("INCR", "{3}"), cluster_keyslot("3", 1));
     /* scripts route by their first KEY, not by the sha or numkeys */
-    ck_assert_int_eq(SLOT("EVALSHA", "0123456789012345678901234567890123456789", "1", "hg:{3}:jobs", "a"),
-                     jobs);
+    ck_assert_int_eq(SLOT("EVALSHA", "0123456789012345678901234567890123456789", "1", "hg:{3}:jobs", "a"), jobs);
     ck_assert_int_eq(SLOT("evalsha", "0123", "2", "hg:{3}:jobs", "hg:{3}:delay"), jobs);
     ck_assert_int_eq(SLOT("EVAL", "return 1", "1", "hg:{3}:jobs"), jobs);
     ck_assert_int_eq(SLOT("FCALL", "f", "1", "hg:{3}:jobs"), jobs);
@@ -60,8 +58,7 @@ START_TEST(test_redirects_are_bounded)
     }
     ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_MOVED, RCLUSTER_MAX_REDIRECTS, 0, 0, 2000, &delay),
                      RCLUSTER_GIVE_UP);
-    ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_ASK, RCLUSTER_MAX_REDIRECTS, 0, 0, 2000, &delay),
-                     RCLUSTER_GIVE_UP);
+    ck_assert_int_eq(rcluster_next_step(CLUSTER_ERR_ASK, RCLUSTER_MAX_REDIRECTS, 0, 0, 2000, &delay), RCLUSTER_GIVE_UP);
     ck_assert_int_eq(delay, -1); /* untouched unless RETRY */
 }
 END_TEST
@@ -75,8 +72,8 @@ START_TEST(test_retries_stay_within_the_timeout)
         for (int kind = CLUSTER_ERR_TRYAGAIN; kind <= CLUSTER_ERR_NONLOCAL; kind++) {
             int64_t elapsed = 0;
             int retries = 0, delay = 0, last = 0;
-            while (rcluster_next_step((enum cluster_error_kind)kind, 0, retries, elapsed, timeouts[t],
-                                      &delay) == RCLUSTER_RETRY) {
+            while (rcluster_next_step((enum cluster_error_kind)kind, 0, retries, elapsed, timeouts[t], &delay) ==
+                   RCLUSTER_RETRY) {
                 ck_assert_int_ge(delay, RCLUSTER_RETRY_FIRST_MS);
                 ck_assert_int_le(delay, RCLUSTER_RETRY_MAX_MS);
                 ck_assert_int_ge(delay, last); /* backs off, never speeds up */

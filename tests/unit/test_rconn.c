@@ -36,19 +36,19 @@
 /* ---- the fake Redis ---- */
 
 #define FAKE_CLIENTS 16
-#define FAKE_BUF 65536
+#define FAKE_BUF     65536
 
 static struct fake {
     int lfd, port;
     pthread_t thread;
     atomic_int stop;
-    atomic_int loaded;       /* scripts in the cache (any SCRIPT LOAD since the last flush) */
-    atomic_int replica;      /* ROLE says slave */
-    atomic_int hang;         /* read commands, answer nothing */
-    atomic_int flush_every;  /* > 0: flush the cache after every that many successful EVALSHA */
+    atomic_int loaded;      /* scripts in the cache (any SCRIPT LOAD since the last flush) */
+    atomic_int replica;     /* ROLE says slave */
+    atomic_int hang;        /* read commands, answer nothing */
+    atomic_int flush_every; /* > 0: flush the cache after every that many successful EVALSHA */
     atomic_int loads, evals, evals_ok, connects, roles;
     pthread_mutex_t lock;
-    char eval_error[256];    /* non-empty: EVALSHA answers this error */
+    char eval_error[256]; /* non-empty: EVALSHA answers this error */
 } F;
 
 struct client {
@@ -387,8 +387,7 @@ START_TEST(test_noscript_under_pipelined_traffic)
     ck_assert_int_eq(done, N);
     ck_assert_int_eq(failed, 0);
     int flushes = atomic_load(&F.evals_ok) / 7, rounds = atomic_load(&F.loads) / SCRIPT_COUNT - 1;
-    ck_assert_msg(rounds >= flushes - 1 && rounds <= flushes + 1, "%d reload rounds for %d flushes", rounds,
-                  flushes);
+    ck_assert_msg(rounds >= flushes - 1 && rounds <= flushes + 1, "%d reload rounds for %d flushes", rounds, flushes);
     finish(rc);
 }
 END_TEST
@@ -745,7 +744,6 @@ START_TEST(test_fault_hung_reply_failed_on_free)
     rconn_set_fault_hook(NULL, NULL);
 }
 END_TEST
-
 
 /* ---- host names: resolved off the loop, every address tried ---- */
 

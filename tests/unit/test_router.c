@@ -16,9 +16,9 @@ static const struct {
     const char *path;
     enum endpoint ep;
 } exact[] = {
-    {"/push", EP_PUSH},       {"/finish", EP_FINISH},       {"/release", EP_RELEASE}, {"/touch", EP_TOUCH},
+    {"/push", EP_PUSH},       {"/finish", EP_FINISH},         {"/release", EP_RELEASE}, {"/touch", EP_TOUCH},
     {"/delete", EP_DELETE},   {"/reschedule", EP_RESCHEDULE}, {"/reStore", EP_RESTORE}, {"/health", EP_HEALTH},
-    {"/stats", EP_STATS},     {"/metrics", EP_METRICS},     {"/fleet", EP_FLEET},     {"/throughput", EP_THROUGHPUT},
+    {"/stats", EP_STATS},     {"/metrics", EP_METRICS},       {"/fleet", EP_FLEET},     {"/throughput", EP_THROUGHPUT},
     {"/console", EP_CONSOLE},
 };
 
@@ -26,15 +26,12 @@ static const struct {
     const char *prefix;
     enum endpoint ep;
 } with_arg[] = {
-    {"/get/", EP_GET},
-    {"/jobs/", EP_JOBS},
-    {"/dead/", EP_DEAD},
-    {"/reStore/", EP_RESTORE_ONE},
+    {"/get/", EP_GET},         {"/jobs/", EP_JOBS}, {"/dead/", EP_DEAD}, {"/reStore/", EP_RESTORE_ONE},
     {"/console/", EP_CONSOLE},
 };
 
 #define N_EXACT (sizeof exact / sizeof exact[0])
-#define N_ARG (sizeof with_arg / sizeof with_arg[0])
+#define N_ARG   (sizeof with_arg / sizeof with_arg[0])
 
 START_TEST(test_exact_paths)
 {
@@ -83,8 +80,8 @@ START_TEST(test_topic_jobs_path)
     ck_assert_int_eq(match("/topics/jobs/jobs", &r), ROUTE_OK); /* a topic called "jobs" */
     ck_assert_str_eq(r.arg, "jobs");
     /* one segment in the middle, never none or two */
-    static const char *const not_found[] = {"/topics//jobs", "/topics/a/b/jobs", "/topics/jobs", "/topics/a/jobs/",
-                                            "/topics/a/jobsx", "/topics/a/job"};
+    static const char *const not_found[] = {"/topics//jobs",   "/topics/a/b/jobs", "/topics/jobs",
+                                            "/topics/a/jobs/", "/topics/a/jobsx",  "/topics/a/job"};
     for (size_t i = 0; i < sizeof not_found / sizeof not_found[0]; i++)
         ck_assert_msg(match(not_found[i], &r) != ROUTE_OK || r.endpoint != EP_TOPIC_JOBS, "\"%s\" matched",
                       not_found[i]);
@@ -191,11 +188,34 @@ END_TEST
 START_TEST(test_not_found)
 {
     static const char *const paths[] = {
-        "",          "/",          "push",        "/pus",        "/pushx",     "/Push",     "/PUSH",
-        "/restore",  "/RESTORE",   "/reStoreX",   "/get",        "/jobsx",     "/dead",     "//push",
-        "/push/",    "/health/",   "/metrics/",   "/stats/x",    "/finish/1",  "/api/push", "/get-x/t",
-        "/jobsx/1",  "/push?x=1",  "/health/..",  "/./health", "/topics//purge",
-        "/topics/a/b/purge", "/topics/t/purgex",
+        "",
+        "/",
+        "push",
+        "/pus",
+        "/pushx",
+        "/Push",
+        "/PUSH",
+        "/restore",
+        "/RESTORE",
+        "/reStoreX",
+        "/get",
+        "/jobsx",
+        "/dead",
+        "//push",
+        "/push/",
+        "/health/",
+        "/metrics/",
+        "/stats/x",
+        "/finish/1",
+        "/api/push",
+        "/get-x/t",
+        "/jobsx/1",
+        "/push?x=1",
+        "/health/..",
+        "/./health",
+        "/topics//purge",
+        "/topics/a/b/purge",
+        "/topics/t/purgex",
     };
     struct route r;
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
@@ -208,8 +228,8 @@ END_TEST
 START_TEST(test_nested_segments)
 {
     static const char *const paths[] = {
-        "/get/a/b", "/get/a/", "/jobs/1/history", "/jobs/1/", "/dead/t/x", "/reStore/1/2", "/reStore/1/",
-        "/get/../push", "/jobs//1", "/get//",
+        "/get/a/b",     "/get/a/",     "/jobs/1/history", "/jobs/1/", "/dead/t/x",
+        "/reStore/1/2", "/reStore/1/", "/get/../push",    "/jobs//1", "/get//",
     };
     struct route r;
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
@@ -220,8 +240,8 @@ END_TEST
 START_TEST(test_bad_escapes)
 {
     static const char *const paths[] = {
-        "/get/%",   "/get/%4",  "/get/a%",   "/get/a%4",  "/get/%zz", "/get/%4g", "/get/%g4",
-        "/jobs/%",  "/dead/%%", "/get/%%41", "/get/%-1",  "/get/% 1", "/reStore/1%2",
+        "/get/%",  "/get/%4",  "/get/a%",   "/get/a%4", "/get/%zz", "/get/%4g",     "/get/%g4",
+        "/jobs/%", "/dead/%%", "/get/%%41", "/get/%-1", "/get/% 1", "/reStore/1%2",
     };
     struct route r;
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
@@ -300,13 +320,15 @@ static int method_in_allow(const char *allow, const char *m)
 
 START_TEST(test_methods_follow_contract)
 {
-    static const enum endpoint actions[] = {EP_GET,        EP_FINISH,  EP_RELEASE,     EP_TOUCH,
-                                            EP_DELETE,     EP_RESCHEDULE, EP_RESTORE, EP_RESTORE_ONE};
+    static const enum endpoint actions[] = {EP_GET,    EP_FINISH,     EP_RELEASE, EP_TOUCH,
+                                            EP_DELETE, EP_RESCHEDULE, EP_RESTORE, EP_RESTORE_ONE};
     const char *allow;
     /* "Action endpoints accept GET and POST." */
     for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
-        ck_assert_msg(router_method_allowed(actions[i], METHOD_GET, &allow), "%s GET", router_endpoint_name(actions[i]));
-        ck_assert_msg(router_method_allowed(actions[i], METHOD_POST, &allow), "%s POST", router_endpoint_name(actions[i]));
+        ck_assert_msg(router_method_allowed(actions[i], METHOD_GET, &allow), "%s GET",
+                      router_endpoint_name(actions[i]));
+        ck_assert_msg(router_method_allowed(actions[i], METHOD_POST, &allow), "%s POST",
+                      router_endpoint_name(actions[i]));
         ck_assert(!router_method_allowed(actions[i], METHOD_OTHER, &allow));
     }
     /* POST /push; a GET has no body to push */
@@ -316,8 +338,8 @@ START_TEST(test_methods_follow_contract)
     ck_assert(!router_method_allowed(EP_PUSH, METHOD_HEAD, &allow));
     ck_assert(!router_method_allowed(EP_PUSH, METHOD_OTHER, &allow));
     /* read-only endpoints: GET (and HEAD), never POST */
-    static const enum endpoint readers[] = {EP_JOBS,    EP_DEAD,       EP_HEALTH, EP_STATS,
-                                            EP_METRICS, EP_TOPIC_JOBS, EP_FLEET,  EP_THROUGHPUT, EP_CONSOLE};
+    static const enum endpoint readers[] = {EP_JOBS,       EP_DEAD,  EP_HEALTH,     EP_STATS,  EP_METRICS,
+                                            EP_TOPIC_JOBS, EP_FLEET, EP_THROUGHPUT, EP_CONSOLE};
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
         ck_assert(router_method_allowed(readers[i], METHOD_GET, &allow));
         ck_assert(router_method_allowed(readers[i], METHOD_HEAD, &allow));
@@ -333,8 +355,11 @@ START_TEST(test_allow_header_matches_rules)
     static const struct {
         enum method m;
         const char *name;
-    } methods[] = {{METHOD_GET, "GET"},  {METHOD_POST, "POST"},     {METHOD_HEAD, "HEAD"},
-                   {METHOD_PUT, "PUT"},  {METHOD_DELETE, "DELETE"}};
+    } methods[] = {{METHOD_GET, "GET"},
+                   {METHOD_POST, "POST"},
+                   {METHOD_HEAD, "HEAD"},
+                   {METHOD_PUT, "PUT"},
+                   {METHOD_DELETE, "DELETE"}};
     for (int ep = EP_PUSH; ep < EP_COUNT; ep++) {
         const char *allow = NULL;
         router_method_allowed((enum endpoint)ep, METHOD_OTHER, &allow);
@@ -354,9 +379,10 @@ END_TEST
 START_TEST(test_admin_endpoints)
 {
     for (int ep = 0; ep < EP_COUNT; ep++) {
-        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS ||
-                   ep == EP_PURGE;
-        ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s", router_endpoint_name((enum endpoint)ep));
+        int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE ||
+                   ep == EP_TOPIC_JOBS || ep == EP_PURGE;
+        ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s",
+                      router_endpoint_name((enum endpoint)ep));
     }
     /* a topic's settings: anyone reads them, only an admin changes them */
     ck_assert(router_is_admin(EP_TOPIC, METHOD_PUT));
@@ -397,7 +423,7 @@ START_TEST(test_endpoint_names)
     ck_assert_ptr_nonnull(bad);
     for (int a = 1; a < EP_COUNT; a++)
         ck_assert_str_ne(bad, router_endpoint_name((enum endpoint)a));
-    ck_assert_ptr_nonnull(router_endpoint_name((enum endpoint)-1));
+    ck_assert_ptr_nonnull(router_endpoint_name((enum endpoint) - 1));
 }
 END_TEST
 

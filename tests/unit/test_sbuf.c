@@ -215,8 +215,7 @@ START_TEST(test_json_every_ascii_byte_round_trips)
         in[i] = (char)i;
     char *out = json_of(in, sizeof in);
     for (const char *c = out; *c; c++)
-        ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "raw control byte 0x%02x in output",
-                      (unsigned char)*c);
+        ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "raw control byte 0x%02x in output", (unsigned char)*c);
     json_error_t jerr;
     json_t *v = json_loads(out, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     ck_assert_msg(v != NULL, "not JSON: %s", jerr.text);
@@ -276,8 +275,13 @@ START_TEST(test_int_to_text)
     static const struct {
         int64_t v;
         const char *want;
-    } cases[] = {{0, "0"}, {7, "7"}, {-7, "-7"}, {10, "10"}, {1763700000000LL, "1763700000000"},
-                 {INT64_MAX, "9223372036854775807"}, {INT64_MIN, "-9223372036854775808"}};
+    } cases[] = {{0, "0"},
+                 {7, "7"},
+                 {-7, "-7"},
+                 {10, "10"},
+                 {1763700000000LL, "1763700000000"},
+                 {INT64_MAX, "9223372036854775807"},
+                 {INT64_MIN, "-9223372036854775808"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[INT_TEXT_MAX];
         memset(out, 'X', sizeof out);

@@ -27,8 +27,8 @@ static void parse_bad(const char *json, const char *field)
     struct schedule s;
     char err[512] = "";
     ck_assert_msg(schedule_parse(json, strlen(json), &LIMITS, &s, err, sizeof err) < 0, "%s was accepted", json);
-    ck_assert_msg(strncmp(err, field, strlen(field)) == 0, "%s: message \"%s\" does not start with \"%s\"", json,
-                  err, field);
+    ck_assert_msg(strncmp(err, field, strlen(field)) == 0, "%s: message \"%s\" does not start with \"%s\"", json, err,
+                  field);
 }
 
 START_TEST(test_parse_cron_and_every)

@@ -25,8 +25,7 @@ START_TEST(rfc4231_case1)
 {
     unsigned char key[20];
     fill(key, 0x0b, sizeof key);
-    expect(key, sizeof key, "Hi There", 8,
-           "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    expect(key, sizeof key, "Hi There", 8, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
 }
 END_TEST
 
@@ -42,8 +41,7 @@ START_TEST(rfc4231_case3)
     unsigned char key[20], data[50];
     fill(key, 0xaa, sizeof key);
     fill(data, 0xdd, sizeof data);
-    expect(key, sizeof key, data, sizeof data,
-           "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+    expect(key, sizeof key, data, sizeof data, "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
 }
 END_TEST
 
@@ -53,8 +51,7 @@ START_TEST(rfc4231_case4)
     for (int i = 0; i < 25; i++)
         key[i] = (unsigned char)(i + 1);
     fill(data, 0xcd, sizeof data);
-    expect(key, sizeof key, data, sizeof data,
-           "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+    expect(key, sizeof key, data, sizeof data, "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
 }
 END_TEST
 
@@ -71,8 +68,7 @@ START_TEST(rfc4231_case6_long_key)
     unsigned char key[131];
     fill(key, 0xaa, sizeof key);
     const char *data = "Test Using Larger Than Block-Size Key - Hash Key First";
-    expect(key, sizeof key, data, strlen(data),
-           "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    expect(key, sizeof key, data, strlen(data), "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 END_TEST
 
@@ -82,8 +78,7 @@ START_TEST(rfc4231_case7_long_key_and_data)
     fill(key, 0xaa, sizeof key);
     const char *data = "This is a test using a larger than block-size key and a larger than block-size data. "
                        "The key needs to be hashed before being used by the HMAC algorithm.";
-    expect(key, sizeof key, data, strlen(data),
-           "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+    expect(key, sizeof key, data, strlen(data), "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
 }
 END_TEST
 
@@ -101,8 +96,7 @@ START_TEST(body_is_hashed_by_length_not_by_nul)
     ck_assert_int_eq(sign_hmac_sha256_hex("k", 1, "a", 1, b), 0);
     ck_assert_str_ne(a, b);
     for (int i = 0; i < SIGN_HEX_LEN; i++)
-        ck_assert_msg((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'f'), "not lowercase hex: %s",
-                      a);
+        ck_assert_msg((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'f'), "not lowercase hex: %s", a);
 }
 END_TEST
 

@@ -94,15 +94,15 @@ START_TEST(id_wrong_shapes_are_refused)
         const char *text;
         enum store_id_shape shape;
     } bad[] = {
-        {"*3\r\n$2\r\nok\r\n:3\r\n:1\r\n", SHAPE_FINISH},      /* one element short */
-        {"*1\r\n$2\r\nok\r\n", SHAPE_TOUCH},                   /* no lease */
-        {"*0\r\n", SHAPE_DELETE},                              /* empty */
-        {"*1\r\n$5\r\nstate\r\n", SHAPE_RESCHEDULE},           /* "state" without the state */
-        {"*2\r\n$7\r\nunknown\r\n:1\r\n", SHAPE_FINISH},       /* a word no script says */
-        {":1\r\n", SHAPE_FINISH},                              /* not an array */
+        {"*3\r\n$2\r\nok\r\n:3\r\n:1\r\n", SHAPE_FINISH}, /* one element short */
+        {"*1\r\n$2\r\nok\r\n", SHAPE_TOUCH},              /* no lease */
+        {"*0\r\n", SHAPE_DELETE},                         /* empty */
+        {"*1\r\n$5\r\nstate\r\n", SHAPE_RESCHEDULE},      /* "state" without the state */
+        {"*2\r\n$7\r\nunknown\r\n:1\r\n", SHAPE_FINISH},  /* a word no script says */
+        {":1\r\n", SHAPE_FINISH},                         /* not an array */
         {"$2\r\nok\r\n", SHAPE_FINISH},
-        {"-ERR something\r\n", SHAPE_FINISH},                  /* an error reply */
-        {"*-1\r\n", SHAPE_FINISH},                             /* nil */
+        {"-ERR something\r\n", SHAPE_FINISH}, /* an error reply */
+        {"*-1\r\n", SHAPE_FINISH},            /* nil */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(decode_id(bad[i].text, bad[i].shape, &o) == -1, "case %zu decoded", i);

@@ -92,8 +92,7 @@ START_TEST(test_bad_input_names_the_field_and_changes_nothing)
         ck_assert_int_eq(merge(&c, "{\"rate\":9}"), 0);
         before = c;
         ck_assert_msg(merge(&c, cases[i].json) == -1, "accepted %s", cases[i].json);
-        ck_assert_msg(strstr(err, cases[i].word) != NULL, "%s: \"%s\" lacks \"%s\"", cases[i].json, err,
-                      cases[i].word);
+        ck_assert_msg(strstr(err, cases[i].word) != NULL, "%s: \"%s\" lacks \"%s\"", cases[i].json, err, cases[i].word);
         ck_assert_msg(memcmp(&c, &before, sizeof c) == 0, "%s changed the settings", cases[i].json);
     }
 }

@@ -70,8 +70,7 @@ static void make_certificate(void)
     X509_gmtime_adj(X509_getm_notAfter(CERT), 86400);
     X509_set_pubkey(CERT, KEY);
     X509_NAME *name = X509_get_subject_name(CERT);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"hourglass test receiver", -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"hourglass test receiver", -1, -1, 0);
     X509_set_issuer_name(CERT, name);
     add_ext(CERT, NID_basic_constraints, "critical,CA:TRUE");
     add_ext(CERT, NID_key_usage, "critical,digitalSignature,keyCertSign");
@@ -371,16 +370,16 @@ static void set_flag(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Run the loop until cond holds; fail the test after ms. */
-#define RUN_UNTIL(cond, ms)                                                                                  \
-    do {                                                                                                     \
-        int expired_ = 0;                                                                                    \
-        struct event *t_ = evtimer_new(R.base, set_flag, &expired_);                                         \
-        struct timeval tv_ = {(ms) / 1000, ((ms) % 1000) * 1000};                                            \
-        evtimer_add(t_, &tv_);                                                                               \
-        while (!(cond) && !expired_)                                                                         \
-            event_base_loop(R.base, EVLOOP_ONCE);                                                            \
-        event_free(t_);                                                                                      \
-        ck_assert_msg((cond), "not within %d ms: %s", (ms), #cond);                                          \
+#define RUN_UNTIL(cond, ms)                                                                                            \
+    do {                                                                                                               \
+        int expired_ = 0;                                                                                              \
+        struct event *t_ = evtimer_new(R.base, set_flag, &expired_);                                                   \
+        struct timeval tv_ = {(ms) / 1000, ((ms) % 1000) * 1000};                                                      \
+        evtimer_add(t_, &tv_);                                                                                         \
+        while (!(cond) && !expired_)                                                                                   \
+            event_base_loop(R.base, EVLOOP_ONCE);                                                                      \
+        event_free(t_);                                                                                                \
+        ck_assert_msg((cond), "not within %d ms: %s", (ms), #cond);                                                    \
     } while (0)
 
 /* Let the loop run what is ready now, a few rounds (to see that nothing more comes). */
@@ -493,8 +492,7 @@ START_TEST(url_good)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct wh_url u;
         char err[160] = "";
-        ck_assert_msg(whclient_parse_url(cases[i].url, &u, err, sizeof err) == 0, "%s: %s", cases[i].url,
-                      err);
+        ck_assert_msg(whclient_parse_url(cases[i].url, &u, err, sizeof err) == 0, "%s: %s", cases[i].url, err);
         ck_assert_int_eq(u.https, cases[i].https);
         ck_assert_int_eq(u.host_ip, cases[i].ip);
         ck_assert_str_eq(u.host, cases[i].host);
@@ -552,10 +550,8 @@ START_TEST(url_bad)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct wh_url u;
         char err[160] = "";
-        ck_assert_msg(whclient_parse_url(cases[i].url, &u, err, sizeof err) == -1, "accepted: %s",
-                      cases[i].url);
-        ck_assert_msg(strstr(err, cases[i].says) != NULL, "%s: got '%s', want '%s'", cases[i].url, err,
-                      cases[i].says);
+        ck_assert_msg(whclient_parse_url(cases[i].url, &u, err, sizeof err) == -1, "accepted: %s", cases[i].url);
+        ck_assert_msg(strstr(err, cases[i].says) != NULL, "%s: got '%s', want '%s'", cases[i].url, err, cases[i].says);
     }
 }
 END_TEST
@@ -646,9 +642,8 @@ START_TEST(headers_and_body_arrive_intact)
         {"Hourglass-Signature", "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
     };
     struct call k = {0};
-    ck_assert_int_eq(whclient_post(c, url("http://127.0.0.1:%d/echo?a=1&b=%%2F", R.port), h, 5, body, len,
-                                   5000, on_result, &k),
-                     0);
+    ck_assert_int_eq(
+        whclient_post(c, url("http://127.0.0.1:%d/echo?a=1&b=%%2F", R.port), h, 5, body, len, 5000, on_result, &k), 0);
     free(body); /* copied by post */
     RUN_UNTIL(k.calls, 5000);
     ck_assert_int_eq(k.status, 200);
@@ -677,8 +672,8 @@ START_TEST(headers_and_body_arrive_intact)
         for (int i = 0; i < R.nheaders; i++)
             if (strcasecmp(R.hname[i], want[w][0]) == 0) {
                 seen++;
-                ck_assert_msg(strcmp(R.hvalue[i], want[w][1]) == 0, "%s: '%s', want '%s'", want[w][0],
-                              R.hvalue[i], want[w][1]);
+                ck_assert_msg(strcmp(R.hvalue[i], want[w][1]) == 0, "%s: '%s', want '%s'", want[w][0], R.hvalue[i],
+                              want[w][1]);
             }
         ck_assert_msg(seen == 1, "header %s seen %d times", want[w][0], seen);
     }
@@ -692,8 +687,7 @@ START_TEST(own_user_agent_replaces_the_default)
     struct whclient *c = client(0, 0, 0, NULL);
     struct wh_header h[] = {{"User-Agent", "mine/1.0"}};
     struct call k = {0};
-    ck_assert_int_eq(
-        whclient_post(c, url("http://127.0.0.1:%d/echo", R.port), h, 1, NULL, 0, 5000, on_result, &k), 0);
+    ck_assert_int_eq(whclient_post(c, url("http://127.0.0.1:%d/echo", R.port), h, 1, NULL, 0, 5000, on_result, &k), 0);
     RUN_UNTIL(k.calls, 5000);
     ck_assert_int_eq(k.status, 200);
     ck_assert_uint_eq(R.body_len, 0);
@@ -873,8 +867,7 @@ START_TEST(parallel_requests_stay_within_the_cap_in_fifo_order)
         snprintf(seq, sizeof seq, "%d", i);
         struct wh_header h[] = {{"Seq", seq}};
         ck_assert_int_eq(
-            whclient_post(c, url("http://127.0.0.1:%d/park", R.port), h, 1, "{}", 2, 10000, on_result, &k[i]),
-            0);
+            whclient_post(c, url("http://127.0.0.1:%d/park", R.port), h, 1, "{}", 2, 10000, on_result, &k[i]), 0);
     }
     struct whclient_stats s = stats(c);
     ck_assert_int_eq(s.open, 3);
@@ -911,8 +904,7 @@ START_TEST(one_connection_sends_in_fifo_order)
         snprintf(seq, sizeof seq, "%d", i);
         struct wh_header h[] = {{"Seq", seq}};
         ck_assert_int_eq(
-            whclient_post(c, url("http://127.0.0.1:%d/park", R.port), h, 1, NULL, 0, 10000, on_result, &k[i]),
-            0);
+            whclient_post(c, url("http://127.0.0.1:%d/park", R.port), h, 1, NULL, 0, 10000, on_result, &k[i]), 0);
     }
     RUN_UNTIL(k[N - 1].calls, 10000);
     for (int i = 0; i < N; i++) {
@@ -1098,8 +1090,7 @@ static void post_on_cancel(const struct wh_result *r, void *arg)
 {
     on_result(r, arg);
     ck_assert_ptr_nonnull(FREE_ME);
-    ck_assert_int_eq(whclient_post(FREE_ME, "http://127.0.0.1:1/", NULL, 0, NULL, 0, 100, on_result, arg),
-                     -1);
+    ck_assert_int_eq(whclient_post(FREE_ME, "http://127.0.0.1:1/", NULL, 0, NULL, 0, 100, on_result, arg), -1);
 }
 
 START_TEST(free_from_a_callback)
@@ -1107,13 +1098,11 @@ START_TEST(free_from_a_callback)
     struct whclient *c = client(0, 0, 0, NULL);
     FREE_ME = c;
     struct call ok = {0}, hang = {0};
-    ck_assert_int_eq(whclient_post(c, url("http://127.0.0.1:%d/hang", R.port), NULL, 0, NULL, 0, 10000,
-                                   post_on_cancel, &hang),
-                     0);
+    ck_assert_int_eq(
+        whclient_post(c, url("http://127.0.0.1:%d/hang", R.port), NULL, 0, NULL, 0, 10000, post_on_cancel, &hang), 0);
     RUN_UNTIL(R.hang_hits == 1, 5000);
     ck_assert_int_eq(
-        whclient_post(c, url("http://127.0.0.1:%d/ok", R.port), NULL, 0, NULL, 0, 10000, free_on_result, &ok),
-        0);
+        whclient_post(c, url("http://127.0.0.1:%d/ok", R.port), NULL, 0, NULL, 0, 10000, free_on_result, &ok), 0);
     RUN_UNTIL(ok.calls, 5000);
     ck_assert_ptr_null(FREE_ME);
     /* ok's callback posted once more (accepted: the client was still open), then freed the client:
@@ -1177,8 +1166,7 @@ START_TEST(https_with_the_wrong_host_name_fails_verification)
     post(c, url("https://wrong.test:%d/ok", R.tls_port), 5000, &k);
     RUN_UNTIL(k.calls, 5000);
     ck_assert_int_eq(k.outcome, WH_TLS);
-    ck_assert_msg(strstr(k.error, "verification failed") && strstr(k.error, "hostname mismatch"), "%s",
-                  k.error);
+    ck_assert_msg(strstr(k.error, "verification failed") && strstr(k.error, "hostname mismatch"), "%s", k.error);
     ck_assert_int_eq(R.requests, 0);
     whclient_free(c);
     ck_assert_int_eq(k.calls, 1);
