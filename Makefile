@@ -2,7 +2,7 @@
 #
 #   make            build build/hourglassd
 #   make run        install what is missing, start private Redis + MariaDB under .run/, run the daemon
-#   make test       the same set-up, then unit (Check) and integration tests (the console's
+#   make test       the same set-up, then make lint, unit (Check) and integration tests (the console's
 #                   browser tests among them: chromium + playwright-core, see tests/browser)
 #   make bench      benchmark suite (see docs/performance.md)
 #   make SANITIZE=address,undefined test
@@ -49,7 +49,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test unit unit-valgrind integration bench bench-quick fuzz format clean stack-stop
+.PHONY: all deps run test lint unit unit-valgrind integration bench bench-quick fuzz format clean stack-stop
 all: $(BUILD)/hourglassd
 
 $(BUILD)/hourglassd: $(BUILD)/process/main.o $(BUILD)/libhourglass.a
@@ -110,6 +110,7 @@ unit-valgrind: $(UNIT_BIN)
 
 test:
 	@sh scripts/deps.sh test
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory integration
@@ -130,8 +131,15 @@ fuzz:
 	@sh scripts/deps.sh fuzz
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk
 
+# The formatter: Debian 12's clang-format 14 with .clang-format; `make lint` (run by `make test`)
+# fails on any drift, so run this before committing C.
+FORMAT_FILES = $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/fuzz/*.c \
+                          tests/fuzz/*.h bench/*.c)
 format:
-	clang-format -i src/*/*.c src/*/*.h tests/unit/*.c tests/tools/*.c
+	clang-format -i $(FORMAT_FILES)
+
+lint:
+	@sh scripts/lint.sh
 
 stack-stop:
 	@sh scripts/stack.sh stop .run
