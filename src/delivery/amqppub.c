@@ -27,6 +27,7 @@
  * meanwhile (a close, connection.blocked) and TCP keepalive covers dead peers. */
 #include "delivery/amqppub.h"
 #include "core/amqpurl.h"
+#include "base/bgthread.h"
 #include "base/clock.h"
 #include "base/log.h"
 
@@ -51,12 +52,12 @@
 #define SHORTSTR_MAX     255
 
 struct watchdog {
-    pthread_t thread;
+    struct bgthread bg; /* its start and stop (base/bgthread.h): no deadline, nothing to cut */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int fd;              /* the socket to cut, valid while armed */
     int64_t deadline_us; /* monotonic */
-    int armed, fired, stop;
+    int armed, fired;
 };
 
 struct amqppub {
@@ -236,7 +237,7 @@ static void *watchdog_main(void *arg)
     struct watchdog *w = arg;
     log_set_thread_name("amqp-watchdog");
     pthread_mutex_lock(&w->lock);
-    while (!w->stop) {
+    while (!w->bg.stop) {
         if (!w->armed) {
             pthread_cond_wait(&w->cond, &w->lock);
             continue;
@@ -638,9 +639,9 @@ struct amqppub *amqppub_new(const char *url, const char *name, char *err, size_t
     p->wd.fd = -1;
     pthread_mutex_init(&p->wd.lock, NULL);
     pthread_cond_init(&p->wd.cond, NULL);
-    int rc = pthread_create(&p->wd.thread, NULL, watchdog_main, &p->wd);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot start the amqp watchdog thread: %s", strerror(rc));
+    p->wd.bg = (struct bgthread)BGTHREAD_INIT(&p->wd.lock, &p->wd.cond, NULL);
+    if (bgthread_start(&p->wd.bg, watchdog_main, &p->wd) < 0) {
+        snprintf(err, errlen, "cannot start the amqp watchdog thread");
         pthread_cond_destroy(&p->wd.cond);
         pthread_mutex_destroy(&p->wd.lock);
         free(p);
@@ -661,11 +662,7 @@ void amqppub_free(struct amqppub *p)
         (void)amqp_connection_close(p->conn, AMQP_REPLY_SUCCESS);
         pub_drop(p);
     }
-    pthread_mutex_lock(&p->wd.lock);
-    p->wd.stop = 1;
-    pthread_cond_signal(&p->wd.cond);
-    pthread_mutex_unlock(&p->wd.lock);
-    pthread_join(p->wd.thread, NULL);
+    bgthread_stop(&p->wd.bg, 0);
     pthread_cond_destroy(&p->wd.cond);
     pthread_mutex_destroy(&p->wd.lock);
     free(p);
