@@ -10,7 +10,7 @@
 # works too. The tests start their own Redis/MariaDB servers on free loopback ports in temporary
 # directories (tests/integration/harness.py) and need no running stack; RabbitMQ likewise.
 # Uses Debian's /usr/bin/python3 when present (standard library only). Exits non-zero on failure.
-# INTEGRATION_TIMEOUT (seconds, default 3600) bounds the whole run. INTEGRATION_JOBS (default 2)
+# INTEGRATION_TIMEOUT (seconds, default 3600) bounds the whole run. INTEGRATION_JOBS (default 3)
 # runs the whole suite in that many processes at once; INTEGRATION_RECORD=1 refreshes the
 # module durations that balance them (tests/integration/durations.txt).
 set -eu
@@ -56,10 +56,11 @@ EOF
 fi
 set -- -m unittest discover -v -s "$ROOT/tests/integration" -t "$ROOT/tests/integration" -p 'test_*.py'
 [ -z "$pattern" ] || set -- "$@" -k "$pattern"
-# The whole suite runs in INTEGRATION_JOBS processes at once (default 2; 1 = one process), each
-# with its own servers: most of it waits on timers, so two groups take little more than half
-# the time (tests/integration/parallel.py). A pattern runs in one process, as before.
-jobs=${INTEGRATION_JOBS:-2}
+# The whole suite runs in INTEGRATION_JOBS processes at once (default 3; 1 = one process), each
+# with its own servers: most of it waits on timers (a run keeps about a quarter of two cores
+# busy), so three groups take little more than a third of the time
+# (tests/integration/parallel.py). A pattern runs in one process, as before.
+jobs=${INTEGRATION_JOBS:-3}
 if [ -z "$pattern" ] && [ "$jobs" -gt 1 ]; then
     set -- "$ROOT/tests/integration/parallel.py" "$jobs"
     [ -z "${INTEGRATION_RECORD:-}" ] || set -- "$@" --record

@@ -123,10 +123,14 @@ class UnreachableAtStartTest(HardeningTestCase):
             self.assertIsNone(err, f"{name}: {err!r}")
             self.assertUnavailable(r, name == "health", f"{name} while MySQL refuses connections")
             self.assertLess(took, PROMPT, f"{name} took {took:.1f} s")
-        # consumption does not need MySQL, once Redis is connected: /health answers as soon as the
-        # daemon listens, which can be before every HTTP worker's Redis connection is up
-        wait_until(lambda: d.health(timeout=20).json().get("redis") == "up", 10, 0.05,
-                   "/health to say Redis is up while MySQL refuses connections")
+        # consumption does not need MySQL, once Redis is connected and the fleet's clock measured
+        # on it (one TIME after the keeper connects; contract, "One clock for the fleet"):
+        # /health answers as soon as the daemon listens, which can be before every HTTP worker's
+        # Redis connection is up
+        def consumable():
+            h = d.health(timeout=20).json()
+            return h.get("redis") == "up" and h.get("clockOffsetMs") is not None
+        wait_until(consumable, 10, 0.05, "/health to say Redis is up and the clock measured while MySQL refuses")
         r, took, _ = timed(d.get, "m", timeout=0)
         self.assertEqual(r.status, 204, f"get while MySQL refuses connections: {r!r}")
         self.stays_up(d, 1.5)
