@@ -114,7 +114,17 @@ int db_error_is_connection(MYSQL *db)
     case ER_CONNECTION_KILLED:
     case ER_QUERY_INTERRUPTED:
     case ER_OPTION_PREVENTS_STATEMENT: /* read-only server during failover */
+    /* out of room: the disk, a table, memory. Nothing is wrong with the statement; it goes
+     * through once the operator has made room (before, a journal record met this was set
+     * aside in refused_record and its job stayed behind Redis for good) */
+    case ER_RECORD_FILE_FULL:
+    case ER_DISK_FULL:
+    case ER_ERROR_ON_WRITE:
+    case ER_OUT_OF_RESOURCES:
+    case ER_OUTOFMEMORY:
         return 1;
+    case ER_GET_ERRNO: /* "Got error 28 ... from storage engine": ENOSPC */
+        return strncmp(mysql_error(db), "Got error 28 ", 13) == 0;
     default:
         return mysql_errno(db) >= 2000 && mysql_errno(db) < 3000; /* client-side errors */
     }

@@ -57,7 +57,9 @@ MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql);
  * from escaped values, and the other connections never need it). 0 / -1. */
 int db_enable_scripts(MYSQL *db) __attribute__((warn_unused_result));
 
-/* Was this error a lost/broken connection (reconnect and retry) rather than a bad statement? */
+/* Was this error a lost/broken connection, or the server out of room for now (its disk or a
+ * table full, out of memory) — reconnect and retry — rather than a bad statement? A record
+ * is refused (refused_record) only for what retrying cannot fix. */
 int db_error_is_connection(MYSQL *db);
 /* Was error number `err` a deadlock or a lock wait timeout: the transaction (or, for a lock
  * wait, its statement) rolled back by the server, the connection itself still good? Such

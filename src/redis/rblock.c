@@ -1,5 +1,6 @@
 /* rblock.c — see rblock.h. */
 #include "redis/rblock.h"
+#include "redis/rconn.h"
 #include "core/cluster.h"
 #include "core/raddr.h"
 #include "core/shardtag.h"
@@ -213,8 +214,11 @@ void rblock_shards_free(struct rblock_shards *set)
     if (set == NULL)
         return;
     for (int i = 0; i < set->nconns; i++)
-        if (set->conns[i])
+        if (set->conns[i]) {
+            if (set->conns[i]->err) /* given up on: its queued commands must not run later */
+                rconn_abort_fd(set->conns[i]->fd);
             redisFree(set->conns[i]);
+        }
     free(set->conns);
     free(set->by_shard);
     free(set);

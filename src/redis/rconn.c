@@ -46,6 +46,7 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <string.h>
 
 enum rc_state { RC_DOWN, RC_CONNECTING, RC_SETUP, RC_UP };
@@ -297,13 +298,23 @@ static void fail_hung(struct rconn *rc)
     }
 }
 
+void rconn_abort_fd(int fd)
+{
+    struct linger now = {1, 0};
+    if (fd >= 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now);
+}
+
 /* Drop the connection now: every pending callback runs with NULL. `cause` (unless NONE, which
- * keeps the one already recorded) says why, for the callbacks and for the HTTP layer. */
+ * keeps the one already recorded) says why, for the callbacks and for the HTTP layer. The
+ * close is abortive (rconn_abort_fd): commands still queued in the socket are dropped, not
+ * delivered once a partition heals — by then they were given up on and answered. */
 static void drop(struct rconn *rc, const char *why, enum rcause cause)
 {
     redisAsyncContext *ac = rc->ac;
     if (ac == NULL)
         return;
+    rconn_abort_fd(ac->c.fd);
     if (why)
         log_warn("redis %s: dropping connection to %s: %s", rc->name, rc->address, why);
     if (cause != RCAUSE_NONE)

@@ -116,4 +116,10 @@ enum rconn_fault { RCONN_FAULT_NONE, RCONN_FAULT_FAIL, RCONN_FAULT_DROP, RCONN_F
 typedef enum rconn_fault (*rconn_fault_fn)(const struct rconn *rc, enum rconn_fault_at at, int script, void *arg);
 void rconn_set_fault_hook(rconn_fault_fn fn, void *arg);
 
+/* Make the next close of socket `fd` abortive (SO_LINGER 0: a reset, unsent data dropped).
+ * For a connection given up on: a plain close lets the kernel keep retransmitting what was
+ * queued, and after a partition heals Redis runs those commands seconds late (a lossmark
+ * mark.lua that set a mark back and made every shard look rolled back; pushes answered 503). */
+void rconn_abort_fd(int fd);
+
 #endif

@@ -26,6 +26,8 @@ if expected ~= "" then
         redis.call("SET", base .. "fenced", ARGV[3], "NX")
     end
 end
-redis.call("HSET", K, ARGV[1], ARGV[3])
+-- never lowered: a call that reaches Redis late (queued on a connection given up on during a
+-- partition) must not set the mark back and make the next call see a rollback
+if not have or tonumber(ARGV[3]) > tonumber(have) then redis.call("HSET", K, ARGV[1], ARGV[3]) end
 return { verdict, tonumber(redis.call("HGET", K, "restored") or "0"),
          tonumber(redis.call("GET", base .. "fenced") or "0") }
