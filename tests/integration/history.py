@@ -38,6 +38,9 @@ Properties (PROPERTIES, each reported under its name):
   status        every answer is one its endpoint may give (no 500, no 4xx to valid requests)
   recovery      after the heal every instance's /health is 200 within the recovery bound (+1 s,
                 the poll's slack) and /reStore, when the fault needs one, answered 200 within it
+  loss          at the end no instance's /health names a Redis loss (redisLoss) or a fenced shard:
+                none at all after a fault that lost no Redis write, none left after the restore
+                of one that did
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from typing import Any, Callable, Iterable, Mapping
 from harness import Daemon, Namespace, now_ms
 
 PROPERTIES = ("lost", "early", "after_delete", "after_finish", "lease", "unique", "phantom",
-              "final_state", "unavailable", "status", "recovery")
+              "final_state", "unavailable", "status", "recovery", "loss")
 EARLY_MS = 10            # the contract's tolerance for a delivery before its due time
 FINISH_JOURNAL_S = 2.0   # a finish reaches MySQL within this (journaled in batches "soon after")
 UNAVAILABLE = (0, 503)   # no answer, or 503: the request was not served
@@ -114,6 +117,7 @@ class Window:
     bystanders: list[str] = field(default_factory=list)
     recovered: float | None = 0.0
     restored: bool | None = None   # /reStore answered 200 (None: the fault needs none)
+    health_end: dict = field(default_factory=dict)   # instance -> its /health answer at the end
 
 
 @dataclass
@@ -574,6 +578,18 @@ def check(ops: Iterable[Op], windows: Iterable[Window] = (), rows: Iterable[Iter
                           f"{'never' if w.recovered is None else f'{w.recovered:.2f} s'} after the heal (bound {w.bound:g} s)")
         if w.restored is False:
             v("recovery", f"{w.name}: /reStore never answered 200 within the bound")
+
+    # loss
+    for w in windows:
+        for name, h in sorted(w.health_end.items()):
+            if not isinstance(h, dict):
+                continue
+            why = ("though this fault lost no Redis write" if not w.losses
+                   else "after the restore that followed the fault")
+            if h.get("redisLoss"):
+                v("loss", f"{w.name}: {name}'s /health still names redisLoss {h['redisLoss']} at the end, {why}")
+            if h.get("fencedShards"):
+                v("loss", f"{w.name}: {name}'s /health says {h['fencedShards']} shard(s) fenced at the end, {why}")
 
     # final_state
     if rows is not None:

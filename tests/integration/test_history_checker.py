@@ -237,6 +237,12 @@ class CheckerTest(unittest.TestCase):
         self.assertOnly(clean(), "recovery", window(recovered=5.0))
         self.assertOnly(clean(), "recovery", window(restored=False))
 
+    def test_loss(self):
+        named = {"A": {"status": "degraded", "redisLoss": {"shard": 3, "kind": "rolled back"}}, "B": {"status": "ok"}}
+        self.assertOnly(clean(), "loss", window(health_end=named))
+        self.assertOnly(clean(), "loss", window(health_end={"A": {"status": "ok", "fencedShards": 2}}))
+        self.assertEqual(self.props(clean(), window(health_end={"A": {"status": "ok", "fencedShards": 0}})), set())
+
     def test_every_property_has_a_test(self):
         names = " ".join(n for n in dir(self) if n.startswith("test_"))
         for prop in PROPERTIES:
