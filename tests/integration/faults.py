@@ -840,8 +840,8 @@ def _health(fleet: Fleet) -> dict[str, Any]:
 def run_fault(fleet: Fleet, fault: Fault, spec: Spec | None = None, seed: int = 0, before_s: float = 1.5,
               after_s: float = 2.0, log: Callable[[str], None] | None = None) -> Run:
     """The workload before (before_s), during (fault.hold_s) and after (after_s, once healthy
-    again) the fault, a drain until every acknowledged push was delivered, then the checker
-    over the history and MySQL's final rows."""
+    again; its pushes due by the end of it) the fault, a drain until every acknowledged push
+    was delivered, then the checker over the history and MySQL's final rows."""
     spec = spec or Spec()
     say = log or (lambda s: None)
     fault.prepare(fleet)
@@ -874,6 +874,7 @@ def run_fault(fleet: Fleet, fault: Fault, spec: Spec | None = None, seed: int = 
                     time.sleep(0.5)
             if restored and time.monotonic() > t_heal + fault.bound_s:
                 restored = False
+        wl.finish_by(time.monotonic() + after_s)
         time.sleep(after_s)
         wl.stop_producing()
         left = wl.drain(spec.max_delay_ms / 1000 + spec.ttr_ms / 1000 + 10)

@@ -308,6 +308,7 @@ class Workload:
         self._lock = threading.Lock()
         self._deletable: list[tuple[int, str]] = []   # (runAt, id) of pushes answered 200
         self.threads: list[threading.Thread] = []
+        self.due_by: float | None = None   # monotonic: no push due later than this (see finish_by)
 
     def start(self) -> "Workload":
         self.producing.set()
@@ -335,8 +336,11 @@ class Workload:
                 pseq = next(self._pseq)
             if pseq > self.spec.max_jobs:
                 return
-            op = self.rec.push(self.rec.pick(rng), pseq, rng.choice(self.topics),
-                               rng.randrange(0, self.spec.max_delay_ms + 1), self.spec.ttr_ms, self.spec.tries)
+            delay = rng.randrange(0, self.spec.max_delay_ms + 1)
+            if self.due_by is not None:
+                delay = min(delay, max(0, int((self.due_by - time.monotonic()) * 1000)))
+            op = self.rec.push(self.rec.pick(rng), pseq, rng.choice(self.topics), delay, self.spec.ttr_ms,
+                               self.spec.tries)
             if op.status == 200 and op.id:
                 with self._lock:
                     self._deletable.append((op.run_at or 0, op.id))
@@ -366,6 +370,11 @@ class Workload:
                 pick = rng.choice(pool)
                 self._deletable.remove(pick)
             self.rec.delete(self.rec.pick(rng), pick[1])
+
+    def finish_by(self, t: float) -> None:
+        """From now on no push is due after monotonic time t (delays are cut to fit): the last
+        seconds of a run do not leave jobs due long after it, and the drain is short."""
+        self.due_by = t
 
     def stop_producing(self) -> None:
         self.producing.clear()
