@@ -849,7 +849,15 @@ def run_fault(fleet: Fleet, fault: Fault, spec: Spec | None = None, seed: int = 
     wl = Workload(rec, spec, seed)
     restored = None
     t_start = time.monotonic()
+    sampling = threading.Event()
+
+    def sample(name: str) -> None:   # /health of each instance twice a second: a figure
+        while not sampling.wait(0.5):
+            rec.health(name)
+    samplers = [threading.Thread(target=sample, args=(n,), daemon=True) for n in fleet.instances]
     try:
+        for t in samplers:
+            t.start()
         wl.start()
         time.sleep(before_s)
         t_inject = time.monotonic()
@@ -882,6 +890,7 @@ def run_fault(fleet: Fleet, fault: Fault, spec: Spec | None = None, seed: int = 
             say(f"{fault.name}: {len(left)} acknowledged push(es) still undelivered after the drain")
     finally:
         wl.stop()
+        sampling.set()
         fault.cleanup(fleet)
     extra = _quiet(fleet, 30)
     health = _health(fleet)

@@ -37,7 +37,8 @@ Properties (PROPERTIES, each reported under its name):
                 and never on an instance the fault is not about (a Window's bystanders)
   status        every answer is one its endpoint may give (no 500, no 4xx to valid requests)
   recovery      after the heal every instance's /health is 200 within the recovery bound (+1 s,
-                the poll's slack) and /reStore, when the fault needs one, answered 200 within it
+                the poll's slack), /reStore, when the fault needs one, answered 200 within it,
+                and at the end every journal is idle and every /health says "ok", no duty stuck
   loss          at the end no instance's /health names a Redis loss (redisLoss) or a fenced shard:
                 none at all after a fault that lost no Redis write, none left after the restore
                 of one that did
@@ -82,7 +83,7 @@ class Op:
     """One request and its answer."""
 
     n: int                       # issue order
-    kind: str                    # push | get | finish | delete | restore
+    kind: str                    # push | get | finish | delete | restore | health
     inst: str                    # instance name ("A", "B", ...)
     t0: float                    # sent, monotonic s
     t1: float                    # answered (or given up), monotonic s
@@ -249,6 +250,13 @@ class Recorder:
 
     def delete(self, inst: str, jid: str) -> Op:
         return self._act("delete", inst, jid)
+
+    def health(self, inst: str) -> Op:
+        """GET /health (not part of the workload: a figure, not judged by `unavailable`)."""
+        def parse(op: Op, body: Any) -> None:
+            op.answer = {k: body.get(k) for k in ("status", "redis", "mysql", "redisLoss", "fencedShards")
+                         if k in body}
+        return self._call("health", inst, lambda d: d.health(timeout=3), parse)
 
     def restore(self, inst: str, expire: bool = True, timeout: float = 60.0) -> Op:
         def parse(op: Op, body: Any) -> None:
@@ -599,6 +607,10 @@ def check(ops: Iterable[Op], windows: Iterable[Window] = (), rows: Iterable[Iter
                 v("loss", f"{w.name}: {name}'s /health still names redisLoss {h['redisLoss']} at the end, {why}")
             if h.get("fencedShards"):
                 v("loss", f"{w.name}: {name}'s /health says {h['fencedShards']} shard(s) fenced at the end, {why}")
+            if h.get("stuck"):
+                v("recovery", f"{w.name}: {name}'s /health names stuck duties at the end: {h['stuck']}")
+            elif h.get("status") != "ok" and not h.get("redisLoss") and not h.get("fencedShards"):
+                v("recovery", f"{w.name}: {name}'s /health is not ok at the end: {h}")
 
     # final_state
     if rows is not None:
@@ -682,6 +694,12 @@ def check(ops: Iterable[Op], windows: Iterable[Window] = (), rows: Iterable[Iter
             figures["window_503_s"] = "none"
             figures["recovery_s"] = 0.0
         figures["healthy_after_s"] = None if w0.recovered is None else round(w0.recovered, 2)
+        down: dict[str, list[float]] = {}
+        for op in ops:
+            if op.kind == "health" and op.status != 200:
+                down.setdefault(op.inst, []).append(op.t0)
+        figures["health_not_200"] = ",".join(f"{n}:{min(ts) - w0.inject:+.1f}..{max(ts) - w0.inject:+.1f}"
+                                             for n, ts in sorted(down.items())) or "none"
     if late:
         figures["lateness_ms_p50"] = round(statistics.median(late))
         figures["lateness_ms_p99"] = round(_percentile(late, 0.99))

@@ -236,6 +236,9 @@ class CheckerTest(unittest.TestCase):
         self.assertOnly(clean(), "recovery", window(recovered=None))
         self.assertOnly(clean(), "recovery", window(recovered=5.0))
         self.assertOnly(clean(), "recovery", window(restored=False))
+        stuck = {"status": "degraded", "stuck": [{"duty": "outbox", "shard": 2, "sinceMs": 9000, "error": "x"}]}
+        self.assertOnly(clean(), "recovery", window(health_end={"A": stuck}))
+        self.assertOnly(clean(), "recovery", window(health_end={"A": {"status": "unavailable"}}))
 
     def test_loss(self):
         named = {"A": {"status": "degraded", "redisLoss": {"shard": 3, "kind": "rolled back"}}, "B": {"status": "ok"}}
