@@ -58,8 +58,8 @@ from harness import (ALT_HOST, HOST, Daemon, HarnessError, Namespace, RedisServe
                      journal_idle, shared_stack, skewed, wait_until)
 from history import Recorder, Spec, Verdict, Violation, Window, Workload, check, final_rows, save
 
-__all__ = ["FaultError", "Netfilter", "Tmpfs", "Fleet", "SingleServers", "cluster_fleet", "Fault",
-           "InstanceKill", "InstancePause", "InstancePauseLease", "ClockSkew", "RedisSnapshot",
+__all__ = ["FaultError", "Netfilter", "Tmpfs", "Fleet", "SingleServers", "cluster_fleet", "Fault", "Kill",
+           "Pause", "InstanceKill", "InstancePause", "InstancePauseLease", "ClockSkew", "RedisSnapshot",
            "RedisReplicaKill", "RedisPause", "MariaDBKill", "DiskFull", "LinkFault", "ClusterMasterKill",
            "ClusterReplicaKill", "ClusterSeedLost", "run_fault", "Run"]
 
@@ -267,7 +267,7 @@ class Fleet:
     def mariadb(self) -> harness.MariaDBServer:
         return self.namespace.mariadb
 
-    def instance(self, name: str, overrides: dict | None = None, alt: bool = False, start: bool = True) -> Daemon:
+    def instance(self, name: str, overrides: dict | None = None, alt: bool = False) -> Daemon:
         """A new instance on the fleet's namespace (through ALT_HOST when alt), named and started."""
         over = {"instance": {"id": f"fault-{name}"}}
         if self.cluster is None and alt:
@@ -279,9 +279,22 @@ class Fleet:
         if overrides:
             d.update_config(overrides)
         self.instances[name] = d
-        if start:
-            d.start()
+        d.start()
         return d
+
+    def launch(self, names: tuple[str, ...], timeout: float, overrides: dict | None = None) -> "Fleet":
+        """Start instances `names` (the one named `alt` through ALT_HOST) and wait until every
+        one is ready; on failure close them all."""
+        try:
+            for n in names:
+                self.instance(n, overrides=overrides, alt=n == self.alt)
+            if self.wait_ready(timeout) is None:
+                raise HarnessError("the fleet's instances never became ready:\n" +
+                                   "\n".join(f"{n}: {d.log_tail(15)}" for n, d in self.instances.items()))
+        except BaseException:
+            self.close(check=False)
+            raise
+        return self
 
     def ready(self, name: str) -> bool:
         d = self.instances[name]
@@ -349,17 +362,7 @@ class SingleServers:
 
     def fleet(self) -> Fleet:
         """A fresh namespace and instances A (through ALT_HOST) and B, both ready."""
-        f = Fleet(self.stack.fresh_namespace(), {}, servers=self, alt="A")
-        try:
-            f.instance("A", alt=True)
-            f.instance("B")
-            if f.wait_ready(20) is None:
-                raise HarnessError("the fleet's instances never became ready:\n" +
-                                   "\n".join(f"{n}: {d.log_tail(15)}" for n, d in f.instances.items()))
-        except BaseException:
-            f.close(check=False)
-            raise
-        return f
+        return Fleet(self.stack.fresh_namespace(), {}, servers=self, alt="A").launch(("A", "B"), 20)
 
     def close(self, check: bool = True) -> None:
         try:
@@ -375,20 +378,8 @@ class SingleServers:
 def cluster_fleet(cluster: Any, seed: str | None = None) -> Fleet:
     """Instances A and B on `cluster` (`address` = seed alone when given, else every node),
     a fresh namespace of the shared stack's MariaDB."""
-    f = Fleet(shared_stack().fresh_namespace(), {}, cluster=cluster)
-    try:
-        for name in ("A", "B"):
-            d = f.instance(name, start=False)
-            if seed:
-                d.update_config({"redis": {"address": seed}})
-            d.start()
-        if f.wait_ready(30) is None:
-            raise HarnessError("the cluster fleet's instances never became ready:\n" +
-                               "\n".join(f"{n}: {d.log_tail(15)}" for n, d in f.instances.items()))
-    except BaseException:
-        f.close(check=False)
-        raise
-    return f
+    return Fleet(shared_stack().fresh_namespace(), {}, cluster=cluster).launch(
+        ("A", "B"), 30, {"redis": {"address": seed}} if seed else None)
 
 
 # --------------------------------------------------------------------------- faults
@@ -415,6 +406,10 @@ class Fault:
     def prepare(self, fleet: Fleet) -> None:
         """Before the workload starts: check the fault can be made (raise FaultError if not)."""
 
+    def process(self, fleet: Fleet) -> Any:
+        """The process the fault acts on (Kill, Pause): by default the target instance."""
+        return fleet.instances[self.target]
+
     def inject(self, fleet: Fleet) -> None:
         raise NotImplementedError
 
@@ -440,37 +435,64 @@ class Fault:
         return f"<{self.name}>"
 
 
-class InstanceKill(Fault):
+class Kill(Fault):
+    """kill -9 a process (process() picks it), start it again after `hold_s`, its config and
+    data kept."""
+
+    what = ""   # default: "instance <target>"
+
+    def __init__(self, down_s: float = 2.0, target: str | None = None) -> None:
+        super().__init__(target)
+        self.hold_s = down_s
+        self.name = f"kill -9 {self.what or f'instance {target}'}, restart after {down_s:g} s"
+        self.victim: Any = None
+
+    def inject(self, fleet: Fleet) -> None:
+        self.victim = self.process(fleet)
+        self.victim.kill()
+
+    def heal(self, fleet: Fleet) -> None:
+        self.victim.start()
+
+    def cleanup(self, fleet: Fleet) -> None:
+        if self.victim is not None and not self.victim.running:
+            self.victim.start()
+
+
+class Pause(Fault):
+    """SIGSTOP a process (process() picks it) for `hold_s`, then SIGCONT."""
+
+    what = ""   # default: "instance <target>"
+    why = ""
+
+    def __init__(self, hold_s: float, target: str | None = None) -> None:
+        super().__init__(target)
+        self.hold_s = hold_s
+        self.name = f"SIGSTOP {self.what or f'instance {target}'} for {hold_s:g} s{self.why}"
+
+    def inject(self, fleet: Fleet) -> None:
+        self.process(fleet).pause()
+
+    def heal(self, fleet: Fleet) -> None:
+        self.process(fleet).resume()
+
+    def cleanup(self, fleet: Fleet) -> None:
+        self.process(fleet).resume()
+
+
+class InstanceKill(Kill):
     bound_s = 8.0
 
     def __init__(self, target: str = "A", down_s: float = 2.0) -> None:
-        super().__init__(target)
-        self.hold_s = down_s
-        self.name = f"kill -9 instance {target}, restart after {down_s:g} s"
-
-    def inject(self, fleet: Fleet) -> None:
-        fleet.instances[self.target].kill()
-
-    def heal(self, fleet: Fleet) -> None:
-        fleet.instances[self.target].start()
+        super().__init__(down_s, target)
 
 
-class InstancePause(Fault):
+class InstancePause(Pause):
     bound_s = 6.0
+    why = " (> ttr)"
 
     def __init__(self, target: str = "A", hold_s: float = 6.0) -> None:
-        super().__init__(target)
-        self.hold_s = hold_s
-        self.name = f"SIGSTOP instance {target} for {hold_s:g} s (> ttr)"
-
-    def inject(self, fleet: Fleet) -> None:
-        fleet.instances[self.target].pause()
-
-    def heal(self, fleet: Fleet) -> None:
-        fleet.instances[self.target].resume()
-
-    def cleanup(self, fleet: Fleet) -> None:
-        fleet.instances[self.target].resume()
+        super().__init__(hold_s, target)
 
 
 class InstancePauseLease(InstancePause):
@@ -599,61 +621,37 @@ class RedisSnapshot(Fault):
         fleet.servers.wait_replica()
 
 
-class RedisReplicaKill(Fault):
+class RedisReplicaKill(Kill):
     bound_s = 0.0
     strict = True
+    what = "the Redis replica"
 
-    def __init__(self, down_s: float = 2.0) -> None:
-        super().__init__()
-        self.hold_s = down_s
-        self.name = f"kill -9 the Redis replica, restart after {down_s:g} s"
-
-    def inject(self, fleet: Fleet) -> None:
-        fleet.servers.replica.kill()
-
-    def heal(self, fleet: Fleet) -> None:
-        fleet.servers.replica.start()
+    def process(self, fleet: Fleet) -> RedisServer:
+        return fleet.servers.replica
 
     def cleanup(self, fleet: Fleet) -> None:
-        fleet.servers.replica.start()
+        super().cleanup(fleet)
         fleet.servers.wait_replica()
 
 
-class RedisPause(Fault):
+class RedisPause(Pause):
     bound_s = 8.0
+    what = "Redis"
+    why = " (> ttr, > worker lease)"
 
     def __init__(self, hold_s: float = 12.0) -> None:
-        super().__init__()
-        self.hold_s = hold_s
-        self.name = f"SIGSTOP Redis for {hold_s:g} s (> ttr, > worker lease)"
+        super().__init__(hold_s)
 
-    def inject(self, fleet: Fleet) -> None:
-        fleet.redis.pause()
-
-    def heal(self, fleet: Fleet) -> None:
-        fleet.redis.resume()
-
-    def cleanup(self, fleet: Fleet) -> None:
-        fleet.redis.resume()
+    def process(self, fleet: Fleet) -> RedisServer:
+        return fleet.redis
 
 
-class MariaDBKill(Fault):
+class MariaDBKill(Kill):
     bound_s = 10.0
+    what = "MariaDB"
 
-    def __init__(self, down_s: float = 2.0) -> None:
-        super().__init__()
-        self.hold_s = down_s
-        self.name = f"kill -9 MariaDB, restart after {down_s:g} s"
-
-    def inject(self, fleet: Fleet) -> None:
-        fleet.mariadb.kill()
-
-    def heal(self, fleet: Fleet) -> None:
-        fleet.mariadb.start()
-
-    def cleanup(self, fleet: Fleet) -> None:
-        if not fleet.mariadb.running:
-            fleet.mariadb.start()
+    def process(self, fleet: Fleet) -> harness.MariaDBServer:
+        return fleet.mariadb
 
 
 class DiskFull(Fault):
@@ -715,72 +713,47 @@ class LinkFault(Fault):
             self.net.close()
 
 
-class ClusterMasterKill(Fault):
+class ClusterMasterKill(Kill):
+    """kill -9 a cluster master; once its replica has taken over (rcluster's kill_master waits
+    for every node to agree), `hold_s` more, then start it again: it rejoins as a replica."""
+
     bound_s = 10.0
     needs_restore = True
+    what = "a cluster master (its replica takes over)"
 
     def __init__(self, master: int = 0, hold_s: float = 1.0) -> None:
-        super().__init__()
         self.master = master
-        self.hold_s = hold_s
-        self.name = "kill -9 a cluster master (its replica takes over), restart it"
-        self.victim = None
+        super().__init__(hold_s)
 
     def inject(self, fleet: Fleet) -> None:
         self.losses.append(time.monotonic())
         self.victim, heir, took = fleet.cluster.kill_master(self.master)
         self.notes.append(f"{heir.address} took over from {self.victim.address} in {took:.1f} s")
 
-    def heal(self, fleet: Fleet) -> None:
-        self.victim.start()
 
-    def cleanup(self, fleet: Fleet) -> None:
-        if self.victim is not None and not self.victim.running:
-            self.victim.start()
-
-
-class ClusterReplicaKill(Fault):
+class ClusterReplicaKill(Kill):
     bound_s = 0.0
     strict = True
+    what = "a cluster replica"
 
-    def __init__(self, down_s: float = 2.0) -> None:
-        super().__init__()
-        self.hold_s = down_s
-        self.name = f"kill -9 a cluster replica, restart after {down_s:g} s"
-        self.victim = None
-
-    def inject(self, fleet: Fleet) -> None:
+    def process(self, fleet: Fleet) -> Any:
         c = fleet.cluster
-        self.victim = c.replicas_of(c.masters()[0])[0]
-        self.victim.kill()
-
-    def heal(self, fleet: Fleet) -> None:
-        self.victim.start()
-
-    def cleanup(self, fleet: Fleet) -> None:
-        if self.victim is not None and not self.victim.running:
-            self.victim.start()
+        return c.replicas_of(c.masters()[0])[0]
 
 
-class ClusterSeedLost(Fault):
-    """The instances' only seed (build the fleet with cluster_fleet(c, seed=c.masters()[0].address))
-    is killed for good: its replica takes over, the node never comes back."""
-
-    bound_s = 10.0
-    needs_restore = True
+class ClusterSeedLost(ClusterMasterKill):
+    """The instances' only seed (build the fleet with cluster_fleet(c, seed=c.masters()[0].address)),
+    a master, killed for good: its replica takes over, the node never comes back."""
 
     def __init__(self, hold_s: float = 1.0) -> None:
-        super().__init__()
-        self.hold_s = hold_s
+        super().__init__(0, hold_s)
         self.name = "the instances' only cluster seed (a master) lost for good"
-
-    def inject(self, fleet: Fleet) -> None:
-        self.losses.append(time.monotonic())
-        victim, heir, took = fleet.cluster.kill_master(0)
-        self.notes.append(f"{heir.address} took over from {victim.address} in {took:.1f} s")
 
     def heal(self, fleet: Fleet) -> None:
         pass  # gone for good: the cluster healed itself by the promotion
+
+    def cleanup(self, fleet: Fleet) -> None:
+        pass
 
 
 # --------------------------------------------------------------------------- a run

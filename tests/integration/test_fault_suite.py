@@ -25,6 +25,7 @@ import sys
 import unittest
 import zlib
 
+from cluster_common import ClusterCase
 from faults import (ClockSkew, ClusterMasterKill, ClusterReplicaKill, ClusterSeedLost, DiskFull, Fault,
                     Fleet, InstanceKill, InstancePause, InstancePauseLease, LinkFault, MariaDBKill,
                     RedisPause, RedisReplicaKill, RedisSnapshot, SingleServers, cluster_fleet, run_fault)
@@ -114,22 +115,10 @@ class SingleRedisFaultTest(FaultCase):
         self.run_fault(self.fleet(), LinkFault("mysql", lossy=True, hold_s=4))
 
 
-class ClusterFaultTest(FaultCase):
-    """A Redis Cluster of 3 masters + 3 replicas for the class (a killed master comes back as a
-    replica: still 3 + 3), the shared MariaDB; instances A and B with [redis] cluster = true.
-    The seed lost for good takes a cluster of its own."""
-
-    cluster: RedisCluster
-
-    @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        cls.cluster = RedisCluster(masters=3, replicas=1).start()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.cluster.close()
-        super().tearDownClass()
+class ClusterFaultTest(FaultCase, ClusterCase):
+    """A Redis Cluster of 3 masters + 3 replicas for the class (cluster_common.ClusterCase; a
+    killed master comes back as a replica: still 3 + 3), the shared MariaDB; instances A and B
+    with [redis] cluster = true. The seed lost for good takes a cluster of its own."""
 
     def setUp(self) -> None:
         self.cluster.wait_stable(30, replicas=True)
