@@ -157,10 +157,12 @@ def load(path: str) -> tuple[list[Op], list[Window], Any]:
 
 class Recorder:
     """Sends requests to named instances and records each with its answer (thread-safe).
+    A client gives up after http_timeout (a get: its long-poll + 4 s), as a client of a hung
+    instance would, and goes on with the next request.
     `routable` names the instances the workload spreads its requests over (an instance
     that is down stays in it: its requests fail, as a client's without a balancer would)."""
 
-    def __init__(self, instances: Mapping[str, Daemon], http_timeout: float = 8.0) -> None:
+    def __init__(self, instances: Mapping[str, Daemon], http_timeout: float = 6.0) -> None:
         self.instances: dict[str, Daemon] = dict(instances)
         self.routable: list[str] = list(instances)
         self.http_timeout = http_timeout
@@ -235,7 +237,7 @@ class Recorder:
                                 "leaseUntil": j.get("leaseUntil"),
                                 "p": b.get("p") if isinstance(b, dict) else None})
         return self._call("get", inst, lambda d: d.get(topics, timeout=timeout, count=count,
-                                                       http_timeout=timeout + self.http_timeout), parse)
+                                                       http_timeout=timeout + 4.0), parse)
 
     def _act(self, kind: str, inst: str, jid: str) -> Op:
         def parse(op: Op, body: Any) -> None:
