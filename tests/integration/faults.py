@@ -47,6 +47,7 @@ import http.client
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -191,7 +192,7 @@ def sweep_stale_mounts() -> None:
 
 class Tmpfs:
     """A tmpfs of `size_mb` MiB mounted on a temporary directory (`dir`), unmounted and removed
-    by close() (harness's exit hook too). fill() takes its last byte, free() gives it back.
+    by close() (harness's exit hook too; HG_KEEP cannot keep what it held). fill() takes its last byte, free() gives it back.
     Raises FaultError when mount is refused."""
 
     def __init__(self, size_mb: int) -> None:
@@ -241,7 +242,8 @@ class Tmpfs:
         r = subprocess.run(["umount", self.dir], capture_output=True, timeout=30)
         if r.returncode != 0:
             subprocess.run(["umount", "-l", self.dir], capture_output=True, timeout=30)
-        harness._remove_dir(self.dir)
+        # what it held went with it (HG_KEEP cannot keep it): the mount point goes too
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- fleets
