@@ -256,8 +256,8 @@ class Recorder:
     def health(self, inst: str) -> Op:
         """GET /health (not part of the workload: a figure, not judged by `unavailable`)."""
         def parse(op: Op, body: Any) -> None:
-            op.answer = {k: body.get(k) for k in ("status", "redis", "mysql", "redisLoss", "fencedShards")
-                         if k in body}
+            op.answer = {k: body.get(k) for k in ("status", "redis", "mysql", "redisLoss", "fencedShards",
+                                                  "stuck") if k in body}
         return self._call("health", inst, lambda d: d.health(timeout=3), parse)
 
     def restore(self, inst: str, expire: bool = True, timeout: float = 60.0) -> Op:
@@ -702,6 +702,9 @@ def check(ops: Iterable[Op], windows: Iterable[Window] = (), rows: Iterable[Iter
                 down.setdefault(op.inst, []).append(op.t0)
         figures["health_not_200"] = ",".join(f"{n}:{min(ts) - w0.inject:+.1f}..{max(ts) - w0.inject:+.1f}"
                                              for n, ts in sorted(down.items())) or "none"
+        stuck = sorted({f"{op.inst}:{d.get('duty')}" for op in ops if op.kind == "health" and op.answer
+                        for d in op.answer.get("stuck") or [] if isinstance(d, dict)})
+        figures["stuck_named"] = ",".join(stuck) or "none"
     if late:
         figures["lateness_ms_p50"] = round(statistics.median(late))
         figures["lateness_ms_p99"] = round(_percentile(late, 0.99))
