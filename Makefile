@@ -5,6 +5,8 @@
 #   make test       the same set-up, then make lint, unit (Check) and integration tests (the console's
 #                   browser tests among them: chromium + playwright-core, see tests/browser)
 #   make bench      benchmark suite (see docs/performance.md)
+#   make soak       the fault suite's faults at random for SOAK_MINUTES (default 10; SOAK_SEED
+#                   replays a run), judged by its history checker; not part of make test
 #   make SANITIZE=address,undefined test
 #   make unit-valgrind   unit tests under valgrind
 #   make WERROR=1   warnings are errors (CI sets this)
@@ -49,7 +51,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test lint unit unit-valgrind integration bench bench-quick fuzz format clean stack-stop
+.PHONY: all deps run test lint unit unit-valgrind integration soak bench bench-quick fuzz format clean stack-stop
 all: $(BUILD)/hourglassd
 
 $(BUILD)/hourglassd: $(BUILD)/process/main.o $(BUILD)/libhourglass.a
@@ -118,6 +120,14 @@ test:
 integration: $(BUILD)/hourglassd $(TOOL_BIN)
 	@HOURGLASSD=$(abspath $(BUILD)/hourglassd) HG_TOOLS=$(abspath $(BUILD)/tests) \
 	    sh scripts/run-integration.sh $(T)
+
+# Faults at random (tests/soak.py, docs/operations.md "Fault suite"): SOAK_MINUTES, SOAK_SEED.
+SOAK_MINUTES ?= 10
+SOAK_SEED    ?=
+soak: $(BUILD)/hourglassd
+	@HOURGLASSD=$(abspath $(BUILD)/hourglassd) SOAK_MINUTES=$(SOAK_MINUTES) SOAK_SEED=$(SOAK_SEED) \
+	    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+	    $$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 ) tests/soak.py
 
 bench: deps all
 	@sh scripts/deps.sh bench

@@ -53,6 +53,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 HOST = "127.0.0.1"
+# A second loopback address (all of 127.0.0.0/8 is loopback on Linux). A server started with
+# binds=(HOST, ALT_HOST) answers on both, so one instance can reach it through ALT_HOST and
+# its traffic can be told apart (the fault suite's iptables rules match it).
+ALT_HOST = "127.0.0.2"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_SQL = REPO_ROOT / "sql" / "schema.sql"
 KEEP = os.environ.get("HG_KEEP", "") not in ("", "0")
@@ -60,7 +64,7 @@ MYSQL_USER = "hourglass"
 MYSQL_PASSWORD = "hourglass"
 
 __all__ = [
-    "HOST", "REPO_ROOT", "SCHEMA_SQL", "HarnessError", "RedisError", "MariaDBError",
+    "HOST", "ALT_HOST", "REPO_ROOT", "SCHEMA_SQL", "HarnessError", "RedisError", "MariaDBError",
     "DaemonError", "free_port", "wait_until", "RedisServer", "MariaDBServer", "Namespace",
     "Stack", "shared_stack", "private_stack", "Response", "Daemon", "daemon_binary",
     "parse_http_responses", "HourglassTestCase",
@@ -468,19 +472,21 @@ class RedisServer(_Process):
 
     No persistence by default (restart() = an empty Redis, i.e. "Redis lost its data");
     persistent=True turns on appendonly with fsync always, so restart() and even kill() keep it.
+    binds: the loopback addresses it listens on (default HOST only; e.g. (HOST, ALT_HOST)).
     """
 
     kind = "redis"
 
     def __init__(self, port: int | None = None, dir: str | None = None,
                  password: str | None = None, persistent: bool = False,
-                 args: Iterable[str] = ()) -> None:
+                 args: Iterable[str] = (), binds: Iterable[str] = (HOST,)) -> None:
         super().__init__(dir)
         self._auto_port = port is None
         self.port = port or free_port()
         self.password = password
         self.persistent = persistent
         self.args = list(args)
+        self.binds = list(binds)
         self.started_once = False
 
     @property
@@ -488,7 +494,7 @@ class RedisServer(_Process):
         return f"{HOST}:{self.port}"
 
     def _argv(self) -> list[str]:
-        argv = [_which("redis-server"), "--port", str(self.port), "--bind", HOST,
+        argv = [_which("redis-server"), "--port", str(self.port), "--bind", *self.binds,
                 "--dir", self.dir, "--daemonize", "no", "--logfile", "", "--save", "",
                 "--appendonly", "yes" if self.persistent else "no", "--appendfsync", "always"]
         if self.password:
@@ -561,16 +567,19 @@ class MariaDBServer(_Process):
     The data dir is initialised once per instance (mariadb-install-db), so restart() keeps the
     data. root@localhost has no password and is used through the unix socket by query/execute.
     Runs with innodb_flush_log_at_trx_commit=2: commits survive a mariadbd crash or kill, only
-    an OS crash could lose the last second (speed for tests).
+    an OS crash could lose the last second (speed for tests). binds: the loopback addresses it
+    listens on, as for RedisServer.
     """
 
     kind = "mariadb"
 
     def __init__(self, port: int | None = None, dir: str | None = None,
-                 buffer_pool: str = "128M", args: Iterable[str] = ()) -> None:
+                 buffer_pool: str = "128M", args: Iterable[str] = (),
+                 binds: Iterable[str] = (HOST,)) -> None:
         super().__init__(dir)
         self._auto_port = port is None
         self.port = port or free_port()
+        self.binds = list(binds)
         self.datadir = os.path.join(self.dir, "data")
         self.socket = os.path.join(self.dir, "mysqld.sock")
         self.buffer_pool = buffer_pool
@@ -613,7 +622,7 @@ class MariaDBServer(_Process):
         return [_which("mariadbd"), "--no-defaults", *self._user_args(),
                 f"--datadir={self.datadir}", f"--socket={self.socket}", f"--tmpdir={self._tmpdir()}",
                 f"--pid-file={os.path.join(self.dir, 'mysqld.pid')}",
-                f"--port={self.port}", f"--bind-address={HOST}",
+                f"--port={self.port}", f"--bind-address={','.join(self.binds)}",
                 "--skip-log-bin", "--skip-name-resolve",
                 f"--innodb-buffer-pool-size={self.buffer_pool}", "--innodb-log-file-size=16M",
                 "--innodb-flush-log-at-trx-commit=2",
@@ -1294,6 +1303,29 @@ class Daemon(_Process):
 
 def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else str(v)
+
+
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"  # Debian's libfaketime
+
+
+def skewed(d: Daemon, skew_ms: int) -> Daemon:
+    """Make `d` run, from its next start(), with its clock skew_ms off the machine's (Debian's
+    libfaketime: LD_PRELOAD + FAKETIME="+5s"; the process's clocks are shifted, nothing else).
+    skewed(d, 0) takes the skew off again."""
+    if skew_ms == 0:
+        for k in ("LD_PRELOAD", "FAKETIME", "FAKETIME_DONT_RESET", "ASAN_OPTIONS"):
+            d.env.pop(k, None)
+        return d
+    if not os.path.exists(FAKETIME_LIB):
+        raise HarnessError(f"{FAKETIME_LIB} not found: run scripts/deps.sh (as root) to install libfaketime")
+    d.env.update({"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": f"{skew_ms / 1000:+g}s",
+                  "FAKETIME_DONT_RESET": "1",
+                  # an ASan build must not refuse a preloaded library ahead of its runtime
+                  "ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")})
+    return d
+
+
+__all__ += ["FAKETIME_LIB", "skewed"]
 
 
 # --------------------------------------------------------------------------- unittest

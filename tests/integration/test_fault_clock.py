@@ -21,26 +21,15 @@ The same runs with the clock 5 s behind (BehindInstanceTest): its pushes were du
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import unittest
 
 from core_common import CoreTestCase
-from harness import Daemon, now_ms, wait_healthy, wait_until
+from harness import Daemon, now_ms, skewed, wait_healthy, wait_until
 
-FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SKEW_MS = 5000
 EARLY_MS = 10  # the contract's tolerance for a delivery before its due time
-
-
-def skewed(d: Daemon, skew_ms: int) -> Daemon:
-    """Make `d` start with its clock skew_ms off (libfaketime)."""
-    d.env.update({"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": f"{skew_ms / 1000:+g}s",
-                  "FAKETIME_DONT_RESET": "1",
-                  # an ASan build must not refuse a preloaded library ahead of its runtime
-                  "ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")})
-    return d
 
 
 class Consumers:
