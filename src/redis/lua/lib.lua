@@ -24,7 +24,8 @@
 --   base.."bad"           hash   id key -> a job record that did not decode, set aside by move/reserve
 --   base.."marks"         hash   instance -> its loss-detection mark (mark.lua); "restored" -> when a
 --                                restore last completed
---   base.."topic"         hash   topic -> its settings as the scripts need them (topic_conf below),
+--   base.."topic"         hash   topic -> its settings as the scripts need them (topic_conf below);
+--                                also "~synced" (topicset.lua) and "~fenced" (mark.lua),
 --                                written from MySQL (topicset.lua); "~synced" -> the settings
 --                                sequence this shard holds every change up to
 --   base.."bucket:"..topic hash  the topic's rate token bucket (take_tokens below)
@@ -317,8 +318,8 @@ end
 -- A topic's settings (src/core/topicconf.h): "<paused> <rate> <backoff> <maxBackoff> <seq>"; a topic
 -- without a field has the defaults (TOPICCONF_DEFAULT_*).
 local DEFAULT_MAX_BACKOFF = 3600000
-local function topic_conf(topic)
-    local v = redis.call("HGET", base .. "topic", topic)
+-- A topic's settings from the value stored for it (nil: the defaults).
+local function topic_conf_of(v)
     if v then
         local p, rate, bo, maxb = string.match(v, "^(%d) (%d+) (%d+) (%d+) ")
         if p then
@@ -326,6 +327,17 @@ local function topic_conf(topic)
         end
     end
     return { paused = false, rate = 0, backoff = 0, maxb = DEFAULT_MAX_BACKOFF }
+end
+
+local function topic_conf(topic)
+    return topic_conf_of(redis.call("HGET", base .. "topic", topic))
+end
+
+-- The shard's fence (mark.lua): a field of the topic hash ("~fenced", like "~synced": no topic
+-- starts with "~"), so reserve.lua reads it with its first topic's settings in one command.
+local K_FENCE_FIELD = "~fenced"
+local function fenced()
+    return redis.call("HEXISTS", base .. "topic", K_FENCE_FIELD) == 1
 end
 
 -- How long after a failed or expired attempt number j.att the job is due again:

@@ -4,7 +4,8 @@
 -- all holds an older mark than the one written last, or none. A restore that completes
 -- writes "restored" = its end time into the same hash, so every instance can tell that the
 -- loss it saw has been repaired.
--- A rollback also fences the shard (base.."fenced" = when it was first seen): move.lua and
+-- A rollback also fences the shard (field "~fenced" of base.."topic" = when it was first seen,
+-- lib.lua fenced()): move.lua and
 -- reserve.lua change nothing on a fenced shard until its fence check (durable/restore.h,
 -- restore_fence_check) has let MySQL's newer states win and lifted it (unfence.lua). Without
 -- it a job deleted after the snapshot came due and was delivered before any restore ran, and
@@ -23,11 +24,11 @@ if expected ~= "" then
         verdict = "missing"
     elseif tonumber(have) < tonumber(expected) then
         verdict = "behind"
-        redis.call("SET", base .. "fenced", ARGV[3], "NX")
+        redis.call("HSETNX", base .. "topic", K_FENCE_FIELD, ARGV[3])
     end
 end
 -- never lowered: a call that reaches Redis late (queued on a connection given up on during a
 -- partition) must not set the mark back and make the next call see a rollback
 if not have or tonumber(ARGV[3]) > tonumber(have) then redis.call("HSET", K, ARGV[1], ARGV[3]) end
 return { verdict, tonumber(redis.call("HGET", K, "restored") or "0"),
-         tonumber(redis.call("GET", base .. "fenced") or "0") }
+         tonumber(redis.call("HGET", base .. "topic", K_FENCE_FIELD) or "0") }

@@ -14,7 +14,7 @@
 local now = tonumber(ARGV[1])
 local limit, who = tonumber(ARGV[2]), ARGV[3]
 -- a rolled-back shard moves nothing until its fence check has run (mark.lua): look again soon
-if redis.call("EXISTS", base .. "fenced") == 1 then return { now + FENCE_RETRY_MS, 0, 0 } end
+if fenced() then return { now + FENCE_RETRY_MS, 0, 0 } end
 local due = redis.call("ZRANGEBYSCORE", K_DELAY, "-inf", now, "LIMIT", 0, limit)
 -- every due entry leaves the zset (a job that waits out a backoff is put back below): they are
 -- its first #due ranks

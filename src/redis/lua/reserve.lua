@@ -19,8 +19,10 @@
 local now = tonumber(ARGV[1])
 local want, who, lease_ms = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out = { 0, 0 }
--- a rolled-back shard delivers nothing until its fence check has run (mark.lua)
-if redis.call("EXISTS", base .. "fenced") == 1 then return out end
+-- a rolled-back shard delivers nothing until its fence check has run (mark.lua); the fence is
+-- read with the first topic's settings, in one command
+local first = redis.call("HMGET", base .. "topic", K_FENCE_FIELD, ARGV[5])
+if first[1] then return out end
 local HEAD = 2 -- wait, bad
 local bad, wait = 0, 0
 local lease_added = nil
@@ -30,7 +32,7 @@ local function got() return #out - HEAD end
 for t = 5, #ARGV do
     local topic = ARGV[t]
     local rkey = ready_key(topic)
-    local conf = topic_conf(topic)
+    local conf = t == 5 and topic_conf_of(first[2]) or topic_conf(topic)
     local limit = want -- jobs this call may still deliver, over all its topics
     local bucket = nil
     if conf.paused then

@@ -4,9 +4,9 @@
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = started (unix ms: when the check began reading the shard)
 -- Returns 1 when the fence was lifted, 0 when there was none or a newer one stays.
-local at = redis.call("GET", base .. "fenced")
+local at = redis.call("HGET", base .. "topic", K_FENCE_FIELD)
 if at and tonumber(at) <= tonumber(ARGV[1]) then
-    redis.call("DEL", base .. "fenced")
+    redis.call("HDEL", base .. "topic", K_FENCE_FIELD)
     return 1
 end
 return 0
