@@ -39,6 +39,11 @@
 #define FLAG_TTL_MS 120000
 
 static atomic_int restore_running;
+/* A fence check and a whole restore never overlap on one instance: the restore does what the
+ * check does (and lifts the fences at its end), and two passes aligning and re-inserting the
+ * same shard at once were seen to bring a job finished in between back (the fault suite's
+ * Redis snapshot run). */
+static atomic_int fence_check_running;
 
 /* restore.lua / requeue.lua logged the transition in the outbox; count it here. */
 static void count_restored(const struct mrow *r, int to)
@@ -534,6 +539,8 @@ static void restore_all_run(MYSQL *db, void *arg)
 {
     struct restore_all *ra = arg;
     const struct config *cfg = &ra->app->cfg;
+    for (int waited = 0; atomic_load(&fence_check_running) && waited < 30000 && !dbtask_stopping(); waited += 10)
+        usleep(10000); /* a fence check in progress ends first (they never overlap) */
     if (db == NULL) {
         ra->rep.unavailable = "MySQL";
         return;
@@ -727,8 +734,6 @@ void restore_auto(const struct app *app)
 
 /* ---- a rolled-back shard's fence check ---- */
 
-static atomic_int fence_check_running;
-
 struct fence_check {
     struct restore_all ra; /* for its counts, its actor and align_shards */
     int shard;
@@ -789,8 +794,14 @@ static void fence_check_run(MYSQL *db, void *arg)
 void restore_fence_check(const struct app *app, int shard)
 {
     int idle = 0;
-    if (shard < 0 || shard >= app->cfg.redis_shards || !atomic_compare_exchange_strong(&fence_check_running, &idle, 1))
-        return; /* one at a time: the keeper asks again each second while a shard is fenced */
+    if (shard < 0 || shard >= app->cfg.redis_shards || atomic_load(&restore_running) ||
+        !atomic_compare_exchange_strong(&fence_check_running, &idle, 1))
+        return;                          /* one at a time, never beside a whole restore (which lifts the fences itself);
+                                          * the keeper asks again each second while a shard is fenced */
+    if (atomic_load(&restore_running)) { /* a restore began meanwhile: it does the work */
+        atomic_store(&fence_check_running, 0);
+        return;
+    }
     struct fence_check *fc = calloc(1, sizeof *fc);
     if (fc != NULL) {
         fc->ra.app = app;
