@@ -1,7 +1,6 @@
 /* worker.c — see worker.h. */
 #include "process/worker.h"
 #include "api/handlers.h"
-#include "base/clock.h"
 #include "core/app.h"
 #include "api/dispatch.h"
 #include "redis/layout.h"
@@ -56,7 +55,7 @@ static const struct subsystem {
  * for drain_window, and nginx reuses its most recently used connection first. */
 static void exit_if_idle(struct worker *w)
 {
-    if (!w->stopping || w->ctx.inflight != 0 || clock_mono_us() < w->drain_until_us)
+    if (!w->stopping || w->ctx.inflight != 0 || !w->drain_window_over)
         return;
     /* evhttp writes answers to the socket on a later loop turn: leave it time to. */
     struct timeval tv = {0, FLUSH_GRACE_US};
@@ -224,7 +223,9 @@ int worker_internal(struct worker *w, enum endpoint ep, enum method m, const cha
 
 static void on_drain_window(evutil_socket_t fd, short what, void *arg)
 {
-    exit_if_idle(arg);
+    struct worker *w = arg;
+    w->drain_window_over = 1;
+    exit_if_idle(w);
 }
 
 static void drain_on_loop(void *arg)
@@ -232,13 +233,12 @@ static void drain_on_loop(void *arg)
     struct worker *w = arg;
     int window_ms = w->ctx.app->cfg.drain_window_ms;
     w->stopping = 1;
-    w->drain_until_us = clock_mono_us() + (int64_t)window_ms * 1000;
     w->drain_timer = evtimer_new(w->ctx.base, on_drain_window, w);
     if (w->drain_timer != NULL) {
         struct timeval tv = {window_ms / 1000, (window_ms % 1000) * 1000};
         evtimer_add(w->drain_timer, &tv);
     } else {
-        w->drain_until_us = 0; /* no timer to wake us: end as soon as nothing is in flight */
+        w->drain_window_over = 1; /* no timer to wake us: end as soon as nothing is in flight */
     }
     if (w->bound) { /* stop accepting */
         evhttp_del_accept_socket(w->http, w->bound);

@@ -28,8 +28,8 @@ struct worker {
     struct httpconn_registry conns;
     struct event *tick; /* once a second: the subsystems' tick */
     int stopping;
-    int64_t drain_until_us;    /* stopping: serve open connections until then (monotonic) */
-    struct event *drain_timer; /* fires at drain_until_us */
+    int drain_window_over;     /* stopping: [http] drain_window has passed (drain_timer fired) */
+    struct event *drain_timer; /* fires when the window ends */
     struct worker *next;       /* the ring of all app->nworkers workers a "ready"
                                 * notification goes round (worker_notify_ready); set
                                 * before worker_start */
