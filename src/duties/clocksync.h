@@ -16,11 +16,10 @@
 
 #define CLOCKSYNC_WINDOW 8
 
-struct app;
 struct rlink;
 struct clocksync;
 
-struct clocksync *clocksync_new(struct app *app, struct rlink *redis);
+struct clocksync *clocksync_new(struct rlink *redis);
 void clocksync_free(struct clocksync *fc);
 
 /* Send one TIME unless one is in flight; call once a second and when Redis comes up. */

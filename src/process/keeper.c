@@ -264,7 +264,7 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->fleet = fleet_new(app, k->redis, on_owned, k);
     k->expiry = k->mover ? expiry_new(app, &k->store, k->mover) : NULL;
     k->marks = lossmark_new(app, &k->store, on_loss, on_fenced, k);
-    k->clock = clocksync_new(app, k->redis);
+    k->clock = clocksync_new(k->redis);
     k->tick = event_new(k->base, -1, EV_PERSIST, on_tick, k);
     k->topics_tick = event_new(k->base, -1, EV_PERSIST, on_topics_tick, k);
     k->stop_ev = evtimer_new(k->base, on_stop, k);
