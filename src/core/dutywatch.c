@@ -19,7 +19,6 @@ static const struct {
 struct watch {
     int64_t last_ok;       /* unix ms of the last success; 0 = none seen (or cleared) */
     int64_t failing_since; /* unix ms of the first failure after the last success; 0 = none */
-    int shard;
     char error[120];
 };
 
@@ -27,25 +26,39 @@ struct watch {
 static struct watch outbox[DUTYWATCH_SHARDS], mover[DUTYWATCH_SHARDS], single[DUTY_COUNT];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The watches of `duty` (*n of them: one per shard, or one). */
+static struct watch *watches(int duty, int *n)
+{
+    *n = duties[duty].per_shard ? DUTYWATCH_SHARDS : 1;
+    return !duties[duty].per_shard ? &single[duty] : duty == DUTY_OUTBOX ? outbox : mover;
+}
+
 static struct watch *watch_of(enum dutywatch_duty duty, int shard)
 {
-    if (!duties[duty].per_shard || shard < 0)
-        return &single[duty];
-    if (shard >= DUTYWATCH_SHARDS)
-        shard = DUTYWATCH_SHARDS - 1;
-    struct watch *w = duty == DUTY_OUTBOX ? &outbox[shard] : &mover[shard];
-    w->shard = shard;
-    return w;
+    int n;
+    struct watch *set = watches(duty, &n);
+    return &set[shard < 0 ? 0 : shard < n ? shard : n - 1];
+}
+
+/* Under the lock: a success (error NULL) or a failure of `w` at `now`. */
+static void note(struct watch *w, int64_t now, const char *error)
+{
+    if (error == NULL) {
+        w->last_ok = now;
+        w->failing_since = 0;
+        w->error[0] = '\0';
+        return;
+    }
+    if (w->failing_since == 0)
+        w->failing_since = now;
+    snprintf(w->error, sizeof w->error, "%s", error);
 }
 
 void dutywatch_ok(enum dutywatch_duty duty, int shard)
 {
     int64_t now = clock_unix_ms();
     pthread_mutex_lock(&lock);
-    struct watch *w = watch_of(duty, shard);
-    w->last_ok = now;
-    w->failing_since = 0;
-    w->error[0] = '\0';
+    note(watch_of(duty, shard), now, NULL);
     pthread_mutex_unlock(&lock);
 }
 
@@ -53,20 +66,23 @@ void dutywatch_failed(enum dutywatch_duty duty, int shard, const char *error)
 {
     int64_t now = clock_unix_ms();
     pthread_mutex_lock(&lock);
-    struct watch *w = watch_of(duty, shard);
-    if (w->failing_since == 0)
-        w->failing_since = now;
-    snprintf(w->error, sizeof w->error, "%s", error ? error : "");
+    note(watch_of(duty, shard), now, error ? error : "");
+    pthread_mutex_unlock(&lock);
+}
+
+void dutywatch_all_shards(enum dutywatch_duty duty, int shards, const char *error)
+{
+    int64_t now = clock_unix_ms();
+    pthread_mutex_lock(&lock);
+    for (int s = 0; s < shards; s++)
+        note(watch_of(duty, s), now, error);
     pthread_mutex_unlock(&lock);
 }
 
 void dutywatch_clear(enum dutywatch_duty duty, int shard)
 {
     pthread_mutex_lock(&lock);
-    struct watch *w = watch_of(duty, shard);
-    w->last_ok = 0;
-    w->failing_since = 0;
-    w->error[0] = '\0';
+    *watch_of(duty, shard) = (struct watch){0};
     pthread_mutex_unlock(&lock);
 }
 
@@ -80,41 +96,35 @@ static int64_t stuck_since(const struct watch *w, int periodic, int64_t now)
     return 0;
 }
 
-/* Call fn for every stuck watch, under the lock. */
-static int each_stuck(int64_t now, void (*fn)(int duty, const struct watch *w, int64_t since, int64_t now, void *arg),
-                      void *arg)
+typedef void (*stuck_fn)(int duty, int shard, const struct watch *w, int64_t since, int64_t now, void *arg);
+
+/* Call fn for every stuck watch (shard -1 for a duty that is not per shard), under the lock. */
+static int each_stuck(int64_t now, stuck_fn fn, void *arg)
 {
-    int n = 0;
+    int found = 0;
     pthread_mutex_lock(&lock);
     for (int d = 0; d < DUTY_COUNT; d++) {
-        if (!duties[d].per_shard) {
-            int64_t since = stuck_since(&single[d], duties[d].periodic, now);
-            if (since) {
-                fn(d, &single[d], since, now, arg);
-                n++;
-            }
-            continue;
-        }
-        const struct watch *set = d == DUTY_OUTBOX ? outbox : mover;
-        for (int s = 0; s < DUTYWATCH_SHARDS; s++) {
+        int n;
+        const struct watch *set = watches(d, &n);
+        for (int s = 0; s < n; s++) {
             int64_t since = stuck_since(&set[s], duties[d].periodic, now);
             if (since) {
-                fn(d, &set[s], since, now, arg);
-                n++;
+                fn(d, duties[d].per_shard ? s : -1, &set[s], since, now, arg);
+                found++;
             }
         }
     }
     pthread_mutex_unlock(&lock);
-    return n;
+    return found;
 }
 
-static void json_entry(int duty, const struct watch *w, int64_t since, int64_t now, void *arg)
+static void json_entry(int duty, int shard, const struct watch *w, int64_t since, int64_t now, void *arg)
 {
     struct sbuf *sb = arg;
     sb_puts(sb, sb->len == 0 ? "{\"duty\":\"" : ",{\"duty\":\"");
     sb_puts(sb, duties[duty].name);
-    if (duties[duty].per_shard)
-        sb_printf(sb, "\",\"shard\":%d", w->shard);
+    if (shard >= 0)
+        sb_printf(sb, "\",\"shard\":%d", shard);
     else
         sb_puts(sb, "\",\"shard\":null");
     sb_printf(sb, ",\"sinceMs\":%lld,\"error\":", (long long)(now - since));
@@ -135,15 +145,14 @@ int dutywatch_stuck_json(struct sbuf *sb, int64_t now_ms)
     return n;
 }
 
-static void metric_entry(int duty, const struct watch *w, int64_t since, int64_t now, void *arg)
+static void metric_entry(int duty, int shard, const struct watch *w, int64_t since, int64_t now, void *arg)
 {
     struct sbuf *sb = arg;
-    if (duties[duty].per_shard)
-        sb_printf(sb, "hourglass_duty_stuck_seconds{duty=\"%s\",shard=\"%d\"} %.3f\n", duties[duty].name, w->shard,
-                  (double)(now - since) / 1000.0);
-    else
-        sb_printf(sb, "hourglass_duty_stuck_seconds{duty=\"%s\",shard=\"\"} %.3f\n", duties[duty].name,
-                  (double)(now - since) / 1000.0);
+    char label[16] = "";
+    if (shard >= 0)
+        snprintf(label, sizeof label, "%d", shard);
+    sb_printf(sb, "hourglass_duty_stuck_seconds{duty=\"%s\",shard=\"%s\"} %.3f\n", duties[duty].name, label,
+              (double)(now - since) / 1000.0);
 }
 
 void dutywatch_metrics(struct sbuf *sb, int64_t now_ms)

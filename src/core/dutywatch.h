@@ -38,6 +38,10 @@ void dutywatch_ok(enum dutywatch_duty duty, int shard);
 /* A failure: its error (a short text); the duty fails since the first failure after a success. */
 void dutywatch_failed(enum dutywatch_duty duty, int shard, const char *error);
 
+/* A success (error NULL) or failure of every shard 0..shards-1 of a per-shard duty at once,
+ * under one lock: for a thread whose one cycle serves every shard (the outbox reader). */
+void dutywatch_all_shards(enum dutywatch_duty duty, int shards, const char *error);
+
 /* The duty stopped on purpose (its shard went to another instance): no longer watched. */
 void dutywatch_clear(enum dutywatch_duty duty, int shard);
 

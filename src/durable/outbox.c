@@ -695,12 +695,7 @@ static int stopping(int drained)
  * (dutywatch.h): one thread reads all shards, so a cycle succeeds or fails for all. */
 static void report(const char *why)
 {
-    for (int i = 0; i < outbox.shards; i++) {
-        if (why == NULL)
-            dutywatch_ok(DUTY_OUTBOX, i);
-        else
-            dutywatch_failed(DUTY_OUTBOX, i, why);
-    }
+    dutywatch_all_shards(DUTY_OUTBOX, outbox.shards, why);
 }
 
 static void *outbox_main(void *unused)

@@ -81,6 +81,23 @@ START_TEST(a_cleared_duty_is_not_watched)
 }
 END_TEST
 
+START_TEST(a_duty_of_every_shard_at_once)
+{
+    dutywatch_reset();
+    int64_t t0 = clock_unix_ms();
+    dutywatch_all_shards(DUTY_OUTBOX, 3, "WRONGTYPE");
+    int n;
+    const char *s = stuck_at(t0 + DUTYWATCH_BOUND_MS + 1000, &n);
+    ck_assert_int_eq(n, 3);
+    ck_assert_ptr_nonnull(strstr(s, "\"shard\":0,"));
+    ck_assert_ptr_nonnull(strstr(s, "\"shard\":2,"));
+    ck_assert_ptr_null(strstr(s, "\"shard\":3,"));
+    dutywatch_all_shards(DUTY_OUTBOX, 3, NULL);
+    stuck_at(clock_unix_ms() + 1000, &n); /* within the bound of that success (periodic) */
+    ck_assert_int_eq(n, 0);
+}
+END_TEST
+
 START_TEST(metrics_count_and_name_them)
 {
     dutywatch_reset();
@@ -111,6 +128,7 @@ static Suite *dutywatch_suite(void)
     tcase_add_test(tc, a_success_ends_it);
     tcase_add_test(tc, a_periodic_duty_that_falls_silent_is_stuck);
     tcase_add_test(tc, a_cleared_duty_is_not_watched);
+    tcase_add_test(tc, a_duty_of_every_shard_at_once);
     tcase_add_test(tc, metrics_count_and_name_them);
     suite_add_tcase(s, tc);
     return s;
