@@ -774,17 +774,16 @@ static void fence_check_run(MYSQL *db, void *arg)
          * the rollback left, plus what was pushed to it since; MySQL's rows are read fresh. */
         align_shards(ra, db, set, fc->shard, fc->shard + 1, NULL);
         int lifted = ra->rep.unavailable ? -1 : unfence(rblock_shard(set, fc->shard), cfg, fc->shard, ra->started_ms);
-        if (lifted < 0)
+        if (lifted < 0) {
             dutywatch_failed(DUTY_RESTORE, -1, "fence check: Redis or MySQL failed");
-        else
-            dutywatch_ok(DUTY_RESTORE, -1);
-        if (lifted < 0)
             log_warn("redis: shard %d: fence check could not finish (%s unavailable); tried again shortly", fc->shard,
                      ra->rep.unavailable ? ra->rep.unavailable : "Redis");
-        else
+        } else {
+            dutywatch_ok(DUTY_RESTORE, -1);
             log_info("redis: shard %d: fence check: Redis held %ld jobs, aligned %ld, removed %ld (MySQL newer); %s",
                      fc->shard, ra->rep.checked, ra->rep.aligned, ra->rep.removed,
                      lifted ? "the shard moves and delivers again" : "rolled back again meanwhile: checked again");
+        }
         rblock_shards_free(set);
     }
     free(fc);
@@ -793,11 +792,12 @@ static void fence_check_run(MYSQL *db, void *arg)
 
 void restore_fence_check(const struct app *app, int shard)
 {
+    /* One at a time, never beside a whole restore (which does the same and lifts the fences
+     * itself): the keeper asks again each second while a shard is fenced. */
     int idle = 0;
     if (shard < 0 || shard >= app->cfg.redis_shards || atomic_load(&restore_running) ||
         !atomic_compare_exchange_strong(&fence_check_running, &idle, 1))
-        return;                          /* one at a time, never beside a whole restore (which lifts the fences itself);
-                                          * the keeper asks again each second while a shard is fenced */
+        return;
     if (atomic_load(&restore_running)) { /* a restore began meanwhile: it does the work */
         atomic_store(&fence_check_running, 0);
         return;
