@@ -100,6 +100,35 @@ class StuckDutyTest(CoreTestCase):
         entry = self.assertStuck(d, "outbox", time.monotonic())
         self.assertIn("WRONGTYPE", entry["error"])
 
+    def test_the_fence_check_stopped_by_mysql_down(self):
+        # Redis rolls back while MySQL is down: the shards are fenced and their fence check
+        # (the restore duty) cannot run; /health names it (503 here: MySQL is down too) until
+        # MySQL is back, the check runs and the stuck entry goes
+        stack = self.private_stack()
+        d = self.start_daemon(namespace=stack.fresh_namespace())
+        self.wait_healthy(d)
+        time.sleep(1.2)  # this instance's marks are in every shard
+        self.assertJsonOk(d.push({"topic": "stuck.f", "body": 1, "delay": 60000}))
+        wait_until(lambda: journal_idle(d), 10, 0.05, "the journal")
+        stack.redis.cli("SAVE")
+        time.sleep(1.2)  # the marks move on past the snapshot's
+        stack.mariadb.stop()
+        stack.redis.kill()
+        stack.redis.start()
+        since = time.monotonic()
+
+        def named():
+            hit = [s for s in d.health().json().get("stuck", []) if s["duty"] == "restore"]
+            return hit[0] if hit else None
+
+        entry = wait_until(named, SHOWN_WITHIN_S + 5, 0.1, "/health to name the restore duty as stuck")
+        self.assertLess(time.monotonic() - since, SHOWN_WITHIN_S)
+        self.assertIn("fence check", entry["error"])
+        self.assertGreaterEqual(d.health().json().get("fencedShards", 0), 1)
+        stack.mariadb.start()
+        wait_until(lambda: named() is None and "fencedShards" not in d.health().json(), 30, 0.2,
+                   "the fence check to run once MySQL is back")
+
     def test_a_healthy_instance_names_no_duty(self):
         d = self.daemon_with("")
         self.wait_healthy(d)
