@@ -10,6 +10,7 @@
 #   make SANITIZE=address,undefined test
 #   make unit-valgrind   unit tests under valgrind
 #   make WERROR=1   warnings are errors (CI sets this)
+#   make crondiff   cron.c against a brute-force reference around DST transitions (run by make test)
 
 CC       ?= cc
 BUILD    ?= build
@@ -52,6 +53,7 @@ TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test lint unit unit-valgrind integration soak bench bench-quick fuzz format clean stack-stop
+.PHONY: crondiff
 all: $(BUILD)/hourglassd
 
 $(BUILD)/hourglassd: $(BUILD)/process/main.o $(BUILD)/libhourglass.a
@@ -115,6 +117,7 @@ test:
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory crondiff
 	@$(MAKE) --no-print-directory integration
 
 integration: $(BUILD)/hourglassd $(TOOL_BIN)
@@ -136,6 +139,16 @@ bench: deps all
 bench-quick: deps all
 	@sh scripts/deps.sh bench
 	@sh bench/run.sh quick $(BUILD)/hourglassd
+
+# The cron differential test: a bounded, seeded run (tests/crondiff/crondiff.py; CRONDIFF_SEED
+# replays another set of random expressions), its driver built with this build's flags.
+CRONDIFF_SEED ?= 1
+$(BUILD)/tests/crondiff-drv: tests/crondiff/drv.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libhourglass.a $(PKG_LIBS) $(LDLIBS)
+
+crondiff: $(BUILD)/tests/crondiff-drv
+	@python3 tests/crondiff/crondiff.py --drv $(abspath $<) $(CRONDIFF_SEED)
 
 fuzz:
 	@sh scripts/deps.sh fuzz
