@@ -2,7 +2,7 @@
 #
 #   make            build build/hourglassd
 #   make run        install what is missing, start private Redis + MariaDB under .run/, run the daemon
-#   make test       the same set-up, then make lint, unit (Check) and integration tests (the console's
+#   make test       the same set-up, then make lint, unit (Check), crondiff and integration tests (the console's
 #                   browser tests among them: chromium + playwright-core, see tests/browser)
 #   make bench      benchmark suite (see docs/performance.md)
 #   make soak       the fault suite's faults at random for SOAK_MINUTES (default 10; SOAK_SEED
