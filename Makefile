@@ -2,7 +2,7 @@
 #
 #   make            build build/hourglassd
 #   make run        install what is missing, start private Redis + MariaDB under .run/, run the daemon
-#   make test       the same set-up, then make lint, unit (Check) and integration tests (the console's
+#   make test       the same set-up, then make lint, unit (Check), crondiff and integration tests (the console's
 #                   browser tests among them: chromium + playwright-core, see tests/browser)
 #   make bench      benchmark suite (see docs/performance.md)
 #   make soak       the fault suite's faults at random for SOAK_MINUTES (default 10; SOAK_SEED
@@ -10,6 +10,9 @@
 #   make SANITIZE=address,undefined test
 #   make unit-valgrind   unit tests under valgrind
 #   make WERROR=1   warnings are errors (CI sets this)
+#   make install    PREFIX (default /usr/local) and DESTDIR honoured; make uninstall (scripts/install.sh)
+#   make deb        build/hourglass_<version>_<arch>.deb with dpkg-deb (scripts/deb.sh)
+#   make crondiff   cron.c against a brute-force reference around DST transitions (run by make test)
 
 CC       ?= cc
 BUILD    ?= build
@@ -52,6 +55,7 @@ TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test lint unit unit-valgrind integration soak bench bench-quick fuzz format clean stack-stop
+.PHONY: install uninstall deb crondiff
 all: $(BUILD)/hourglassd
 
 $(BUILD)/hourglassd: $(BUILD)/process/main.o $(BUILD)/libhourglass.a
@@ -115,6 +119,7 @@ test:
 	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory crondiff
 	@$(MAKE) --no-print-directory integration
 
 integration: $(BUILD)/hourglassd $(TOOL_BIN)
@@ -136,6 +141,36 @@ bench: deps all
 bench-quick: deps all
 	@sh scripts/deps.sh bench
 	@sh bench/run.sh quick $(BUILD)/hourglassd
+
+# Installing (scripts/install.sh has the layout). The version is the daemon's own (-v), read
+# from its one definition so the package and the binary cannot disagree.
+VERSION    := $(shell sed -n 's/^\#define HOURGLASS_VERSION *"\([^"]*\)".*/\1/p' src/process/main.c)
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+SYSCONFDIR ?= /etc
+INSTALL_ENV = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)" BIN="$(abspath $(BUILD)/hourglassd)" \
+              $(if $(BINDIR),BINDIR="$(BINDIR)") $(if $(DATADIR),DATADIR="$(DATADIR)") \
+              $(if $(DOCDIR),DOCDIR="$(DOCDIR)") $(if $(MANDIR),MANDIR="$(MANDIR)") \
+              $(if $(UNITDIR),UNITDIR="$(UNITDIR)")
+
+install: $(BUILD)/hourglassd
+	@$(INSTALL_ENV) sh scripts/install.sh install
+
+uninstall:
+	@$(INSTALL_ENV) sh scripts/install.sh uninstall
+
+deb: $(BUILD)/hourglassd
+	@BIN="$(abspath $(BUILD)/hourglassd)" VERSION="$(VERSION)" OUT="$(abspath $(BUILD))" sh scripts/deb.sh
+
+# The cron differential test: a bounded, seeded run (tests/crondiff/crondiff.py; CRONDIFF_SEED
+# replays another set of random expressions), its driver built with this build's flags.
+CRONDIFF_SEED ?= 1
+$(BUILD)/tests/crondiff-drv: tests/crondiff/drv.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
+	@mkdir -p $(BUILD)/tests
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/libhourglass.a $(PKG_LIBS) $(LDLIBS)
+
+crondiff: $(BUILD)/tests/crondiff-drv
+	@python3 tests/crondiff/crondiff.py --drv $(abspath $<) $(CRONDIFF_SEED)
 
 fuzz:
 	@sh scripts/deps.sh fuzz

@@ -7,7 +7,9 @@
 #          libssl-dev for the webhook client's https and signatures)
 #   test   core + what `make test` also needs: faketime and iptables (the fault tests: a skewed
 #          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
-#          and npm for playwright-core, which tests/browser installs from its lockfile)
+#          and npm for playwright-core, which tests/browser installs from its lockfile), systemd and
+#          man-db (test_install: `systemd-analyze verify` of the installed unit and its man page;
+#          `make deb` itself needs only dpkg-dev and binutils, which build-essential brings)
 #   bench  core + load generator and profilers
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
@@ -27,7 +29,7 @@ core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libs
 set_name=${1:-core}
 case "$set_name" in
     core)  pkgs="$core" ;;
-    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format" ;;
+    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format systemd man-db" ;;
     bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind" ;;
     fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
     *)

@@ -44,7 +44,7 @@ static const struct cfg_key keys[] = {
     {"http", "token", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(token), 1,
      "when set, every endpoint but /health needs Authorization: Bearer <token>"},
     {"http", "admin_token", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(admin_token), 1,
-     "token for /reStore and /dead; when empty those answer loopback clients only"},
+     "token for the admin endpoints (docs/api.md, Authentication); when empty they answer loopback clients only"},
     {"http", "max_batch", CT_INT, "1000", 1, 100000, F(max_batch), 0, "jobs per POST /push array"},
     {"http", "max_connections", CT_INT, "10000", 1, 1000000, F(max_connections), 0,
      "open HTTP connections per instance (503 past it)"},
@@ -60,7 +60,8 @@ static const struct cfg_key keys[] = {
     {"http", "request_timeout", CT_INT, "10", 1, 600, F(request_timeout), 0,
      "seconds a client has to send a whole request once it started (slow clients are cut)"},
     {"http", "rate_limit", CT_INT, "0", 0, 10000000, F(rate_limit), 0,
-     "requests per second per token (or client address when no token); 0 = off"},
+     "requests per second per valid token, else per client address, per instance; /health and /metrics are not "
+     "limited; 0 = off"},
     {"http", "rate_burst", CT_INT, "0", 0, 10000000, F(rate_burst), 0,
      "burst allowed above rate_limit; 0 = same as rate_limit"},
 

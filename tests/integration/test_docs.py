@@ -113,3 +113,55 @@ class ReadmeTryItTest(harness.HourglassTestCase):
             job_id = job_id or got["id"]
             self.assertEqual(got["id"], job_id, f"{cmd}: {got}")
         self.assertEqual(got["state"], "finished", f"the last command shows the finished job: {got}")
+
+
+class AdminRoutesDocTest(harness.HourglassTestCase):
+    """docs/api.md's Authentication table lists exactly the routes that need the admin token:
+    with only an admin token configured, a request without a token is answered 401 by those
+    and by no other route. ROUTES is every (method, path) the router takes
+    (src/core/router.c, router_method_allowed), with arguments that make the ordinary ones do
+    nothing (an unknown id, a bad body, timeout=0)."""
+
+    ROUTES = [(m, p) for p, ms in [
+        ("/push", "POST"), ("/get/docs.t?timeout=0", "GET POST"), ("/finish?id=1", "GET POST"),
+        ("/release?id=1", "GET POST"), ("/touch?id=1", "GET POST"), ("/delete?id=1", "GET POST"),
+        ("/reschedule?id=1&delay=1", "GET POST"), ("/reStore?expire=false", "GET POST"), ("/reStore/1", "GET POST"),
+        ("/jobs/1", "GET HEAD"), ("/jobs?topic=docs.t&bizKey=k", "GET HEAD"), ("/dead/docs.t", "GET HEAD"),
+        ("/health", "GET HEAD"), ("/stats", "GET HEAD"), ("/metrics", "GET HEAD"), ("/topics", "GET HEAD"),
+        ("/topics/docs.t", "GET HEAD PUT DELETE"), ("/topics/docs.t/jobs?state=ready", "GET HEAD"),
+        ("/topics/docs.t/purge?state=dead", "POST"), ("/schedules", "GET HEAD POST"),
+        ("/schedules/1", "GET HEAD PUT DELETE"), ("/fleet", "GET HEAD"), ("/throughput", "GET HEAD"),
+        ("/console", "GET HEAD"), ("/console/", "GET HEAD"), ("/console/console.js", "GET HEAD")] for m in ms.split()]
+
+    def documented(self) -> set[tuple[str, str]]:
+        text = read("docs/api.md")
+        section = text[text.index("## Authentication\n"):text.index("\n## ", text.index("## Authentication\n") + 1)]
+        out = set()
+        for row in re.findall(r"^\| ([A-Z, ]+) \| (.*) \|$", section, re.M):
+            for method in row[0].split(", "):
+                for path in re.findall(r"`(/[^`]*)`", row[1]):
+                    out.add((method, path))
+        return out
+
+    @staticmethod
+    def doc_path(path: str) -> str:
+        """The request path as the table writes it: arguments as {topic}/{id}, no query."""
+        path = path.split("?")[0].replace("docs.t", "{topic}")
+        path = re.sub(r"/\d+$", "/{id}", path)
+        return "/console/" if path.startswith("/console/") else path
+
+    def test_authentication_table_lists_every_admin_route(self):
+        d = self.start_daemon({"http": {"token": "", "admin_token": "docs-admin-token"}})
+        d.wait_ready(15)
+        admin, answers = set(), {}
+        for method, path in self.ROUTES:
+            r = d.request(method, path, body=b"" if method in ("POST", "PUT") else None)
+            answers[(method, path)] = r.status
+            if r.status == 401:
+                admin.add((method, self.doc_path(path)))
+            else:  # the route is one: neither an unknown path nor a method it does not take
+                self.assertNotEqual(r.status, 405, f"{method} {path}: {r.body[:200]!r}")
+                self.assertNotIn(b"no such endpoint", r.body, f"{method} {path}")
+        self.assertEqual(self.documented(), admin,
+                         f"docs/api.md's Authentication table vs the routes answering 401 without the admin token "
+                         f"(every answer: {answers})")

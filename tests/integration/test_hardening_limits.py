@@ -461,10 +461,11 @@ class RateLimitTest(HardeningTestCase):
                 self.assertJsonError(r, 429, "over rate_limit")
                 ra = r.header("Retry-After")
                 self.assertTrue(ra and ra.isdigit() and int(ra) >= 1, f"Retry-After {ra!r}")
-        # another token has its own budget; /health is exempt
+        # another token has its own budget; /health and /metrics are exempt
         self.assertEqual([d.stats(headers=A).status for _ in range(self.BURST)], [200] * self.BURST,
                          "the admin token was limited by the token's use")
         self.assertEqual({d.health(headers=T).status for _ in range(20)}, {200}, "/health was rate limited")
+        self.assertEqual({d.metrics(headers=T).status for _ in range(20)}, {200}, "/metrics was rate limited")
         # Retry-After is honest: after it, the token is served again
         wait = int([r for r in answers if r.status == 429][-1].header("Retry-After"))
         time.sleep(wait + 0.1)
