@@ -99,11 +99,13 @@ class SchemaTest(HourglassTestCase):
         schema-5 binary left running fails instead of writing keys no pager reads); the job then
         pages in and is delivered, and its count goes."""
         ns = self.namespace_with(SCHEMA_SQL.read_text())
-        # what schema 5 had: no far key columns, the far_job table, no version 6
-        ns.execute("ALTER TABLE message DROP INDEX idx_far, DROP COLUMN far_shard, DROP COLUMN far_run_at")
+        # what schema 5 had: no far key columns (nor schema 7's after them), the far_job table,
+        # no version 6 (nor 7)
+        ns.execute("ALTER TABLE message DROP INDEX idx_far, DROP COLUMN far_shard, DROP COLUMN far_run_at, "
+                   "DROP COLUMN traceparent, DROP COLUMN tracestate")
         ns.execute("CREATE TABLE far_job (shard SMALLINT UNSIGNED NOT NULL, run_at BIGINT NOT NULL, "
                    "id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (shard, run_at, id)) ENGINE=InnoDB")
-        ns.execute("DELETE FROM schema_version WHERE version = 6")
+        ns.execute("DELETE FROM schema_version WHERE version IN (6, 7)")
         # a far job as a schema-5 daemon wrote it (its id on its topic's shard, as ids.h makes
         # them), due in 3 s; and a stray key without a message row, which the move drops
         shard = topic_shard("mig")
@@ -113,7 +115,7 @@ class SchemaTest(HourglassTestCase):
         ns.execute(f"INSERT INTO far_job VALUES ({shard}, {due}, {jid}), ({shard}, {due}, 999)")
         ns.execute("INSERT INTO far_count VALUES ('mig', 1)")
         d = self.assert_refuses_to_start(ns, "of schema 5")
-        self.assertIn("schema version 5 is older than 6", d.log())
+        self.assertIn("schema version 5 is older than 7", d.log())
 
         applied = self.apply_schema(ns)
         self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
