@@ -280,6 +280,19 @@ class TraceKeptTest(TraceCase):
         self.assertEqual((got["id"], trace_of(got)), (kid, (TP, TS)))
 
 
+    def test_purged_and_rescheduled_jobs_keep_it(self):
+        d = self.daemon()
+        ids = self.push_traced(d, [{"topic": "tr.pg", "body": i, "delay": 60000} for i in range(3)])["ids"]
+        self.assertJsonOk(d.reschedule(ids[0], delay=120000))
+        self.assertEqual(trace_of(self.inspect(d, ids[0])), (TP, TS))
+        r = self.assertJsonOk(d.request("POST", "/topics/tr.pg/purge", params={"state": "delayed"}))
+        self.assertEqual(r["deleted"], 3)
+        wait_until(lambda: self.journal_idle(d), 10)
+        for jid in ids:  # from MySQL now
+            j = self.inspect(d, jid)
+            self.assertEqual((j["state"], trace_of(j)), ("deleted", (TP, TS)))
+
+
 class TraceScheduleTest(TraceCase):
     def test_each_fire_starts_a_new_trace(self):
         d = self.daemon()
