@@ -133,6 +133,27 @@ class SchemaTest(HourglassTestCase):
                      10, "the far count to go with the paged job")
         self.assertEqual(ns.query(f"SELECT state, far_shard FROM message WHERE id = {jid}"), [("reserved", None)])
 
+    def test_schema_6_gains_the_trace_context_columns(self):
+        """Schema 7 appends message.traceparent and message.tracestate. A schema-6 database is
+        refused, naming sql/schema.sql; applying it (twice) adds the columns, keeps the rows (no
+        context: NULL) and the daemon then starts and keeps a pushed context."""
+        ns = self.namespace_with(SCHEMA_SQL.read_text())
+        ns.execute("ALTER TABLE message DROP COLUMN traceparent, DROP COLUMN tracestate")
+        ns.execute("DELETE FROM schema_version WHERE version = 7")
+        ns.execute("INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, state, created_at, "
+                   "updated_at) VALUES (4096, 'old', '1', 1, 5, 30000, 3, 'finished', 1, 1)")
+        d = self.assert_refuses_to_start(ns, "of schema 6")
+        self.assertIn("schema version 6 is older than 7", d.log())
+        for _ in range(2):
+            applied = self.apply_schema(ns)
+            self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
+        self.assertEqual(ns.query("SELECT id, traceparent, tracestate FROM message"), [("4096", None, None)])
+        d = start_ready(self, namespace=ns)
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        jid = expect_ok(d.push({"topic": "new", "body": 1}, headers={"traceparent": tp}), "push")["id"]
+        wait_or_fail(self, lambda: ns.query(f"SELECT traceparent FROM message WHERE id = {jid}") == [(tp,)], 10,
+                     "the pushed context in its row")
+
     def test_schema_applies_twice_cleanly_with_the_mariadb_client(self):
         ns = self.namespace_with(None)
         m = ns.mariadb
@@ -161,7 +182,7 @@ class SchemaTest(HourglassTestCase):
         self.assertNotIn("Error", second.stdout)
         self.assertEqual(m.tables(ns.database), tables)
         self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"),
-                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",)])
+                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("7",)])
         self.assertEqual((ns.query("SELECT id, state, version FROM message"),
                           ns.query("SELECT COUNT(*) FROM transition")), snapshot, "reapplying changed data")
         self.assertEqual(snapshot[0][0][0], jid)
