@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS message (
     -- Few secondary indexes, because every push inserts into each and every transition
     -- moves this one's entry: restore pages through live states in id order, retention through
     -- terminal states in id order (ids are time-ordered, so "older than" is an id range).
-    -- (Schema 6 adds idx_far, the far tier's, below.)
+    -- (Schema 6 adds idx_far, the far tier's, below; schema 7 the trace context columns.)
     KEY idx_state_id (state, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
@@ -197,12 +197,18 @@ PREPARE hg_step FROM @hg_step;
 EXECUTE hg_step;
 DEALLOCATE PREPARE hg_step;
 
+-- Schema 7: a job's W3C Trace Context (docs/api.md, "Trace context"), as its push gave it:
+-- NULL for a job without, which is most, so they cost a row nothing but two NULLs.
+ALTER TABLE message ADD COLUMN IF NOT EXISTS traceparent VARCHAR(55) NULL AFTER far_run_at,
+    ADD COLUMN IF NOT EXISTS tracestate VARCHAR(512) NULL AFTER traceparent;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6);
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6), (7);
 -- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*),
--- 5: schedules, biz_latest, 6: far keys in message (far_shard, far_run_at; far_job dropped)
+-- 5: schedules, biz_latest, 6: far keys in message (far_shard, far_run_at; far_job dropped),
+-- 7: message.traceparent, message.tracestate

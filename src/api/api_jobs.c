@@ -501,8 +501,8 @@ static void inspect_run(MYSQL *db, void *arg)
         return;
     if (!st->in_redis) {
         snprintf(sql, sizeof sql,
-                 "SELECT topic, state, body, priority, ttr, tries, attempts, run_at, created_at, biz_key, backoff "
-                 "FROM message WHERE id = %llu",
+                 "SELECT topic, state, body, priority, ttr, tries, attempts, run_at, created_at, biz_key, backoff, "
+                 "traceparent, tracestate FROM message WHERE id = %llu",
                  (unsigned long long)st->id);
         if (mysql_query(db, sql) != 0)
             return;
@@ -526,7 +526,11 @@ static void inspect_run(MYSQL *db, void *arg)
                                 .biz = row[9],
                                 .biz_len = row[9] ? len[9] : 0,
                                 .has_backoff = row[10] != NULL,
-                                .backoff = row[10] ? strtoll(row[10], NULL, 10) : 0};
+                                .backoff = row[10] ? strtoll(row[10], NULL, 10) : 0,
+                                .trace = {.parent = row[11],
+                                          .parent_len = row[11] ? len[11] : 0,
+                                          .state = row[11] ? row[12] : NULL,
+                                          .state_len = row[11] && row[12] ? len[12] : 0}};
             jobjson_open(&st->job, &j);
             if (far)
                 sb_puts(&st->job, ",\"tier\":\"mysql\"");
@@ -671,7 +675,8 @@ static void on_dead_list(const struct dead_job *jobs, int n, int failed, void *a
                             .tries = d->tries,
                             .attempt = d->attempts,
                             .run_at = d->run_at,
-                            .died_at = d->died_at};
+                            .died_at = d->died_at,
+                            .trace = d->trace};
         jobjson_open(&sb, &j);
         sb_putc(&sb, '}');
     }

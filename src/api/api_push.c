@@ -461,6 +461,12 @@ void api_push(struct request *r)
         respond_unavailable(r, "memory");
         return;
     }
+    /* W3C Trace Context: one header lookup per request; a push without one costs nothing more */
+    const char *traceparent = request_header(r, "traceparent");
+    if (traceparent && job_trace_from_headers(st->jobs, st->n, traceparent, request_header(r, "tracestate")) < 0) {
+        respond_unavailable(r, "memory");
+        return;
+    }
     /* Known-down dependencies answer at once, before anything is written. */
     if (api_require_redis(r) < 0 || api_require_mysql(r) < 0)
         return;

@@ -75,7 +75,8 @@ static void on_page(const struct job_page *page, void *arg)
                             .attempt = l->attempts,
                             .run_at = l->run_at,
                             .lease_until = q->state == JS_RESERVED ? l->score : 0,
-                            .died_at = q->state == JS_DEAD ? l->score : 0};
+                            .died_at = q->state == JS_DEAD ? l->score : 0,
+                            .trace = l->trace};
         if (i)
             sb_putc(&sb, ',');
         jobjson_open(&sb, &j);

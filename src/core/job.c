@@ -126,6 +126,7 @@ void job_specs_free(struct job_spec *jobs, int count)
     for (int i = 0; i < count; i++) {
         free(jobs[i].body);
         free(jobs[i].biz_key);
+        free(jobs[i].tracestate);
     }
     free(jobs);
 }
@@ -137,10 +138,24 @@ void job_specs_free(struct job_spec *jobs, int count)
  * their text. Strictness matches the contract: unknown or repeated fields, wrong types and
  * values out of range are errors naming the job's index and the field. */
 
-enum field { F_TOPIC, F_BODY, F_DELAY, F_RUNAT, F_PRIORITY, F_TTR, F_TRIES, F_BIZKEY, F_REPLACE, F_BACKOFF, F_COUNT };
+enum field {
+    F_TOPIC,
+    F_BODY,
+    F_DELAY,
+    F_RUNAT,
+    F_PRIORITY,
+    F_TTR,
+    F_TRIES,
+    F_BIZKEY,
+    F_REPLACE,
+    F_BACKOFF,
+    F_TRACEPARENT,
+    F_TRACESTATE,
+    F_COUNT
+};
 
-static const char *const field_names[F_COUNT] = {"topic", "body",  "delay",  "runAt",   "priority",
-                                                 "ttr",   "tries", "bizKey", "replace", "backoff"};
+static const char *const field_names[F_COUNT] = {"topic", "body",   "delay",   "runAt",   "priority",    "ttr",
+                                                 "tries", "bizKey", "replace", "backoff", "traceparent", "tracestate"};
 
 /* The text of one field's value. */
 struct span {
@@ -231,7 +246,7 @@ static int scan_job(struct jscan *j, struct span *fields, const char *where, cha
         if (f == F_COUNT) {
             snprintf(err, errlen,
                      "%sunknown field \"%.40s\" (known: topic, body, delay, runAt, priority, ttr, tries, bizKey, "
-                     "replace, backoff)",
+                     "replace, backoff, traceparent, tracestate)",
                      where, key);
             return -1;
         }
@@ -258,6 +273,62 @@ static int scan_job(struct jscan *j, struct span *fields, const char *where, cha
         snprintf(err, errlen, "body is not valid JSON: expected ',' or '}' at byte %zu", j->pos);
         return -1;
     }
+}
+
+/* Keep a tracestate s[0..len) beside the job's traceparent, when trace.h lets it pass. 0 / -1
+ * (out of memory). */
+static int keep_tracestate(struct job_spec *job, const char *s, size_t len)
+{
+    size_t start, keep;
+    if (!trace_state_valid(s, len, &start, &keep))
+        return 0;
+    job->tracestate = malloc(keep + 1);
+    if (job->tracestate == NULL)
+        return -1;
+    memcpy(job->tracestate, s + start, keep);
+    job->tracestate[keep] = '\0';
+    job->tracestate_len = keep;
+    return 0;
+}
+
+/* The job's own "traceparent" (and "tracestate"): kept when valid, ignored otherwise — whatever
+ * its JSON type: trace context is never a reason to refuse a job (trace.h). 0 / -1 (memory). */
+static int build_trace(struct span tp, struct span ts, struct job_spec *job)
+{
+    char text[256]; /* a later version may carry more than 55 characters */
+    size_t len;
+    if (span_string(tp, text, sizeof text - 1, &len) < 0 || !trace_parent_valid(text, len))
+        return 0;
+    memcpy(job->traceparent, text, TRACE_PARENT_LEN);
+    job->traceparent[TRACE_PARENT_LEN] = '\0';
+    char state[TRACE_STATE_MAX + 64];
+    if (ts.p && span_string(ts, state, sizeof state - 1, &len) == 0)
+        return keep_tracestate(job, state, len);
+    return 0;
+}
+
+int job_trace_from_headers(struct job_spec *jobs, int count, const char *traceparent, const char *tracestate)
+{
+    if (traceparent == NULL || !trace_parent_valid(traceparent, strlen(traceparent)))
+        return 0;
+    size_t start = 0, keep = 0;
+    if (tracestate && !trace_state_valid(tracestate, strlen(tracestate), &start, &keep))
+        keep = 0;
+    for (int i = 0; i < count; i++) {
+        struct job_spec *j = &jobs[i];
+        if (j->traceparent[0])
+            continue; /* its own wins */
+        memcpy(j->traceparent, traceparent, TRACE_PARENT_LEN);
+        j->traceparent[TRACE_PARENT_LEN] = '\0';
+        if (keep > 0) {
+            if ((j->tracestate = malloc(keep + 1)) == NULL)
+                return -1;
+            memcpy(j->tracestate, tracestate + start, keep);
+            j->tracestate[keep] = '\0';
+            j->tracestate_len = keep;
+        }
+    }
+    return 0;
 }
 
 static enum push_parse_result build_job(struct span *f, const struct job_limits *lim, int64_t now, struct job_spec *job,
@@ -336,6 +407,9 @@ static enum push_parse_result build_job(struct span *f, const struct job_limits 
             return PUSH_BAD;
         }
     }
+
+    if (f[F_TRACEPARENT].p && build_trace(f[F_TRACEPARENT], f[F_TRACESTATE], job) < 0)
+        return PUSH_NOMEM;
 
     /* The body as sent, minus whitespace between tokens (it is valid JSON: jscan checked).
      * Absent means null. */

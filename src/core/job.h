@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/trace.h"
+
 #define TOPIC_MAX       128
 #define BIZKEY_MAX      128 /* characters (code points), not bytes */
 #define TOPICS_PER_GET  32
@@ -61,6 +63,11 @@ struct job_spec {
     char *biz_key;   /* NULL when absent; malloc'd */
     size_t biz_len;
     int replace;
+    /* W3C Trace Context (trace.h): the job's own "traceparent" field, else the push's header;
+     * "" = none. Inline, so a job without one costs no allocation. */
+    char traceparent[TRACE_PARENT_LEN + 1];
+    char *tracestate; /* with a traceparent only; NULL when absent; malloc'd */
+    size_t tracestate_len;
     /* filled by the caller */
     uint64_t id;
     int shard;
@@ -76,6 +83,13 @@ enum push_parse_result job_parse_push(const char *body, size_t len, const struct
     __attribute__((warn_unused_result));
 
 void job_specs_free(struct job_spec *jobs, int count);
+
+/* The trace context of a push's headers (traceparent, tracestate: NULL when absent) for every
+ * job of it that brought none of its own: a job's own "traceparent" wins, with its own
+ * "tracestate" (or none). A traceparent that trace.h refuses is ignored, its tracestate with
+ * it; a refused tracestate alone is dropped. 0, or -1 out of memory (a tracestate's copy). */
+int job_trace_from_headers(struct job_spec *jobs, int count, const char *traceparent, const char *tracestate)
+    __attribute__((warn_unused_result));
 
 /* The state a new job starts in, pushed at `now` (unix ms): due by then = ready, else
  * delayed. push.lua places it by the same rule, from the same runAt and now. */

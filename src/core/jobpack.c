@@ -62,7 +62,34 @@ static size_t put_str(unsigned char *p, const char *s, size_t len)
 
 size_t jobpack_max_size(const struct job_spec *j)
 {
-    return 8 * 9 + 3 * 5 + j->topic_len + (j->biz_key ? j->biz_len : 0) + j->body_len;
+    size_t trace = j->traceparent[0] ? 1 + 2 + TRACE_PARENT_LEN + (j->tracestate ? 3 + j->tracestate_len : 0) : 0;
+    return 8 * 9 + 3 * 5 + j->topic_len + (j->biz_key ? j->biz_len : 0) + j->body_len + trace;
+}
+
+struct jobpack_extra jobpack_extra_of(const struct job_spec *j)
+{
+    return (struct jobpack_extra){.has_backoff = j->has_backoff,
+                                  .backoff = j->backoff,
+                                  .traceparent = j->traceparent,
+                                  .tracestate = j->tracestate,
+                                  .tracestate_len = j->tracestate_len};
+}
+
+size_t jobpack_tail(char *out, const struct jobpack_extra *x)
+{
+    unsigned char *p = (unsigned char *)out;
+    size_t n = 0;
+    int traced = x->traceparent && x->traceparent[0];
+    if (x->has_backoff)
+        n += put_int(p + n, x->backoff);
+    else if (traced)
+        p[n++] = 0xc0; /* nil: cmsgpack's form of a Lua nil between two values */
+    if (traced) {
+        n += put_str(p + n, x->traceparent, TRACE_PARENT_LEN);
+        if (x->tracestate && x->tracestate_len <= TRACE_STATE_MAX) /* a row can hold no more */
+            n += put_str(p + n, x->tracestate, x->tracestate_len);
+    }
+    return n;
 }
 
 size_t jobpack_encode(char *out, const struct job_spec *j, uint32_t ver, int state, uint32_t attempts)
@@ -79,7 +106,9 @@ size_t jobpack_encode(char *out, const struct job_spec *j, uint32_t ver, int sta
     n += put_str(p + n, j->topic, j->topic_len);
     n += put_str(p + n, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
     n += put_str(p + n, j->body, j->body_len);
-    if (j->has_backoff)
-        n += put_int(p + n, j->backoff);
+    if (j->has_backoff || j->traceparent[0]) {
+        struct jobpack_extra x = jobpack_extra_of(j);
+        n += jobpack_tail(out + n, &x);
+    }
     return n;
 }

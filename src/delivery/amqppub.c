@@ -716,7 +716,8 @@ static int publish(struct amqppub *p, struct amqppub_ledger *l, int64_t deadline
             if (r < 0)
                 return -1;
         }
-        amqp_table_entry_t h[3];
+        amqp_table_entry_t h[5];
+        int nh = 3;
         h[0].key = amqp_cstring_bytes("Hourglass-Id");
         h[0].value.kind = AMQP_FIELD_KIND_UTF8;
         h[0].value.value.bytes = amqp_cstring_bytes(id);
@@ -726,6 +727,15 @@ static int publish(struct amqppub *p, struct amqppub_ledger *l, int64_t deadline
         h[2].key = amqp_cstring_bytes("Hourglass-Attempt");
         h[2].value.kind = AMQP_FIELD_KIND_I64;
         h[2].value.value.i64 = m->attempt;
+        /* W3C Trace Context as message headers (OpenTelemetry's AMQP propagation reads them) */
+        const char *trace[2][2] = {{"traceparent", m->traceparent},
+                                   {"tracestate", m->traceparent ? m->tracestate : NULL}};
+        for (int k = 0; k < 2; k++)
+            if (trace[k][1]) {
+                h[nh].key = amqp_cstring_bytes(trace[k][0]);
+                h[nh].value.kind = AMQP_FIELD_KIND_UTF8;
+                h[nh++].value.value.bytes = amqp_cstring_bytes(trace[k][1]);
+            }
         amqp_basic_properties_t props;
         memset(&props, 0, sizeof props);
         props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG |
@@ -734,7 +744,7 @@ static int publish(struct amqppub *p, struct amqppub_ledger *l, int64_t deadline
         props.delivery_mode = AMQP_DELIVERY_PERSISTENT;
         props.message_id = amqp_cstring_bytes(id);
         props.timestamp = (uint64_t)(clock_unix_ms() / 1000);
-        props.headers = (amqp_table_t){.num_entries = 3, .entries = h};
+        props.headers = (amqp_table_t){.num_entries = nh, .entries = h};
         amqp_bytes_t body = {.len = m->body ? m->body_len : 0, .bytes = (void *)m->body};
         int rc =
             amqp_basic_publish(p->conn, CHANNEL, amqp_cstring_bytes(ex), amqp_cstring_bytes(rk), 1, 0, &props, body);

@@ -21,9 +21,11 @@ struct amqp_out {
     const char *routing_key;
     const char *body; /* the job object as GET /get answers it (JSON) */
     size_t body_len;
-    const char *id;    /* the job id: the message-id property and the Hourglass-Id header */
-    const char *topic; /* Hourglass-Topic header */
-    int attempt;       /* Hourglass-Attempt header: this delivery's number, 1 = the first */
+    const char *id;          /* the job id: the message-id property and the Hourglass-Id header */
+    const char *topic;       /* Hourglass-Topic header */
+    int attempt;             /* Hourglass-Attempt header: this delivery's number, 1 = the first */
+    const char *traceparent; /* the job's W3C Trace Context, as headers of these names; NULL = none */
+    const char *tracestate;
 };
 
 enum amqppub_outcome {
@@ -51,7 +53,8 @@ void amqppub_free(struct amqppub *p);
 int amqppub_connect(struct amqppub *p, int timeout_ms) __attribute__((warn_unused_result));
 
 /* Publish msgs[0..n) in order (persistent, mandatory, content type application/json,
- * headers Hourglass-Id/-Topic/-Attempt), then wait for their confirms, all within
+ * headers Hourglass-Id/-Topic/-Attempt, and traceparent/tracestate for a job with a trace
+ * context), then wait for their confirms, all within
  * timeout_ms; connects or reconnects first when needed (waiting out the backoff only if it
  * ends in time). Fills outcome[0..n) for every message. Returns 0 when every message has
  * a definite answer (CONFIRMED, NACKED or RETURNED); -1 when some are UNKNOWN or REFUSED,

@@ -353,6 +353,14 @@ static int parse_entry(int shard, const redisReply *fields, struct jobchange *r)
         j->ttr = ttr;
         j->has_backoff = backoff >= 0;
         j->backoff = backoff >= 0 ? backoff : 0;
+        /* c = "<traceparent>[ <tracestate>]": the replacing push's trace context; none, none */
+        const redisReply *c = field(fields, "c");
+        if (c && c->type == REDIS_REPLY_STRING &&
+            trace_parent_valid(c->str, c->len > TRACE_PARENT_LEN ? TRACE_PARENT_LEN : c->len)) {
+            memcpy(j->traceparent, c->str, TRACE_PARENT_LEN);
+            if (c->len > TRACE_PARENT_LEN + 1 && (j->tracestate = strdup(c->str + TRACE_PARENT_LEN + 1)) != NULL)
+                j->tracestate_len = c->len - TRACE_PARENT_LEN - 1;
+        }
         memcpy(j->body, body->str, body->len);
         j->body[body->len] = '\0';
         j->body_len = body->len;

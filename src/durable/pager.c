@@ -147,7 +147,8 @@ static int refresh_redis_tier(struct rblock_shards *set)
 /* ---- steps 1 and 2: rows read from MySQL into Redis (step 3: pager_commit.h) ---- */
 
 static const char ROW_COLUMNS[] = "m.id, m.topic, m.biz_key, m.body, m.run_at, m.priority, m.ttr, m.tries, "
-                                  "m.attempts, m.version, m.state, m.backoff, m.far_run_at";
+                                  "m.attempts, m.version, m.state, m.backoff, m.traceparent, m.tracestate, "
+                                  "m.far_run_at"; /* reinsert.h's MROW_COLUMNS, then far_run_at */
 
 /* Step 2: restore.lua for the rows that are far jobs (a token for this step in the shard's
  * "paging" set first), in calls of at most SCRIPT_JOBS: Redis runs one script at a time, so a
@@ -250,7 +251,7 @@ static int read_and_send(MYSQL *db, struct rblock_shards *set, int shard, const 
         MYSQL_ROW m = mysql_fetch_row(res);
         unsigned long *len = mysql_fetch_lengths(res);
         reinsert_row_read(m, len, &rows[i].m);
-        rows[i].far_run_at = strtoll(m[12], NULL, 10);
+        rows[i].far_run_at = strtoll(m[MROW_NCOLUMNS], NULL, 10);
     }
     *last_run_at = rows[n - 1].far_run_at;
     *last_id = rows[n - 1].m.id;

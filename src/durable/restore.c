@@ -345,7 +345,7 @@ static int restore_page(struct restore_all *ra, MYSQL *db, struct rblock_shards 
                         uint64_t *after)
 {
     const struct config *cfg = &ra->app->cfg;
-    char sql[256];
+    char sql[384];
     /* FORCE INDEX: MariaDB 10.11 otherwise looks rows up on `state` alone and filters id one
      * entry at a time, so every page walked the index from its start (a 1M-row restore took
      * 48 s; a range scan makes each page ~6 ms whatever its position) */

@@ -5,11 +5,13 @@
 #include "mysql/db.h"
 #include "core/ids.h"
 #include "base/sbuf.h"
+#include "core/trace.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 static const char *const catch_up_names[] = {"skip", "one", "all"};
 
@@ -52,7 +54,7 @@ static int check_job(json_t *job, const char *topic, const struct job_limits *li
         if (!known) {
             snprintf(err, errlen,
                      "job.%.40s: not a field of a schedule's job (known: body, priority, ttr, tries, "
-                     "backoff; each fire sets topic, runAt and bizKey)",
+                     "backoff; each fire sets topic, runAt, bizKey and a new traceparent)",
                      key);
             return -1;
         }
@@ -310,6 +312,20 @@ void schedule_json(struct sbuf *sb, const struct schedule *s, int64_t next)
         (long long)s->updated_at);
 }
 
+/* A new trace for one fire (core/trace.h): random ids from the kernel's generator. 0, or -1
+ * when it has none to give (the fire is pushed without a trace rather than not at all). */
+static int new_traceparent(char out[TRACE_PARENT_LEN + 1])
+{
+    unsigned char bytes[TRACE_RANDOM_BYTES];
+    for (int tries = 0; tries < 4; tries++) {
+        if (getrandom(bytes, sizeof bytes, GRND_NONBLOCK) != (ssize_t)sizeof bytes)
+            return -1;
+        if (trace_parent_make(out, bytes) == 0)
+            return 0;
+    }
+    return -1; /* all-zero ids four times: a broken generator */
+}
+
 void schedule_push_body(struct sbuf *sb, const struct schedule *s, const int64_t *at, int n)
 {
     char dec[ID_DECIMAL_MAX + 1];
@@ -321,6 +337,9 @@ void schedule_push_body(struct sbuf *sb, const struct schedule *s, const int64_t
         sb_puts(sb, "{\"topic\":");
         sb_json_cstr(sb, s->topic);
         sb_printf(sb, ",\"runAt\":%lld,\"bizKey\":\"%.*s@%lld\"", (long long)at[i], dlen, dec, (long long)at[i]);
+        char traceparent[TRACE_PARENT_LEN + 1]; /* each fire starts a trace of its own */
+        if (new_traceparent(traceparent) == 0)
+            sb_printf(sb, ",\"traceparent\":\"%s\"", traceparent);
         if (s->job_len > 2) { /* the template's members: "{...}" without its braces */
             sb_putc(sb, ',');
             sb_put(sb, s->job + 1, s->job_len - 2);

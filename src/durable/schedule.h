@@ -92,7 +92,8 @@ int schedule_due(const struct schedule *s, const struct cron_rule *sc, int64_t n
 /* The JSON object of a schedule, with its next fire time (CRON_NEVER: null). */
 void schedule_json(struct sbuf *sb, const struct schedule *s, int64_t next);
 
-/* The /push body (a JSON array) for the fires `at[0..n)`. */
+/* The /push body (a JSON array) for the fires `at[0..n)`; each fire's job starts a new W3C
+ * trace: a random "traceparent" of its own (sampled), so a consumer sees every fire as a trace. */
 void schedule_push_body(struct sbuf *sb, const struct schedule *s, const int64_t *at, int n);
 
 /* "skip", "one", "all". */

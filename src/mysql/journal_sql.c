@@ -102,6 +102,30 @@ static void put_field(struct journal_sql *b, const char *s, size_t size)
     db_quote(b->db, &b->sql, s, strnlen(s, size));
 }
 
+/* The job's traceparent, or its tracestate (`state`), as an SQL value: NULL when it has none. */
+static void put_trace_value(struct journal_sql *b, const struct job_spec *j, int state)
+{
+    if (j->traceparent[0] == '\0' || (state && j->tracestate == NULL))
+        sb_puts(&b->sql, "NULL");
+    else if (state)
+        db_quote(b->db, &b->sql, j->tracestate, j->tracestate_len);
+    else
+        db_quote(b->db, &b->sql, j->traceparent, TRACE_PARENT_LEN);
+}
+
+/* ",<traceparent>,<tracestate>": two NULLs for a job without (most: no work beyond the words). */
+static void put_trace(struct journal_sql *b, const struct job_spec *j)
+{
+    if (j->traceparent[0] == '\0') {
+        sb_puts(&b->sql, ",NULL,NULL");
+        return;
+    }
+    sb_putc(&b->sql, ',');
+    put_trace_value(b, j, 0);
+    sb_putc(&b->sql, ',');
+    put_trace_value(b, j, 1);
+}
+
 int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
 {
     const struct job_spec *j = r->job;
@@ -138,10 +162,11 @@ int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
     if (r->to == JS_FAR) {       /* its far key (far_shard, far_run_at): the pager's index */
         sb_printf(&b->sql, ",%u,", r->shard);
         sb_json_int(&b->sql, j->run_at);
-        sb_putc(&b->sql, ')');
     } else {
-        sb_puts(&b->sql, ",NULL,NULL)");
+        sb_puts(&b->sql, ",NULL,NULL");
     }
+    put_trace(b, j);
+    sb_putc(&b->sql, ')');
     return 0;
 }
 
@@ -231,6 +256,10 @@ int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **
             sb_json_int(&b->sql, j->backoff);
         else
             sb_puts(&b->sql, "NULL");
+        sb_puts(&b->sql, ", traceparent = "); /* the replacing push's context, or none */
+        put_trace_value(b, j, 0);
+        sb_puts(&b->sql, ", tracestate = ");
+        put_trace_value(b, j, 1);
         sb_printf(&b->sql, " WHERE id = %llu AND version = %u;", (unsigned long long)r->id, r->ver);
     }
     return statement_boundary(b);

@@ -66,6 +66,8 @@ struct amqp_job {
     int settle; /* 0: finished by the reservation already (ttr 0): nothing to write */
     char idtext[24];
     struct sbuf body;
+    char traceparent[TRACE_PARENT_LEN + 1]; /* "" = none: the message has no such header */
+    char *tracestate;                       /* NULL = none; malloc'd */
 };
 
 struct amqp_batch {
@@ -172,11 +174,21 @@ static void send_webhook(struct dtopic *t, const struct delivered *job)
     char idtext[24], attempt[16], signature[SIGN_HEADER_LEN + 1];
     snprintf(idtext, sizeof idtext, "%llu", (unsigned long long)job->id);
     snprintf(attempt, sizeof attempt, "%d", job->attempt);
-    struct wh_header h[5] = {{"Content-Type", "application/json"},
+    struct wh_header h[7] = {{"Content-Type", "application/json"},
                              {"Hourglass-Id", idtext},
                              {"Hourglass-Topic", t->name},
                              {"Hourglass-Attempt", attempt}};
     size_t nh = 4;
+    /* W3C Trace Context: the push's, as the headers of that name, for the receiver to link to */
+    char traceparent[TRACE_PARENT_LEN + 1], tracestate[TRACE_STATE_MAX + 1];
+    if (job->trace.parent) {
+        snprintf(traceparent, sizeof traceparent, "%.*s", (int)job->trace.parent_len, job->trace.parent);
+        h[nh++] = (struct wh_header){"traceparent", traceparent};
+        if (job->trace.state && job->trace.state_len <= TRACE_STATE_MAX) {
+            snprintf(tracestate, sizeof tracestate, "%.*s", (int)job->trace.state_len, job->trace.state);
+            h[nh++] = (struct wh_header){"tracestate", tracestate};
+        }
+    }
     int ok = w != NULL && !body.oom;
     if (ok && t->conf.secret[0]) {
         ok = sign_header_value(t->conf.secret, body.data, body.len, signature) == 0;
@@ -239,9 +251,15 @@ static void *amqp_main(void *arg)
         for (int i = 0; msgs && outcome && i < nb; i++) {
             struct amqp_batch *b = taken[i];
             for (int j = 0; j < b->n; j++, k++)
-                msgs[k] =
-                    (struct amqp_out){b->exchange,       b->routing_key, b->jobs[j].body.data, b->jobs[j].body.len,
-                                      b->jobs[j].idtext, b->topic->name, b->jobs[j].attempt};
+                msgs[k] = (struct amqp_out){.exchange = b->exchange,
+                                            .routing_key = b->routing_key,
+                                            .body = b->jobs[j].body.data,
+                                            .body_len = b->jobs[j].body.len,
+                                            .id = b->jobs[j].idtext,
+                                            .topic = b->topic->name,
+                                            .attempt = b->jobs[j].attempt,
+                                            .traceparent = b->jobs[j].traceparent[0] ? b->jobs[j].traceparent : NULL,
+                                            .tracestate = b->jobs[j].tracestate};
         }
         int sent = 0;
         if (!quitting && msgs && outcome) {
@@ -270,8 +288,10 @@ static void *amqp_main(void *arg)
 
 static void amqp_batch_free(struct amqp_batch *b)
 {
-    for (int i = 0; i < b->n; i++)
+    for (int i = 0; i < b->n; i++) {
         sb_free(&b->jobs[i].body);
+        free(b->jobs[i].tracestate);
+    }
     free(b);
 }
 
@@ -345,6 +365,15 @@ static void send_amqp(struct dtopic *t, const struct delivered *jobs, int n)
         j->settle = jobs[i].state == JS_RESERVED;
         snprintf(j->idtext, sizeof j->idtext, "%llu", (unsigned long long)jobs[i].id);
         jobjson_delivered(&j->body, &jobs[i]);
+        const struct trace_ref *tr = &jobs[i].trace;
+        if (tr->parent) { /* the message carries the push's context as its headers */
+            memcpy(j->traceparent, tr->parent, TRACE_PARENT_LEN);
+            j->traceparent[TRACE_PARENT_LEN] = '\0';
+            if (tr->state && (j->tracestate = malloc(tr->state_len + 1)) != NULL) {
+                memcpy(j->tracestate, tr->state, tr->state_len);
+                j->tracestate[tr->state_len] = '\0';
+            }
+        }
     }
     t->out += n;
     t->batches++;

@@ -56,6 +56,17 @@ void jobjson_open(struct sbuf *sb, const struct jobjson *j)
         sb_puts(sb, ",\"backoff\":");
         sb_json_int(sb, j->backoff);
     }
+    if (j->trace.parent == NULL) {
+        sb_puts(sb, ",\"traceparent\":null,\"tracestate\":null");
+        return;
+    }
+    sb_puts(sb, ",\"traceparent\":");
+    sb_json_str(sb, j->trace.parent, j->trace.parent_len);
+    sb_puts(sb, ",\"tracestate\":");
+    if (j->trace.state)
+        sb_json_str(sb, j->trace.state, j->trace.state_len);
+    else
+        sb_puts(sb, "null");
 }
 
 void jobjson_delivered(struct sbuf *sb, const struct delivered *d)
@@ -72,7 +83,8 @@ void jobjson_delivered(struct sbuf *sb, const struct delivered *d)
                         .tries = d->tries,
                         .attempt = d->attempt,
                         .run_at = d->run_at,
-                        .lease_until = d->lease_until};
+                        .lease_until = d->lease_until,
+                        .trace = d->trace};
     jobjson_open(sb, &j);
     sb_putc(sb, '}');
 }
@@ -95,6 +107,7 @@ void jobjson_view(struct sbuf *sb, uint64_t id, const struct job_view *v)
                         .created_at = id_unix_ms(id),
                         .lease_until = v->lease_until,
                         .has_backoff = v->backoff >= 0,
-                        .backoff = v->backoff};
+                        .backoff = v->backoff,
+                        .trace = v->trace};
     jobjson_open(sb, &j);
 }

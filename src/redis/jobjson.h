@@ -23,10 +23,13 @@ struct jobjson {
     int64_t created_at, lease_until, died_at; /* 0: left out */
     int has_backoff;                          /* the job's own backoff, else left out */
     int64_t backoff;
+    struct trace_ref trace; /* W3C Trace Context (core/trace.h); parent NULL: none */
 };
 
 /* {"id","topic","state","body","priority","ttr","tries","attempt","runAt",["createdAt",]
- * ["leaseUntil",]["diedAt",]["bizKey",]["backoff"] — without the closing brace, so callers may add more. */
+ * ["leaseUntil",]["diedAt",]["bizKey",]["backoff",]"traceparent","tracestate" — without the
+ * closing brace, so callers may add more. traceparent and tracestate are always there: a
+ * string, or null for a job without (docs/api.md, "Trace context"). */
 void jobjson_open(struct sbuf *sb, const struct jobjson *j);
 
 /* A delivered job (GET /get, a webhook's or an AMQP message's body), closed. */

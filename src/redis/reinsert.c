@@ -1,6 +1,7 @@
 /* reinsert.c — see reinsert.h. */
 #include "redis/reinsert.h"
 #include "core/job.h"
+#include "core/jobpack.h"
 #include "redis/rcodec.h"
 #include "redis/rblock.h"
 
@@ -24,6 +25,10 @@ void reinsert_row_read(MYSQL_ROW m, unsigned long *len, struct mrow *r)
     r->ver = (unsigned)strtoul(m[9], NULL, 10);
     r->state = job_state_parse(m[10]);
     r->backoff = m[11] ? strtoll(m[11], NULL, 10) : -1;
+    /* a traceparent as the journal writes them, else none (a row edited by hand) */
+    r->traceparent = m[12] && len[12] == TRACE_PARENT_LEN ? m[12] : NULL;
+    r->tracestate = r->traceparent ? m[13] : NULL;
+    r->tracestate_len = r->tracestate ? len[13] : 0;
 }
 
 /* Queue one restore.lua call for rows[0..n) (all on `shard`). */
@@ -32,7 +37,16 @@ int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct
 {
     struct rargv b;
     int rc = -1;
-    if (rargv_init(&b, 9 + 12 * n, 4 + 9 * n, n) == 0) {
+    /* the tails of the rows that have one (most have none), alive until the call is queued:
+     * rargv keeps pointers */
+    size_t tail_bytes = 0;
+    for (int i = 0; i < n; i++)
+        if (rows[i]->backoff >= 0 || rows[i]->traceparent)
+            tail_bytes += JOBPACK_TAIL_MAX;
+    char *tails = tail_bytes ? malloc(tail_bytes) : NULL, *tail = tails;
+    if (tail_bytes && tails == NULL)
+        return -1;
+    if (rargv_init(&b, 9 + 12 * n, 4 + 8 * n, n) == 0) {
         rargv_key(&b, cfg->redis_prefix, shard, "jobs");
         rargv_int(&b, now);
         rargv_int(&b, expire);
@@ -52,14 +66,20 @@ int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct
             rargv_int(&b, r->attempts);
             rargv_int(&b, r->ver);
             rargv_int(&b, r->state);
-            if (r->backoff >= 0)
-                rargv_int(&b, r->backoff);
-            else
-                rargv_str(&b, "", 0);
+            /* its optional values as a record's tail ('' for none: most jobs) */
+            struct jobpack_extra x = {.has_backoff = r->backoff >= 0,
+                                      .backoff = r->backoff,
+                                      .traceparent = r->traceparent,
+                                      .tracestate = r->tracestate,
+                                      .tracestate_len = r->tracestate_len};
+            size_t len = x.has_backoff || x.traceparent ? jobpack_tail(tail, &x) : 0;
+            rargv_str(&b, len ? tail : "", len);
+            tail += len;
         }
         rc = rblock_append_eval(c, SCRIPT_RESTORE, b.argc, b.argv, b.lens);
     }
     rargv_free(&b);
+    free(tails);
     return rc;
 }
 

@@ -23,11 +23,17 @@ struct mrow {
     int priority, tries, attempts;
     unsigned ver;
     int state;
-    int64_t backoff; /* -1: the topic's */
+    int64_t backoff;         /* -1: the topic's */
+    const char *traceparent; /* W3C Trace Context; NULL: none */
+    const char *tracestate;  /* NULL: none */
+    unsigned long tracestate_len;
 };
 
-/* The columns reinsert_row_read expects, in order (of table message). */
-#define MROW_COLUMNS "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state, backoff"
+/* The columns reinsert_row_read expects, in order (of table message); MROW_NCOLUMNS of them. */
+#define MROW_COLUMNS                                                                                                   \
+    "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state, backoff, traceparent, "         \
+    "tracestate"
+#define MROW_NCOLUMNS 14
 
 void reinsert_row_read(MYSQL_ROW m, unsigned long *len, struct mrow *r);
 

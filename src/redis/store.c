@@ -180,6 +180,25 @@ bad:
     fn(NULL, 0, user);
 }
 
+/* A job's trace context at e->element[i] and [i + 1], where a script put it (lib.lua reply_trace):
+ * absent or nil, none. Only a traceparent of its stored length counts. */
+static void read_trace(const redisReply *e, size_t i, struct trace_ref *t)
+{
+    *t = (struct trace_ref){0};
+    if (e->elements <= i)
+        return;
+    size_t len;
+    const char *tp = rreply_str(e, i, &len);
+    if (tp == NULL || len != TRACE_PARENT_LEN)
+        return;
+    t->parent = tp;
+    t->parent_len = len;
+    if (e->elements > i + 1)
+        t->state = rreply_str(e, i + 1, &t->state_len);
+    if (t->state == NULL)
+        t->state_len = 0;
+}
+
 int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
 {
     /* Plain new jobs (no bizKey) go with their records built here (jobpack.h), in one buffer. */
@@ -187,6 +206,8 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
     for (int i = 0; i < n; i++)
         if (items[i].job->biz_key == NULL)
             record_bytes += jobpack_max_size(items[i].job);
+        else if (items[i].job->has_backoff || items[i].job->traceparent[0])
+            record_bytes += JOBPACK_TAIL_MAX; /* its tail, for push.lua to build its record with */
     struct push_call *c = malloc(sizeof *c + (size_t)n * sizeof c->jobs[0]);
     char *records = malloc(record_bytes ? record_bytes : 1);
     struct rargv b;
@@ -205,9 +226,13 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         const struct job_spec *j = items[i].job;
         c->jobs[i].id = j->id;
         c->jobs[i].run_at = j->run_at;
-        size_t rec_len = 0;
-        if (j->biz_key == NULL)
+        size_t rec_len = 0, tail_len = 0;
+        if (j->biz_key == NULL) {
             rec_len = jobpack_encode(rec, j, 1, job_initial_state(j, items[i].now), 0);
+        } else if (j->has_backoff || j->traceparent[0]) {
+            struct jobpack_extra x = jobpack_extra_of(j);
+            tail_len = jobpack_tail(rec, &x);
+        }
         rargv_id(&b, j->id);
         rargv_str(&b, j->topic, j->topic_len);
         if (rec_len) /* the record carries the body */
@@ -222,13 +247,10 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         rargv_int(&b, (j->replace ? 1 : 0) + (j->far ? 2 : 0)); /* push.lua's mode */
         rargv_int(&b, items[i].now);
         rargv_str(&b, items[i].who, strlen(items[i].who));
-        if (rec_len) /* the record, its own backoff included */
-            rargv_str(&b, rec, rec_len);
-        else if (j->has_backoff) /* a bizKey job: push.lua builds its record, with this backoff */
-            rargv_int(&b, j->backoff);
-        else
-            rargv_str(&b, "", 0);
-        rec += rec_len;
+        /* the record (its optional values included), or for a bizKey job, whose record push.lua
+         * builds, those values alone ('' when it has none) */
+        rargv_str(&b, rec, rec_len ? rec_len : tail_len);
+        rec += rec_len + tail_len;
     }
     /* rlink_eval copies the arguments into the command it queues */
     if (rlink_eval(s->rc, SCRIPT_PUSH, b.argc, b.argv, b.lens, on_push, c) == 0) {
@@ -294,6 +316,7 @@ static void on_reserve(redisReply *r, void *arg)
         d->lease_until = rreply_int(e, 9);
         d->ver = (uint32_t)rreply_int(e, 10);
         d->state = (int)rreply_int(e, 11);
+        read_trace(e, 12, &d->trace);
     }
     fn(out, n, 0, wait, user);
     free(out);
@@ -526,6 +549,7 @@ int store_decode_view(const redisReply *r, struct job_view *v)
     v->body = rreply_str(r, 9, &v->body_len);
     v->lease_until = rreply_int(r, 10);
     v->backoff = r->elements > 11 ? rreply_int(r, 11) : -1;
+    read_trace(r, 12, &v->trace);
     return 0;
 }
 
@@ -595,6 +619,7 @@ static void on_dead(redisReply *r, void *arg)
         d->run_at = rreply_int(e, 6);
         d->biz = rreply_str(e, 7, &d->biz_len);
         d->body = rreply_str(e, 8, &d->body_len);
+        read_trace(e, 9, &d->trace);
     }
     fn(out, n, 0, user);
     free(out);
@@ -660,6 +685,7 @@ static void on_topic_jobs(redisReply *r, void *arg)
         j->run_at = rreply_int(e, 6);
         j->biz = rreply_str(e, 7, &j->biz_len);
         j->body = rreply_str(e, 8, &j->body_len);
+        read_trace(e, 9, &j->trace);
     }
     page.jobs = jobs;
     fn(&page, user);

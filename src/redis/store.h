@@ -70,6 +70,7 @@ struct delivered {
     int priority, tries, attempt, state;
     int64_t ttr, run_at, lease_until;
     uint32_t ver;
+    struct trace_ref trace; /* W3C Trace Context; parent NULL: none */
 };
 /* `wait_ms` > 0: a topic's rate held ready jobs back (n may be 0 or more); its next token comes
  * in that many ms (a caller that waits should try again then). */
@@ -127,6 +128,7 @@ struct job_view {
     int64_t backoff; /* the job's own, -1 = its topic's */
     const char *topic, *biz, *body;
     size_t topic_len, biz_len, body_len;
+    struct trace_ref trace;
 };
 typedef void (*store_inspect_fn)(const struct job_view *view, void *arg);
 int store_inspect(struct store *s, uint64_t id, store_inspect_fn fn, void *arg) __attribute__((warn_unused_result));
@@ -138,6 +140,7 @@ struct dead_job {
     int attempts, priority, tries;
     const char *biz, *body;
     size_t biz_len, body_len;
+    struct trace_ref trace;
 };
 typedef void (*store_dead_fn)(const struct dead_job *jobs, int n, int failed, void *arg);
 int store_dead_list(struct store *s, const char *topic, size_t topic_len, int limit, store_dead_fn fn, void *arg)
@@ -151,6 +154,7 @@ struct listed_job {
     int attempts, priority, tries;
     const char *biz, *body;
     size_t biz_len, body_len;
+    struct trace_ref trace;
 };
 struct job_page {
     const struct listed_job *jobs;

@@ -82,7 +82,7 @@ class SharedStackTest(HourglassTestCase):
         for ns in (a, b):
             self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
             self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"),
-                             [("1",), ("2",), ("3",), ("4",), ("5",), ("6",)])
+                             [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("7",)])
         a.execute("INSERT INTO transition (message_id, version, from_state, to_state, at, actor, host, instance) "
                   "VALUES (1, 1, '', 'ready', 0, 't', 'h', 'i')")
         self.assertEqual(a.query("SELECT COUNT(*) FROM transition"), [("1",)])
@@ -98,7 +98,7 @@ class SharedStackTest(HourglassTestCase):
         ns.mariadb.apply_schema(ns.database)  # second time
         ns.mariadb.apply_schema(ns.database)  # third time
         self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
-        self.assertEqual(ns.query("SELECT COUNT(*) FROM schema_version"), [("6",)])
+        self.assertEqual(ns.query("SELECT COUNT(*) FROM schema_version"), [("7",)])
 
     def test_hourglass_user_connects_over_tcp(self):
         ns = self.namespace()
@@ -150,7 +150,7 @@ class PrivateServerTest(HourglassTestCase):
         m.restart()
         self.assertEqual(m.port, port)
         self.assertEqual(m.query("SELECT version FROM schema_version ORDER BY version", db="t1"),
-                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("42",)])
+                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("7",), ("42",)])
         m.pause()
         with self.assertRaises(TimeoutError):
             m.query("SELECT 1", timeout=1)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 START_TEST(test_id_is_a_string)
 {
     struct sbuf sb = SBUF_INIT;
@@ -24,7 +26,8 @@ START_TEST(test_open_leaves_out_what_is_unset)
         .id = 42, .body = "{}", .body_len = 2, .priority = 1, .ttr = 30, .tries = 3, .attempt = 0, .run_at = 1000};
     jobjson_open(&sb, &j);
     ck_assert_str_eq(sb.data,
-                     "{\"id\":\"42\",\"body\":{},\"priority\":1,\"ttr\":30,\"tries\":3,\"attempt\":0,\"runAt\":1000");
+                     "{\"id\":\"42\",\"body\":{},\"priority\":1,\"ttr\":30,\"tries\":3,\"attempt\":0,\"runAt\":1000,"
+                     "\"traceparent\":null,\"tracestate\":null");
     sb_free(&sb);
 }
 END_TEST
@@ -49,11 +52,13 @@ START_TEST(test_open_every_member_in_order)
                         .lease_until = 2,
                         .died_at = 3,
                         .has_backoff = 1,
-                        .backoff = 0};
+                        .backoff = 0,
+                        .trace = {.parent = TP "-and-more", .parent_len = 55, .state = "k=v,x=\"y", .state_len = 5}};
     jobjson_open(&sb, &j);
-    ck_assert_str_eq(sb.data, "{\"id\":\"7\",\"topic\":\"t\\\"q\",\"state\":\"dead\",\"body\":[1],\"priority\":-2,"
-                              "\"ttr\":5,\"tries\":4,\"attempt\":4,\"runAt\":9,\"createdAt\":1,\"leaseUntil\":2,"
-                              "\"diedAt\":3,\"bizKey\":\"b\",\"backoff\":0");
+    ck_assert_str_eq(sb.data,
+                     "{\"id\":\"7\",\"topic\":\"t\\\"q\",\"state\":\"dead\",\"body\":[1],\"priority\":-2,"
+                     "\"ttr\":5,\"tries\":4,\"attempt\":4,\"runAt\":9,\"createdAt\":1,\"leaseUntil\":2,"
+                     "\"diedAt\":3,\"bizKey\":\"b\",\"backoff\":0,\"traceparent\":\"" TP "\",\"tracestate\":\"k=v,x\"");
     sb_free(&sb);
 }
 END_TEST
@@ -77,7 +82,13 @@ START_TEST(test_delivered_is_closed)
                           .lease_until = 160};
     jobjson_delivered(&sb, &d);
     ck_assert_str_eq(sb.data, "{\"id\":\"12\",\"topic\":\"mail\",\"body\":{\"a\":1},\"priority\":3,\"ttr\":60,"
-                              "\"tries\":5,\"attempt\":2,\"runAt\":100,\"leaseUntil\":160,\"bizKey\":\"k\"}");
+                              "\"tries\":5,\"attempt\":2,\"runAt\":100,\"leaseUntil\":160,\"bizKey\":\"k\","
+                              "\"traceparent\":null,\"tracestate\":null}");
+    sb_reset(&sb);
+    /* a traceparent without a tracestate: the one a string, the other null */
+    d.trace = (struct trace_ref){.parent = TP, .parent_len = 55};
+    jobjson_delivered(&sb, &d);
+    ck_assert_ptr_nonnull(strstr(sb.data, ",\"bizKey\":\"k\",\"traceparent\":\"" TP "\",\"tracestate\":null}"));
     sb_free(&sb);
 }
 END_TEST
@@ -102,7 +113,8 @@ START_TEST(test_view_has_state_and_creation)
     char want[256];
     snprintf(want, sizeof want,
              "{\"id\":\"123456789012345\",\"topic\":\"x\",\"state\":\"delayed\",\"body\":1,\"priority\":0,"
-             "\"ttr\":10,\"tries\":1,\"attempt\":0,\"runAt\":500,\"createdAt\":%lld",
+             "\"ttr\":10,\"tries\":1,\"attempt\":0,\"runAt\":500,\"createdAt\":%lld,\"traceparent\":null,"
+             "\"tracestate\":null",
              (long long)id_unix_ms(id));
     ck_assert_str_eq(sb.data, want);
     sb_free(&sb);

@@ -101,6 +101,49 @@ START_TEST(test_with_its_own_backoff)
 }
 END_TEST
 
+/* TP as cmsgpack packs it: str8 (0xd9), 55 bytes */
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#define TP_HEX                                                                                                         \
+    "d93730302d34626639326633353737623334646136613363653932396430653065343733362d303066303637616130626139303262372d30" \
+    "31"
+#define HEAD "01010000cd753003cf000001a1fcea7618 a762656e63682e31 a0 a72268656c6c6f22 "
+
+START_TEST(test_with_a_trace_context)
+{
+    /* cmsgpack.pack(1, 1, 0, 0, 30000, 3, 1795244586520, 'bench.1', '', '"hello"', nil, TP): a
+     * job with a traceparent and no backoff of its own keeps the backoff's place with nil */
+    struct job_spec j = spec("bench.1", NULL, "\"hello\"", 7, 0, 30000, 3, 1795244586520LL);
+    memcpy(j.traceparent, TP, sizeof TP);
+    check_record(&j, 1, 1, 0, HEAD "c0 " TP_HEX);
+    /* cmsgpack.pack(..., '"hello"', 1500, TP, 'congo=t61rcWkgMzE'): all three */
+    char state[] = "congo=t61rcWkgMzE";
+    j.has_backoff = 1;
+    j.backoff = 1500;
+    j.tracestate = state;
+    j.tracestate_len = strlen(state);
+    check_record(&j, 1, 1, 0, HEAD "cd05dc " TP_HEX " b1636f6e676f3d7436317263576b674d7a45");
+    /* cmsgpack.pack(..., '"hello"', nil, TP, 'a=' .. ('v'):rep(510)): the longest tracestate, str16 */
+    char *longest = repeat('v', 512);
+    memcpy(longest, "a=", 2);
+    j.has_backoff = 0;
+    j.tracestate = longest;
+    j.tracestate_len = 512;
+    check_record(&j, 1, 1, 0, HEAD "c0 " TP_HEX " da0200 613d v*510");
+    /* the tail alone (push.lua's and restore.lua's argument) is the record's end, and no more
+     * than JOBPACK_TAIL_MAX */
+    char tail[JOBPACK_TAIL_MAX], rec[1024];
+    struct jobpack_extra x = jobpack_extra_of(&j);
+    size_t tn = jobpack_tail(tail, &x), rn = jobpack_encode(rec, &j, 1, 1, 0);
+    ck_assert_uint_le(tn, JOBPACK_TAIL_MAX);
+    ck_assert_uint_eq(tn, 1 + 2 + 55 + 3 + 512);
+    ck_assert(memcmp(rec + rn - tn, tail, tn) == 0);
+    /* and nothing for a job with neither: its record is what it was before trace context */
+    struct jobpack_extra none = {0};
+    ck_assert_uint_eq(jobpack_tail(tail, &none), 0);
+    free(longest);
+}
+END_TEST
+
 START_TEST(test_with_biz_key)
 {
     /* cmsgpack.pack(1, 2, 0, 9, 86400000, 255, 1763700000000, 'orders.cancel', 'order-42', '{"id":42}') */
@@ -168,6 +211,7 @@ static Suite *jobpack_suite(void)
     tcase_add_test(tc, test_push_of_the_benchmark);
     tcase_add_test(tc, test_with_biz_key);
     tcase_add_test(tc, test_with_its_own_backoff);
+    tcase_add_test(tc, test_with_a_trace_context);
     tcase_add_test(tc, test_upper_bounds_of_the_short_forms);
     tcase_add_test(tc, test_just_past_the_short_forms);
     tcase_add_test(tc, test_negative_forms);

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
 static MYSQL *db; /* never connected: used for its escaping only */
 
 struct capture {
@@ -106,7 +108,7 @@ START_TEST(message_row_exact_text)
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0], "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
                                    "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,NULL,'delayed',1,"
-                                   "1700000000000,1700000000000,NULL,NULL);");
+                                   "1700000000000,1700000000000,NULL,NULL,NULL,NULL);");
     ck_assert_int_eq(journal_sql_send(&b), 0); /* nothing built: nothing sent */
     ck_assert_uint_eq(c.n, 1);
     /* a job pushed with its own backoff keeps it in its row (restore reads it back) */
@@ -122,7 +124,7 @@ START_TEST(message_row_exact_text)
     ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 3);
-    ck_assert_ptr_nonnull(strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000);"));
+    ck_assert_ptr_nonnull(strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000,NULL,NULL);"));
 }
 END_TEST
 
@@ -237,8 +239,36 @@ START_TEST(replacements_are_guarded_by_version)
     ck_assert_ptr_nonnull(strstr(s, "(11,'ready',2,1700000005000,4,1700000000004,0);"));
     /* the replacement is not the newest version: its statement still runs, guarded by version 3 */
     ck_assert_ptr_nonnull(
-        strstr(s, ";UPDATE message SET body = 'new\\'body', priority = 9, ttr = 500, tries = 4, backoff = NULL "
-                  "WHERE id = 11 AND version = 3;"));
+        strstr(s, ";UPDATE message SET body = 'new\\'body', priority = 9, ttr = 500, tries = 4, backoff = NULL, "
+                  "traceparent = NULL, tracestate = NULL WHERE id = 11 AND version = 3;"));
+}
+END_TEST
+
+/* A job's trace context: two more values of its row, quoted; a replacement sets the replacing
+ * push's (none: NULL, so the row never keeps a context its job no longer has). */
+START_TEST(trace_context_columns)
+{
+    char body[] = "1", state[] = "k=v's";
+    struct job_spec j = {.topic = "t", .topic_len = 1, .body = body, .body_len = 1, .run_at = 5, .ttr = 1, .tries = 1};
+    memcpy(j.traceparent, TP, sizeof TP);
+    j.tracestate = state;
+    j.tracestate_len = 5;
+    struct jobchange r = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 3, .job = &j};
+    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    struct jobchange rep = transition(7, 2, JS_READY, JS_READY);
+    rep.kind = JC_REPLACE;
+    rep.replacement = &j;
+    const struct jobchange *u[1] = {&rep};
+    ck_assert_int_eq(journal_sql_update_messages(&b, u, 1), 0);
+    j.tracestate = NULL; /* a traceparent alone */
+    r.id = 8;
+    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
+    const char *s = c.scripts[0];
+    ck_assert_ptr_nonnull(strstr(s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "','k=v\\'s');"));
+    ck_assert_ptr_nonnull(strstr(s, "tries = 1, backoff = NULL, traceparent = '" TP "', tracestate = 'k=v\\'s' WHERE "
+                                    "id = 7 AND version = 2;"));
+    ck_assert_ptr_nonnull(strstr(s, "(8,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "',NULL)"));
 }
 END_TEST
 
@@ -440,6 +470,7 @@ static Suite *suite(void)
     tcase_add_test(tc, switching_kinds_ends_the_statement);
     tcase_add_test(tc, updates_keep_the_newest_per_job);
     tcase_add_test(tc, replacements_are_guarded_by_version);
+    tcase_add_test(tc, trace_context_columns);
     tcase_add_test(tc, long_scripts_are_cut_between_statements);
     tcase_add_test(tc, a_failed_send_stops_the_build);
     tcase_add_test(tc, refused_row_keeps_the_record_as_json);

@@ -110,6 +110,10 @@ START_TEST(test_bad_bodies_name_the_field)
     parse_bad("{\"topic\":\"t\",\"every\":1000,\"job\":{\"ttr\":-1}}", "job: ");
     parse_bad("{\"topic\":\"t\",\"every\":1000,\"job\":{\"tries\":0}}", "job: ");
     parse_bad("{\"topic\":\"t\",\"every\":1000,\"job\":{\"priority\":10}}", "job: ");
+    /* each fire starts its own trace: a template cannot give them all one */
+    parse_bad("{\"topic\":\"t\",\"every\":1000,\"job\":{\"traceparent\":"
+              "\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}}",
+              "job.traceparent: ");
     parse_bad("{\"topic\":\"t\",\"every\":1000,\"job\":{},\"catchUp\":\"some\"}", "catchUp: ");
     parse_bad("{\"topic\":\"t\",\"every\":1000,\"job\":{},\"paused\":1}", "paused: ");
 }
@@ -123,6 +127,22 @@ START_TEST(test_push_body)
     struct sbuf sb = SBUF_INIT;
     int64_t at[2] = {1790000000000LL, 1790000060000LL};
     schedule_push_body(&sb, &s, at, 2);
+    /* each fire a new trace: a valid traceparent of its own (cut out to compare the rest) */
+    char *tp[2], *from = sb.data;
+    for (int i = 0; i < 2; i++) {
+        tp[i] = strstr(from, ",\"traceparent\":\"");
+        ck_assert_ptr_nonnull(tp[i]);
+        tp[i] += strlen(",\"traceparent\":\"");
+        ck_assert_int_eq(trace_parent_valid(tp[i], TRACE_PARENT_LEN), 1);
+        ck_assert(strncmp(tp[i], "00-", 3) == 0 && strncmp(tp[i] + 52, "-01\"", 4) == 0); /* sampled */
+        from = tp[i];
+    }
+    ck_assert(memcmp(tp[0] + 3, tp[1] + 3, 32) != 0); /* not one trace for two fires */
+    ck_assert(memcmp(tp[0] + 36, tp[1] + 36, 16) != 0);
+    for (int i = 1; i >= 0; i--) { /* "...,\"traceparent\":\"<55>\"" out */
+        char *start = tp[i] - strlen(",\"traceparent\":\"");
+        memmove(start, tp[i] + TRACE_PARENT_LEN + 1, strlen(tp[i] + TRACE_PARENT_LEN + 1) + 1);
+    }
     ck_assert_str_eq(sb.data, "[{\"topic\":\"bill\",\"runAt\":1790000000000,\"bizKey\":\"4242@1790000000000\","
                               "\"body\":{\"n\":1},\"tries\":5},"
                               "{\"topic\":\"bill\",\"runAt\":1790000060000,\"bizKey\":\"4242@1790000060000\","

@@ -41,7 +41,9 @@
 -- daemon that ran it dies a moment later.
 --
 -- A job record is cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic,
--- bizKey, body[, backoff]) — backoff only when the job was pushed with its own. `ver` grows by
+-- bizKey, body[, backoff[, traceparent[, tracestate]]]) — backoff only when the job was pushed
+-- with its own, the W3C trace context (src/core/trace.h) only when it has one (backoff nil then
+-- if it has none): a job with neither pays nothing for them. `ver` grows by
 -- one on every transition; MySQL applies a batched update only when its version is newer, so
 -- journal batches that arrive late never roll a job back.
 
@@ -64,9 +66,9 @@ local STATE_NAME = { "delayed", "ready", "reserved", "finished", "deleted", "dea
 local function load_job(idkey)
     local rec = redis.call("HGET", K_JOBS, idkey)
     if not rec then return nil end
-    local ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo = cmsgpack.unpack(rec)
+    local ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo, tp, ts = cmsgpack.unpack(rec)
     return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
-             runat = runat, topic = topic, biz = biz, body = body, bo = bo }
+             runat = runat, topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
 end
 
 -- The checked twin of load_job, for scripts that walk many entries (move, reserve): one
@@ -76,15 +78,16 @@ end
 local function check_job(idkey)
     local rec = redis.call("HGET", K_JOBS, idkey)
     if not rec then return nil, "missing" end
-    local ok, ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo = pcall(cmsgpack.unpack, rec)
+    local ok, ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo, tp, ts = pcall(cmsgpack.unpack, rec)
     if not ok or type(ver) ~= "number" or type(st) ~= "number" or type(att) ~= "number"
         or type(prio) ~= "number" or type(ttr) ~= "number" or type(tries) ~= "number"
         or type(runat) ~= "number" or type(topic) ~= "string" or type(biz) ~= "string"
-        or type(body) ~= "string" or (bo ~= nil and type(bo) ~= "number") then
+        or type(body) ~= "string" or (bo ~= nil and type(bo) ~= "number")
+        or (tp ~= nil and type(tp) ~= "string") or (ts ~= nil and type(ts) ~= "string") then
         return nil, "corrupt", rec
     end
     return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
-             runat = runat, topic = topic, biz = biz, body = body, bo = bo }
+             runat = runat, topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
 end
 
 -- A record check_job refused, taken out of the way: the index entry that led to it is removed
@@ -99,10 +102,35 @@ local function set_aside(idkey, why, rec)
 end
 
 local function pack_job(j)
+    if j.tp then -- j.bo may be nil here: packed as nil, a place kept
+        if j.ts then
+            return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo,
+                j.tp, j.ts)
+        end
+        return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo, j.tp)
+    end
     if j.bo then
         return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo)
     end
     return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body)
+end
+
+-- A job's optional values as push.lua (a job with a bizKey) and restore.lua are given them: ''
+-- for none, else a record's tail (src/core/jobpack.h): backoff (or nil)[, traceparent[,
+-- tracestate]]. Returns backoff, traceparent, tracestate (each nil when absent).
+local function unpack_tail(s)
+    if s == "" then return nil end
+    return cmsgpack.unpack(s)
+end
+
+-- A job's trace context appended to a reply entry `e` that has it (nothing for a job without:
+-- the reply of a job without one is what it was before trace context existed).
+local function reply_trace(e, j)
+    if j.tp then
+        e[#e + 1] = j.tp
+        e[#e + 1] = j.ts or false
+    end
+    return e
 end
 
 local function save_job(idkey, j)

@@ -6,8 +6,9 @@
 --           now (the request's clock: due at or before it, the job starts ready, as its
 --           committed row says), who (the request's actor, for the outbox), record: for a job
 --           without a bizKey, its whole record as new (src/core/jobpack.c; state delayed when
---           runAt > now, else ready; its own backoff is in it), and then body is ''; for a
---           job with a bizKey, its own backoff instead ('' = its topic's)
+--           runAt > now, else ready; its own backoff and trace context are in it), and then
+--           body is ''; for a job with a bizKey, its record's tail instead (lib.lua
+--           unpack_tail: '' = no backoff of its own and no trace context)
 -- Returns one entry per job, in order:
 --   state                                        a new job without a bizKey, added in `state`
 --   {"ok", idkey, runAt, ver, state, farheld}    a new job with a bizKey, added (farheld: the
@@ -17,8 +18,9 @@
 --   {"dup", idkey_existing, runAt}               a live job (near or far) holds (topic, bizKey);
 --                                                nothing changed
 --   {"replaced", idkey_existing, runAt, ver, from_state, state}  that delayed/ready job now has
---                                                this push's body, runAt, priority, ttr, tries
---                                                and backoff
+--                                                this push's body, runAt, priority, ttr, tries,
+--                                                backoff and trace context (logged with field
+--                                                c = "<traceparent>[ <tracestate>]" when it has one)
 --   {"conflict", idkey_existing}                 replace asked, but the holder is reserved
 -- A new job is not logged: its creation is the message row the caller committed first.
 --
@@ -52,7 +54,7 @@ for i = 0, n - 1 do
         local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
         local mode, who = tonumber(ARGV[a + 8]), ARGV[a + 10]
         local biz, replace, far = ARGV[a + 7], mode % 2 == 1, mode >= 2
-        local bo = tonumber(ARGV[a + 11]) -- nil: the topic's
+        local bo, tp, ts = unpack_tail(ARGV[a + 11]) -- bo nil: the topic's
         local holder, far_runat = biz_holder(topic, biz)
         local j = holder and not far_runat and load_job(holder)
         local farheld = nil -- a far holder this push replaces
@@ -71,12 +73,19 @@ for i = 0, n - 1 do
                 local from = j.st
                 unplace(holder, j)
                 j.body, j.runat, j.prio, j.ttr, j.tries, j.bo = body, runat, prio, ttr, tries, bo
+                j.tp, j.ts = tp, ts
                 j.ver = j.ver + 1
                 place(holder, j, now)
                 save_job(holder, j)
-                redis.call("XADD", K_LOG, "*", "t",
-                    holder .. " " .. from .. " " .. j.st .. " " .. j.ver .. " " .. j.att .. " " .. j.runat .. " " .. now .. " jobs",
-                    "w", who, "r", prio .. " " .. ttr .. " " .. tries .. " " .. (bo or -1), "b", body)
+                local t = holder .. " " .. from .. " " .. j.st .. " " .. j.ver .. " " .. j.att .. " " .. j.runat ..
+                    " " .. now .. " jobs"
+                local r = prio .. " " .. ttr .. " " .. tries .. " " .. (bo or -1)
+                if tp then
+                    redis.call("XADD", K_LOG, "*", "t", t, "w", who, "r", r, "b", body, "c",
+                        ts and (tp .. " " .. ts) or tp)
+                else
+                    redis.call("XADD", K_LOG, "*", "t", t, "w", who, "r", r, "b", body)
+                end
                 if j.st == DELAYED then added_delayed[holder] = true end
                 result = { "replaced", holder, runat, j.ver, from, j.st }
             end
@@ -87,7 +96,7 @@ for i = 0, n - 1 do
             result = { "far", idkey, runat, farheld or "" }
         elseif not result then
             local j = { ver = 1, att = 0, prio = prio, ttr = ttr, tries = tries, runat = runat,
-                        topic = topic, biz = biz, body = body, bo = bo }
+                        topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
             place(idkey, j, now)
             save_job(idkey, j)
             redis.call("HSET", biz_key(topic), biz, idkey)

@@ -15,7 +15,8 @@
 -- Returns {wait, bad, job...}: wait = 0, or when a rate held back ready jobs (whether or not
 --          some were delivered), the ms until that topic's next token; bad = records set aside; each job
 --          {idkey, topic, body, priority, ttr, tries, attempt, runAt, bizKey, leaseUntil
---          (0 when ttr = 0), ver, to_state}.
+--          (0 when ttr = 0), ver, to_state[, traceparent, tracestate (false: none)]} — the
+--          last two only for a job with a trace context (lib.lua reply_trace).
 local now = tonumber(ARGV[1])
 local want, who, lease_ms = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out = { 0, 0 }
@@ -81,8 +82,8 @@ for t = 5, #ARGV do
                 elseif now > j.runat then
                     late = late + (now - j.runat)
                 end
-                out[#out + 1] = { idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat, j.biz,
-                                  lease, j.ver, j.st }
+                out[#out + 1] = reply_trace({ idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat,
+                                              j.biz, lease, j.ver, j.st }, j)
             end
             -- an entry whose job is in another state is stale: dropped, as ZPOPMIN did
         end

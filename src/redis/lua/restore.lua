@@ -13,8 +13,8 @@
 --           transitions to MySQL itself, as the pager does in its own commit), n,
 --           then n groups of 12:
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey, attempts, ver, mysql_state,
---           backoff (ver is the MySQL row's version; mysql_state its state number; backoff the
---           job's own, '' = its topic's)
+--           tail (ver is the MySQL row's version; mysql_state its state number; tail the job's
+--           own backoff and trace context, lib.lua unpack_tail: '' = neither)
 -- Returns one entry per job: {"restored", state, ver} | {"present", state} | {"gone"}
 --                            | {"bizheld", idkey} | {"expired"}
 --
@@ -66,9 +66,10 @@ for i = 0, n - 1 do
         if held then
             out[#out + 1] = { "bizheld", holder }
         else
+            local bo, tp, ts = unpack_tail(ARGV[a + 11])
             local j = { ver = tonumber(ARGV[a + 9]) + 1, att = tonumber(ARGV[a + 8]),
                         prio = tonumber(ARGV[a + 4]), ttr = tonumber(ARGV[a + 5]), tries = tonumber(ARGV[a + 6]),
-                        runat = runat, topic = topic, biz = biz, body = body, bo = tonumber(ARGV[a + 11]) }
+                        runat = runat, topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
             if tonumber(ARGV[a + 10]) == RESERVED and j.att >= j.tries then
                 j.st = DEAD
                 redis.call("ZADD", dead_key(topic), now, idkey)

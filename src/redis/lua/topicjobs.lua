@@ -10,7 +10,8 @@
 --           after_score, after_idkey (start after this entry; '' '' = from the first),
 --           limit (jobs at most), scan (entries looked at, at most)
 -- Returns {next_score, next_idkey ('' '' when nothing is left), scanned,
---          {{idkey, score, attempts, priority, ttr, tries, runAt, bizKey, body}, ...}}
+--          {{idkey, score, attempts, priority, ttr, tries, runAt, bizKey, body[, traceparent,
+--            tracestate (false: none)]}, ...}} (lib.lua reply_trace)
 --   score: due ms (delayed), lease deadline (reserved), time of death (dead),
 --          priority * 1e13 + due ms (ready); the next position is the last entry looked at.
 local topic, want = ARGV[1], tonumber(ARGV[2])
@@ -37,9 +38,10 @@ while #out < limit and scanned < scan and rank < total do
         local ok, _, _, st, _, _, _, _, _, t = false
         if rec then ok, _, _, st, _, _, _, _, _, t = pcall(cmsgpack.unpack_limit, rec, 8) end
         if ok and st == want and t == topic then
-            local ok2, _, _, att, prio, ttr, tries, runat, _, biz, body = pcall(cmsgpack.unpack, rec)
+            local ok2, _, _, att, prio, ttr, tries, runat, _, biz, body, _, tp, ts = pcall(cmsgpack.unpack, rec)
             if ok2 then
-                out[#out + 1] = { idkey, score, att, prio, ttr, tries, runat, biz, body }
+                out[#out + 1] = reply_trace({ idkey, score, att, prio, ttr, tries, runat, biz, body },
+                                            { tp = tp, ts = ts })
                 if #out >= limit then break end
             end
         end
