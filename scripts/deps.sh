@@ -7,8 +7,10 @@
 #          libssl-dev for the webhook client's https and signatures)
 #   test   core + what `make test` also needs: faketime and iptables (the fault tests: a skewed
 #          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
-#          and npm for playwright-core, which tests/browser installs from its lockfile)
-#   bench  core + load generator and profilers
+#          and npm for playwright-core, which tests/browser installs from its lockfile), galera-4 and
+#          rsync (a private 3-node MariaDB Galera cluster, tests/integration/galera.py: the provider
+#          library, and rsync for its state transfers; `ss` from iproute2 and lsof watch its port)
+#   bench  core + load generator and profilers, galera-4 and rsync (the Galera figure)
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
 # When everything is installed this prints one line and exits 0 without touching apt.
@@ -27,8 +29,8 @@ core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libs
 set_name=${1:-core}
 case "$set_name" in
     core)  pkgs="$core" ;;
-    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format" ;;
-    bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind" ;;
+    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format galera-4 rsync lsof" ;;
+    bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind galera-4 rsync lsof" ;;
     fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
     *)
         echo "usage: scripts/deps.sh [core|test|bench|fuzz]  (got '$set_name')" >&2
