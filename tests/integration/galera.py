@@ -27,7 +27,7 @@ import re
 import secrets
 import threading
 import time
-from typing import Any
+from typing import Any, Iterable
 
 from history import Recorder, Violation, Window, final_rows
 
@@ -44,7 +44,7 @@ class GaleraNode(MariaDBServer):
 
     kind = "galera"
 
-    def __init__(self, cluster: "GaleraCluster", index: int) -> None:
+    def __init__(self, cluster: "GaleraCluster", index: int, args: Iterable[str] = (), buffer_pool: str = "64M") -> None:
         self.cluster = cluster
         self.index = index
         self.gmcast_port = free_port()
@@ -52,7 +52,7 @@ class GaleraNode(MariaDBServer):
         self.sst_port = free_port()
         self.bootstrap = False  # the next start makes a new cluster (--wsrep-new-cluster)
         self.start_position = ""  # uuid:seqno recovered after a crash (--wsrep-start-position)
-        super().__init__(buffer_pool="64M")
+        super().__init__(buffer_pool=buffer_pool, args=args)
         self._chown(self.dir)
 
     # As user mysql (when the tests run as root): the rsync daemon that receives a state transfer
@@ -191,11 +191,12 @@ class GaleraNode(MariaDBServer):
 class GaleraCluster:
     """n GaleraNodes on loopback. start() bootstraps node 1 and joins the others one by one."""
 
-    def __init__(self, n: int = 3, name: str = "hg") -> None:
+    def __init__(self, n: int = 3, name: str = "hg", args: Iterable[str] = (), buffer_pool: str = "64M") -> None:
+        """n nodes; `args` are more mariadbd options for each (after the harness's own)."""
         self.name = name
         self.nodes: list[GaleraNode] = []
         for i in range(n):
-            self.nodes.append(GaleraNode(self, i))
+            self.nodes.append(GaleraNode(self, i, args, buffer_pool))
 
     def start(self) -> "GaleraCluster":
         try:
