@@ -15,45 +15,56 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* The first column of the first row of a SHOW, into out (empty when there is no row). 0 / -1. */
-static int show_value(MYSQL *db, const char *sql, char *out, size_t outlen)
+/* The values of a SHOW VARIABLES / SHOW STATUS: each row's value (second column) whose name
+ * (first column, any case) is names[i] goes to out[i] (left empty when there is no such row). */
+static int show_values(MYSQL *db, const char *sql, const char *const *names, char (*out)[16], int n)
 {
-    out[0] = '\0';
+    for (int i = 0; i < n; i++)
+        out[i][0] = '\0';
     if (mysql_query(db, sql) != 0)
         return -1;
     MYSQL_RES *res = mysql_store_result(db);
     if (res == NULL)
         return -1;
-    MYSQL_ROW row = mysql_fetch_row(res);
-    if (row && mysql_num_fields(res) >= 2 && row[1])
-        snprintf(out, outlen, "%s", row[1]);
+    for (MYSQL_ROW row; mysql_num_fields(res) >= 2 && (row = mysql_fetch_row(res)) != NULL;)
+        for (int i = 0; i < n; i++)
+            if (row[0] && row[1] && strcasecmp(row[0], names[i]) == 0)
+                snprintf(out[i], sizeof out[i], "%s", row[1]);
     mysql_free_result(res);
     return 0;
 }
 
-/* A Galera node takes a connection before it can serve it: outside the primary component (cut
- * off from the majority) or while it joins, every statement is answered 1047 "WSREP has not yet
- * prepared node for application use". So a new connection asks first, and counts such a node as
- * failed (the next is tried). A node that is ready gets wsrep_sync_wait = 1 on the session: a
- * read waits until the node has applied every write the cluster committed before it
- * (docs/architecture.md, "MySQL as a cluster": why, and what it costs). Nothing to do on a
- * server without Galera (wsrep_on absent or OFF). 0 / -1 with err filled. */
-static int galera_prepare(MYSQL *db, char *err, size_t errlen)
+/* Can this node take the daemon's writes? With [mysql] hosts a connection goes where the writes
+ * go, so a node that cannot take them counts as failed and the next is tried:
+ * - a Galera node takes a connection before it can serve it: outside the primary component (cut
+ *   off from the majority) or while it joins, every statement is answered 1047 "WSREP has not
+ *   yet prepared node for application use";
+ * - a standby (read_only) refuses writes until it is promoted.
+ * A Galera node that is ready gets wsrep_sync_wait = 1 on the session: a read waits until the
+ * node has applied every write the cluster committed before it (docs/architecture.md, "MySQL as
+ * a cluster": why, and what it costs). A server without Galera (wsrep_on absent, as on MySQL,
+ * or OFF) and writable needs nothing. 0 / -1 with err filled. */
+static int node_prepare(MYSQL *db, char *err, size_t errlen)
 {
-    char on[16], ready[16] = "", state[16] = "";
-    if (show_value(db, "SHOW VARIABLES LIKE 'wsrep_on'", on, sizeof on) < 0)
+    static const char *const vars[] = {"wsrep_on", "read_only"}, *const status[] = {"wsrep_ready", "wsrep_local_state"};
+    char v[2][16], st[2][16];
+    if (show_values(db, "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'read_only')", vars, v, 2) < 0)
         goto failed;
-    if (strcasecmp(on, "ON") != 0)
+    if (strcasecmp(v[0], "ON") != 0) {
+        if (strcasecmp(v[1], "ON") == 0) {
+            snprintf(err, errlen, "read-only (a standby not promoted)");
+            return -1;
+        }
         return 0;
-    if (show_value(db, "SHOW STATUS LIKE 'wsrep_ready'", ready, sizeof ready) < 0 ||
-        show_value(db, "SHOW STATUS LIKE 'wsrep_local_state'", state, sizeof state) < 0)
+    }
+    if (show_values(db, "SHOW STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state')", status, st, 2) < 0)
         goto failed;
     /* wsrep_local_state 4 = Synced, 2 = Donor/Desynced (serves, and catches up on its own) */
-    if (strcasecmp(ready, "ON") != 0 || (strcmp(state, "4") != 0 && strcmp(state, "2") != 0)) {
+    if (strcasecmp(st[0], "ON") != 0 || (strcmp(st[1], "4") != 0 && strcmp(st[1], "2") != 0)) {
         snprintf(err, errlen,
                  "Galera node not ready (wsrep_ready %s, wsrep_local_state %s): outside the primary component or "
                  "not synced",
-                 ready[0] ? ready : "?", state[0] ? state : "?");
+                 st[0][0] ? st[0] : "?", st[1][0] ? st[1] : "?");
         return -1;
     }
     static const char sync[] = "SET SESSION wsrep_sync_wait = 1";
@@ -92,7 +103,7 @@ static MYSQL *connect_to(const struct config *cfg, const char *host, int port, c
         mysql_close(db);
         return NULL;
     }
-    if (galera_prepare(db, err, errlen) < 0) {
+    if (node_prepare(db, err, errlen) < 0) {
         mysql_close(db);
         return NULL;
     }

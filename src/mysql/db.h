@@ -25,9 +25,10 @@
 #define TOPIC_CHANGE_COLUMNS  "topic,at,actor,host,instance,settings"
 
 /* Connect with the configured timeouts, utf8mb4, autocommit off. With [mysql] hosts: to the node
- * the process uses (dbnode.h), moving on to the next while one cannot be connected to or is a
- * Galera node that is not ready; on a Galera node the session reads with wsrep_sync_wait = 1.
- * NULL with err filled (every node tried, each one's error). */
+ * the process uses (dbnode.h), moving on to the next while one cannot be connected to or cannot
+ * take writes (a Galera node not ready, a read-only standby; so does a single server that is
+ * either); on a Galera node the session reads with wsrep_sync_wait = 1. NULL with err filled
+ * (every node tried, each one's error). */
 MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen);
 
 /* Is `db` connected to a node other than the one the process uses now ([mysql] hosts, after a
