@@ -460,8 +460,8 @@ static int park_refused(MYSQL *db, const struct jobchange *r, const char *error)
  * order their locks (job.h, job_topic_cmp). On Galera it is also a COMMIT that failed
  * certification: two instances writing the same job's row through different nodes (the outbox
  * carries a job's transitions from whichever instance reads them). */
-#define LOCK_RETRIES        5
-#define LOCK_RETRY_PAUSE_US 20000 /* times the attempt: 20, 40 ... 100 ms, 300 ms in all */
+#define LOCK_RETRIES        3
+#define LOCK_RETRY_PAUSE_US 50000 /* times the attempt: 50, 100, 150 ms, 300 ms in all */
 
 static int lock_conflict_victim(void)
 {
