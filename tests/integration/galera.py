@@ -474,8 +474,8 @@ class TwoWriters(Fault):
 
 class GaleraFullRestart(Fault):
     """Every node stopped (the instances get 503 for pushes meanwhile), the cluster bootstrapped
-    again from the node with the newest state, and — so that the record alone must carry the
-    jobs — the namespace's Redis data lost at the same moment; the runbook's /reStore."""
+    again from the node with the newest state; then — so that the record alone must carry the
+    jobs — the namespace's Redis data lost (the heal); the runbook's /reStore."""
 
     bound_s = 12.0
     needs_restore = True
@@ -489,10 +489,15 @@ class GaleraFullRestart(Fault):
     def inject(self, fleet: Fleet) -> None:
         self.stack.cluster.stop_all()
 
-    def heal(self, fleet: Fleet) -> None:
+    def hold(self, fleet: Fleet, rec: Recorder) -> None:
+        """Down for hold_s, then bootstrapped: the fault lasts until the cluster is back (its
+        bootstrap's seconds are not the daemon's to recover in)."""
+        time.sleep(self.hold_s)
         t0 = time.monotonic()
         first = self.stack.cluster.bootstrap()
         self.notes.append(f"bootstrapped from {first.name} in {time.monotonic() - t0:.1f} s")
+
+    def heal(self, fleet: Fleet) -> None:
         self.losses.append(time.monotonic())
         n = fleet.namespace.flush_redis()
         self.notes.append(f"{n} Redis keys dropped")
