@@ -532,6 +532,53 @@ def cluster_figure(env, row, rows, noise, errs, consume_n, raw_dir):
                                       if est else [])))
 
 
+def galera_figure(env, row):
+    """Figure 16 (issue 32, bench/galera.py): figure 0's pushes on one MariaDB and on a 3-node
+    Galera cluster on this machine, what the difference is made of, and the journal's ceiling."""
+    for tag, name in (("gal_single", "pushes/s, one MariaDB (figure 0's load)"),
+                      ("gal_cluster", "pushes/s, 3-node Galera cluster, writes through node 1")):
+        v = num(env, f"{tag}_rps")
+        if v is None:
+            row(16, name, None, "n/a", "-", "skip")
+            continue
+        runs = env.get(f"{tag}_runs", "").split()
+        notes = [f"best of {', '.join(fmt_int(float(x)) for x in runs)}"] if len(runs) > 1 else []
+        notes.append(f"journal commit {num(env, f'{tag}_commit_ms') or 0:.2f} ms x "
+                     f"{num(env, f'{tag}_batch_records') or 0:.1f} records; MariaDB CPU "
+                     f"{num(env, f'{tag}_mysql_us_per_push') or 0:.0f} us per push "
+                     f"({num(env, f'{tag}_mysql_cores') or 0:.2f} cores)")
+        bad = int(num(env, f"{tag}_non2xx") or 0)
+        if bad:
+            notes.append(f"{bad} non-2xx")
+        row(16, name, v, f"{fmt_int(v)}/s (p50 {fmt_ms(num(env, f'{tag}_p50_ms'))} ms, p99 "
+                         f"{fmt_ms(num(env, f'{tag}_p99_ms'))} ms)", "-", "FAIL" if bad else "info", "req/s",
+            "; ".join(notes))
+    s1, s3 = num(env, "gal_single_rps"), num(env, "gal_cluster_rps")
+    if s1 and s3:
+        c1, c3 = num(env, "gal_single_commit_ms") or 0, num(env, "gal_cluster_commit_ms") or 0
+        u1, u3 = num(env, "gal_single_mysql_us_per_push") or 0, num(env, "gal_cluster_mysql_us_per_push") or 0
+        row(16, "pushes/s, Galera / one MariaDB", s3 / s1, f"{fmt_int(s3)} / {fmt_int(s1)} = {s3 / s1:.2f}x", "-",
+            "info", "x",
+            f"made of: each journal commit waits for the write set to be replicated to the two other nodes and "
+            f"certified (commit {c1:.2f} -> {c3:.2f} ms; a push waits for its batch's commit), and here the three "
+            f"nodes apply every write set on the same {num(env, 'nproc') or '?'} cores as the daemon and the load "
+            f"({u1:.0f} -> {u3:.0f} us of MariaDB CPU per push); on three machines the CPU is spread and the "
+            f"commit's extra network round trip remains")
+    for tag, name in (("gal_ceiling", "journal ceiling, one MariaDB: records per MariaDB core-second"),
+                      ("gal_ceilgal", "journal ceiling, 3-node Galera: records per core-second of the 3 nodes")):
+        v = num(env, f"{tag}_records_per_core_s")
+        if v is None:
+            continue
+        row(16, name, v, f"{fmt_int(v)}/core-s", "-", "info", "records/s",
+            f"{fmt_int(num(env, f'{tag}_records'))} jobs pushed in arrays of 1,000: "
+            f"{fmt_int(num(env, f'{tag}_records_s'))} journal records/s with MariaDB at "
+            f"{num(env, f'{tag}_mysql_cores') or 0:.2f} cores, {fmt_int(num(env, f'{tag}_batch_records'))} records "
+            f"per commit, {num(env, f'{tag}_commit_ms') or 0:.1f} ms each; a journal connection's statements run on "
+            f"one server thread, so this is one instance's ceiling per MySQL server (docs/architecture.md)")
+    if env.get("gal_failed"):
+        row(16, "one MariaDB vs 3-node Galera", None, "n/a", "-", "FAIL", notes=env["gal_failed"])
+
+
 def main():
     env_path, out_path, raw_dir = sys.argv[1:4]
     env = load(env_path)
@@ -769,6 +816,10 @@ def main():
             notes=env["cluster_failed"])
     elif any(num(env, k) is not None for k in ("cl1push_rps", "cl3push_rps", "cl1cons_rate", "cl3cons_rate")):
         cluster_figure(env, row, rows, noise, errs, consume_n, raw_dir)
+
+    # ---- figure 16: one MariaDB vs a 3-node Galera cluster, and the journal's ceiling
+    if any(k.startswith("gal_") for k in env):
+        galera_figure(env, row)
 
     # ---- the daemon's own view of each measurement
     daemon = {}

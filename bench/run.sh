@@ -32,6 +32,11 @@
 #  15  figure 0's push load and figure 3's consume on one Redis vs a 3-master + 3-replica Redis
 #      Cluster started on loopback by this script ([redis] cluster = true, the seed list as address):
 #      pushes/s and jobs/s of each, cluster / single, Redis CPU per job, the jobs per master
+# MySQL as a cluster (issue 32; horizon 0 as figures 0-8; bench/galera.py, its own servers):
+#  16  figure 0's push load on one MariaDB vs a 3-node MariaDB Galera cluster on loopback ([mysql]
+#      hosts, writes through node 1): pushes/s, p50/p99, the journal's commit time and MariaDB CPU per
+#      push of each; and the journal's ceiling: records/s and MariaDB CPU while array pushes fill
+#      GAL_FILL jobs, as records per MariaDB core-second
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
 # quick: every size and duration cut down (said in the output), 4-5 minutes.
 # full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~20 minutes, plus perf profiles of
@@ -55,8 +60,8 @@
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
-# webhook amqp farpush farbacklog bucket purge cluster; farpush, farbacklog and bucket are the tiers'
-# figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
+# webhook amqp farpush farbacklog bucket purge cluster galera; farpush, farbacklog and bucket are the tiers'
+# figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15; galera is figure 16), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
 # due time for every job to arrive; 0 = no near jobs beside the bucket), HG_BENCH_BUCKET_HORIZON and
@@ -121,7 +126,7 @@ BASE_CONNS=$WRK_CONNS
 # Both servers run with their defaults: one HTTP thread per core.
 HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge cluster}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge cluster galera}
 PURGE_N=100000       # figure 14: delayed jobs of one topic purged beside figure 2's load (both modes),
 PURGE_LAT_SECS=20    # measured for this long before and after the purge, twice as long during it (both modes: a p99 of 6 s is noise)
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
@@ -160,6 +165,7 @@ if [ "$MODE" = full ]; then
     # default hour does
     BUCKET_AHEAD_NEAR=120000 # the baseline's: the load, then /reStore (~15 + ~50 s)
     BUCKET_BACKLOG=4000000 # [mysql] backlog: the burst's ~2 transitions per job wait in the outbox
+    GAL_FILL=1000000     # figure 16: jobs of the journal's ceiling
     PROFILE=${HG_BENCH_PROFILE:-1}
 else
     WRK_SECS=5
@@ -176,6 +182,7 @@ else
     BUCKET_AHEAD=${HG_BENCH_BUCKET_AHEAD:-88000}
     BUCKET_AHEAD_NEAR=25000
     BUCKET_BACKLOG=1000000
+    GAL_FILL=200000
     PROFILE=${HG_BENCH_PROFILE:-0}
 fi
 
@@ -1556,6 +1563,20 @@ if has_phase cluster; then
         on_single
     fi
     stop_rcluster
+fi
+
+if has_phase galera; then
+    # Figure 16: bench/galera.py starts its own Redis, MariaDB (run.sh's settings) and 3-node Galera
+    # cluster (tests/integration/galera.py), measures both, and records gal_* here.
+    stop_daemon
+    say "galera: one MariaDB vs a 3-node Galera cluster (bench/galera.py), then the journal's ceiling ($GAL_FILL jobs)"
+    python3 "$BENCH/galera.py" --binary "$BIN" --lateness "$LATENESS" --env "$ENV" --raw "$RAW" \
+        --wrk-secs "$WRK_SECS" --wrk-conns "$WRK_CONNS" --wrk-threads "$WRK_THREADS" --http-threads "$HTTP_THREADS" \
+        --fill-jobs "$GAL_FILL" >"$RAW/galera.log" 2>&1 || {
+        tail -n 20 "$RAW/galera.log" >&2
+        rec gal_failed "bench/galera.py failed ($RAW/galera.log)"
+    }
+    grep '^\[galera\]' "$RAW/galera.log" >&2 || true
 fi
 
 stop_daemon

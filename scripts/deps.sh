@@ -9,8 +9,11 @@
 #          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
 #          and npm for playwright-core, which tests/browser installs from its lockfile), systemd and
 #          man-db (test_install: `systemd-analyze verify` of the installed unit and its man page;
-#          `make deb` itself needs only dpkg-dev and binutils, which build-essential brings)
-#   bench  core + load generator and profilers
+#          `make deb` itself needs only dpkg-dev and binutils, which build-essential brings), galera-4
+#          and rsync (a private 3-node MariaDB Galera cluster, tests/integration/galera.py: the
+#          provider library, and rsync for its state transfers; `ss` from iproute2 and lsof watch its
+#          port)
+#   bench  core + load generator and profilers, galera-4 and rsync (the Galera figure)
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
 # When everything is installed this prints one line and exits 0 without touching apt.
@@ -29,8 +32,8 @@ core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libs
 set_name=${1:-core}
 case "$set_name" in
     core)  pkgs="$core" ;;
-    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format systemd man-db" ;;
-    bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind" ;;
+    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format systemd man-db galera-4 rsync lsof" ;;
+    bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind galera-4 rsync lsof" ;;
     fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
     *)
         echo "usage: scripts/deps.sh [core|test|bench|fuzz]  (got '$set_name')" >&2

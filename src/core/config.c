@@ -83,6 +83,10 @@ static const struct cfg_key keys[] = {
 
     {"mysql", "host", CT_STR, "127.0.0.1", 0, CONFIG_STR_MAX - 1, F(mysql_host), 0, "server host"},
     {"mysql", "port", CT_INT, "3306", 1, 65535, F(mysql_port), 0, "server port"},
+    {"mysql", "hosts", CT_STR, "", 0, CONFIG_HOSTS_MAX - 1, F(mysql_hosts), 0,
+     "the nodes of one cluster (MariaDB Galera) or a primary and its standbys, host:port,host:port: when set it "
+     "replaces host and port; tried in order, every connection of the instance uses one node at a time and "
+     "moves to the next when it fails (a node without :port takes port)"},
     {"mysql", "socket", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(mysql_socket), 0,
      "unix socket; when set, host and port are ignored"},
     {"mysql", "user", CT_STR, "hourglass", 0, CONFIG_STR_MAX - 1, F(mysql_user), 0, "user"},
@@ -396,6 +400,42 @@ static int check_redis_address(const struct config *cfg, char *err, size_t errle
     return 0;
 }
 
+int config_mysql_nodes(const struct config *cfg, struct netaddr *out, int max, char *err, size_t errlen)
+{
+    int n = 0;
+    for (const char *p = cfg->mysql_hosts; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len > 0 && isspace((unsigned char)*p))
+            p++, len--;
+        while (len > 0 && isspace((unsigned char)p[len - 1]))
+            len--;
+        if (len > 0) {
+            struct netaddr a;
+            char why[160];
+            if (netaddr_parse(p, len, cfg->mysql_port, &a, why, sizeof why) < 0) {
+                snprintf(err, errlen, "\"%.*s\": %s", (int)(len > 80 ? 80 : len), p, why);
+                return -1;
+            }
+            if (n == max) {
+                snprintf(err, errlen, "more than %d nodes", max);
+                return -1;
+            }
+            if (out)
+                out[n] = a;
+            n++;
+        }
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    if (n == 0 && cfg->mysql_hosts[0]) {
+        snprintf(err, errlen, "no node is named");
+        return -1;
+    }
+    return n;
+}
+
 int config_validate(struct config *cfg, char *err, size_t errlen)
 {
     if (cfg->http_threads == 0) {
@@ -411,6 +451,15 @@ int config_validate(struct config *cfg, char *err, size_t errlen)
         }
     if (check_redis_address(cfg, err, errlen) < 0)
         return -1;
+    char bad_node[300];
+    if (cfg->mysql_hosts[0] && cfg->mysql_socket[0]) {
+        snprintf(err, errlen, "[mysql] hosts and socket exclude each other: a socket is one local server");
+        return -1;
+    }
+    if (config_mysql_nodes(cfg, NULL, CONFIG_MYSQL_NODES_MAX, bad_node, sizeof bad_node) < 0) {
+        snprintf(err, errlen, "[mysql] hosts: %s (host:port,host:port)", bad_node);
+        return -1;
+    }
     /* The port must be a number getaddrinfo() takes as is: it silently reads "" as port 0 and
      * "99999" as 99999 mod 65536, and resolves service names. */
     const char *colon = strrchr(cfg->listen, ':');

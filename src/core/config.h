@@ -10,7 +10,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CONFIG_STR_MAX 256
+#include "base/netaddr.h"
+
+#define CONFIG_STR_MAX         256
+#define CONFIG_HOSTS_MAX       1024 /* [mysql] hosts: a list of host:port */
+#define CONFIG_MYSQL_NODES_MAX 16   /* nodes [mysql] hosts may name */
 
 struct config {
     /* [http] */
@@ -43,6 +47,7 @@ struct config {
     /* [mysql] */
     char mysql_host[CONFIG_STR_MAX];
     int mysql_port;
+    char mysql_hosts[CONFIG_HOSTS_MAX]; /* "" = host:port alone; else the cluster's nodes, in order */
     char mysql_socket[CONFIG_STR_MAX];
     char mysql_user[CONFIG_STR_MAX];
     char mysql_password[CONFIG_STR_MAX];
@@ -95,6 +100,13 @@ int config_load_string(struct config *cfg, const char *name, const char *text, c
 
 /* Cross-key checks and derived values (threads = cores, listen address parses...). */
 int config_validate(struct config *cfg, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* [mysql] hosts: the MySQL nodes in the order they are tried. Each element is read by
+ * netaddr_parse (base/netaddr.h; blanks around it ignored, a missing port is [mysql] port); out
+ * (unless NULL: a check only) gets up to `max`. Returns how many: 0 when hosts is empty ([mysql]
+ * host and port name the one server, as they always did), or -1 with err naming the bad element. */
+int config_mysql_nodes(const struct config *cfg, struct netaddr *out, int max, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* Write every key with its current value (secrets masked) as INI. */
 void config_print(const struct config *cfg, FILE *out);

@@ -264,6 +264,11 @@ static void *firing_main(void *unused)
     int64_t last_poll = 0, last_complaint = 0;
     while (!bgthread_stopping(&fire_thread.bg)) {
         int64_t now = clock_unix_ms();
+        if (db_stale(db)) { /* [mysql] hosts: the process moved to another node; follow it */
+            publish(NULL);
+            mysql_close(db);
+            db = NULL;
+        }
         if (db == NULL) {
             char err[256];
             if ((db = db_connect(cfg, err, sizeof err)) == NULL) {

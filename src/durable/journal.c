@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SCRIPT_FLUSH_BYTES  (1u << 20) /* send the statements built so far past this */
 #define DURABLE_MAX_RECORDS 200000     /* durable records queued before refusing */
@@ -319,7 +320,10 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jobchange *recs, 
      * Folding it in safely needs a per-connection lock that a new connection uses to KILL the
      * old one before settling; docs/performance.md has the measurement that kept it out. */
     if (db_commit(db) < 0) {
-        journal.commit_in_doubt = db_error_is_connection(db) || mysql_errno(db) == 0;
+        /* A deadlock at COMMIT is Galera's certification failure: rolled back on every node, so
+         * not in doubt — the cycle is simply written again (lock_conflict_victim). */
+        journal.commit_in_doubt =
+            (db_error_is_connection(db) && !db_errno_is_lock_conflict(mysql_errno(db))) || mysql_errno(db) == 0;
         goto out;
     }
     rc = 0;
@@ -453,8 +457,11 @@ static int park_refused(MYSQL *db, const struct jobchange *r, const char *error)
  * is committed, so it is written again on the same connection, up to LOCK_RETRIES times,
  * rather than marking MySQL down and answering the cycle's pushes 503. Two writers of the
  * same rows (the pager and the journal, say) can meet this under load however carefully they
- * order their locks (job.h, job_topic_cmp). */
-#define LOCK_RETRIES 3
+ * order their locks (job.h, job_topic_cmp). On Galera it is also a COMMIT that failed
+ * certification: two instances writing the same job's row through different nodes (the outbox
+ * carries a job's transitions from whichever instance reads them). */
+#define LOCK_RETRIES        3
+#define LOCK_RETRY_PAUSE_US 50000 /* times the attempt: 50, 100, 150 ms, 300 ms in all */
 
 static int lock_conflict_victim(void)
 {
@@ -552,6 +559,18 @@ static void *journal_main(void *unused)
             continue;
         }
 
+        if (db_stale(db)) {
+            /* [mysql] hosts: another thread moved the process to the next node (dbnode.h). Between
+             * cycles nothing is open: reconnect now, without a 503, to where the others write. */
+            pthread_mutex_unlock(&journal.lock);
+            log_info("journal: following the other connections to the MySQL node now in use");
+            mysql_close(db);
+            db = NULL;
+            last_connect_try = 0;
+            pthread_mutex_lock(&journal.lock);
+            continue;
+        }
+
         if (!has_work) {
             wait_locked(1000000);
             continue;
@@ -575,6 +594,10 @@ static void *journal_main(void *unused)
             log_warn("journal: MySQL rolled this cycle back on a lock (%s); writing it again (%d of %d)",
                      journal.last_error, again, LOCK_RETRIES);
             metrics_inc(MC_JOURNAL_LOCK_RETRIES, 1);
+            /* On Galera the winner of a certification conflict committed on another node and may
+             * not be applied on this one yet: written again at once, the cycle would be certified
+             * against the same write and fail again. */
+            usleep((useconds_t)(LOCK_RETRY_PAUSE_US * again));
             lost = 0;
             rc = write_all(db, &groups, taken, n, &lost);
         }

@@ -298,6 +298,11 @@ int pager_conns_open(struct pager_conns *k, const struct config *cfg, struct bgt
 {
     char err[256];
     int64_t now = clock_unix_ms();
+    if (k->db != NULL && db_stale(k->db)) { /* [mysql] hosts: follow the process to its node now */
+        bgthread_publish(bg, 2 * k->thread, NULL, NULL);
+        mysql_close(k->db);
+        k->db = NULL;
+    }
     if (k->db == NULL && (k->db = db_connect(cfg, err, sizeof err)) == NULL && now - k->last_complaint > 10000) {
         log_warn("pager: MySQL: %s", err);
         k->last_complaint = now;

@@ -67,7 +67,8 @@ struct pager_conns {
     int64_t last_complaint; /* unix ms: a failure to connect is logged every 10 s at most */
 };
 
-/* Connect what is not connected and publish both in `bg`. 0 when both are up. */
+/* Connect what is not connected (and remake a MySQL connection left on a node the process no
+ * longer uses: db_stale) and publish both in `bg`. 0 when both are up. */
 int pager_conns_open(struct pager_conns *k, const struct config *cfg, struct bgthread *bg);
 /* Unpublish and close both (after a failure: the next step starts on fresh connections). */
 void pager_conns_close(struct pager_conns *k, struct bgthread *bg);

@@ -16,13 +16,15 @@
 #define BATCH                500
 #define PAUSE_US             20000
 #define MAX_BATCHES_PER_PASS 2000
+#define CONFLICT_RETRIES     5 /* lock conflicts met in one state's pass before it waits for the next */
 
 static atomic_int running;
 
 /* Look at the next BATCH messages of one state made before the cutoff (ids are time-ordered,
  * so that is an id range of idx_state_id, read in order from *after), and delete those whose
  * last change is older than the cutoff with their transitions. Returns rows looked at (0 =
- * done), or -1; *deleted grows by what was deleted. */
+ * done), -2 when the delete lost a lock conflict (nothing deleted: run it again from the same
+ * *after), or -1; *deleted grows by what was deleted. */
 static int delete_batch(MYSQL *db, const char *state, int64_t cutoff, uint64_t *after, long *deleted)
 {
     char sql[320];
@@ -84,8 +86,10 @@ static int delete_batch(MYSQL *db, const char *state, int64_t cutoff, uint64_t *
         if (rc == 0 && db_commit(db) < 0)
             rc = -1;
         if (rc < 0) {
+            /* a deadlock, or on Galera a certification failure at COMMIT (a row it deletes was
+             * changed through another node meanwhile): rolled back, the batch can run again */
+            seen = db_errno_is_lock_conflict(mysql_errno(db)) ? -2 : -1;
             mysql_rollback(db);
-            seen = -1;
         } else {
             *deleted += nlocked;
         }
@@ -110,8 +114,17 @@ static void retention_run(MYSQL *db, void *arg)
     int batches = 0;
     for (int s = 0; s < 4; s++) {
         uint64_t after = 0;
-        while (batches < MAX_BATCHES_PER_PASS && !dbtask_stopping() &&
-               delete_batch(db, terminal[s], cutoff, &after, &total) > 0) {
+        int conflicts = 0;
+        while (batches < MAX_BATCHES_PER_PASS && !dbtask_stopping()) {
+            uint64_t from = after;
+            int seen = delete_batch(db, terminal[s], cutoff, &after, &total);
+            if (seen == -2 && ++conflicts <= CONFLICT_RETRIES) {
+                after = from; /* the same batch again, read anew: a row changed meanwhile is kept */
+                usleep(PAUSE_US * conflicts);
+                continue;
+            }
+            if (seen <= 0)
+                break;
             batches++;
             usleep(PAUSE_US);
         }

@@ -1,5 +1,6 @@
 /* db.c — see db.h. */
 #include "mysql/db.h"
+#include "mysql/dbnode.h"
 #include "base/fault.h"
 #include "base/log.h"
 #include "core/metrics.h"
@@ -10,10 +11,74 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
+/* The values of a SHOW VARIABLES / SHOW STATUS: each row's value (second column) whose name
+ * (first column, any case) is names[i] goes to out[i] (left empty when there is no such row). */
+static int show_values(MYSQL *db, const char *sql, const char *const *names, char (*out)[16], int n)
+{
+    for (int i = 0; i < n; i++)
+        out[i][0] = '\0';
+    if (mysql_query(db, sql) != 0)
+        return -1;
+    MYSQL_RES *res = mysql_store_result(db);
+    if (res == NULL)
+        return -1;
+    for (MYSQL_ROW row; mysql_num_fields(res) >= 2 && (row = mysql_fetch_row(res)) != NULL;)
+        for (int i = 0; i < n; i++)
+            if (row[0] && row[1] && strcasecmp(row[0], names[i]) == 0)
+                snprintf(out[i], sizeof out[i], "%s", row[1]);
+    mysql_free_result(res);
+    return 0;
+}
+
+/* Can this node take the daemon's writes? With [mysql] hosts a connection goes where the writes
+ * go, so a node that cannot take them counts as failed and the next is tried:
+ * - a Galera node takes a connection before it can serve it: outside the primary component (cut
+ *   off from the majority) or while it joins, every statement is answered 1047 "WSREP has not
+ *   yet prepared node for application use";
+ * - a standby (read_only) refuses writes until it is promoted.
+ * A Galera node that is ready gets wsrep_sync_wait = 1 on the session: a read waits until the
+ * node has applied every write the cluster committed before it (docs/architecture.md, "MySQL as
+ * a cluster": why, and what it costs). A server without Galera (wsrep_on absent, as on MySQL,
+ * or OFF) and writable needs nothing. 0 / -1 with err filled. */
+static int node_prepare(MYSQL *db, char *err, size_t errlen)
+{
+    static const char *const vars[] = {"wsrep_on", "read_only"}, *const status[] = {"wsrep_ready", "wsrep_local_state"};
+    char v[2][16], st[2][16];
+    if (show_values(db, "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'read_only')", vars, v, 2) < 0)
+        goto failed;
+    if (strcasecmp(v[0], "ON") != 0) {
+        if (strcasecmp(v[1], "ON") == 0) {
+            snprintf(err, errlen, "read-only (a standby not promoted)");
+            return -1;
+        }
+        return 0;
+    }
+    if (show_values(db, "SHOW STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state')", status, st, 2) < 0)
+        goto failed;
+    /* wsrep_local_state 4 = Synced, 2 = Donor/Desynced (serves, and catches up on its own) */
+    if (strcasecmp(st[0], "ON") != 0 || (strcmp(st[1], "4") != 0 && strcmp(st[1], "2") != 0)) {
+        snprintf(err, errlen,
+                 "Galera node not ready (wsrep_ready %s, wsrep_local_state %s): outside the primary component or "
+                 "not synced",
+                 st[0][0] ? st[0] : "?", st[1][0] ? st[1] : "?");
+        return -1;
+    }
+    static const char sync[] = "SET SESSION wsrep_sync_wait = 1";
+    if (mysql_real_query(db, sync, sizeof sync - 1) != 0)
+        goto failed;
+    return 0;
+failed:
+    snprintf(err, errlen, "%s", mysql_error(db));
+    return -1;
+}
+
+/* One server: host:port, or the socket when given. */
+static MYSQL *connect_to(const struct config *cfg, const char *host, int port, const char *socket, char *err,
+                         size_t errlen)
 {
     MYSQL *db = mysql_init(NULL);
     if (db == NULL) {
@@ -27,9 +92,8 @@ MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
     mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &timeout);
     mysql_options(db, MYSQL_OPT_RECONNECT, &off); /* we reconnect ourselves, knowing what was lost */
     mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    const char *socket = cfg->mysql_socket[0] ? cfg->mysql_socket : NULL;
-    if (mysql_real_connect(db, socket ? NULL : cfg->mysql_host, cfg->mysql_user, cfg->mysql_password,
-                           cfg->mysql_database, (unsigned int)cfg->mysql_port, socket, 0) == NULL) {
+    if (mysql_real_connect(db, socket ? NULL : host, cfg->mysql_user, cfg->mysql_password, cfg->mysql_database,
+                           (unsigned int)port, socket, 0) == NULL) {
         snprintf(err, errlen, "%s", mysql_error(db));
         mysql_close(db);
         return NULL;
@@ -39,7 +103,50 @@ MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
         mysql_close(db);
         return NULL;
     }
+    if (node_prepare(db, err, errlen) < 0) {
+        mysql_close(db);
+        return NULL;
+    }
     return db;
+}
+
+MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
+{
+    int n = cfg->mysql_socket[0] ? 0 : dbnode_setup(cfg);
+    if (n <= 0) /* one server (a bad list is refused by config_validate before this runs) */
+        return connect_to(cfg, cfg->mysql_host, cfg->mysql_port, cfg->mysql_socket[0] ? cfg->mysql_socket : NULL, err,
+                          errlen);
+    /* The node in use first; each that fails moves the whole process on (dbnode.h), so the
+     * other threads' next connections go where this one went. Every node once at most. */
+    size_t used = 0;
+    err[0] = '\0';
+    for (int tries = 0; tries < n; tries++) {
+        int i = dbnode_current();
+        const struct netaddr *a = dbnode_at(i);
+        char why[300];
+        MYSQL *db = connect_to(cfg, a->host, a->port, NULL, why, sizeof why);
+        if (db != NULL)
+            return db;
+        if (used < errlen) {
+            int k = snprintf(err + used, errlen - used, "%s%s:%d: %s", used ? "; " : "", a->host, a->port, why);
+            used += k > 0 ? (size_t)k : 0;
+        }
+        dbnode_failed(i, why);
+    }
+    return NULL;
+}
+
+int db_stale(MYSQL *db)
+{
+    if (db == NULL || dbnode_count() < 2)
+        return 0;
+    const char *host = NULL;
+    unsigned int port = 0;
+    if (mariadb_get_infov(db, MARIADB_CONNECTION_HOST, &host) != 0 ||
+        mariadb_get_infov(db, MARIADB_CONNECTION_PORT, &port) != 0 || host == NULL)
+        return 0; /* cannot tell: left to fail on its own if its node is gone */
+    const struct netaddr *a = dbnode_at(dbnode_current());
+    return strcmp(host, a->host) != 0 || (int)port != a->port;
 }
 
 int db_check_schema(MYSQL *db, char *err, size_t errlen)
@@ -114,6 +221,13 @@ int db_error_is_connection(MYSQL *db)
     case ER_CONNECTION_KILLED:
     case ER_QUERY_INTERRUPTED:
     case ER_OPTION_PREVENTS_STATEMENT: /* read-only server during failover */
+    /* Galera: 1047 "WSREP has not yet prepared node for application use" — the node left the
+     * primary component (or has not synced): a new connection finds it not ready and moves to
+     * the next node (db_connect). 1180 is how a COMMIT whose replication failed answers (the
+     * node lost the cluster mid-commit): whether the others applied it is unknown, as for a
+     * lost answer. */
+    case ER_UNKNOWN_COM_ERROR:
+    case ER_ERROR_DURING_COMMIT:
     /* out of room: the disk, a table, memory. Nothing is wrong with the statement; it goes
      * through once the operator has made room (before, a journal record met this was set
      * aside in refused_record and its job stayed behind Redis for good) */

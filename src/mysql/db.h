@@ -24,8 +24,17 @@
 #define TOPIC_SETTING_COLUMNS "topic,settings,seq,updated_at"
 #define TOPIC_CHANGE_COLUMNS  "topic,at,actor,host,instance,settings"
 
-/* Connect with the configured timeouts, utf8mb4, autocommit off. NULL with err filled. */
+/* Connect with the configured timeouts, utf8mb4, autocommit off. With [mysql] hosts: to the node
+ * the process uses (dbnode.h), moving on to the next while one cannot be connected to or cannot
+ * take writes (a Galera node not ready, a read-only standby; so does a single server that is
+ * either); on a Galera node the session reads with wsrep_sync_wait = 1. NULL with err filled
+ * (every node tried, each one's error). */
 MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen);
+
+/* Is `db` connected to a node other than the one the process uses now ([mysql] hosts, after a
+ * move: dbnode.h)? Its owner closes it after its current transaction and connects again, so all
+ * of an instance's connections come to agree on one node. 0 without a list, or for NULL. */
+int db_stale(MYSQL *db);
 
 /* Is the schema there, new enough, and are its tables' columns the ones this binary writes?
  * 0; -1 with err saying to apply sql/schema.sql; -3 when a table lacks a column (made by an
@@ -58,12 +67,16 @@ MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql);
 int db_enable_scripts(MYSQL *db) __attribute__((warn_unused_result));
 
 /* Was this error a lost/broken connection, or the server out of room for now (its disk or a
- * table full, out of memory) — reconnect and retry — rather than a bad statement? A record
+ * table full, out of memory), or a Galera node that left the cluster (1047, and 1180 from a
+ * COMMIT it could not replicate) — reconnect and retry — rather than a bad statement? A record
  * is refused (refused_record) only for what retrying cannot fix. */
 int db_error_is_connection(MYSQL *db);
 /* Was error number `err` a deadlock or a lock wait timeout: the transaction (or, for a lock
  * wait, its statement) rolled back by the server, the connection itself still good? Such
- * errors also count as db_error_is_connection, for callers that simply reconnect. */
+ * errors also count as db_error_is_connection, for callers that simply reconnect. On Galera a
+ * deadlock is also how a COMMIT that failed certification answers (another node committed a
+ * conflicting write first): the transaction was rolled back everywhere, so its outcome is
+ * known — not committed — and writing it again is right. */
 int db_errno_is_lock_conflict(unsigned err);
 
 /* Append `s` escaped and single-quoted for SQL (uses the connection's charset). */

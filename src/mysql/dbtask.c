@@ -52,7 +52,9 @@ static void *pool_main(void *arg)
         pool.queued--;
         pthread_mutex_unlock(&pool.lock);
 
-        if (db != NULL && mysql_ping(db) != 0) {
+        /* a stale connection ([mysql] hosts: the process moved to another node) is remade
+         * between tasks, so the pool writes and reads where the journal does */
+        if (db != NULL && (db_stale(db) || mysql_ping(db) != 0)) {
             mysql_close(db);
             db = NULL;
         }

@@ -36,7 +36,7 @@ class DocsTest(unittest.TestCase):
         contract = {
             "http": ["listen", "threads", "max_body", "longpoll_max", "token", "admin_token"],
             "redis": ["address", "password", "db", "prefix", "shards"],
-            "mysql": ["host", "port", "socket", "user", "password", "database", "retention_days"],
+            "mysql": ["host", "port", "hosts", "socket", "user", "password", "database", "retention_days"],
             "queue": ["default_ttr", "default_tries", "max_delay"],
             "log": ["level", "file"],
         }

@@ -564,6 +564,47 @@ END_TEST
 
 /* [amqp] url is read by amqpurl.h; its host and port by the same rules and words as [redis]
  * address (base/netaddr.h). */
+START_TEST(test_validate_mysql_hosts)
+{
+    /* unset: host and port name the one server, as always; no list */
+    ck_assert_int_eq(load("[mysql]\nhost = ::1\n"), 0);
+    ck_assert_int_eq(validate(), 0);
+    struct netaddr nodes[CONFIG_MYSQL_NODES_MAX];
+    ck_assert_int_eq(config_mysql_nodes(&cfg, nodes, CONFIG_MYSQL_NODES_MAX, err, sizeof err), 0);
+
+    /* a list, in order, blanks and empty elements ignored, a missing port is [mysql] port */
+    ck_assert_int_eq(load("[mysql]\nport = 3307\nhosts = db1:3306, 10.0.0.2 ,,[::1]:4406\n"), 0);
+    ck_assert_int_eq(validate(), 0);
+    ck_assert_int_eq(config_mysql_nodes(&cfg, nodes, CONFIG_MYSQL_NODES_MAX, err, sizeof err), 3);
+    ck_assert_str_eq(nodes[0].host, "db1");
+    ck_assert_int_eq(nodes[0].port, 3306);
+    ck_assert_str_eq(nodes[1].host, "10.0.0.2");
+    ck_assert_int_eq(nodes[1].port, 3307);
+    ck_assert_str_eq(nodes[2].host, "::1");
+    ck_assert_int_eq(nodes[2].port, 4406);
+    ck_assert_int_eq(config_mysql_nodes(&cfg, nodes, 2, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "more than 2"));
+
+    /* refused with the element and netaddr's reason */
+    const char *bad[][2] = {{"db1:3306,db2:0", "\"db2:0\""},
+                            {"::1:3306", "\"::1:3306\""},
+                            {"db1:3306,db_2:99999", "1..65535"},
+                            {" , ", "no node"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "[mysql]\nhosts = %s\n", bad[i][0]);
+        ck_assert_int_eq(load(text), 0);
+        ck_assert_msg(validate() == -1, "accepted hosts = %s", bad[i][0]);
+        ck_assert_msg(strstr(err, "[mysql] hosts") && strstr(err, bad[i][1]), "%s: \"%s\" does not name %s", bad[i][0],
+                      err, bad[i][1]);
+    }
+    /* a socket is one local server: not with a list */
+    ck_assert_int_eq(load("[mysql]\nsocket = /run/mysqld/mysqld.sock\nhosts = a:1,b:2\n"), 0);
+    ck_assert_int_eq(validate(), -1);
+    ck_assert_ptr_nonnull(strstr(err, "exclude each other"));
+}
+END_TEST
+
 START_TEST(test_validate_amqp_url)
 {
     ck_assert_int_eq(load("[amqp]\nurl = amqp://u:p@[::1]:5673/v\n"), 0);
@@ -705,6 +746,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_validate_listen);
     tcase_add_test(tc, test_validate_cross_keys);
     tcase_add_test(tc, test_validate_redis_address);
+    tcase_add_test(tc, test_validate_mysql_hosts);
     tcase_add_test(tc, test_validate_amqp_url);
     suite_add_tcase(s, tc);
 
