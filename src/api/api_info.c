@@ -9,6 +9,7 @@
 #include "core/metrics.h"
 #include "durable/pager.h"
 #include "durable/firing.h"
+#include "mysql/dbnode.h"
 #include "redis/rlink.h"
 #include "redis/rnodes.h"
 #include "core/app.h"
@@ -81,6 +82,16 @@ static int health_json(struct request *r, struct sbuf *sb)
                   atomic_load(&app->redis_loss_shard), atomic_load(&app->redis_loss_kind) == 1 ? "rolled back" : "lost",
                   (long long)loss_at, atomic_load(&app->redis_loss_kind) == 1 ? "older" : "none of its",
                   app->cfg.redis_auto_restore ? "an automatic restore is repairing it" : "run GET /reStore");
+    /* With [mysql] hosts, the node every connection of this instance writes to: the runbook "a
+     * MySQL node lost" asks which node each instance moved to, and how often (dbnode.h). */
+    if (dbnode_count() > 0) {
+        const struct netaddr *node = dbnode_at(dbnode_current());
+        char address[NETADDR_HOST_MAX + 16];
+        snprintf(address, sizeof address, node->kind == NETADDR_IPV6 ? "[%s]:%d" : "%s:%d", node->host, node->port);
+        sb_puts(sb, ",\"mysqlNode\":{\"address\":");
+        sb_json_cstr(sb, address);
+        sb_printf(sb, ",\"index\":%d,\"switches\":%u}", dbnode_current(), dbnode_switches());
+    }
     if (atomic_load(&app->redis_fenced) > 0)
         sb_printf(sb, ",\"fencedShards\":%d", atomic_load(&app->redis_fenced));
     if (nstuck)

@@ -41,6 +41,9 @@ class NodeListTest(HourglassTestCase):
         self.assertIn(f"mysql: node {HOST}:{dead} failed", log)
         # one move for the whole process: every connection found node 2 after the first one moved
         self.assertEqual(log.count("every connection moves to"), 1, log[-3000:])
+        # /health names the node in use, so the runbook can see where each instance writes
+        self.assertEqual(d.health().json()["mysqlNode"],
+                         {"address": f"{HOST}:{ns.mariadb.port}", "index": 1, "switches": 1})
 
     def test_a_read_only_standby_is_passed_over(self):
         ns = self.namespace()
@@ -51,6 +54,11 @@ class NodeListTest(HourglassTestCase):
         self.push_and_check(d, ns)
         self.assertIn("read-only (a standby not promoted)", d.log())
         self.assertEqual(standby.query("SELECT COUNT(*) FROM message", db=ns.database), [("0",)])
+        self.assertEqual(d.health().json()["mysqlNode"]["index"], 1)
+
+    def test_one_server_shows_no_node(self):
+        d = wait_healthy(self, self.start_daemon())
+        self.assertNotIn("mysqlNode", d.health().json(), "without [mysql] hosts there is no node list")
 
     def test_a_bad_list_is_refused_at_start(self):
         c = Daemon(namespace=self.namespace(), overrides={"mysql": {"hosts": f"{HOST}:3306,{HOST}:0"}})
