@@ -11,9 +11,11 @@ if not j then return { "missing" } end
 if j.st ~= RESERVED then return { "state", j.st } end
 if attempt ~= 0 and attempt ~= j.att then return { "stale", j.att } end
 unplace(idkey, j)
+if j.grp then g_unhold(j, now) end -- its group's slot frees: the group's turn may come again
 redis.call("HDEL", K_JOBS, idkey)
 biz_release(idkey, j)
 tombstone(idkey, now)
 j.ver = j.ver + 1
 log_transition(idkey, RESERVED, FINISHED, j, now, key, who)
+publish_ready()
 return { "ok", j.ver, j.att, j.runat }

@@ -38,10 +38,10 @@ while #out < limit and scanned < scan and rank < total do
         local ok, _, _, st, _, _, _, _, _, t = false
         if rec then ok, _, _, st, _, _, _, _, _, t = pcall(cmsgpack.unpack_limit, rec, 8) end
         if ok and st == want and t == topic then
-            local ok2, _, _, att, prio, ttr, tries, runat, _, biz, body, _, tp, ts = pcall(cmsgpack.unpack, rec)
+            local ok2, _, _, att, prio, ttr, tries, runat, _, biz, body, _, tp, ts, grp = pcall(cmsgpack.unpack, rec)
             if ok2 then
                 out[#out + 1] = reply_trace({ idkey, score, att, prio, ttr, tries, runat, biz, body },
-                                            { tp = tp, ts = ts })
+                                            { tp = tp, ts = ts, grp = grp })
                 if #out >= limit then break end
             end
         end
