@@ -88,7 +88,8 @@ class CheckerTest(CoreTestCase):
               dv("b", 0, 150, 800, fin=790)]
         self.assertEqual(overlaps(ok), [])
         self.assertEqual(out_of_order(ok), [])
-X
+        # received before a0's finish went out, and still held when a1 came
+        self.assertEqual(len(overlaps(ok + [dv("a", 2, 199, 800)])), 2)
         self.assertEqual(len(overlaps(ok + [dv("b", 1, 700, 1400)])), 1)    # b0 unfinished and leased
         self.assertEqual(len(out_of_order(ok + [dv("a", 0, 1000, 1600, attempt=2)])), 1)
 
