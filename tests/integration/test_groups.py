@@ -264,6 +264,24 @@ class GroupsDeliveryTest(CoreTestCase):
         self.assertNotIn(" g", topic_value(d, "gl"))
         self.assertTrue(topic_value(d, "gl"))
 
+    def test_ready_listing_shows_grouped_jobs_page_by_page(self):
+        d = self.daemon(default_ttr=30000)
+        self.assertJsonOk(put(d, "gj", {"groupConcurrency": 1}))
+        plain = [self.push(d, "gj", i) for i in range(3)]
+        grouped = [self.push(d, "gj", i, group=g) for i in range(3) for g in ("b", "a")]
+        for limit in (1, 2, 4, 100):
+            seen, after = [], None
+            for _ in range(50):
+                page = self.assertJsonOk(d.request("GET", "/topics/gj/jobs",
+                                                   params={"state": "ready", "limit": limit, "after": after}))
+                seen += [(j["id"], j["group"]) for j in page["jobs"]]
+                after = page.get("next")
+                if not after:
+                    break
+            self.assertEqual([i for i, _ in seen], plain + [x for x in grouped[1::2]] + [x for x in grouped[0::2]],
+                             f"limit {limit}")  # the ready zset's, then group a's, then b's
+            self.assertEqual([g for _, g in seen], [None] * 3 + ["a"] * 3 + ["b"] * 3)
+
     def test_restore_rebuilds_group_counts_from_the_jobs(self):
         d = self.daemon(default_ttr=30000)
         self.assertJsonOk(put(d, "gr", {"groupConcurrency": 1}))
