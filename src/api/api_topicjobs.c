@@ -9,7 +9,7 @@
  *
  * GET /topics/{topic}/groups?after=&limit= (admin): the topic's groups that have jobs delayed,
  * ready or reserved (flow control by key; groups.lua), a page at a time: `next` is an opaque
- * cursor (HSCAN's), null at the end. */
+ * position, null at the end. */
 #include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
@@ -120,7 +120,7 @@ static void on_groups(const struct group_count *groups, int n, const char *next,
                   (long long)g->ready, (long long)g->reserved);
     }
     sb_puts(&sb, "],\"next\":");
-    if (strcmp(next, "0") == 0)
+    if (next[0] == '\0')
         sb_puts(&sb, "null");
     else
         sb_json_cstr(&sb, next);
@@ -138,14 +138,21 @@ void api_topic_groups(struct request *r)
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
         return;
     }
+    /* a position groups.lua gave: "h<HSCAN cursor>" or "r<group>" (a group: job_group_valid) */
     const char *after = params_get(&r->params, "after");
-    if (after == NULL || after[0] == '\0')
-        after = "0";
-    for (const char *p = after; *p; p++)
-        if (*p < '0' || *p > '9' || p - after >= 20) {
-            respond_error(r, 400, "bad_request", "after must be a previous answer's next");
-            return;
-        }
+    if (after == NULL)
+        after = "";
+    size_t alen = strlen(after);
+    int ok = alen == 0 || (after[0] == 'r' && (alen == 1 || job_group_valid(after + 1, alen - 1)));
+    if (alen > 1 && alen <= 21 && after[0] == 'h') {
+        ok = 1;
+        for (size_t i = 1; i < alen; i++)
+            ok = ok && after[i] >= '0' && after[i] <= '9';
+    }
+    if (!ok) {
+        respond_error(r, 400, "bad_request", "after must be a previous answer's next");
+        return;
+    }
     int64_t limit;
     char err[128];
     if (param_int(&r->params, "limit", 1, PAGE_LIMIT_MAX, PAGE_LIMIT_DEFAULT, &limit, err, sizeof err) < 0) {

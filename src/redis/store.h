@@ -158,7 +158,7 @@ struct group_count {
     size_t group_len;
     int64_t delayed, ready, reserved;
 };
-/* groups NULL: the call failed. next: the cursor of the next page, "0" when none (valid
+/* groups NULL: the call failed. next: the position of the next page, "" when none (valid
  * during the callback, as the groups). */
 typedef void (*store_groups_fn)(const struct group_count *groups, int n, const char *next, void *arg);
 int store_topic_groups(struct store *s, const char *topic, size_t topic_len, const char *cursor, int limit,

@@ -19,7 +19,8 @@ def put(d: Daemon, topic: str, settings):
 
 
 def groups_of(tc: CoreTestCase, d: Daemon, topic: str, limit: int | None = None) -> dict:
-    """Every group of a topic (all pages) -> (delayed, ready, reserved)."""
+    """Every group of a topic (all pages, each group once: callers change nothing meanwhile) ->
+    (delayed, ready, reserved)."""
     out: dict = {}
     after = None
     for _ in range(1000):
@@ -28,6 +29,7 @@ def groups_of(tc: CoreTestCase, d: Daemon, topic: str, limit: int | None = None)
         tc.assertEqual(set(page), {"groups", "next"}, page)
         for g in page["groups"]:
             tc.assertEqual(set(g), {"group", "delayed", "ready", "reserved"}, g)
+            tc.assertNotIn(g["group"], out, "listed twice (nothing changed during the walk)")
             out[g["group"]] = (g["delayed"], g["ready"], g["reserved"])
         after = page["next"]
         if after is None:
@@ -263,6 +265,24 @@ class GroupsDeliveryTest(CoreTestCase):
         self.assertEqual(group_keys(d, "gl"), [])
         self.assertNotIn(" g", topic_value(d, "gl"))
         self.assertTrue(topic_value(d, "gl"))
+
+    def test_groups_listing_pages_through_both_places(self):
+        d = self.daemon(default_ttr=30000)
+        self.assertJsonOk(put(d, "gk", {"groupConcurrency": 1}))
+        self.assertJsonOk(d.push([{"topic": "gk", "group": f"g{i:03}", "body": k} for k in range(2) for i in range(300)]))
+        self.push(d, "gk", None, group="late", delay=60000)
+        got = self.assertJsonOk(d.get("gk", count=100))
+        held = {j["group"] for j in got}
+        self.assertEqual(len(held), 100)
+        want = {f"g{i:03}": (0, 1, 1) if f"g{i:03}" in held else (0, 2, 0) for i in range(300)}
+        want["late"] = (1, 0, 0)
+        for limit in (7, 1000):
+            self.assertEqual(groups_of(self, d, "gk", limit=limit), want, f"limit {limit}")
+        # a group whose jobs only wait on its range has no field of the group hash (its place in
+        # the round is all it costs); the held ones and the one with a delayed job have one
+        fields = [k for k in d.namespace.redis_keys("*:gs:gk")]
+        self.assertEqual(len(fields), 1)
+        self.assertEqual(int(d.namespace.redis_cli("HLEN", fields[0])), 101)
 
     def test_ready_listing_shows_grouped_jobs_page_by_page(self):
         d = self.daemon(default_ttr=30000)

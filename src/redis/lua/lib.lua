@@ -378,8 +378,10 @@ end
 -- A job may belong to a group of its topic (j.grp). Every grouped job, whatever its topic's
 -- settings, is counted in its group's field of base.."gs:"..topic: "<held> <reserved> <delayed>
 -- <ready>" (held = slots in use: jobs delivered under the group's limit and not yet finished,
--- dead or deleted; under fifo also a failed one waiting out its retry). The field goes when all
--- four are 0: an idle group costs nothing.
+-- dead or deleted; under fifo also a failed one waiting out its retry; ready = its ready jobs on
+-- the topic's ready zset — those on the group's range, below, are counted by the range itself).
+-- The field goes when all four are 0: an idle group costs nothing, and a group whose jobs only
+-- wait on its range costs its place in the round alone.
 -- A topic with group settings (conf.groups) keeps its groups' ready jobs apart from its ready
 -- zset, in one zset per topic ("gr:") whose members all score 0 and sort by bytes:
 -- "<group>\0<ord, 14 digits><idkey>", ord the ready score (priority * 1e13 + due ms) — so a
@@ -408,6 +410,17 @@ local function gconf(topic)
 end
 
 local G_SLOT = { [RESERVED] = 2, [DELAYED] = 3, [READY] = 4 }
+-- The field of `gs` a grouped job in state st counts in (nil: none) — a ready job on its group's
+-- range (j.ord set: lib.lua place) is counted by the range.
+local function g_slot(j, st)
+    if st == READY and j.ord then return nil end
+    return G_SLOT[st]
+end
+
+-- Has group g ready jobs on its range? (one lookup in the topic's "gr:", O(log n))
+local function g_has_ready(topic, g)
+    return redis.call("ZRANGEBYLEX", gready_key(topic), "[" .. g .. "\0", "(" .. g .. "\1", "LIMIT", 0, 1)[1] ~= nil
+end
 local function gs_get(topic, g)
     local v = redis.call("HGET", gs_key(topic), g)
     if v then
@@ -439,10 +452,10 @@ end
 
 -- Put group g at the back of the round when it may deliver: ready jobs, a free slot, a token.
 local function g_wake(topic, g, conf, s, now)
-    if not (conf.groups or conf.drain) or s[4] <= 0 or (conf.gconc > 0 and s[1] >= conf.gconc) then return end
+    if not (conf.groups or conf.drain) or (conf.gconc > 0 and s[1] >= conf.gconc) then return end
     if not g_rate_ok(topic, g, conf, now) then return end -- reserve's sweep brings it back
     local q = gq_key(topic)
-    if redis.call("ZSCORE", q, g) then return end
+    if redis.call("ZSCORE", q, g) or not g_has_ready(topic, g) then return end
     local last = redis.call("ZRANGE", q, -1, -1, "WITHSCORES")
     redis.call("ZADD", q, last[2] and tonumber(last[2]) + 1 or 1, g)
     notify_ready(topic)
@@ -453,12 +466,14 @@ end
 local function g_change(j, from, to, hold, now)
     local conf = gconf(j.topic)
     local s = gs_get(j.topic, j.grp)
-    if G_SLOT[from] then s[G_SLOT[from]] = s[G_SLOT[from]] - 1 end
-    if G_SLOT[to] then s[G_SLOT[to]] = s[G_SLOT[to]] + 1 end
+    local out_of, into = g_slot(j, from), g_slot(j, to)
+    if out_of then s[out_of] = s[out_of] - 1 end
+    if into then s[into] = s[into] + 1 end
     s[1] = s[1] + hold
-    gs_put(j.topic, j.grp, s)
-    if s[4] <= 0 then
-        if from == READY then redis.call("ZREM", gq_key(j.topic), j.grp) end
+    if out_of or into or hold ~= 0 then gs_put(j.topic, j.grp, s) end
+    if from == READY and j.ord then
+        -- left its range: the group leaves the round with its last ready job
+        if not g_has_ready(j.topic, j.grp) then redis.call("ZREM", gq_key(j.topic), j.grp) end
     elseif now then
         g_wake(j.topic, j.grp, conf, s, now)
     end

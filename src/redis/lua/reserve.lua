@@ -99,11 +99,15 @@ local function reserve_grouped(topic, conf, limit)
                 bad = bad + 1
                 set_aside(idkey, why, rec)
             elseif j.st == READY and j.grp and conf.groups then
-                -- made ready before the topic had group settings: to its group's range
+                -- made ready before the topic had group settings: to its group's range (counted
+                -- by the range from now on, no longer in its group's field)
+                local s = gs_get(topic, j.grp)
+                s[4] = s[4] - 1
+                gs_put(topic, j.grp, s)
                 j.ord = tonumber(plain[2])
                 redis.call("ZADD", gr, 0, gmember(j.grp, j.ord, idkey))
                 save_job(idkey, j)
-                g_wake(topic, j.grp, conf, gs_get(topic, j.grp), now)
+                g_wake(topic, j.grp, conf, s, now)
             elseif j.st == READY then
                 count_later(READY, topic, -1)
                 deliver(idkey, j, topic, false)
@@ -123,11 +127,10 @@ local function reserve_grouped(topic, conf, limit)
                 delivered = delivered + 1
                 if j.att > 1 then again = again + 1 elseif now > j.runat then late = late + (now - j.runat) end
                 local s = gs_get(topic, g)
-                s[4] = s[4] - 1
                 if j.st == RESERVED then
                     s[2], s[1] = s[2] + 1, s[1] + 1
+                    gs_put(topic, g, s)
                 end
-                gs_put(topic, g, s)
                 if conf.grate > 0 then
                     local tat = tonumber(redis.call("ZSCORE", gt, g) or 0)
                     redis.call("ZADD", gt, math.max(tat, now) + g_interval(conf), g)
