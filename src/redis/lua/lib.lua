@@ -451,14 +451,17 @@ local function g_rate_ok(topic, g, conf, now)
 end
 
 -- Put group g at the back of the round when it may deliver: ready jobs, a free slot, a token.
-local function g_wake(topic, g, conf, s, now)
+-- A round that was empty is announced on "<prefix>:ready" (consumers park only when they found
+-- nothing, so with groups in the round nobody waits for one more); `quiet`: not even then
+-- (reserve.lua putting back the group it just served: its caller is not parked).
+local function g_wake(topic, g, conf, s, now, quiet)
     if not (conf.groups or conf.drain) or (conf.gconc > 0 and s[1] >= conf.gconc) then return end
     if not g_rate_ok(topic, g, conf, now) then return end -- reserve's sweep brings it back
     local q = gq_key(topic)
     if redis.call("ZSCORE", q, g) or not g_has_ready(topic, g) then return end
     local last = redis.call("ZRANGE", q, -1, -1, "WITHSCORES")
     redis.call("ZADD", q, last[2] and tonumber(last[2]) + 1 or 1, g)
-    notify_ready(topic)
+    if not last[2] and not quiet then notify_ready(topic) end
 end
 
 -- A grouped job leaves state `from` and/or enters `to` (nil: none of the counted states), its

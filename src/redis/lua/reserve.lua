@@ -136,7 +136,7 @@ local function reserve_grouped(topic, conf, limit)
                     redis.call("ZADD", gt, math.max(tat, now) + g_interval(conf), g)
                 end
                 redis.call("ZREM", q, g) -- to the back of the round, if it may deliver again
-                g_wake(topic, g, conf, s, now)
+                g_wake(topic, g, conf, s, now, true)
             end
         else
             break
