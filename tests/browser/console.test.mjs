@@ -7,11 +7,23 @@
 // and runs this (make test). Each test leaves a screenshot of its view in HG_ARTEFACTS. Any
 // console.error or uncaught page error fails the run, except the failed loads a test provokes
 // on purpose (expectFailedLoad).
+//
+// Accessibility (WCAG 2.1 AA): every screenshot is also an axe-core audit of that view and
+// state (wcag2a, wcag2aa, wcag21a, wcag21aa; zero violations, and no contrast left for
+// review), axe injected with addScriptTag from a same-origin URL this test serves itself (the
+// console's CSP allows scripts from its own origin only, and stays on). The keyboard tests
+// tab through every view: each stop is a visible control with a name and a focus ring of at
+// least 3:1; Enter and Space work the controls; the dialog takes focus, keeps it, gives it
+// back, and Escape closes it.
 import {test, before, after} from 'node:test';
 import assert from 'node:assert/strict';
 import {mkdirSync} from 'node:fs';
+import {createRequire} from 'node:module';
 import {join} from 'node:path';
 import {chromium} from 'playwright-core';
+
+const AXE_SOURCE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
 
 const BASE = process.env.HG_URL;
 const ADMIN = process.env.HG_ADMIN_TOKEN || '';
@@ -28,6 +40,7 @@ const consoleErrors = [];
 const pageErrors = [];
 const expectedFailures = []; // URL substrings whose failed loads a test provoked
 const ids = {};
+const audited = []; // the views and states axe checked, in order
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -61,11 +74,152 @@ async function eventually(what, fn, timeoutMs = 15000) {
   }
 }
 
+// A screenshot of the page as it is, and an accessibility audit of the same state.
 async function shot(name) {
   const path = join(OUT, `${name}.png`);
   await page.screenshot({path, fullPage: true});
   console.log(`# screenshot ${path}`);
+  await audit(name);
 }
+
+// ---- accessibility ---------------------------------------------------------------------
+
+// axe-core's audit of the page as it is now: no violation of WCAG 2.1 A/AA, and no colour
+// contrast axe could not decide (it says "incomplete" when it cannot see the background) —
+// except the plots' SVG text, whose background axe cannot see: plotColours() measures it.
+async function audit(name) {
+  await injectAxe();
+  const res = await page.evaluate(async (tags) => {
+    const r = await window.axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations', 'incomplete'],
+      elementRef: true});
+    const brief = (list) => list.map((v) => ({id: v.id, help: v.help,
+      nodes: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary || n.any.map((c) => c.message).join('; ')}`)}));
+    const undecided = r.incomplete.filter((v) => v.id === 'color-contrast')
+      .map((v) => ({...v, nodes: v.nodes.filter((n) => !(n.element && n.element.closest('svg.plot')))}))
+      .filter((v) => v.nodes.length);
+    return {violations: brief(r.violations), contrastUndecided: brief(undecided),
+      plots: document.querySelectorAll('svg.plot').length};
+  }, AXE_TAGS);
+  assert.deepEqual(res.violations, [], `axe: WCAG 2.1 AA violations in "${name}"`);
+  assert.deepEqual(res.contrastUndecided, [], `axe: contrast it could not check in "${name}"`);
+  if (res.plots) await plotColours(name);
+  audited.push(name);
+}
+
+// The plots' colours, which axe cannot measure in SVG: axis text at least 4.5:1 on the card,
+// the lines, markers and bar outlines at least 3:1 (non-text contrast).
+async function plotColours(name) {
+  const bad = await page.evaluate(() => {
+    const {contrast, behind} = window.__hg;
+    const out = [];
+    for (const svg of document.querySelectorAll('svg.plot')) {
+      const bg = behind(svg);
+      for (const t of svg.querySelectorAll('text')) {
+        const c = contrast(getComputedStyle(t).fill, bg);
+        if (c < 4.5) out.push(`text "${t.textContent}" ${c.toFixed(2)}:1`);
+      }
+      for (const g of svg.querySelectorAll('.series, .marker, .bar')) {
+        const c = contrast(getComputedStyle(g).stroke, bg);
+        if (c < 3) out.push(`${g.tagName} .${g.getAttribute('class')} stroke ${c.toFixed(2)}:1`);
+      }
+    }
+    return out;
+  });
+  assert.deepEqual(bad, [], `plot colours too faint in "${name}"`);
+}
+
+// In the page (page.evaluate, the CSP forbids eval): WCAG contrast of two CSS colours, and
+// the colour behind an element (its first ancestor with an opaque background).
+function pageColours() {
+  const lum = (c) => {
+    const [r, g, b] = c.match(/[0-9.]+/g).slice(0, 3).map((v) => Number(v) / 255)
+      .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const contrast = (a, b) => {
+    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const behind = (el) => {
+    for (let e = el.parentElement; e; e = e.parentElement) {
+      const bg = getComputedStyle(e).backgroundColor;
+      const alpha = bg.startsWith('rgba') ? Number(bg.match(/[0-9.]+/g)[3]) : 1;
+      if (alpha === 1) return bg;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  return {contrast, behind};
+}
+
+// axe-core, and pageColours() as window.__hg, in the page (once per document). An expression
+// that playwright evaluates is not the page's eval, so the CSP leaves it be.
+async function injectAxe() {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+    await page.addScriptTag({url: `${BASE}/console/__test__/axe.min.js`}); // answered by the route set in before()
+  }
+  await page.evaluate(`window.__hg = window.__hg || (${pageColours.toString()})()`);
+}
+
+// What has focus now: its role and accessible name (axe's computation), whether it shows a
+// focus ring (outline or box-shadow) and that ring's contrast with what is behind it.
+async function focused() {
+  await injectAxe();
+  return page.evaluate(() => {
+    const {contrast, behind} = window.__hg;
+    const el = document.activeElement;
+    if (!el || el === document.body) return null;
+    window.axe.setup(document);
+    const name = window.axe.commons.text.accessibleText(el).trim();
+    const role = window.axe.commons.aria.getRole(el);
+    window.axe.teardown();
+    const st = getComputedStyle(el);
+    const outline = st.outlineStyle !== 'none' && parseFloat(st.outlineWidth) > 0;
+    const r = el.getBoundingClientRect();
+    return {
+      tag: el.tagName.toLowerCase(), role, name,
+      key: el.dataset.nav || el.dataset.action || el.dataset.tab || el.dataset.link || el.getAttribute('name') || '',
+      inMain: !!el.closest('main'), inDialog: !!el.closest('dialog'), focusVisible: el.matches(':focus-visible'),
+      outline: outline ? {width: parseFloat(st.outlineWidth), contrast: contrast(st.outlineColor, behind(el))} : null,
+      shadow: st.boxShadow !== 'none' ? st.boxShadow : null,
+      size: [Math.round(r.width), Math.round(r.height)],
+    };
+  });
+}
+
+// The checks every focused control must pass.
+function assertFocusable(f, where) {
+  assert.ok(f.name, `${where}: no accessible name`);
+  assert.ok(f.role, `${where}: no role`);
+  assert.ok(f.focusVisible, `${where}: does not match :focus-visible`);
+  assert.ok(f.outline || f.shadow, `${where}: no focus ring (outline or box-shadow)`);
+  if (f.outline) {
+    assert.ok(f.outline.width >= 2, `${where}: focus outline ${f.outline.width}px, thinner than 2px`);
+    assert.ok(f.outline.contrast >= 3, `${where}: focus outline contrast ${f.outline.contrast.toFixed(2)}:1 < 3:1`);
+  }
+  assert.ok(f.size[0] > 0 && f.size[1] > 0, `${where}: has focus but no size (${f.size})`);
+}
+
+// Tab from the top of the page through every stop until focus leaves the page (or comes
+// round to the first stop again); each stop is checked as it is reached. Returns the stops.
+async function tabThrough(label) {
+  await page.evaluate(() => {
+    if (document.activeElement) document.activeElement.blur();
+    window.scrollTo(0, 0);
+  });
+  const stops = [];
+  for (let i = 0; i < 300; i++) {
+    await page.keyboard.press('Tab');
+    const f = await focused();
+    if (!f || (stops.length && f.key === 'skip')) break;
+    assertFocusable(f, `${label}, stop ${stops.length + 1} (${f.tag} ${f.role} "${f.name}")`);
+    stops.push(f);
+  }
+  assert.ok(stops.length > 0, `${label}: Tab reached nothing`);
+  return stops;
+}
+
+// The names of the stops, for messages and order checks.
+const names = (stops) => stops.map((f) => f.name);
 
 function expectFailedLoad(urlPart) {
   expectedFailures.push(urlPart);
@@ -142,6 +296,10 @@ before(async () => {
     viewport: {width: 1280, height: 900},
     httpCredentials: ADMIN ? {username: 'operator', password: ADMIN} : undefined,
   });
+  // axe-core from this run's node_modules, at a URL of the console's own origin (not the
+  // daemon's: the route answers it before any request leaves the browser)
+  await context.route(`${BASE}/console/__test__/axe.min.js`, (route) =>
+    route.fulfill({path: AXE_SOURCE, contentType: 'text/javascript; charset=utf-8'}));
   page = await context.newPage();
   page.on('console', (msg) => {
     if (msg.type() === 'error') consoleErrors.push({text: msg.text(), url: msg.location().url || ''});
@@ -327,12 +485,18 @@ test('schedules are listed, paused, resumed, deleted and created from the page',
   await rowCron.locator('[data-action="pause"]').waitFor();
   assert.equal((await ok('GET', `/schedules/${cron.id}`)).paused, false);
 
-  // delete asks once more: the first click deletes nothing
+  // delete asks in a dialog first: Cancel deletes nothing, Delete does
   const del = rowTick.locator('[data-action="delete-schedule"]');
+  const dialog = page.locator('dialog#confirm');
   await del.click();
-  assert.match(await del.textContent(), /Really/);
+  await dialog.waitFor({state: 'visible'});
+  assert.match(await dialog.locator('#confirm-title').textContent(), new RegExp(`Delete the schedule of ${P}tick`));
+  await shot('schedules-confirm');
+  await dialog.locator('[data-action="cancel"]').click();
+  await dialog.waitFor({state: 'hidden'});
   assert.equal((await call('GET', `/schedules/${tick.id}`)).status, 200);
   await del.click();
+  await dialog.locator('[data-action="confirm"]').click();
   await rowTick.waitFor({state: 'detached'});
   assert.equal((await call('GET', `/schedules/${tick.id}`)).status, 404);
   assert.ok(!(await ok('GET', '/schedules')).schedules.some((s) => s.id === tick.id));
