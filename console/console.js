@@ -376,6 +376,13 @@
     }, label);
   }
 
+  // A form field: its label above it, tied by for/id (a label wrapped round a text field
+  // would lend the field's placeholder or value to its name).
+  function field(id, label, control, cls) {
+    control.id = id;
+    return h('div', {class: `field ${cls || ''}`.trim()}, h('label', {for: id}, label), control);
+  }
+
   // A table header cell for a column (scope="col"); an empty one gets a name all the same.
   const th = (text, attrs = {}) => h('th', {scope: 'col', ...attrs}, text || h('span', {class: 'vh'}, 'Actions'));
 
@@ -552,7 +559,7 @@
       }
       const st = t.settings;
       const deliverText = st.deliver ? JSON.stringify(st.deliver) : '';
-      const field = (name, label, value, hint) => h('label', {}, label,
+      const number = (name, label, value, hint) => field(`setting-${name}`, label,
         h('input', {name, type: 'number', min: 0, step: 1, value: value ?? '', placeholder: hint}));
       const form = h('form', {class: 'settings', onsubmit: async (ev) => {
         ev.preventDefault();
@@ -581,11 +588,11 @@
           showError(e);
         }
       }},
-      field('rate', 'rate (deliveries/s, 0 = no limit)', st.rate, '0'),
-      field('backoff', 'backoff (ms)', st.backoff),
-      field('maxBackoff', 'max backoff (ms)', st.maxBackoff),
-      h('label', {class: 'wide'}, 'deliver (JSON: null, {"webhook": URL, …} or {"amqp": {…}})',
-        h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, deliverText)),
+      number('rate', 'rate (deliveries/s, 0 = no limit)', st.rate, '0'),
+      number('backoff', 'backoff (ms)', st.backoff),
+      number('maxBackoff', 'max backoff (ms)', st.maxBackoff),
+      field('setting-deliver', 'deliver (JSON: null, {"webhook": URL, …} or {"amqp": {…}})',
+        h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, deliverText), 'wide'),
       h('div', {class: 'buttons'},
         h('button', {type: 'submit', 'data-action': 'save-settings'}, 'Save settings'),
         confirmButton('Reset to defaults', {'data-action': 'reset-settings'}, {
@@ -899,7 +906,7 @@
         problem.textContent = text;
         problem.hidden = !text;
       };
-      const input = (name, label, attrs) => h('label', {}, label, h('input', {name, autocomplete: 'off', ...attrs}));
+      const input = (name, label, attrs) => field(`schedule-${name}`, label, h('input', {name, autocomplete: 'off', ...attrs}));
       return h('form', {class: 'settings', 'data-form': 'schedule', onsubmit: async (ev) => {
         ev.preventDefault();
         const f = ev.target;
@@ -936,10 +943,10 @@
       input('cron', 'cron (minute hour day-of-month month day-of-week)', {placeholder: '30 2 * * *', spellcheck: 'false'}),
       input('tz', 'tz (cron only; default UTC)', {placeholder: 'Europe/Berlin', spellcheck: 'false'}),
       input('every', 'or every (ms, instead of cron)', {type: 'number', min: 1000, step: 1, placeholder: '60000'}),
-      h('label', {}, 'catchUp', h('select', {name: 'catchUp'},
+      field('schedule-catchUp', 'catchUp', h('select', {name: 'catchUp'},
         CATCH_UP.map(([k, short, what]) => h('option', {value: k, title: what}, `${k} — ${short}`)))),
-      h('label', {class: 'wide'}, 'job body (JSON, pushed as the body of each fire’s job)',
-        h('textarea', {name: 'body', rows: 2, spellcheck: 'false', placeholder: '{"report": "nightly"}'})),
+      field('schedule-body', 'job body (JSON, pushed as the body of each fire’s job)',
+        h('textarea', {name: 'body', rows: 2, spellcheck: 'false', placeholder: '{"report": "nightly"}'}), 'wide'),
       problem,
       h('div', {class: 'buttons'}, h('button', {type: 'submit', 'data-action': 'create-schedule'}, 'Create schedule')));
     }
@@ -1296,7 +1303,7 @@
         const total = hist.counts.reduce((a, b) => a + (b || 0), 0);
         const p50 = percentile(hist.counts, bounds, 0.5);
         const p99 = percentile(hist.counts, bounds, 0.99);
-        ltNote.textContent = p50 ? `${fmtInt(total)} deliveries, ${hist.label}: p50 ${p50}, p99 ${p99}.`
+        ltNote.textContent = p50 ? `${fmtInt(total)} ${total === 1 ? 'delivery' : 'deliveries'}, ${hist.label}: p50 ${p50}, p99 ${p99}.`
           : `${hist.label}: no delivery yet.`;
         const rows = hist.counts.map((v, b) => [bucketLabel(bounds, b), fmtInt(v || 0),
           total ? `${(100 * (v || 0) / total).toFixed(1)} %` : '—']);
