@@ -383,6 +383,33 @@
     return h('div', {class: `field ${cls || ''}`.trim()}, h('label', {for: id}, label), control);
   }
 
+  // A wide table in a box that scrolls sideways on a narrow screen, so the page itself does not
+  // (WCAG 1.4.10). While it overflows, the box is a named region in the Tab order, so a
+  // keyboard can scroll it too; otherwise it is no stop at all.
+  const overflowWatch = new ResizeObserver((entries) => {
+    for (const e of entries) {
+      const box = e.target.closest('.scroller');
+      if (!box || !box.isConnected) {
+        overflowWatch.unobserve(e.target);
+        continue;
+      }
+      const over = box.scrollWidth > box.clientWidth + 1;
+      if (over) {
+        box.setAttribute('role', 'region');
+        box.setAttribute('aria-label', box.dataset.label);
+        box.tabIndex = 0;
+      } else {
+        for (const a of ['role', 'aria-label', 'tabindex']) box.removeAttribute(a);
+      }
+    }
+  });
+  function scroller(label, table) {
+    const box = h('div', {class: 'scroller', 'data-label': label}, table);
+    overflowWatch.observe(box);
+    overflowWatch.observe(table);
+    return box;
+  }
+
   // A table header cell for a column (scope="col"); an empty one gets a name all the same.
   const th = (text, attrs = {}) => h('th', {scope: 'col', ...attrs}, text || h('span', {class: 'vh'}, 'Actions'));
 
@@ -413,7 +440,7 @@
         th(''))),
       tbody);
     replaceView(main, heading('Topics', false), plotsPanel(), h('section', {class: 'card', 'aria-labelledby': 'topics-title'},
-      h('div', {class: 'bar'}, h('h2', {id: 'topics-title'}, 'Topics'), summary, filter), table, pager));
+      h('div', {class: 'bar'}, h('h2', {id: 'topics-title'}, 'Topics'), summary, filter), scroller('Topics table', table), pager));
 
     const rows = new Map(); // topic -> its row, kept across refreshes
     function row(t) {
@@ -683,14 +710,14 @@
               showError(e);
             }
           }))));
-      list.replaceChildren(
+      list.replaceChildren(scroller('Jobs table',
         h('table', {class: 'grid jobs'},
           h('caption', {class: 'vh'}, `${(TABS.find(([k]) => k === state) || [])[1]} jobs of ${topic}`),
           h('thead', {}, h('tr', {}, state === 'dead' ? th(all) : null,
             th('id'), th(cols[0]), th('prio', {class: 'num'}),
             th('attempt', {class: 'num'}), th('bizKey'), th('body'), th(''))),
           h('tbody', {}, rows.length ? rows
-            : h('tr', {}, h('td', {colspan: 8, class: 'muted'}, page.next ? `Nothing found among ${fmtInt(page.scanned)} entries looked at; go on with the next page.` : `No ${state} jobs${after ? ' after this point' : ''}.`)))),
+            : h('tr', {}, h('td', {colspan: 8, class: 'muted'}, page.next ? `Nothing found among ${fmtInt(page.scanned)} entries looked at; go on with the next page.` : `No ${state} jobs${after ? ' after this point' : ''}.`))))),
         h('div', {class: 'pager'},
           state === 'dead' && rows.length ? bulk : null,
           after ? h('a', {class: 'button', href: link({after: ''}), 'data-focus-key': 'first-page'}, '⇤ First page') : null,
@@ -803,7 +830,7 @@
         th(''))),
       tbody);
     replaceView(main,
-      h('section', {class: 'card'}, h('div', {class: 'bar'}, heading('Schedules'), summary), table),
+      h('section', {class: 'card'}, h('div', {class: 'bar'}, heading('Schedules'), summary), scroller('Schedules table', table)),
       h('section', {class: 'card', 'aria-labelledby': 'new-schedule'}, h('h2', {id: 'new-schedule'}, 'New schedule'), createForm()));
 
     const rows = new Map(); // schedule id -> its row, kept across refreshes
@@ -963,9 +990,9 @@
       h('section', {class: 'card', 'aria-labelledby': 'fleet-health'}, h('h2', {id: 'fleet-health'}, 'Health'), health),
       plotsPanel(),
       h('section', {class: 'card', 'aria-labelledby': 'fleet-instances'}, h('h2', {id: 'fleet-instances'}, 'Instances'),
-        h('table', {class: 'grid', 'aria-labelledby': 'fleet-instances'}, h('thead', {}, h('tr', {},
+        scroller('Instances table', h('table', {class: 'grid', 'aria-labelledby': 'fleet-instances'}, h('thead', {}, h('tr', {},
           ['instance', 'worker', 'owned shards', 'parked', 'connections', 'journal backlog', 'MySQL', 'up for',
-            'pushed', 'delivered', 'heartbeat'].map((c, i) => th(c, {class: i > 0 && i !== 6 ? 'num' : null})))), tbody)));
+            'pushed', 'delivered', 'heartbeat'].map((c, i) => th(c, {class: i > 0 && i !== 6 ? 'num' : null})))), tbody))));
     // a label and its value (a <dl>'s group); the value's words say what its colour does
     const tile = (label, value, cls) => h('div', {class: `tile ${cls || ''}`}, h('dt', {class: 'label'}, label), h('dd', {class: 'value'}, value));
     await every(2000, live, async () => {
@@ -1018,9 +1045,9 @@
         const d = await api('/reStore' + qs({expire: expire.checked ? 'true' : 'false'}));
         const took = fmtDur(Date.now() - t0);
         result.replaceChildren(h('h2', {id: 'restore-result'}, `Done in ${took}`),
-          h('table', {class: 'grid kv', 'data-result': 'restore', 'aria-labelledby': 'restore-result'}, h('tbody', {},
+          scroller('Restore result table', h('table', {class: 'grid kv', 'data-result': 'restore', 'aria-labelledby': 'restore-result'}, h('tbody', {},
             RESTORE_FIELDS.filter(([k]) => k in d).map(([k, what]) => h('tr', {'data-field': k},
-              h('th', {scope: 'row'}, k), h('td', {class: 'num'}, fmtInt(d[k])), h('td', {class: 'muted'}, what))))));
+              h('th', {scope: 'row'}, k), h('td', {class: 'num'}, fmtInt(d[k])), h('td', {class: 'muted'}, what)))))));
         announce(`Restore done in ${took}: ${fmtInt(d.scanned)} scanned, ${fmtInt(d.restored)} restored.`);
       } catch (e) {
         result.replaceChildren(h('p', {class: 'muted'}, 'The restore did not run to the end.'));
@@ -1064,8 +1091,13 @@
       if (this.last && Date.now() - this.last.t < 1500) return this.last.f;
       return this.take();
     },
+    asked: 0,   // /fleet calls made, and the latest of them whose answer was taken: the fleet
+    applied: 0, // view's and the timer's samples overlap, and an older answer must not follow a newer one
     async take() {
+      const mine = ++this.asked;
       const f = await api('/fleet');
+      if (mine < this.applied) return this.last.f;
+      this.applied = mine;
       const t = Date.now();
       this.bounds = f.latenessBounds;
       const inst = ((f.fleet && f.fleet.instances) || []).filter((i) => i.at).map((i) => ({
@@ -1154,7 +1186,9 @@
     return [1, 2, 2.5, 5, 10].map((m) => m * p).find((m) => m >= v);
   }
 
-  const W = 560;
+  // Drawn at the box's own width (560 before it is laid out), so the axis text stays at its
+  // font size on a narrow screen instead of shrinking with the picture.
+  let W = 560;
   const H = 170;
   const PAD = {l: 44, r: 10, t: 10, b: 24};
 
@@ -1224,7 +1258,8 @@
     const grid = [0, 0.5, 1].map((f) => [
       s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: f ? 'gridline' : 'baseline'}),
       s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtAxis(max * f))]);
-    const ticks = counts.map((_, b) => (b % 3 === 0 || b === n - 1
+    const step = W < 420 ? 5 : 3; // room for "≤100ms" under every step-th bar
+    const ticks = counts.map((_, b) => ((b % step === 0 && b < n - 2) || b === n - 1
       ? s('text', {x: PAD.l + (b + 0.5) * bw, y: H - 6, class: 'axis', 'text-anchor': 'middle'}, tick(b))
       : null));
     return s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-label': label}, grid, bars, ticks);
@@ -1268,9 +1303,9 @@
   // A small data table (the plots' text alternative), its header row first.
   function dataTable(caption, head, rows, empty) {
     if (!rows.length) return h('p', {class: 'muted'}, empty);
-    return h('table', {class: 'grid'}, h('caption', {class: 'vh'}, caption),
+    return scroller(caption, h('table', {class: 'grid'}, h('caption', {class: 'vh'}, caption),
       h('thead', {}, h('tr', {}, head.map((c, i) => th(c, {class: i ? 'num' : null})))),
-      h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c, i) => (i ? h('td', {class: 'num'}, c) : h('th', {scope: 'row'}, c)))))));
+      h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c, i) => (i ? h('td', {class: 'num'}, c) : h('th', {scope: 'row'}, c))))))));
   }
 
   // The plots beside the topics and the fleet: each a figure with a legend that shows its
@@ -1284,6 +1319,7 @@
     const tpData = h('div');
     const ltData = h('div');
     const draw = () => {
+      W = Math.max(280, Math.round(tp.clientWidth)) || 560;
       const t = sampler.throughput();
       const vals = (a) => a.filter((v) => v != null);
       const lastP = vals(t.pushed).pop();
