@@ -1205,7 +1205,7 @@
     s('path', {d: 'M1,5L29,5', class: `series ${cls}`}), marker(cls, 15, 5));
   // ... and of a lateness class: its fill (solid, hatched, cross-hatched).
   const classKey = (cls) => s('svg', {viewBox: '0 0 14 12', width: 14, height: 12, 'aria-hidden': 'true', focusable: 'false'},
-    s('rect', {x: 1, y: 1, width: 12, height: 10, class: `swatch ${cls}`}));
+    s('rect', {x: 1, y: 1, width: 12, height: 10, class: `swatch ${cls}`, fill: HATCH[cls]}));
 
   function throughputSvg(tp, label) {
     const n = tp.pushed.length;
@@ -1235,6 +1235,9 @@
       grid, ticks, line(tp.pushed, 'pushed', 0), line(tp.delivered, 'delivered', MARK_EVERY / 2));
   }
 
+  // The fill of a lateness class that is not solid: a hatching pattern of index.html (as an
+  // attribute: console.css names nothing by url()).
+  const HATCH = {warn: 'url(#hatch-warn)', bad: 'url(#hatch-bad)'};
   // A lateness bucket's class: ≤ 100 ms, ≤ 1 s, later.
   const LATE_CLASSES = [['good', '≤ 100 ms'], ['warn', '100 ms – 1 s'], ['bad', '> 1 s']];
   const lateClass = (bounds, b) => (b < bounds.length && bounds[b] <= 0.1 ? 'good' : b < bounds.length && bounds[b] <= 1 ? 'warn' : 'bad');
@@ -1253,7 +1256,7 @@
     const tick = (b) => (b >= bounds.length ? `>${fmtSecs(bounds[bounds.length - 1])}` : `≤${fmtSecs(bounds[b])}`);
     const bars = counts.map((v, b) => s('rect', {
       x: PAD.l + b * bw + 1, width: Math.max(1, bw - 2), y: y(v || 0), height: Math.max(0, H - PAD.b - y(v || 0)),
-      class: `bar ${lateClass(bounds, b)}`,
+      class: `bar ${lateClass(bounds, b)}`, fill: HATCH[lateClass(bounds, b)],
     }, s('title', {}, `${bucketLabel(bounds, b)}: ${fmtInt(v || 0)} deliveries`)));
     const grid = [0, 0.5, 1].map((f) => [
       s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: f ? 'gridline' : 'baseline'}),

@@ -7,7 +7,7 @@
 #          libssl-dev for the webhook client's https and signatures)
 #   test   core + what `make test` also needs: faketime and iptables (the fault tests: a skewed
 #          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
-#          and npm for playwright-core, which tests/browser installs from its lockfile)
+#          and npm for playwright-core and axe-core, which tests/browser installs from its lockfile)
 #   bench  core + load generator and profilers
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
