@@ -7,7 +7,7 @@
 #          libssl-dev for the webhook client's https and signatures)
 #   test   core + what `make test` also needs: faketime and iptables (the fault tests: a skewed
 #          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
-#          and npm for playwright-core, which tests/browser installs from its lockfile), systemd and
+#          and npm for playwright-core and axe-core, which tests/browser installs from its lockfile), systemd and
 #          man-db (test_install: `systemd-analyze verify` of the installed unit and its man page;
 #          `make deb` itself needs only dpkg-dev and binutils, which build-essential brings), galera-4
 #          and rsync (a private 3-node MariaDB Galera cluster, tests/integration/galera.py: the
