@@ -149,7 +149,8 @@ def raw_exchange(d: Daemon, chunks: Iterable[bytes] | bytes, gap: float = 0.0, r
             if until is not None and complete_responses(bytes(out)) >= until:
                 break
     # the answers, against docs/openapi.yaml (malformed requests' as documented errors)
-    openapi_check.check_raw(b"".join(bytes(c) for c in chunks), bytes(out))
+    if d.checked:
+        openapi_check.check_raw(b"".join(bytes(c) for c in chunks), bytes(out))
     return bytes(out), closed
 
 
