@@ -47,7 +47,8 @@ LUA      := $(sort $(wildcard src/redis/lua/*.lua))
 CONSOLE  := $(sort $(wildcard console/*))
 SRC      := $(sort $(wildcard src/*/*.c))
 LIB_SRC  := $(filter-out src/process/main.c,$(SRC))
-LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o $(BUILD)/console_files.o
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o $(BUILD)/console_files.o \
+            $(BUILD)/openapi_json.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # Programs the integration tests drive (tests/tools/x.c -> $(BUILD)/tests/x), e.g. amqp_publish
@@ -81,6 +82,15 @@ $(BUILD)/console_files.c: $(CONSOLE) scripts/embed-console.sh | $(BUILD)/.dir
 	sh scripts/embed-console.sh $(CONSOLE) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/console_files.o: $(BUILD)/console_files.c src/api/api_console.h
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The API's description (docs/openapi.yaml) is served as GET /openapi.json: converted to JSON
+# here, with Debian's python3 + python3-yaml (scripts/deps.sh), and embedded with its ETag.
+PYTHON3 := $(shell [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)
+$(BUILD)/openapi_json.c: docs/openapi.yaml scripts/embed-openapi.py | $(BUILD)/.dir
+	$(PYTHON3) scripts/embed-openapi.py docs/openapi.yaml > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/openapi_json.o: $(BUILD)/openapi_json.c src/api/api_openapi.h
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhourglass.a | $(BUILD)/.dir
@@ -117,6 +127,7 @@ unit-valgrind: $(UNIT_BIN)
 test:
 	@sh scripts/deps.sh test
 	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory openapi-lint
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory crondiff
@@ -185,6 +196,11 @@ format:
 
 lint:
 	@sh scripts/lint.sh
+
+# docs/openapi.yaml through a standard linter (@redocly/cli, pinned in tests/openapi/).
+.PHONY: openapi-lint
+openapi-lint:
+	@sh tests/openapi/lint.sh
 
 stack-stop:
 	@sh scripts/stack.sh stop .run

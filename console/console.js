@@ -5,6 +5,15 @@
 // by the server (schedules are few: GET /schedules answers all of them). Errors the API
 // answers ({"error","message"}) are shown in the banner at the top, never only in the JS
 // console. The token field is kept in sessionStorage and sent as Authorization: Bearer.
+//
+// Accessibility (WCAG 2.1 AA, checked by tests/browser with axe-core and by keyboard): each
+// view has one h1 and is announced by the document title; a navigation that removed the
+// focused element puts focus on the new view's h1; a refresh that rebuilds a cell keeps focus
+// on its control. Refreshes are silent: only what a user did (paused, requeued, deleted,
+// created, restored) is said, through the one polite status region; errors through the
+// banner's alert. "Pause updates" stops every automatic refresh (WCAG 2.2.2). Irreversible
+// actions ask in a modal dialog (focus in, Escape closes, focus back). Plots have dash
+// patterns, markers or hatching besides colour, a legend, a summary and a data table.
 'use strict';
 
 (() => {
@@ -66,7 +75,24 @@
   }
   const fmtAxis = (v) => (Number.isInteger(v) ? fmtInt(v) : fmtRate(v));
   // A point in time: its relative form, the exact time on hover; kept fresh by the ticker.
-  const when = (ms) => (ms ? h('time', {'data-at': ms, title: fmtTime(ms)}, fmtRel(ms)) : '—');
+  const when = (ms) => (ms ? h('time', {'data-at': ms, datetime: new Date(ms).toISOString(), title: fmtTime(ms)}, fmtRel(ms)) : '—');
+
+  // ---- what a screen reader is told --------------------------------------------------------
+
+  // Say `text` once through the polite status region (cleared first, so the same words twice
+  // are said twice). Only for what a user's action did: refreshes never call this.
+  function announce(text) {
+    const box = $('#status');
+    box.textContent = '';
+    setTimeout(() => { box.textContent = text; }, 50);
+  }
+
+  // The view's h1 (hidden when the view's look starts with something else), and the
+  // document's title after it.
+  function heading(text, visible = true, ...children) {
+    document.title = `${text} · hourglass console`;
+    return h('h1', {tabindex: -1, class: visible ? null : 'vh'}, children.length ? children : text);
+  }
 
   // ---- the API -------------------------------------------------------------------------
 
@@ -110,12 +136,27 @@
     const text = err instanceof ApiError
       ? `${err.status ? err.status + ' ' : ''}${err.code}: ${err.message} (${err.path.split('?')[0]})`
       : `unexpected: ${err && err.message ? err.message : err}`;
+    // the same error again (a refresh that keeps failing) is not said again
+    if (!box.hidden && $('.error-text', box).textContent === text) return;
     $('.error-text', box).textContent = text;
     box.hidden = false;
   }
   function clearError() {
-    $('#error').hidden = true;
+    const box = $('#error');
+    if (box.hidden) return;
+    const hadFocus = box.contains(document.activeElement);
+    box.hidden = true;
+    if (hadFocus) focusView();
   }
+
+  // Focus the view's heading (after a navigation, or when the focused control went away).
+  function focusView() {
+    const target = $('#view h1') || $('#view');
+    target.focus({preventScroll: false});
+  }
+  // Was focus lost (on body, or on an element no longer in the page)?
+  const focusLost = () => !document.activeElement || document.activeElement === document.body ||
+    !document.activeElement.isConnected;
 
   // ---- routing ---------------------------------------------------------------------------
 
@@ -137,6 +178,8 @@
   const views = {topics: viewTopics, topic: viewTopic, job: viewJob, schedules: viewSchedules, fleet: viewFleet,
     restore: viewRestore};
 
+  let firstRoute = true;
+
   async function route() {
     generation++;
     timers.forEach(clearInterval);
@@ -146,22 +189,42 @@
     const r = parseHash();
     const view = views[r.name] || viewTopics;
     for (const a of document.querySelectorAll('[data-nav]')) {
-      a.classList.toggle('active', a.dataset.nav === r.name || (r.name === 'topic' && a.dataset.nav === 'topics'));
+      const on = a.dataset.nav === r.name || (r.name === 'topic' && a.dataset.nav === 'topics');
+      if (on) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
     }
     $('[name="job"]').value = r.name === 'job' ? r.arg : '';
     const main = $('#view');
+    // where focus was: in the old view (gone with it), or nowhere, it goes to the new view's
+    // heading; on a header control (the nav, the lookup) it stays there. A control marked
+    // data-focus-key (a tab, the next-page link) that the new view has too gets it back.
+    const moveFocus = !firstRoute && (focusLost() || main.contains(document.activeElement));
+    const key = moveFocus && document.activeElement ? document.activeElement.getAttribute('data-focus-key') : null;
+    firstRoute = false;
     const gen = generation;
     try {
       await view(main, r, () => gen === generation);
     } catch (e) {
       if (gen === generation) showError(e);
+    } finally {
+      if (moveFocus && gen === generation && focusLost()) {
+        const same = key && main.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+        if (same) same.focus();
+        else focusView();
+      }
     }
   }
 
-  // Run `fn` now and every `ms` while the view stays; errors go to the banner.
+  // Automatic refreshes stop while the user has paused them ("Pause updates").
+  let updatesPaused = false;
+
+  // Run `fn` now and every `ms` while the view stays (and updates are not paused); errors go
+  // to the banner.
   function every(ms, live, fn) {
+    let first = true;
     const tick = async () => {
-      if (!live()) return;
+      if (!live() || (updatesPaused && !first)) return;
+      first = false;
       try {
         await fn();
       } catch (e) {
@@ -183,11 +246,27 @@
     parent.replaceChildren(...rows);
   }
 
-  // Replace `el`'s children when `sig` differs from what they were built from.
+  // A control whose action is under way: aria-disabled, not disabled, so it keeps focus (a
+  // disabled button drops it to <body>). Returns false when it was busy already.
+  function busy(el, on) {
+    if (on && el.getAttribute('aria-disabled') === 'true') return false;
+    if (on) el.setAttribute('aria-disabled', 'true');
+    else el.removeAttribute('aria-disabled');
+    return true;
+  }
+
+  // Replace `el`'s children when `sig` differs from what they were built from. A control of
+  // theirs that had focus hands it to the first control of the new ones (a Pause button that
+  // became Resume keeps the keyboard's place).
   function refill(el, sig, build) {
     if (el.dataset.sig === sig) return;
     el.dataset.sig = sig;
+    const hadFocus = el.contains(document.activeElement);
     el.replaceChildren(...[build()].flat());
+    if (hadFocus) {
+      const next = el.querySelector('a[href], button:not(:disabled), input, select, textarea');
+      if (next) next.focus();
+    }
   }
 
   // ---- topics: /topics when the daemon has it, else /stats (counts only) -------------------
@@ -276,22 +355,63 @@
   function pauseButton(t, after) {
     const paused = t.settings && t.settings.paused;
     const action = paused ? 'resume' : 'pause';
+    const label = paused ? 'Resume' : 'Pause';
     return h('button', {
       type: 'button', 'data-action': action, class: 'small',
+      'aria-label': `${label} ${t.topic}`,
       disabled: topicsApi === false,
       title: topicsApi === false ? 'this daemon has no /topics endpoint (topic settings)' : `${action} deliveries`,
       onclick: async (ev) => {
-        ev.target.disabled = true;
+        const b = ev.currentTarget;
+        if (!busy(b, true)) return;
         try {
           await setPaused(t.topic, !paused);
+          announce(paused ? `${t.topic} resumed: delivering again.` : `${t.topic} paused: delivers nothing until resumed.`);
           await after();
         } catch (e) {
           showError(e);
-          ev.target.disabled = false;
+          busy(b, false);
         }
       },
-    }, paused ? 'Resume' : 'Pause');
+    }, label);
   }
+
+  // A form field: its label above it, tied by for/id (a label wrapped round a text field
+  // would lend the field's placeholder or value to its name).
+  function field(id, label, control, cls) {
+    control.id = id;
+    return h('div', {class: `field ${cls || ''}`.trim()}, h('label', {for: id}, label), control);
+  }
+
+  // A wide table in a box that scrolls sideways on a narrow screen, so the page itself does not
+  // (WCAG 1.4.10). While it overflows, the box is a named region in the Tab order, so a
+  // keyboard can scroll it too; otherwise it is no stop at all.
+  const overflowWatch = new ResizeObserver((entries) => {
+    for (const e of entries) {
+      const box = e.target.closest('.scroller');
+      if (!box || !box.isConnected) {
+        overflowWatch.unobserve(e.target);
+        continue;
+      }
+      const over = box.scrollWidth > box.clientWidth + 1;
+      if (over) {
+        box.setAttribute('role', 'region');
+        box.setAttribute('aria-label', box.dataset.label);
+        box.tabIndex = 0;
+      } else {
+        for (const a of ['role', 'aria-label', 'tabindex']) box.removeAttribute(a);
+      }
+    }
+  });
+  function scroller(label, table) {
+    const box = h('div', {class: 'scroller', 'data-label': label}, table);
+    overflowWatch.observe(box);
+    overflowWatch.observe(table);
+    return box;
+  }
+
+  // A table header cell for a column (scope="col"); an empty one gets a name all the same.
+  const th = (text, attrs = {}) => h('th', {scope: 'col', ...attrs}, text || h('span', {class: 'vh'}, 'Actions'));
 
   async function viewTopics(main, r, live) {
     const prefix = r.params.get('prefix') || '';
@@ -299,7 +419,7 @@
     const limit = Number(r.params.get('limit')) || 50;
     const link = (p) => '#/topics' + qs({prefix, limit: limit === 50 ? '' : limit, ...p});
 
-    const filter = h('form', {class: 'filter', onsubmit: (ev) => {
+    const filter = h('form', {class: 'filter', role: 'search', 'aria-label': 'Topics', onsubmit: (ev) => {
       ev.preventDefault();
       go(link({prefix: ev.target.prefix.value.trim(), after: ''}));
     }},
@@ -311,16 +431,16 @@
     const tbody = h('tbody');
     const summary = h('span', {class: 'muted'});
     const pager = h('div', {class: 'pager'});
-    const table = h('table', {class: 'grid topics'},
+    const table = h('table', {class: 'grid topics', 'aria-labelledby': 'topics-title'},
       h('thead', {}, h('tr', {},
-        h('th', {}, 'Topic'), STATES.map((k) => h('th', {class: 'num'}, k)),
-        h('th', {class: 'num', title: 'new jobs per second, fleet-wide'}, 'push/s'),
-        h('th', {class: 'num', title: 'deliveries per second (redeliveries included)'}, 'deliver/s'),
-        h('th', {class: 'num', title: 'mean time from due to first delivery, since the last refresh'}, 'lateness'),
-        h('th', {}, ''))),
+        th('Topic'), STATES.map((k) => th(k, {class: 'num'})),
+        th('push/s', {class: 'num', title: 'new jobs per second, fleet-wide'}),
+        th('deliver/s', {class: 'num', title: 'deliveries per second (redeliveries included)'}),
+        th('lateness', {class: 'num', title: 'mean time from due to first delivery, since the last refresh'}),
+        th(''))),
       tbody);
-    replaceView(main, plotsPanel(), h('section', {class: 'card'},
-      h('div', {class: 'bar'}, h('h2', {}, 'Topics'), summary, filter), table, pager));
+    replaceView(main, heading('Topics', false), plotsPanel(), h('section', {class: 'card', 'aria-labelledby': 'topics-title'},
+      h('div', {class: 'bar'}, h('h2', {id: 'topics-title'}, 'Topics'), summary, filter), scroller('Topics table', table), pager));
 
     const rows = new Map(); // topic -> its row, kept across refreshes
     function row(t) {
@@ -358,8 +478,8 @@
         : [h('tr', {}, h('td', {colspan: 9, class: 'muted'}, prefix ? `No topic starts with “${prefix}”.` : 'No topics yet.'))]);
       summary.textContent = page.total != null ? `${fmtInt(page.total)} topics in all` : '';
       refill(pager, `${after} ${page.next}`, () => [
-        after ? h('a', {href: link({after: ''}), class: 'button'}, '⇤ First page') : '',
-        page.next ? h('a', {href: link({after: page.next}), class: 'button', 'data-page': 'next'}, 'Next page →') : '']);
+        after ? h('a', {href: link({after: ''}), class: 'button', 'data-focus-key': 'first-page'}, '⇤ First page') : '',
+        page.next ? h('a', {href: link({after: page.next}), class: 'button', 'data-page': 'next', 'data-focus-key': 'next-page'}, 'Next page →') : '']);
     }
     await every(4000, live, refresh);
   }
@@ -390,18 +510,34 @@
       text.length > 80 ? text.slice(0, 80) + '…' : text);
   }
 
-  // A button that asks once more before it acts (for what cannot be undone).
-  function confirmButton(label, attrs, act) {
-    let armed = null;
+  // Ask in the modal dialog: resolves true when the user confirms. Focus goes to Cancel (the
+  // safe answer); Cancel, Escape or the confirm button close it, and focus goes back to what
+  // had it (or the view's heading when that is gone).
+  function confirmDialog({title, text, confirm}) {
+    const dlg = $('#confirm');
+    const opener = document.activeElement;
+    $('#confirm-title').textContent = title;
+    $('#confirm-text').textContent = text;
+    $('[data-action="confirm"]', dlg).textContent = confirm;
+    dlg.returnValue = '';
+    return new Promise((resolve) => {
+      dlg.addEventListener('close', () => {
+        if (opener && opener.isConnected) opener.focus();
+        else focusView();
+        resolve(dlg.returnValue === 'ok');
+      }, {once: true});
+      dlg.showModal();
+      $('[data-action="cancel"]', dlg).focus();
+    });
+  }
+
+  // A button that asks in the dialog before it acts (for what cannot be undone).
+  function confirmButton(label, attrs, question, act) {
     const b = h('button', {type: 'button', class: 'small danger', ...attrs, onclick: async () => {
-      if (!armed) {
-        b.textContent = `Really ${label.toLowerCase()}?`;
-        armed = setTimeout(() => { armed = null; b.textContent = label; }, 4000);
-        return;
-      }
-      clearTimeout(armed);
-      b.disabled = true;
+      if (!(await confirmDialog({confirm: label, ...question}))) return;
+      if (!busy(b, true)) return;
       await act();
+      if (focusLost()) focusView();
     }}, label);
     return b;
   }
@@ -419,24 +555,27 @@
     const after = r.params.get('after') || '';
     const link = (p) => `#/topic/${enc(topic)}` + qs({state, after, ...p});
 
-    const head = h('div', {class: 'bar'});
-    const tabs = h('nav', {class: 'tabs'});
+    const badgeBox = h('span', {class: 'badges'});
+    const pauseBox = h('span');
+    const head = h('div', {class: 'bar'}, heading(topic, true, h('a', {href: '#/topics'}, 'Topics'), ' / ', topic),
+      badgeBox, h('span', {class: 'spacer'}), pauseBox);
+    const tabs = h('nav', {class: 'tabs', 'aria-label': 'Jobs by state'});
     const list = h('div');
     const settings = h('div');
-    replaceView(main, h('section', {class: 'card'}, head, settings), h('section', {class: 'card'}, tabs, list));
+    replaceView(main, h('section', {class: 'card'}, head, settings), h('section', {class: 'card', 'aria-label': 'Jobs'}, tabs, list));
 
     const reload = () => route();
 
     tabs.append(...TABS.map(([k, label]) => h('a', {
-      href: `#/topic/${enc(topic)}` + qs({state: k}), class: k === state ? 'active' : null, 'data-tab': k,
+      href: `#/topic/${enc(topic)}` + qs({state: k}), 'aria-current': k === state ? 'page' : null, 'data-tab': k,
+      'data-focus-key': `tab-${k}`,
     }, label, ' ', h('span', {class: `pill count-${k}`}, '…'))));
 
     async function refreshHead() {
       const t = await oneTopic(topic);
       if (!live()) return;
-      refill(head, `${topicsApi} ${JSON.stringify(t.settings)}`, () => [
-        h('h2', {}, h('a', {href: '#/topics'}, 'Topics'), ' / ', topic), ...badges(t),
-        h('span', {class: 'spacer'}), pauseButton(t, refreshHead)]);
+      refill(badgeBox, JSON.stringify(t.settings), () => badges(t));
+      refill(pauseBox, `${topicsApi} ${t.settings && t.settings.paused}`, () => pauseButton(t, refreshHead));
       for (const [k] of TABS) $(`[data-tab="${k}"] .pill`, tabs).textContent = fmtInt(t.counts[k]);
       if (!settings.firstChild) settings.append(settingsForm(t));
     }
@@ -447,7 +586,7 @@
       }
       const st = t.settings;
       const deliverText = st.deliver ? JSON.stringify(st.deliver) : '';
-      const field = (name, label, value, hint) => h('label', {}, label,
+      const number = (name, label, value, hint) => field(`setting-${name}`, label,
         h('input', {name, type: 'number', min: 0, step: 1, value: value ?? '', placeholder: hint}));
       const form = h('form', {class: 'settings', onsubmit: async (ev) => {
         ev.preventDefault();
@@ -470,21 +609,26 @@
         try {
           await api(`/topics/${enc(topic)}`, {method: 'PUT', body});
           clearError();
+          announce(`Settings of ${topic} saved.`);
           reload();
         } catch (e) {
           showError(e);
         }
       }},
-      field('rate', 'rate (deliveries/s, 0 = no limit)', st.rate, '0'),
-      field('backoff', 'backoff (ms)', st.backoff),
-      field('maxBackoff', 'max backoff (ms)', st.maxBackoff),
-      h('label', {class: 'wide'}, 'deliver (JSON: null, {"webhook": URL, …} or {"amqp": {…}})',
-        h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, deliverText)),
+      number('rate', 'rate (deliveries/s, 0 = no limit)', st.rate, '0'),
+      number('backoff', 'backoff (ms)', st.backoff),
+      number('maxBackoff', 'max backoff (ms)', st.maxBackoff),
+      field('setting-deliver', 'deliver (JSON: null, {"webhook": URL, …} or {"amqp": {…}})',
+        h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, deliverText), 'wide'),
       h('div', {class: 'buttons'},
         h('button', {type: 'submit', 'data-action': 'save-settings'}, 'Save settings'),
-        confirmButton('Reset to defaults', {'data-action': 'reset-settings'}, async () => {
+        confirmButton('Reset to defaults', {'data-action': 'reset-settings'}, {
+          title: `Reset the settings of ${topic}?`,
+          text: 'Pause, rate, backoff and delivery go back to the defaults.',
+        }, async () => {
           try {
             await api(`/topics/${enc(topic)}`, {method: 'DELETE'});
+            announce(`Settings of ${topic} reset to the defaults.`);
             reload();
           } catch (e) {
             showError(e);
@@ -498,7 +642,7 @@
       if (!live()) return;
       const selected = new Set();
       const bulk = h('button', {type: 'button', 'data-action': 'requeue-selected', disabled: true, onclick: async () => {
-        bulk.disabled = true;
+        if (!busy(bulk, true)) return;
         const ids = [...selected];
         let done = 0;
         const failed = [];
@@ -512,9 +656,10 @@
           bulk.textContent = `Requeued ${done} of ${ids.length}…`;
         }
         if (failed.length) showError(failed[0]);
+        announce(`Requeued ${done} of ${ids.length} jobs.`);
         reload();
       }}, 'Requeue selected');
-      const all = h('input', {type: 'checkbox', 'aria-label': 'Select all', onchange: (ev) => {
+      const all = h('input', {type: 'checkbox', 'aria-label': 'Select all jobs on this page', onchange: (ev) => {
         for (const c of list.querySelectorAll('input[data-id]')) {
           c.checked = ev.target.checked;
           c.dispatchEvent(new Event('change'));
@@ -527,7 +672,7 @@
         dead: ['died', (j) => when(j.diedAt)],
       }[state];
       const rows = page.jobs.map((j) => h('tr', {'data-job': j.id},
-        state === 'dead' ? h('td', {}, h('input', {type: 'checkbox', 'data-id': j.id, 'aria-label': `select ${j.id}`,
+        state === 'dead' ? h('td', {}, h('input', {type: 'checkbox', 'data-id': j.id, 'aria-label': `Select job ${j.id}`,
           onchange: (ev) => {
             if (ev.target.checked) selected.add(j.id); else selected.delete(j.id);
             bulk.disabled = selected.size === 0;
@@ -540,35 +685,43 @@
         h('td', {}, j.bizKey || ''),
         h('td', {}, bodyPreview(j.body)),
         h('td', {class: 'actions'},
-          state === 'dead' ? h('button', {type: 'button', class: 'small', 'data-action': 'requeue', onclick: async (ev) => {
-            ev.target.disabled = true;
-            try {
-              await requeue(j.id);
-              reload();
-            } catch (e) {
-              showError(e);
-              ev.target.disabled = false;
-            }
-          }}, 'Requeue') : null,
-          confirmButton('Delete', {'data-action': 'delete'}, async () => {
+          state === 'dead' ? h('button', {type: 'button', class: 'small', 'data-action': 'requeue',
+            'aria-label': `Requeue job ${j.id}`, onclick: async (ev) => {
+              const b = ev.currentTarget;
+              if (!busy(b, true)) return;
+              try {
+                await requeue(j.id);
+                announce(`Job ${j.id} requeued: ready now.`);
+                reload();
+              } catch (e) {
+                showError(e);
+                busy(b, false);
+              }
+            }}, 'Requeue') : null,
+          confirmButton('Delete', {'data-action': 'delete', 'aria-label': `Delete job ${j.id}`}, {
+            title: `Delete job ${j.id}?`,
+            text: `It leaves ${topic} for good and is journaled as deleted. This cannot be undone.`,
+          }, async () => {
             try {
               await deleteJob(j.id);
+              announce(`Job ${j.id} deleted.`);
               reload();
             } catch (e) {
               showError(e);
             }
           }))));
-      list.replaceChildren(
+      list.replaceChildren(scroller('Jobs table',
         h('table', {class: 'grid jobs'},
-          h('thead', {}, h('tr', {}, state === 'dead' ? h('th', {}, all) : null,
-            h('th', {}, 'id'), h('th', {}, cols[0]), h('th', {class: 'num'}, 'prio'),
-            h('th', {class: 'num'}, 'attempt'), h('th', {}, 'bizKey'), h('th', {}, 'body'), h('th', {}, ''))),
+          h('caption', {class: 'vh'}, `${(TABS.find(([k]) => k === state) || [])[1]} jobs of ${topic}`),
+          h('thead', {}, h('tr', {}, state === 'dead' ? th(all) : null,
+            th('id'), th(cols[0]), th('prio', {class: 'num'}),
+            th('attempt', {class: 'num'}), th('bizKey'), th('body'), th(''))),
           h('tbody', {}, rows.length ? rows
-            : h('tr', {}, h('td', {colspan: 8, class: 'muted'}, page.next ? `Nothing found among ${fmtInt(page.scanned)} entries looked at; go on with the next page.` : `No ${state} jobs${after ? ' after this point' : ''}.`)))),
+            : h('tr', {}, h('td', {colspan: 8, class: 'muted'}, page.next ? `Nothing found among ${fmtInt(page.scanned)} entries looked at; go on with the next page.` : `No ${state} jobs${after ? ' after this point' : ''}.`))))),
         h('div', {class: 'pager'},
           state === 'dead' && rows.length ? bulk : null,
-          after ? h('a', {class: 'button', href: link({after: ''})}, '⇤ First page') : null,
-          page.next ? h('a', {class: 'button', href: link({after: page.next}), 'data-page': 'next'}, 'Next page →') : null,
+          after ? h('a', {class: 'button', href: link({after: ''}), 'data-focus-key': 'first-page'}, '⇤ First page') : null,
+          page.next ? h('a', {class: 'button', href: link({after: page.next}), 'data-page': 'next', 'data-focus-key': 'next-page'}, 'Next page →') : null,
           h('span', {class: 'muted'}, `${rows.length} shown · ${fmtInt(page.scanned)} index entries looked at`)));
     }
 
@@ -580,15 +733,15 @@
   async function viewJob(main, r, live) {
     const id = r.arg.trim();
     if (!/^[0-9]{1,20}$/.test(id)) {
-      replaceView(main, h('section', {class: 'card'}, h('p', {}, 'A job id is a decimal number.')));
+      replaceView(main, h('section', {class: 'card'}, heading('Job'), h('p', {}, 'A job id is a decimal number.')));
       throw new ApiError(400, 'bad_request', 'a job id is a decimal number of up to 19 digits', `/jobs/${id}`);
     }
-    replaceView(main, h('section', {class: 'card'}, h('p', {class: 'muted'}, `Looking up ${id}…`)));
+    replaceView(main, h('section', {class: 'card'}, heading(`Job ${id}`), h('p', {class: 'muted'}, `Looking up ${id}…`)));
     let j;
     try {
       j = await api(`/jobs/${id}`);
     } catch (e) {
-      replaceView(main, h('section', {class: 'card'}, h('h2', {}, `Job ${id}`), h('p', {class: 'muted'}, e.message)));
+      replaceView(main, h('section', {class: 'card'}, heading(`Job ${id}`), h('p', {class: 'muted'}, e.message)));
       throw e;
     }
     if (!live()) return;
@@ -604,18 +757,24 @@
     const live_ = ['delayed', 'ready', 'reserved', 'dead'].includes(j.state);
     const actions = h('div', {class: 'buttons'},
       j.state === 'dead' ? h('button', {type: 'button', 'data-action': 'requeue', onclick: async (ev) => {
-        ev.target.disabled = true;
+        const b = ev.currentTarget;
+        if (!busy(b, true)) return;
         try {
           await requeue(j.id);
+          announce(`Job ${j.id} requeued: ready now.`);
           route();
         } catch (e) {
           showError(e);
-          ev.target.disabled = false;
+          busy(b, false);
         }
       }}, 'Requeue') : null,
-      live_ ? confirmButton('Delete', {'data-action': 'delete'}, async () => {
+      live_ ? confirmButton('Delete', {'data-action': 'delete'}, {
+        title: `Delete job ${j.id}?`,
+        text: `It leaves ${j.topic} for good and is journaled as deleted. This cannot be undone.`,
+      }, async () => {
         try {
           await deleteJob(j.id);
+          announce(`Job ${j.id} deleted.`);
           route();
         } catch (e) {
           showError(e);
@@ -632,11 +791,13 @@
         h('div', {class: 'by'}, [t.by, t.instance, t.host].filter(Boolean).join(' · ')))));
     replaceView(main,
       h('section', {class: 'card'},
-        h('div', {class: 'bar'}, h('h2', {}, 'Job ', h('span', {class: 'mono'}, j.id)), h('span', {class: 'spacer'}), actions),
+        h('div', {class: 'bar'}, heading(`Job ${j.id}`, true, 'Job ', h('span', {class: 'mono'}, j.id)), h('span', {class: 'spacer'}), actions),
         h('dl', {class: 'fields'}, fields.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))),
       h('div', {class: 'columns'},
-        h('section', {class: 'card'}, h('h3', {}, 'Body'), h('pre', {class: 'json'}, JSON.stringify(j.body, null, 2))),
-        h('section', {class: 'card'}, h('h3', {}, 'History'),
+        h('section', {class: 'card', 'aria-labelledby': 'job-body'}, h('h2', {id: 'job-body'}, 'Body'),
+          // it may scroll: focusable, so a keyboard can scroll it too
+          h('pre', {class: 'json', tabindex: 0, role: 'region', 'aria-label': 'Body (JSON)'}, JSON.stringify(j.body, null, 2))),
+        h('section', {class: 'card', 'aria-labelledby': 'job-history'}, h('h2', {id: 'job-history'}, 'History'),
           j.historyError ? h('p', {class: 'muted'}, j.historyError) : null,
           history.length ? timeline : h('p', {class: 'muted'}, 'No transitions journaled yet.'))));
   }
@@ -659,17 +820,18 @@
     const tbody = h('tbody');
     const summary = h('span', {class: 'muted'});
     const table = h('table', {class: 'grid schedules'},
+      h('caption', {class: 'vh'}, 'Schedules'),
       h('thead', {}, h('tr', {},
-        h('th', {}, 'Topic'), h('th', {}, 'When'), h('th', {}, 'Job'),
-        h('th', {title: 'what a fire missed while no instance ran becomes'}, 'catch-up'), h('th', {}, 'State'),
-        h('th', {}, 'Next fire'),
-        h('th', {class: 'num', title: 'fires missed while no instance ran, made into jobs (catchUp one or all)'}, 'missed made'),
-        h('th', {class: 'num', title: 'fires missed while no instance ran, dropped'}, 'skipped'),
-        h('th', {}, ''))),
+        th('Topic'), th('When'), th('Job'),
+        th('catch-up', {title: 'what a fire missed while no instance ran becomes'}), th('State'),
+        th('Next fire'),
+        th('missed made', {class: 'num', title: 'fires missed while no instance ran, made into jobs (catchUp one or all)'}),
+        th('skipped', {class: 'num', title: 'fires missed while no instance ran, dropped'}),
+        th(''))),
       tbody);
     replaceView(main,
-      h('section', {class: 'card'}, h('div', {class: 'bar'}, h('h2', {}, 'Schedules'), summary), table),
-      h('section', {class: 'card'}, h('h3', {}, 'New schedule'), createForm()));
+      h('section', {class: 'card'}, h('div', {class: 'bar'}, heading('Schedules'), summary), scroller('Schedules table', table)),
+      h('section', {class: 'card', 'aria-labelledby': 'new-schedule'}, h('h2', {id: 'new-schedule'}, 'New schedule'), createForm()));
 
     const rows = new Map(); // schedule id -> its row, kept across refreshes
     function row(sc) {
@@ -707,20 +869,28 @@
       }
       refill($('.actions', tr), String(sc.paused), () => [
         h('button', {type: 'button', class: 'small', 'data-action': sc.paused ? 'resume' : 'pause',
+          'aria-label': `${sc.paused ? 'Resume' : 'Pause'} the schedule of ${sc.topic}`,
           title: sc.paused ? 'fire again from the next fire time' : 'fire nothing until resumed',
           onclick: async (ev) => {
-            ev.target.disabled = true;
+            const b = ev.currentTarget;
+            if (!busy(b, true)) return;
             try {
               await api(`/schedules/${enc(sc.id)}`, {method: 'PUT', body: {paused: !sc.paused}});
+              announce(sc.paused ? `The schedule of ${sc.topic} resumed.` : `The schedule of ${sc.topic} paused: it fires nothing until resumed.`);
               await refresh();
             } catch (e) {
               showError(e);
-              ev.target.disabled = false;
+              busy(b, false);
             }
           }}, sc.paused ? 'Resume' : 'Pause'),
-        confirmButton('Delete', {'data-action': 'delete-schedule', title: 'delete the schedule (jobs it pushed stay)'}, async () => {
+        confirmButton('Delete', {'data-action': 'delete-schedule', 'aria-label': `Delete the schedule of ${sc.topic}`,
+          title: 'delete the schedule (jobs it pushed stay)'}, {
+          title: `Delete the schedule of ${sc.topic}?`,
+          text: `${sc.cron != null ? `Cron ${sc.cron} (${sc.tz || 'UTC'})` : `Every ${+(sc.every / 1000).toFixed(3)} s`}: it fires no more. Jobs it pushed stay.`,
+        }, async () => {
           try {
             await api(`/schedules/${enc(sc.id)}`, {method: 'DELETE'});
+            announce(`The schedule of ${sc.topic} deleted.`);
           } catch (e) {
             showError(e);
             delete $('.actions', tr).dataset.sig; // the next refresh gives the row its buttons back
@@ -763,7 +933,7 @@
         problem.textContent = text;
         problem.hidden = !text;
       };
-      const input = (name, label, attrs) => h('label', {}, label, h('input', {name, autocomplete: 'off', ...attrs}));
+      const input = (name, label, attrs) => field(`schedule-${name}`, label, h('input', {name, autocomplete: 'off', ...attrs}));
       return h('form', {class: 'settings', 'data-form': 'schedule', onsubmit: async (ev) => {
         ev.preventDefault();
         const f = ev.target;
@@ -783,7 +953,7 @@
         }
         spec.catchUp = f.catchUp.value;
         const submit = $('button[type="submit"]', f);
-        submit.disabled = true;
+        if (!busy(submit, true)) return;
         try {
           await api('/schedules', {method: 'POST', body: spec});
           say('');
@@ -793,17 +963,17 @@
           if (e instanceof ApiError && e.status === 400) say(e.message);
           else showError(e);
         } finally {
-          submit.disabled = false;
+          busy(submit, false);
         }
       }},
       input('topic', 'topic', {required: true, placeholder: 'reports.nightly'}),
       input('cron', 'cron (minute hour day-of-month month day-of-week)', {placeholder: '30 2 * * *', spellcheck: 'false'}),
       input('tz', 'tz (cron only; default UTC)', {placeholder: 'Europe/Berlin', spellcheck: 'false'}),
       input('every', 'or every (ms, instead of cron)', {type: 'number', min: 1000, step: 1, placeholder: '60000'}),
-      h('label', {}, 'catchUp', h('select', {name: 'catchUp'},
+      field('schedule-catchUp', 'catchUp', h('select', {name: 'catchUp'},
         CATCH_UP.map(([k, short, what]) => h('option', {value: k, title: what}, `${k} — ${short}`)))),
-      h('label', {class: 'wide'}, 'job body (JSON, pushed as the body of each fire’s job)',
-        h('textarea', {name: 'body', rows: 2, spellcheck: 'false', placeholder: '{"report": "nightly"}'})),
+      field('schedule-body', 'job body (JSON, pushed as the body of each fire’s job)',
+        h('textarea', {name: 'body', rows: 2, spellcheck: 'false', placeholder: '{"report": "nightly"}'}), 'wide'),
       problem,
       h('div', {class: 'buttons'}, h('button', {type: 'submit', 'data-action': 'create-schedule'}, 'Create schedule')));
     }
@@ -814,15 +984,17 @@
   // ---- fleet: this instance's health, the instances, the plots -------------------------------
 
   async function viewFleet(main, r, live) {
-    const health = h('div', {class: 'tiles'});
+    const health = h('dl', {class: 'tiles'});
     const tbody = h('tbody');
-    replaceView(main, h('section', {class: 'card'}, h('h2', {}, 'Health'), health),
+    replaceView(main, heading('Fleet', false),
+      h('section', {class: 'card', 'aria-labelledby': 'fleet-health'}, h('h2', {id: 'fleet-health'}, 'Health'), health),
       plotsPanel(),
-      h('section', {class: 'card'}, h('h2', {}, 'Instances'),
-        h('table', {class: 'grid'}, h('thead', {}, h('tr', {},
+      h('section', {class: 'card', 'aria-labelledby': 'fleet-instances'}, h('h2', {id: 'fleet-instances'}, 'Instances'),
+        scroller('Instances table', h('table', {class: 'grid', 'aria-labelledby': 'fleet-instances'}, h('thead', {}, h('tr', {},
           ['instance', 'worker', 'owned shards', 'parked', 'connections', 'journal backlog', 'MySQL', 'up for',
-            'pushed', 'delivered', 'heartbeat'].map((c, i) => h('th', {class: i > 0 && i !== 6 ? 'num' : null}, c)))), tbody)));
-    const tile = (label, value, cls) => h('div', {class: `tile ${cls || ''}`}, h('div', {class: 'label'}, label), h('div', {class: 'value'}, value));
+            'pushed', 'delivered', 'heartbeat'].map((c, i) => th(c, {class: i > 0 && i !== 6 ? 'num' : null})))), tbody))));
+    // a label and its value (a <dl>'s group); the value's words say what its colour does
+    const tile = (label, value, cls) => h('div', {class: `tile ${cls || ''}`}, h('dt', {class: 'label'}, label), h('dd', {class: 'value'}, value));
     await every(2000, live, async () => {
       const f = await sampler.now();
       if (!live()) return;
@@ -865,24 +1037,27 @@
     const result = h('div', {class: 'result'});
     const expire = h('input', {type: 'checkbox', name: 'expire'});
     const run = h('button', {type: 'button', 'data-action': 'restore', onclick: async () => {
-      run.disabled = true;
+      if (!busy(run, true)) return;
       result.replaceChildren(h('p', {class: 'muted'}, 'Restoring… (a large queue takes a while)'));
+      announce('Restoring…');
       const t0 = Date.now();
       try {
         const d = await api('/reStore' + qs({expire: expire.checked ? 'true' : 'false'}));
-        result.replaceChildren(h('h3', {}, `Done in ${fmtDur(Date.now() - t0)}`),
-          h('table', {class: 'grid kv', 'data-result': 'restore'}, h('tbody', {},
+        const took = fmtDur(Date.now() - t0);
+        result.replaceChildren(h('h2', {id: 'restore-result'}, `Done in ${took}`),
+          scroller('Restore result table', h('table', {class: 'grid kv', 'data-result': 'restore', 'aria-labelledby': 'restore-result'}, h('tbody', {},
             RESTORE_FIELDS.filter(([k]) => k in d).map(([k, what]) => h('tr', {'data-field': k},
-              h('th', {}, k), h('td', {class: 'num'}, fmtInt(d[k])), h('td', {class: 'muted'}, what))))));
+              h('th', {scope: 'row'}, k), h('td', {class: 'num'}, fmtInt(d[k])), h('td', {class: 'muted'}, what)))))));
+        announce(`Restore done in ${took}: ${fmtInt(d.scanned)} scanned, ${fmtInt(d.restored)} restored.`);
       } catch (e) {
         result.replaceChildren(h('p', {class: 'muted'}, 'The restore did not run to the end.'));
         showError(e);
       } finally {
-        run.disabled = false;
+        busy(run, false);
       }
     }}, 'Run restore');
     replaceView(main, h('section', {class: 'card'},
-      h('h2', {}, 'Restore Redis from MySQL'),
+      heading('Restore Redis from MySQL'),
       h('p', {}, 'Puts back every job MySQL has that Redis lacks (after Redis lost data), and brings jobs Redis holds ',
         'at an older version in line with MySQL. Idempotent and safe beside live traffic; one restore at a time per instance.'),
       h('div', {class: 'buttons'}, h('label', {}, expire, ' expire: also put back jobs whose due time has passed, as ready'), run),
@@ -903,6 +1078,7 @@
   const sampler = {
     samples: [],
     bounds: null,
+    status: null,
     listeners: new Set(),
     last: null,
     load() {
@@ -915,8 +1091,13 @@
       if (this.last && Date.now() - this.last.t < 1500) return this.last.f;
       return this.take();
     },
+    asked: 0,   // /fleet calls made, and the latest of them whose answer was taken: the fleet
+    applied: 0, // view's and the timer's samples overlap, and an older answer must not follow a newer one
     async take() {
+      const mine = ++this.asked;
       const f = await api('/fleet');
+      if (mine < this.applied) return this.last.f;
+      this.applied = mine;
       const t = Date.now();
       this.bounds = f.latenessBounds;
       const inst = ((f.fleet && f.fleet.instances) || []).filter((i) => i.at).map((i) => ({
@@ -929,6 +1110,9 @@
       } catch { /* full: the plots still work for this page */ }
       this.last = {t, f};
       $('#instance').textContent = `answered by ${f.health.instance}`;
+      // a change of health matters enough to be said, on whatever view is open (once)
+      if (this.status && f.health.status !== this.status) announce(`This instance's health is now ${f.health.status}.`);
+      this.status = f.health.status;
       this.listeners.forEach((fn) => fn());
       return f;
     },
@@ -1002,57 +1186,86 @@
     return [1, 2, 2.5, 5, 10].map((m) => m * p).find((m) => m >= v);
   }
 
-  const W = 560;
+  // Drawn at the box's own width (560 before it is laid out), so the axis text stays at its
+  // font size on a narrow screen instead of shrinking with the picture.
+  let W = 560;
   const H = 170;
   const PAD = {l: 44, r: 10, t: 10, b: 24};
 
-  function throughputSvg(tp) {
+  // A series' look besides its colour: pushed is a solid line with filled circles, delivered
+  // a dashed line with hollow squares (markers once a minute, staggered by half a minute so
+  // they never sit on each other).
+  const MARK_EVERY = 60e3 / BIN_MS;
+  function marker(cls, cx, cy) {
+    return cls === 'pushed' ? s('circle', {cx, cy, r: 3.2, class: `marker ${cls}`})
+      : s('rect', {x: cx - 3, y: cy - 3, width: 6, height: 6, class: `marker ${cls}`});
+  }
+  // The legend's sample of a series: its line and its marker.
+  const seriesKey = (cls) => s('svg', {viewBox: '0 0 30 10', width: 30, height: 10, 'aria-hidden': 'true', focusable: 'false'},
+    s('path', {d: 'M1,5L29,5', class: `series ${cls}`}), marker(cls, 15, 5));
+  // ... and of a lateness class: its fill (solid, hatched, cross-hatched).
+  const classKey = (cls) => s('svg', {viewBox: '0 0 14 12', width: 14, height: 12, 'aria-hidden': 'true', focusable: 'false'},
+    s('rect', {x: 1, y: 1, width: 12, height: 10, class: `swatch ${cls}`, fill: HATCH[cls]}));
+
+  function throughputSvg(tp, label) {
     const n = tp.pushed.length;
     const max = niceMax(Math.max(0, ...tp.pushed.filter((v) => v != null), ...tp.delivered.filter((v) => v != null)));
     const x = (b) => PAD.l + (b + 0.5) * (W - PAD.l - PAD.r) / n;
     const y = (v) => H - PAD.b - v / max * (H - PAD.t - PAD.b);
-    const line = (vals, cls) => {
+    const line = (vals, cls, offset) => {
       let d = '';
       let pen = false;
+      const marks = [];
       vals.forEach((v, b) => {
         if (v == null) { pen = false; return; }
         d += `${pen ? 'L' : 'M'}${x(b).toFixed(1)},${y(v).toFixed(1)}`;
         pen = true;
+        if ((b + offset) % MARK_EVERY === 0) marks.push(marker(cls, x(b), y(v)));
       });
-      return s('path', {d, class: `series ${cls}`});
+      return [s('path', {d, class: `series ${cls}`}), marks];
     };
     const grid = [0, 0.5, 1].map((f) => [
-      s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: 'gridline'}),
+      s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: f ? 'gridline' : 'baseline'}),
       s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtAxis(max * f))]);
     const ticks = [0, n / 2, n].map((b) => s('text', {
       x: PAD.l + b * (W - PAD.l - PAD.r) / n, y: H - 6, class: 'axis',
       'text-anchor': b === 0 ? 'start' : b === n ? 'end' : 'middle',
     }, b === n ? 'now' : `−${Math.round((n - b) * BIN_MS / 60e3)} min`));
-    return s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-label': 'jobs per second, pushed and delivered'},
-      grid, ticks, line(tp.pushed, 'pushed'), line(tp.delivered, 'delivered'));
+    return s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-label': label},
+      grid, ticks, line(tp.pushed, 'pushed', 0), line(tp.delivered, 'delivered', MARK_EVERY / 2));
   }
 
-  function latenessSvg(hist, bounds) {
+  // The fill of a lateness class that is not solid: a hatching pattern of index.html (as an
+  // attribute: console.css names nothing by url()).
+  const HATCH = {warn: 'url(#hatch-warn)', bad: 'url(#hatch-bad)'};
+  // A lateness bucket's class: ≤ 100 ms, ≤ 1 s, later.
+  const LATE_CLASSES = [['good', '≤ 100 ms'], ['warn', '100 ms – 1 s'], ['bad', '> 1 s']];
+  const lateClass = (bounds, b) => (b < bounds.length && bounds[b] <= 0.1 ? 'good' : b < bounds.length && bounds[b] <= 1 ? 'warn' : 'bad');
+  // A bucket's range in words: "≤ 100µs", "1ms – 2.5ms", "> 10s".
+  function bucketLabel(bounds, b) {
+    if (b >= bounds.length) return `> ${fmtSecs(bounds[bounds.length - 1])}`;
+    return b ? `${fmtSecs(bounds[b - 1])} – ${fmtSecs(bounds[b])}` : `≤ ${fmtSecs(bounds[b])}`;
+  }
+
+  function latenessSvg(hist, bounds, label) {
     const counts = hist.counts;
     const n = counts.length;
     const max = niceMax(Math.max(...counts.map((v) => v || 0)));
     const bw = (W - PAD.l - PAD.r) / n;
     const y = (v) => H - PAD.b - v / max * (H - PAD.t - PAD.b);
-    const label = (b) => {
-      if (b >= bounds.length) return `>${fmtSecs(bounds[bounds.length - 1])}`;
-      return fmtSecs(bounds[b]);
-    };
+    const tick = (b) => (b >= bounds.length ? `>${fmtSecs(bounds[bounds.length - 1])}` : `≤${fmtSecs(bounds[b])}`);
     const bars = counts.map((v, b) => s('rect', {
       x: PAD.l + b * bw + 1, width: Math.max(1, bw - 2), y: y(v || 0), height: Math.max(0, H - PAD.b - y(v || 0)),
-      class: `bar ${bounds[b] <= 0.1 ? 'good' : bounds[b] <= 1 ? 'warn' : 'bad'}`, // ≤ 100 ms, ≤ 1 s, later
-    }, s('title', {}, `${b ? label(b - 1) + ' – ' : '≤ '}${label(b)}: ${fmtInt(v || 0)} deliveries`)));
+      class: `bar ${lateClass(bounds, b)}`, fill: HATCH[lateClass(bounds, b)],
+    }, s('title', {}, `${bucketLabel(bounds, b)}: ${fmtInt(v || 0)} deliveries`)));
     const grid = [0, 0.5, 1].map((f) => [
-      s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: 'gridline'}),
+      s('line', {x1: PAD.l, x2: W - PAD.r, y1: y(max * f), y2: y(max * f), class: f ? 'gridline' : 'baseline'}),
       s('text', {x: PAD.l - 6, y: y(max * f) + 4, class: 'axis', 'text-anchor': 'end'}, fmtAxis(max * f))]);
-    const ticks = counts.map((_, b) => (b % 3 === 0 || b === n - 1
-      ? s('text', {x: PAD.l + (b + 0.5) * bw, y: H - 6, class: 'axis', 'text-anchor': 'middle'}, b === n - 1 ? label(b) : `≤${label(b)}`)
+    const step = W < 420 ? 5 : 3; // room for "≤100ms" under every step-th bar
+    const ticks = counts.map((_, b) => ((b % step === 0 && b < n - 2) || b === n - 1
+      ? s('text', {x: PAD.l + (b + 0.5) * bw, y: H - 6, class: 'axis', 'text-anchor': 'middle'}, tick(b))
       : null));
-    return s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-label': 'lateness histogram'}, grid, bars, ticks);
+    return s('svg', {viewBox: `0 0 ${W} ${H}`, class: 'plot', role: 'img', 'aria-label': label}, grid, bars, ticks);
   }
 
   function fmtSecs(sec) {
@@ -1071,29 +1284,84 @@
     return null;
   }
 
+  // Throughput per minute (the mean of the minute's bins that have a value), newest last:
+  // the rows of the plot's data table.
+  function throughputByMinute(tp) {
+    const rows = [];
+    const n = tp.pushed.length;
+    for (let m = 0; m * MARK_EVERY < n; m++) {
+      const mean = (vals) => {
+        const got = vals.slice(m * MARK_EVERY, (m + 1) * MARK_EVERY).filter((v) => v != null);
+        return got.length ? got.reduce((a, b) => a + b, 0) / got.length : null;
+      };
+      const p = mean(tp.pushed);
+      const d = mean(tp.delivered);
+      if (p == null && d == null) continue;
+      const ago = n / MARK_EVERY - m;
+      rows.push([`${ago - 1}–${ago} min ago`, fmtRate(p), fmtRate(d)]);
+    }
+    return rows;
+  }
+
+  // A small data table (the plots' text alternative), its header row first.
+  function dataTable(caption, head, rows, empty) {
+    if (!rows.length) return h('p', {class: 'muted'}, empty);
+    return scroller(caption, h('table', {class: 'grid'}, h('caption', {class: 'vh'}, caption),
+      h('thead', {}, h('tr', {}, head.map((c, i) => th(c, {class: i ? 'num' : null})))),
+      h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c, i) => (i ? h('td', {class: 'num'}, c) : h('th', {scope: 'row'}, c))))))));
+  }
+
+  // The plots beside the topics and the fleet: each a figure with a legend that shows its
+  // patterns, a summary in words and a data table (closed by default) as its text alternative.
+  // Redrawn with every sample; the summary is not a live region (it changes every 2 s).
   function plotsPanel() {
     const tp = h('div', {class: 'plotbox', 'data-plot': 'throughput'});
     const lt = h('div', {class: 'plotbox', 'data-plot': 'lateness'});
-    const tpNote = h('span', {class: 'muted'});
-    const ltNote = h('span', {class: 'muted'});
+    const tpNote = h('figcaption', {class: 'summary', 'data-summary': 'throughput'});
+    const ltNote = h('figcaption', {class: 'summary', 'data-summary': 'lateness'});
+    const tpData = h('div');
+    const ltData = h('div');
     const draw = () => {
+      W = Math.max(280, Math.round(tp.clientWidth)) || 560;
       const t = sampler.throughput();
-      tp.replaceChildren(throughputSvg(t));
-      const lastP = t.pushed.filter((v) => v != null).pop();
-      const lastD = t.delivered.filter((v) => v != null).pop();
-      tpNote.textContent = lastP == null ? 'collecting…' : `now ${fmtRate(lastP)} pushed/s, ${fmtRate(lastD)} delivered/s`;
+      const vals = (a) => a.filter((v) => v != null);
+      const lastP = vals(t.pushed).pop();
+      const lastD = vals(t.delivered).pop();
+      tpNote.textContent = lastP == null ? 'Collecting samples: the plot fills as they come (one every 2 s).'
+        : `Now ${fmtRate(lastP)} pushed/s and ${fmtRate(lastD)} delivered/s; the last 10 minutes' peak ` +
+          `${fmtRate(Math.max(...vals(t.pushed)))} pushed/s and ${fmtRate(Math.max(0, ...vals(t.delivered)))} delivered/s.`;
+      tp.replaceChildren(throughputSvg(t, 'Line chart of jobs pushed (solid line, circles) and delivered (dashed line, squares) per second, over the last 10 minutes'));
+      const byMinute = throughputByMinute(t);
+      refill(tpData, JSON.stringify(byMinute), () => dataTable('Jobs per second by minute',
+        ['minute', 'pushed/s', 'delivered/s'], byMinute, 'No samples yet.'));
       const hist = sampler.lateness();
       if (hist && sampler.bounds) {
-        lt.replaceChildren(latenessSvg(hist, sampler.bounds));
-        const p50 = percentile(hist.counts, sampler.bounds, 0.5);
-        const p99 = percentile(hist.counts, sampler.bounds, 0.99);
-        ltNote.textContent = p50 ? `${hist.label}: p50 ${p50}, p99 ${p99}` : `${hist.label}: no delivery yet`;
+        const bounds = sampler.bounds;
+        lt.replaceChildren(latenessSvg(hist, bounds, `Bar chart of deliveries by lateness, ${hist.label}: ` +
+          'solid bars up to 100 ms, hatched up to 1 s, cross-hatched later'));
+        const total = hist.counts.reduce((a, b) => a + (b || 0), 0);
+        const p50 = percentile(hist.counts, bounds, 0.5);
+        const p99 = percentile(hist.counts, bounds, 0.99);
+        ltNote.textContent = p50 ? `${fmtInt(total)} ${total === 1 ? 'delivery' : 'deliveries'}, ${hist.label}: p50 ${p50}, p99 ${p99}.`
+          : `${hist.label}: no delivery yet.`;
+        const rows = hist.counts.map((v, b) => [bucketLabel(bounds, b), fmtInt(v || 0),
+          total ? `${(100 * (v || 0) / total).toFixed(1)} %` : '—']);
+        refill(ltData, JSON.stringify(rows), () => dataTable(`Deliveries by lateness, ${hist.label}`,
+          ['lateness', 'deliveries', 'share'], rows, ''));
+      } else {
+        ltNote.textContent = 'Waiting for the first sample.';
       }
     };
-    const panel = h('section', {class: 'columns plots'},
-      h('div', {class: 'card'}, h('h3', {}, 'Throughput ', h('span', {class: 'legend pushed'}, 'pushed'), ' ',
-        h('span', {class: 'legend delivered'}, 'delivered'), ' ', tpNote), tp),
-      h('div', {class: 'card'}, h('h3', {}, 'Lateness, due → first delivery ', ltNote), lt));
+    const card = (id, title, legend, box, note, data) => h('section', {class: 'card', 'aria-labelledby': id},
+      h('h2', {id}, title), h('div', {class: 'legends'}, legend),
+      h('figure', {class: 'plotfig'}, box, note),
+      h('details', {class: 'data'}, h('summary', {}, 'Data table'), data));
+    const panel = h('div', {class: 'columns plots'},
+      card('plot-throughput', 'Throughput, jobs per second', [
+        h('span', {class: 'legend', 'data-legend': 'pushed'}, seriesKey('pushed'), 'pushed'),
+        h('span', {class: 'legend', 'data-legend': 'delivered'}, seriesKey('delivered'), 'delivered')], tp, tpNote, tpData),
+      card('plot-lateness', 'Lateness, due → first delivery',
+        LATE_CLASSES.map(([cls, text]) => h('span', {class: 'legend', 'data-legend': cls}, classKey(cls), text)), lt, ltNote, ltData));
     sampler.listeners.clear(); // one panel on the page at a time
     sampler.listeners.add(draw);
     draw();
@@ -1116,6 +1384,22 @@
       if (id) go(`#/job/${id}`);
     });
     $('.error-close').addEventListener('click', clearError);
+    $('.skip').addEventListener('click', (ev) => {
+      ev.preventDefault(); // #view is not a route
+      focusView();
+    });
+    const dlg = $('#confirm');
+    $('[data-action="cancel"]', dlg).addEventListener('click', () => dlg.close('cancel'));
+    $('[data-action="confirm"]', dlg).addEventListener('click', () => dlg.close('ok'));
+    // "Pause updates": every refresh, the plots' sampling and the ticking times stop until
+    // pressed again (WCAG 2.2.2: what updates by itself can be paused)
+    const liveButton = $('#live');
+    liveButton.addEventListener('click', () => {
+      updatesPaused = !updatesPaused;
+      liveButton.setAttribute('aria-pressed', String(updatesPaused));
+      announce(updatesPaused ? 'Automatic updates paused.' : 'Automatic updates resumed.');
+      if (!updatesPaused) sample();
+    });
     // whatever slips through is shown too, not left for the JS console
     window.addEventListener('unhandledrejection', (ev) => {
       ev.preventDefault();
@@ -1124,17 +1408,18 @@
     window.addEventListener('hashchange', route);
     // relative times and lease countdowns stay current
     setInterval(() => {
+      if (updatesPaused) return;
       for (const t of document.querySelectorAll('time[data-at]')) t.textContent = fmtRel(Number(t.dataset.at));
       for (const t of document.querySelectorAll('[data-until]')) t.textContent = fmtDur(Math.max(0, Number(t.dataset.until) - Date.now()));
       $('#clock').textContent = fmtTime(Date.now());
     }, 1000);
     sampler.load();
-    const sample = () => {
-      if (document.visibilityState !== 'visible') return;
+    function sample() {
+      if (document.visibilityState !== 'visible' || updatesPaused) return;
       sampler.take().catch((e) => {
         if ($('#error').hidden) showError(e);
       });
-    };
+    }
     setInterval(sample, 2000);
     sample();
     if (!location.hash) location.replace('#/topics');

@@ -4,10 +4,13 @@
 #   scripts/deps.sh [core|test|bench|fuzz]      (default: core; `make deps` runs this)
 #
 #   core   build the daemon, run it and its tests (private Redis + MariaDB + RabbitMQ, Check, curl;
-#          libssl-dev for the webhook client's https and signatures)
+#          libssl-dev for the webhook client's https and signatures; python3-yaml converts
+#          docs/openapi.yaml to the JSON the daemon serves, python3-jsonschema checks every
+#          integration test's HTTP against it)
 #   test   core + what `make test` also needs: faketime and iptables (the fault tests: a skewed
 #          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
-#          and npm for playwright-core, which tests/browser installs from its lockfile), systemd and
+#          and npm for playwright-core and axe-core, which tests/browser installs from its lockfile; and for
+#          tests/openapi's linter and client generator, likewise), systemd and
 #          man-db (test_install: `systemd-analyze verify` of the installed unit and its man page;
 #          `make deb` itself needs only dpkg-dev and binutils, which build-essential brings), galera-4
 #          and rsync (a private 3-node MariaDB Galera cluster, tests/integration/galera.py: the
@@ -27,7 +30,7 @@ set -eu
 core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libssl-dev
       libmariadb-dev libmariadb-dev-compat check redis-server mariadb-server mariadb-client
       curl python3 procps iproute2 nginx-light tzdata
-      librabbitmq-dev rabbitmq-server python3-pika"
+      librabbitmq-dev rabbitmq-server python3-pika python3-yaml python3-jsonschema"
 
 set_name=${1:-core}
 case "$set_name" in

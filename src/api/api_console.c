@@ -28,8 +28,7 @@ const struct console_file *api_console_find(const char *name, size_t len)
     return NULL;
 }
 
-/* If-None-Match lists our ETag (or is "*"). */
-static int not_modified(struct request *r, const char *etag)
+int api_if_none_match(struct request *r, const char *etag)
 {
     const char *inm = request_header(r, "If-None-Match");
     if (inm == NULL)
@@ -72,7 +71,7 @@ void api_console(struct request *r)
     respond_header(r, "X-Content-Type-Options", "nosniff");
     respond_header(r, "X-Frame-Options", "DENY");
     respond_header(r, "Referrer-Policy", "no-referrer");
-    if (not_modified(r, f->etag)) {
+    if (api_if_none_match(r, f->etag)) {
         respond_static(r, 304, NULL, NULL, 0);
         return;
     }

@@ -21,4 +21,9 @@ extern const int console_files_count;
 /* The embedded file called name[0..len) ("" is index.html), or NULL. */
 const struct console_file *api_console_find(const char *name, size_t len);
 
+/* Whether r's If-None-Match lists `etag` (weakly compared) or is "*": then a 304 answers it.
+ * Also for GET /openapi.json (api_openapi.c). */
+struct request;
+int api_if_none_match(struct request *r, const char *etag);
+
 #endif

@@ -80,6 +80,7 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_SCHEDULE] = api_schedule,
     [EP_LOOKUP] = api_lookup,
     [EP_PURGE] = api_purge,
+    [EP_OPENAPI] = api_openapi,
     [EP_TOPIC_GROUPS] = api_topic_groups,
 };
 

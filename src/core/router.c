@@ -33,6 +33,7 @@ static const struct rule rules[] = {
     {"/schedules", EP_SCHEDULES},
     {"/schedules/", EP_SCHEDULE},
     {"/jobs", EP_LOOKUP},
+    {"/openapi.json", EP_OPENAPI},
 };
 
 /* Paths with their argument in the middle ("/topics/{topic}/jobs"): tried before the rules
@@ -72,6 +73,7 @@ static const char *const names[EP_COUNT] = {
     [EP_SCHEDULE] = "schedule",
     [EP_LOOKUP] = "lookup",
     [EP_PURGE] = "purge",
+    [EP_OPENAPI] = "openapi",
     [EP_TOPIC_GROUPS] = "topic_groups",
 };
 

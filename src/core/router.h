@@ -31,6 +31,7 @@ enum endpoint {
     EP_SCHEDULE,     /* /schedules/{id} */
     EP_LOOKUP,       /* /jobs?topic=&bizKey= */
     EP_PURGE,        /* /topics/{topic}/purge */
+    EP_OPENAPI,      /* /openapi.json */
     EP_TOPIC_GROUPS, /* /topics/{topic}/groups */
     EP_COUNT
 };

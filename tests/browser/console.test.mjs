@@ -7,11 +7,23 @@
 // and runs this (make test). Each test leaves a screenshot of its view in HG_ARTEFACTS. Any
 // console.error or uncaught page error fails the run, except the failed loads a test provokes
 // on purpose (expectFailedLoad).
+//
+// Accessibility (WCAG 2.1 AA): every screenshot is also an axe-core audit of that view and
+// state (wcag2a, wcag2aa, wcag21a, wcag21aa; zero violations, and no contrast left for
+// review), axe injected with addScriptTag from a same-origin URL this test serves itself (the
+// console's CSP allows scripts from its own origin only, and stays on). The keyboard tests
+// tab through every view: each stop is a visible control with a name and a focus ring of at
+// least 3:1; Enter and Space work the controls; the dialog takes focus, keeps it, gives it
+// back, and Escape closes it.
 import {test, before, after} from 'node:test';
 import assert from 'node:assert/strict';
 import {mkdirSync} from 'node:fs';
+import {createRequire} from 'node:module';
 import {join} from 'node:path';
 import {chromium} from 'playwright-core';
+
+const AXE_SOURCE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
 
 const BASE = process.env.HG_URL;
 const ADMIN = process.env.HG_ADMIN_TOKEN || '';
@@ -28,6 +40,7 @@ const consoleErrors = [];
 const pageErrors = [];
 const expectedFailures = []; // URL substrings whose failed loads a test provoked
 const ids = {};
+const audited = []; // the views and states axe checked, in order
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -61,11 +74,166 @@ async function eventually(what, fn, timeoutMs = 15000) {
   }
 }
 
-async function shot(name) {
+// A screenshot of the page as it is, and an accessibility audit of the same state.
+async function shot(name, auditOptions) {
   const path = join(OUT, `${name}.png`);
   await page.screenshot({path, fullPage: true});
   console.log(`# screenshot ${path}`);
+  await audit(name, auditOptions);
 }
+
+// ---- accessibility ---------------------------------------------------------------------
+
+// axe-core's audit of the page as it is now: no violation of WCAG 2.1 A/AA, and no colour
+// contrast axe could not decide (it says "incomplete" when it cannot see the background) —
+// except the plots' SVG text, whose background axe cannot see: plotColours() measures it;
+// and, with {clipped: true} (a narrow screen), text cut by a table's scrolling box, which the
+// same page's audits at full width have measured.
+async function audit(name, {clipped = false} = {}) {
+  await injectAxe();
+  const res = await page.evaluate(async ([tags, clipped]) => {
+    const r = await window.axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations', 'incomplete'],
+      elementRef: true});
+    const brief = (list) => list.map((v) => ({id: v.id, help: v.help,
+      nodes: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary || n.any.map((c) => c.message).join('; ')}`)}));
+    const undecided = r.incomplete.filter((v) => v.id === 'color-contrast')
+      .map((v) => ({...v, nodes: v.nodes.filter((n) => !(n.element && (n.element.closest('svg.plot') ||
+        (clipped && n.element.closest('.scroller[tabindex]') && /partially obscured/.test(n.any.map((c) => c.message).join(' '))))))}))
+      .filter((v) => v.nodes.length);
+    return {violations: brief(r.violations), contrastUndecided: brief(undecided),
+      plots: document.querySelectorAll('svg.plot').length};
+  }, [AXE_TAGS, clipped]);
+  assert.deepEqual(res.violations, [], `axe: WCAG 2.1 AA violations in "${name}"`);
+  assert.deepEqual(res.contrastUndecided, [], `axe: contrast it could not check in "${name}"`);
+  if (res.plots) await plotColours(name);
+  audited.push(name);
+}
+
+// The plots' colours, which axe cannot measure in SVG: axis text at least 4.5:1 on the card,
+// the lines, markers and bar outlines at least 3:1 (non-text contrast).
+async function plotColours(name) {
+  const bad = await page.evaluate(() => {
+    const {contrast, behind} = window.__hg;
+    const out = [];
+    for (const svg of document.querySelectorAll('svg.plot')) {
+      const bg = behind(svg);
+      for (const t of svg.querySelectorAll('text')) {
+        const c = contrast(getComputedStyle(t).fill, bg);
+        if (c < 4.5) out.push(`text "${t.textContent}" ${c.toFixed(2)}:1`);
+      }
+      for (const g of svg.querySelectorAll('.series, .marker, .bar')) {
+        const c = contrast(getComputedStyle(g).stroke, bg);
+        if (c < 3) out.push(`${g.tagName} .${g.getAttribute('class')} stroke ${c.toFixed(2)}:1`);
+      }
+    }
+    return out;
+  });
+  assert.deepEqual(bad, [], `plot colours too faint in "${name}"`);
+}
+
+// In the page (page.evaluate, the CSP forbids eval): WCAG contrast of two CSS colours, and
+// the colour behind an element (its first ancestor with an opaque background).
+function pageColours() {
+  const lum = (c) => {
+    const [r, g, b] = c.match(/[0-9.]+/g).slice(0, 3).map((v) => Number(v) / 255)
+      .map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const contrast = (a, b) => {
+    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const behind = (el) => {
+    for (let e = el.parentElement; e; e = e.parentElement) {
+      const bg = getComputedStyle(e).backgroundColor;
+      const alpha = bg.startsWith('rgba') ? Number(bg.match(/[0-9.]+/g)[3]) : 1;
+      if (alpha === 1) return bg;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  return {contrast, behind};
+}
+
+// axe-core, and pageColours() as window.__hg, in the page (once per document). An expression
+// that playwright evaluates is not the page's eval, so the CSP leaves it be.
+async function injectAxe() {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+    await page.addScriptTag({url: `${BASE}/console/__test__/axe.min.js`}); // answered by the route set in before()
+  }
+  await page.evaluate(`window.__hg = window.__hg || (${pageColours.toString()})()`);
+}
+
+// What has focus now: its role and accessible name (axe's computation), whether it shows a
+// focus ring (outline or box-shadow) and that ring's contrast with what is behind it.
+async function focused() {
+  await injectAxe();
+  return page.evaluate(() => {
+    const {contrast, behind} = window.__hg;
+    const el = document.activeElement;
+    if (!el || el === document.body) return null;
+    window.axe.setup(document);
+    const name = window.axe.commons.text.accessibleText(el).trim();
+    const role = window.axe.commons.aria.getRole(el);
+    window.axe.teardown();
+    const st = getComputedStyle(el);
+    const outline = st.outlineStyle !== 'none' && parseFloat(st.outlineWidth) > 0;
+    const r = el.getBoundingClientRect();
+    return {
+      tag: el.tagName.toLowerCase(), role, name,
+      key: el.dataset.nav || el.dataset.action || el.dataset.tab || el.dataset.link || el.getAttribute('name') || '',
+      inMain: !!el.closest('main'), inDialog: !!el.closest('dialog'), focusVisible: el.matches(':focus-visible'),
+      outline: outline ? {width: parseFloat(st.outlineWidth), contrast: contrast(st.outlineColor, behind(el))} : null,
+      shadow: st.boxShadow !== 'none' ? st.boxShadow : null,
+      size: [Math.round(r.width), Math.round(r.height)],
+    };
+  });
+}
+
+// The checks every focused control must pass.
+function assertFocusable(f, where) {
+  assert.ok(f.name, `${where}: no accessible name`);
+  assert.ok(f.role, `${where}: no role`);
+  assert.ok(f.focusVisible, `${where}: does not match :focus-visible`);
+  assert.ok(f.outline || f.shadow, `${where}: no focus ring (outline or box-shadow)`);
+  if (f.outline) {
+    assert.ok(f.outline.width >= 2, `${where}: focus outline ${f.outline.width}px, thinner than 2px`);
+    assert.ok(f.outline.contrast >= 3, `${where}: focus outline contrast ${f.outline.contrast.toFixed(2)}:1 < 3:1`);
+  }
+  assert.ok(f.size[0] > 0 && f.size[1] > 0, `${where}: has focus but no size (${f.size})`);
+}
+
+// Put the sequential-focus starting point at the top of the page, so the next Tab goes to
+// the first stop: a throwaway element before everything, focused, gone when focus leaves it
+// (blur() alone leaves the starting point where focus was).
+async function focusFromTop() {
+  await page.evaluate(() => {
+    const start = document.createElement('span');
+    start.tabIndex = -1;
+    document.body.prepend(start);
+    start.focus();
+    start.addEventListener('blur', () => start.remove(), {once: true});
+    window.scrollTo(0, 0);
+  });
+}
+
+// Tab from the top of the page through every stop until focus leaves the page (or comes
+// round to the first stop again); each stop is checked as it is reached. Returns the stops.
+async function tabThrough(label) {
+  await focusFromTop();
+  const stops = [];
+  for (let i = 0; i < 300; i++) {
+    await page.keyboard.press('Tab');
+    const f = await focused();
+    if (!f || (stops.length && f.key === 'skip')) break;
+    assertFocusable(f, `${label}, stop ${stops.length + 1} (${f.tag} ${f.role} "${f.name}")`);
+    stops.push(f);
+  }
+  assert.ok(stops.length > 0, `${label}: Tab reached nothing`);
+  return stops;
+}
+
+// The names of the stops, for messages and order checks.
+const names = (stops) => stops.map((f) => f.name);
 
 function expectFailedLoad(urlPart) {
   expectedFailures.push(urlPart);
@@ -142,6 +310,11 @@ before(async () => {
     viewport: {width: 1280, height: 900},
     httpCredentials: ADMIN ? {username: 'operator', password: ADMIN} : undefined,
   });
+  // axe-core from this run's node_modules, at a URL of the console's own origin (not the
+  // daemon's: the route answers it before any request leaves the browser)
+  await context.route(`${BASE}/console/__test__/axe.min.js`, (route) =>
+    route.fulfill({path: AXE_SOURCE, contentType: 'text/javascript; charset=utf-8'}));
+  context.setDefaultTimeout(15000); // a failing wait fails the test well within the run's budget
   page = await context.newPage();
   page.on('console', (msg) => {
     if (msg.type() === 'error') consoleErrors.push({text: msg.text(), url: msg.location().url || ''});
@@ -279,6 +452,10 @@ test('a restore runs from the page and shows its result', async () => {
 });
 
 test('schedules are listed, paused, resumed, deleted and created from the page', async () => {
+  // none yet: the empty table
+  await page.goto(`${BASE}/console/#/schedules`);
+  await page.getByText('No schedules yet.').waitFor();
+  await shot('schedules-empty');
   // 04:30 is on every day of Berlin's calendar (02:30 is not on the day clocks go forward)
   const cron = await ok('POST', '/schedules', {topic: `${P}nightly`, cron: '30 4 * * *', tz: 'Europe/Berlin',
     job: {body: {report: 'nightly'}, priority: 3}, catchUp: 'one'});
@@ -327,12 +504,18 @@ test('schedules are listed, paused, resumed, deleted and created from the page',
   await rowCron.locator('[data-action="pause"]').waitFor();
   assert.equal((await ok('GET', `/schedules/${cron.id}`)).paused, false);
 
-  // delete asks once more: the first click deletes nothing
+  // delete asks in a dialog first: Cancel deletes nothing, Delete does
   const del = rowTick.locator('[data-action="delete-schedule"]');
+  const dialog = page.locator('dialog#confirm');
   await del.click();
-  assert.match(await del.textContent(), /Really/);
+  await dialog.waitFor({state: 'visible'});
+  assert.match(await dialog.locator('#confirm-title').textContent(), new RegExp(`Delete the schedule of ${P}tick`));
+  await shot('schedules-confirm');
+  await dialog.locator('[data-action="cancel"]').click();
+  await dialog.waitFor({state: 'hidden'});
   assert.equal((await call('GET', `/schedules/${tick.id}`)).status, 200);
   await del.click();
+  await dialog.locator('[data-action="confirm"]').click();
   await rowTick.waitFor({state: 'detached'});
   assert.equal((await call('GET', `/schedules/${tick.id}`)).status, 404);
   assert.ok(!(await ok('GET', '/schedules')).schedules.some((s) => s.id === tick.id));
@@ -374,6 +557,331 @@ test('schedules are listed, paused, resumed, deleted and created from the page',
   assert.deepEqual(names, [`${P}form`, `${P}nightly`]);
 });
 
+// ---- accessibility: keyboard, dialog, live regions, motion ---------------------------------
+
+const HEADER = ['Skip to content', 'hourglass', 'Topics', 'Schedules', 'Fleet', 'Restore', 'API description (OpenAPI, JSON)',
+  'Job id', 'Look up', 'Admin token', 'Pause updates'];
+
+// Each view, and what its Tab order must reach besides the header.
+const VIEWS = () => [
+  ['topics', `#/topics?prefix=${P}`, `[data-topic="${T.orders}"]`, (n) => [
+    'Topic prefix', T.mail, T.orders, `Pause ${T.orders}`, T.pause, `Pause ${T.pause}`, 'Filter', 'Topics per page', 'Data table']
+    .every((x) => n.includes(x))],
+  ['topic, ready jobs', `#/topic/${T.mail}?state=ready`, 'tr[data-job]', (n) => [
+    'Topics', `Pause ${T.mail}`, 'Settings', 'Scheduled 0', 'Ready 4', 'Reserved 3', 'Dead 0'].every((x) => n.includes(x)) &&
+    n.filter((x) => /^Delete job \d+$/.test(x)).length === 4],
+  ['topic, dead jobs', `#/topic/${T.rip}?state=dead`, 'table.jobs', (n) => [
+    'Select all jobs on this page', `Select job ${ids.dead[1]}`, `Requeue job ${ids.dead[1]}`, `Delete job ${ids.dead[1]}`]
+    .every((x) => n.includes(x))],
+  ['job', `#/job/${ids.done}`, 'ol.timeline', (n) => [T.done, 'Body (JSON)'].every((x) => n.includes(x))],
+  ['schedules', '#/schedules', 'tr[data-schedule]', (n) => [
+    'topic', 'cron (minute hour day-of-month month day-of-week)', 'tz (cron only; default UTC)', 'or every (ms, instead of cron)',
+    'catchUp', 'job body (JSON, pushed as the body of each fire’s job)', 'Create schedule', `Pause the schedule of ${P}nightly`,
+    `Delete the schedule of ${P}nightly`].every((x) => n.includes(x))],
+  ['fleet', '#/fleet', '[data-instance]', (n) => n.filter((x) => x === 'Data table').length === 2],
+  ['restore', '#/restore', '[data-action="restore"]', (n) => [
+    'expire: also put back jobs whose due time has passed, as ready', 'Run restore'].every((x) => n.includes(x))],
+];
+
+test('every view works by keyboard alone: each Tab stop is named, visible and ringed at 3:1', async () => {
+  const positive = [];
+  for (const [label, hash, ready, reaches] of VIEWS()) {
+    await page.goto(`${BASE}/console/${hash}`);
+    await page.locator(ready).first().waitFor();
+    const stops = await tabThrough(label);
+    const n = names(stops);
+    // the header first, in its visual order, then the view: Tab order is the reading order
+    assert.deepEqual(n.slice(0, HEADER.length), HEADER, `${label}: the header's Tab order`);
+    assert.ok(stops.slice(HEADER.length).every((f) => f.inMain), `${label}: after the header only the view: ${n}`);
+    assert.ok(reaches(n), `${label}: Tab does not reach every control: ${JSON.stringify(n)}`);
+    positive.push(...await page.evaluate(() => [...document.querySelectorAll('[tabindex]')]
+      .filter((e) => e.tabIndex > 0).map((e) => e.outerHTML.slice(0, 80))));
+  }
+  assert.deepEqual(positive, [], 'a positive tabindex reorders the Tab order');
+});
+
+test('Enter and Space work the controls, and focus stays where the keyboard is', async () => {
+  await page.goto(`${BASE}/console/#/topics?prefix=${P}`);
+  await page.locator(`[data-topic="${T.orders}"]`).waitFor();
+  const active = () => page.evaluate(() => {
+    const e = document.activeElement;
+    return {tag: e.tagName.toLowerCase(), text: e.textContent.trim(), label: e.getAttribute('aria-label'),
+      action: e.dataset.action || null, current: e.getAttribute('aria-current'), inMain: !!e.closest('main')};
+  });
+
+  // the skip link puts focus on the view's heading
+  await focusFromTop();
+  await page.keyboard.press('Tab');
+  assert.equal((await active()).text, 'Skip to content');
+  await page.keyboard.press('Enter');
+  assert.deepEqual(await active(), {tag: 'h1', text: 'Topics', label: null, action: null, current: null, inMain: true});
+
+  // a nav link: Enter opens its view, marked current, and focus stays on it
+  await page.locator('[data-nav="schedules"]').focus();
+  await page.keyboard.press('Enter');
+  await page.locator('tr[data-schedule]').first().waitFor();
+  assert.equal(await page.locator('[data-nav="schedules"]').getAttribute('aria-current'), 'page');
+  assert.equal(await page.locator('[data-nav="topics"]').getAttribute('aria-current'), null);
+  assert.equal((await active()).text, 'Schedules');
+
+  // a topic's Pause button: Enter pauses, focus moves to the Resume button that replaces it,
+  // and the status region says so; Space resumes
+  await page.goto(`${BASE}/console/#/topics?prefix=${T.pause}`);
+  const row = page.locator(`[data-topic="${T.pause}"]`);
+  await row.locator('[data-action="pause"]').focus();
+  await page.keyboard.press('Enter');
+  await row.locator('[data-action="resume"]').waitFor();
+  await eventually('focus on Resume', async () => (await active()).action === 'resume');
+  assert.equal((await active()).label, `Resume ${T.pause}`);
+  assert.equal((await ok('GET', `/topics/${T.pause}`)).paused, true);
+  await eventually('the pause said', async () => /paused/.test(await page.locator('#status').textContent()));
+  await page.keyboard.press('Space');
+  await row.locator('[data-action="pause"]').waitFor();
+  await eventually('focus on Pause', async () => (await active()).action === 'pause');
+  assert.equal((await ok('GET', `/topics/${T.pause}`)).paused, false);
+  await eventually('the resume said', async () => /resumed/.test(await page.locator('#status').textContent()));
+
+  // "Pause updates" (Space): pressed, said, and the clock stops until pressed again
+  const live = page.locator('#live');
+  await live.focus();
+  await page.keyboard.press('Space');
+  assert.equal(await live.getAttribute('aria-pressed'), 'true');
+  await eventually('updates paused said', async () => /paused/.test(await page.locator('#status').textContent()));
+  const clock = await page.locator('#clock').textContent();
+  await sleep(2200);
+  assert.equal(await page.locator('#clock').textContent(), clock, 'the clock ticked while updates were paused');
+  await page.keyboard.press('Space');
+  assert.equal(await live.getAttribute('aria-pressed'), 'false');
+  await eventually('the clock ticking again', async () => (await page.locator('#clock').textContent()) !== clock);
+
+  // a topic's state tabs: Enter switches, and focus is on the tab now current
+  await page.goto(`${BASE}/console/#/topic/${T.mail}`);
+  await page.locator('[data-tab="ready"]').focus();
+  await page.keyboard.press('Enter');
+  await eventually('4 ready jobs', async () => (await page.locator('tr[data-job]').count()) === 4);
+  assert.deepEqual(await active(), {tag: 'a', text: 'Ready 4', label: null, action: null, current: 'page', inMain: true});
+  // its settings open with Enter on their summary
+  await page.locator('details > summary', {hasText: 'Settings'}).focus();
+  await page.keyboard.press('Enter');
+  await page.locator('[name="rate"]').waitFor();
+  await shot('topic-settings');
+
+  // a plot's data table opens with Enter on its summary; its rows are the bars' numbers
+  await page.goto(`${BASE}/console/#/fleet`);
+  await page.locator('[data-plot="lateness"] svg rect').first().waitFor({state: 'attached'});
+  const bounds = (await ok('GET', '/fleet')).latenessBounds;
+  for (const summary of await page.locator('details.data summary').all()) {
+    await summary.focus();
+    await page.keyboard.press('Enter');
+  }
+  const table = page.locator('[aria-labelledby="plot-lateness"] details.data table');
+  await table.waitFor();
+  await eventually('the data table and the bars to agree', async () => {
+    const fromTable = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) =>
+      Number(tr.querySelector('td').textContent.replace(/[^0-9]/g, ''))));
+    const fromBars = await page.locator('[data-plot="lateness"] svg rect title').evaluateAll((ts) => ts.map((t) =>
+      Number(t.textContent.split(': ')[1].replace(/[^0-9]/g, ''))));
+    assert.equal(fromTable.length, bounds.length + 1);
+    assert.deepEqual(fromTable, fromBars);
+    return fromTable.some((v) => v > 0);
+  });
+  assert.ok(await page.locator('[aria-labelledby="plot-throughput"] details.data table tbody tr').count() >= 1);
+  await shot('fleet-data-tables');
+
+  // a dead job's checkbox with Space, then the bulk button with Enter
+  await page.goto(`${BASE}/console/#/topic/${T.rip}?state=dead`);
+  const box = page.locator(`input[data-id="${ids.dead[1]}"]`);
+  await box.focus();
+  await page.keyboard.press('Space');
+  assert.equal(await box.isChecked(), true);
+  const bulk = page.locator('[data-action="requeue-selected"]');
+  assert.equal(await bulk.textContent(), 'Requeue 1 selected');
+  await bulk.focus();
+  await page.keyboard.press('Enter');
+  await eventually('the job requeued', async () => (await ok('GET', `/jobs/${ids.dead[1]}`)).state === 'ready');
+  await eventually('the requeue said', async () => /Requeued 1 of 1/.test(await page.locator('#status').textContent()));
+  await page.getByText('No dead jobs.').waitFor();
+  await shot('topic-empty');
+});
+
+test('the confirm dialog takes focus, keeps it, gives it back, and Escape closes it', async () => {
+  const topic = `${P}kbd`;
+  const id = (await ok('POST', '/push', {topic, body: {kept: 'until deleted'}, delay: 600000})).id;
+  await page.goto(`${BASE}/console/#/topic/${topic}`);
+  const del = page.locator(`tr[data-job="${id}"] [data-action="delete"]`);
+  await del.waitFor();
+  const dialog = page.locator('dialog#confirm');
+  const where = () => page.evaluate(() => ({inDialog: !!document.activeElement.closest('dialog[open]'),
+    action: document.activeElement.dataset.action || null, body: document.activeElement === document.body}));
+
+  await del.focus();
+  await page.keyboard.press('Enter');
+  await dialog.waitFor({state: 'visible'});
+  assert.deepEqual(await where(), {inDialog: true, action: 'cancel', body: false}, 'focus on Cancel, the safe answer');
+  assert.equal(await dialog.locator('#confirm-title').textContent(), `Delete job ${id}?`);
+  await shot('dialog-open');
+  // Tab and Shift+Tab stay in the dialog (or leave for the browser's own UI, never the page behind)
+  for (const key of ['Tab', 'Tab', 'Tab', 'Shift+Tab', 'Shift+Tab', 'Shift+Tab']) {
+    await page.keyboard.press(key);
+    const w = await where();
+    assert.ok(w.inDialog || w.body, `${key} left the modal dialog for the page behind it`);
+  }
+  // Escape closes it: nothing deleted, focus back on the Delete button
+  await page.keyboard.press('Escape');
+  await dialog.waitFor({state: 'hidden'});
+  assert.deepEqual(await where(), {inDialog: false, action: 'delete', body: false});
+  assert.equal((await ok('GET', `/jobs/${id}`)).state, 'delayed');
+
+  // again, and confirm by keyboard: deleted, said, and focus on the view's heading
+  await page.keyboard.press('Space');
+  await dialog.waitFor({state: 'visible'});
+  await dialog.locator('[data-action="confirm"]').focus();
+  await page.keyboard.press('Enter');
+  try {
+    await page.locator(`tr[data-job="${id}"]`).waitFor({state: 'detached', timeout: 10000});
+  } catch (e) {
+    // (once seen, not reproduced since: say what the page and the API had)
+    const seen = await page.evaluate(() => ({banner: document.querySelector('#error').textContent.trim(),
+      dialogOpen: document.querySelector('dialog').open, returnValue: document.querySelector('dialog').returnValue,
+      focus: document.activeElement.outerHTML.slice(0, 120), status: document.querySelector('#status').textContent}));
+    throw new Error(`${e.message}\nthe job: ${JSON.stringify(await ok('GET', `/jobs/${id}`)).slice(0, 200)}\nthe page: ${JSON.stringify(seen)}`);
+  }
+  assert.equal((await ok('GET', `/jobs/${id}`)).state, 'deleted');
+  await eventually('the deletion said', async () => (await page.locator('#status').textContent()) === `Job ${id} deleted.`);
+  await eventually('focus on the heading', async () =>
+    page.evaluate(() => document.activeElement.tagName === 'H1' && document.activeElement.closest('main') !== null));
+});
+
+test('refreshes are not announced; what a user does is', async () => {
+  const topic = `${P}live`;
+  await ok('POST', '/push', {topic, body: 1, delay: 600000});
+  await page.goto(`${BASE}/console/#/topics?prefix=${P}`);
+  const cell = page.locator(`[data-topic="${topic}"] [data-count="delayed"]`);
+  await eventually('the first count', async () => (await cell.textContent()) === '1');
+  // the live regions: the status region and the alerts, none of them around what refreshes
+  const regions = await page.evaluate(() => {
+    const sel = '[aria-live], [role="status"], [role="alert"], [role="log"], [role="timer"], [role="marquee"]';
+    window.__said = [];
+    const obs = new MutationObserver((ms) => ms.forEach((m) => window.__said.push(m.target.textContent)));
+    for (const r of document.querySelectorAll(sel)) obs.observe(r, {childList: true, characterData: true, subtree: true});
+    window.__redraws = 0;
+    new MutationObserver(() => window.__redraws++).observe(document.querySelector('[data-plot="throughput"]'), {childList: true});
+    return {ids: [...document.querySelectorAll(sel)].map((r) => r.id || r.dataset.error || r.tagName),
+      aroundMain: !!document.querySelector('main').closest(sel)};
+  });
+  assert.deepEqual(regions.ids.sort(), ['error', 'status'].sort());
+  assert.equal(regions.aroundMain, false);
+  // counts and plots change underneath: nothing said
+  await ok('POST', '/push', Array.from({length: 3}, () => ({topic, body: 2, delay: 600000})));
+  await eventually('the count to follow', async () => (await cell.textContent()) === '4');
+  await eventually('a plot redrawn', () => page.evaluate(() => window.__redraws >= 2));
+  assert.deepEqual(await page.evaluate(() => window.__said), [], 'a refresh spoke through a live region');
+  // a user's action is said once
+  await page.locator(`[data-topic="${topic}"] [data-action="pause"]`).click();
+  await eventually('the pause said', async () => (await page.evaluate(() => window.__said)).includes(`${topic} paused: delivers nothing until resumed.`));
+  await page.locator(`[data-topic="${topic}"] [data-action="resume"]`).click();
+  await page.locator(`[data-topic="${topic}"] [data-action="pause"]`).waitFor();
+  // an empty filter result, audited
+  await page.fill('[name="prefix"]', `${P}nothing-starts-so`);
+  await page.press('[name="prefix"]', 'Enter');
+  await page.getByText(`No topic starts with “${P}nothing-starts-so”.`).waitFor();
+  await shot('topics-empty');
+});
+
+test('a change of health is said once, on any view; a degraded fleet passes the audit', async () => {
+  await page.goto(`${BASE}/console/#/fleet`);
+  await page.locator('.tiles').getByText('ok', {exact: true}).waitFor();
+  await page.evaluate(() => {
+    window.__saidHealth = [];
+    new MutationObserver(() => {
+      const text = document.querySelector('#status').textContent;
+      if (text) window.__saidHealth.push(text); // (each announcement empties the region first)
+    })
+      .observe(document.querySelector('#status'), {childList: true, characterData: true, subtree: true});
+  });
+  // the daemon's /fleet as it is, but for a degraded status (as when a duty is stuck)
+  let served = 0;
+  const degrade = async (route) => {
+    served++;
+    const res = await route.fetch();
+    const json = await res.json();
+    json.health.status = 'degraded';
+    await route.fulfill({response: res, json});
+  };
+  await page.route(`${BASE}/fleet`, degrade);
+  try {
+    await page.locator('.tiles .tile.bad').getByText('degraded').waitFor();
+    await eventually('the change said', async () =>
+      (await page.evaluate(() => window.__saidHealth)).includes('This instance\'s health is now degraded.'));
+    await shot('fleet-degraded');
+    await page.locator('[data-nav="restore"]').click(); // another view: still sampled, nothing new said
+    const after = served;
+    await eventually('another sample', () => served >= after + 1);
+    assert.deepEqual((await page.evaluate(() => window.__saidHealth)).filter((t) => /health/.test(t)),
+      ['This instance\'s health is now degraded.'], 'said once, not on every sample');
+  } finally {
+    await page.unroute(`${BASE}/fleet`, degrade);
+  }
+  await eventually('the recovery said', async () =>
+    (await page.evaluate(() => window.__saidHealth)).includes('This instance\'s health is now ok.'));
+});
+
+test('at 320 px wide (1280 px at 400 %) only wide tables scroll sideways, and a keyboard can scroll them', async () => {
+  try {
+    await page.setViewportSize({width: 320, height: 640});
+    for (const [label, hash, ready] of VIEWS()) {
+      await page.goto(`${BASE}/console/${hash}`);
+      await page.locator(ready).first().waitFor({state: 'attached'});
+      await eventually(`${label}: no sideways scrolling of the page`, () =>
+        page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
+    }
+    // the schedules table is wider than the screen: its box scrolls, is a named Tab stop, and
+    // the arrow keys scroll it
+    await page.goto(`${BASE}/console/#/schedules`);
+    await page.locator('tr[data-schedule]').first().waitFor();
+    const box = page.locator('.scroller', {has: page.locator('table.schedules')});
+    await eventually('the table box marked scrollable', async () => (await box.getAttribute('tabindex')) === '0');
+    const stops = await tabThrough('schedules at 320 px');
+    assert.ok(names(stops).includes('Schedules table'), `no Tab stop for the scrolling table: ${names(stops)}`);
+    await box.focus();
+    await page.keyboard.press('ArrowRight');
+    await eventually('the arrow key to scroll it', () => box.evaluate((b) => b.scrollLeft > 0));
+    await shot('schedules-narrow', {clipped: true});
+  } finally {
+    await page.setViewportSize({width: 1280, height: 900});
+  }
+});
+
+test('who prefers reduced motion gets no transitions; others get them', async () => {
+  await page.goto(`${BASE}/console/#/restore`);
+  const button = page.locator('[data-action="restore"]');
+  await button.waitFor();
+  const motion = () => button.evaluate((b) => getComputedStyle(b).transitionDuration);
+  try {
+    await page.emulateMedia({reducedMotion: 'reduce'});
+    assert.equal(await motion(), '0s');
+    await page.emulateMedia({reducedMotion: 'no-preference'});
+    assert.notEqual(await motion(), '0s');
+  } finally {
+    await page.emulateMedia({reducedMotion: null});
+  }
+});
+
+test('the header links the API description, and the link is labelled', async () => {
+  const api = page.locator('header a[data-link="api"]');
+  assert.equal(await api.count(), 1);
+  assert.equal(await api.evaluate((a) => a.href), `${BASE}/openapi.json`);
+  assert.match((await api.textContent()).trim(), /^API\b/); // its visible label starts its name
+  await injectAxe();
+  const name = await api.evaluate((a) => {
+    window.axe.setup(document);
+    const n = window.axe.commons.text.accessibleText(a).trim();
+    window.axe.teardown();
+    return n;
+  });
+  assert.equal(name, 'API description (OpenAPI, JSON)');
+});
+
 test('with 50,000 topics the table shows a page, and pages and filters on the server', async () => {
   const N = 50000;
   const name = (i) => `scale.${String(i).padStart(5, '0')}`;
@@ -404,6 +912,11 @@ test('no console errors and no page errors', async () => {
   await page.goto(`${BASE}/console/#/topics?prefix=${P}`);
   await page.locator(`[data-topic="${T.orders}"]`).waitFor();
   await shot('overview');
+  // every view and state was audited by axe: with data, empty, the error, the dialog open
+  const want = ['topics', 'topic-reserved', 'topic-scheduled', 'topic-dead', 'topic-empty', 'topics-paused', 'topics-empty',
+    'topic-settings', 'job', 'error', 'fleet', 'fleet-degraded', 'fleet-data-tables', 'restore', 'schedules-empty', 'schedules', 'schedules-confirm',
+    'schedules-refused', 'schedules-narrow', 'dialog-open', 'topics-50000', 'overview'];
+  assert.deepEqual(want.filter((w) => !audited.includes(w)), [], `audited: ${audited}`);
   const unexpected = consoleErrors.filter((e) =>
     !(e.text.startsWith('Failed to load resource') && expectedFailures.some((u) => e.url.includes(u))));
   assert.deepEqual(pageErrors, [], 'uncaught errors in the page');

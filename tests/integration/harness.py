@@ -52,6 +52,9 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+import openapi_check
+from openapi_check import CheckedHTTPConnection
+
 HOST = "127.0.0.1"
 # A second loopback address (all of 127.0.0.0/8 is loopback on Linux). A server started with
 # binds=(HOST, ALT_HOST) answers on both, so one instance can reach it through ALT_HOST and
@@ -67,7 +70,7 @@ __all__ = [
     "HOST", "ALT_HOST", "REPO_ROOT", "SCHEMA_SQL", "HarnessError", "RedisError", "MariaDBError",
     "DaemonError", "free_port", "wait_until", "RedisServer", "MariaDBServer", "Namespace",
     "Stack", "shared_stack", "private_stack", "Response", "Daemon", "daemon_binary",
-    "parse_http_responses", "HourglassTestCase",
+    "parse_http_responses", "HourglassTestCase", "CheckedHTTPConnection",
 ]
 
 
@@ -1008,6 +1011,9 @@ class Daemon(_Process):
                  overrides: Mapping[str, Mapping[str, Any]] | None = None,
                  binary: str | None = None, port: int | None = None, dir: str | None = None) -> None:
         self.binary = binary or daemon_binary()
+        # its HTTP is checked against docs/openapi.yaml, unless it runs a stand-in for the daemon
+        # (test_harness's fake binaries: they describe nothing)
+        self.checked = binary is None
         super().__init__(dir)
         self.namespace = namespace if namespace is not None else shared_stack().fresh_namespace()
         self._auto_port = port is None
@@ -1164,9 +1170,17 @@ class Daemon(_Process):
             raise DaemonError(f"sanitizer report in the hourglassd log:\n{report}")
 
     # -- HTTP
+    # An HTTP gateway (NginxServer) answers some statuses itself: those are not checked.
+    gateway = False
+
     def connection(self, timeout: float = 10.0) -> http.client.HTTPConnection:
-        """A keep-alive connection of your own (close it yourself)."""
-        return http.client.HTTPConnection(HOST, self.port, timeout=timeout)
+        """A keep-alive connection of your own (close it yourself); its exchanges are checked
+        against docs/openapi.yaml (openapi_check.py)."""
+        if not self.checked:
+            return http.client.HTTPConnection(HOST, self.port, timeout=timeout)
+        conn = CheckedHTTPConnection(HOST, self.port, timeout=timeout)
+        conn.gateway = self.gateway
+        return conn
 
     def request(self, method: str, path: str, body: Any = None,
                 headers: Mapping[str, str] | None = None, timeout: float = 10.0,
@@ -1174,7 +1188,8 @@ class Daemon(_Process):
         """One request on a new connection. body: bytes/str as is; dict/list JSON-encoded with
         Content-Type: application/json. params are added to the query string (None values
         dropped, booleans as true/false). Errors other than HTTP statuses raise (OSError,
-        http.client.HTTPException, TimeoutError)."""
+        http.client.HTTPException, TimeoutError). The exchange is checked against
+        docs/openapi.yaml: openapi_check.Mismatch (an AssertionError) when it does not match."""
         hdrs = {**self.default_headers, **(headers or {})}
         if isinstance(body, (dict, list)):
             data: bytes | None = json.dumps(body).encode()
@@ -1193,9 +1208,11 @@ class Daemon(_Process):
             conn.request(method, path, body=data, headers=hdrs)
             r = conn.getresponse()
             payload = r.read()
-            return Response(r.status, r.reason, r.headers, payload)
         finally:
             conn.close()
+        if self.checked:
+            openapi_check.check_exchange(method, path, hdrs, data, r.status, r.headers, payload, self.gateway)
+        return Response(r.status, r.reason, r.headers, payload)
 
     def push(self, job_or_list: Any, **kw: Any) -> Response:
         """POST /push with one job object or a list of them."""
@@ -1274,9 +1291,12 @@ class Daemon(_Process):
 
         data may be a list of chunks, sent `gap` s apart (slow clients). half_close=True shuts
         down our sending side after the data (FIN), as `curl` does not but some clients do.
-        Resets by the server are not errors: you get what arrived before.
+        Resets by the server are not errors: you get what arrived before. The answers are
+        checked against docs/openapi.yaml (openapi_check.check_raw): each answer to a
+        well-formed request as that request's, the rest as documented errors.
         """
         chunks = [data] if isinstance(data, (bytes, bytearray, str)) else list(data)
+        chunks = [c.encode() if isinstance(c, str) else bytes(c) for c in chunks]
         out = bytearray()
         with socket.create_connection((HOST, self.port), timeout=connect_timeout) as s:
             try:
@@ -1298,6 +1318,8 @@ class Daemon(_Process):
                 if not b:
                     break
                 out += b
+        if self.checked:
+            openapi_check.check_raw(b"".join(chunks), bytes(out), self.gateway)
         return bytes(out)
 
 
@@ -1332,7 +1354,27 @@ __all__ += ["FAKETIME_LIB", "skewed"]
 
 
 class HourglassTestCase(unittest.TestCase):
-    """unittest.TestCase with harness helpers; everything it starts is cleaned up after the test."""
+    """unittest.TestCase with harness helpers; everything it starts is cleaned up after the test.
+
+    Every HTTP exchange with a daemon is checked against docs/openapi.yaml as it happens
+    (openapi_check.py); one that does not match also fails the test at its end, even when the
+    test (a retry loop, a thread) caught the Mismatch raised where the request was made."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        # registered first, so it runs last: after every cleanup that still talks to a daemon
+        self.addCleanup(self._check_openapi_exchanges)
+        self._openapi_mark = 0
+
+    def run(self, result: Any = None) -> Any:
+        self._openapi_mark = openapi_check.problem_mark()
+        return super().run(result)
+
+    def _check_openapi_exchanges(self) -> None:
+        problems = openapi_check.problems_since(self._openapi_mark)
+        if problems:
+            self.fail(f"{len(problems)} HTTP exchange(s) of this test did not match docs/openapi.yaml:\n"
+                      + "\n".join(problems[:10]))
 
     def namespace(self) -> Namespace:
         """A fresh namespace on the shared stack."""
@@ -1468,6 +1510,8 @@ class NginxServer(_Process):
     """
 
     kind = "nginx"
+    gateway = True  # its own 502/504 (no daemon answered) are not checked against the description
+    checked = True
 
     # Borrowed: they only use HOST, self.port and self.default_headers.
     request = Daemon.request

@@ -1,7 +1,8 @@
 """A real HTTP(S) receiver on loopback for the webhook delivery tests: records every request
 (time, headers, body) and answers as the test says — a status, a hang, or a closed connection.
 
-Not a test module itself. Standard library only (http.server, ssl)."""
+Not a test module itself. Standard library only (http.server, ssl), and the description's
+checker (openapi_check.py), which each delivery received goes through."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import openapi_check
 from harness import HOST, free_port
 
 
@@ -66,6 +68,9 @@ class WebhookReceiver:
                     pass
                 with receiver.lock:
                     receiver.hits.append(hit)
+                # the delivery as docs/openapi.yaml's webhooks.jobDelivery says (the test fails
+                # at its end otherwise)
+                openapi_check.check_webhook(self.headers, raw)
                 what = receiver.answer(hit)
                 if what == "hang":
                     receiver.release.wait(60)

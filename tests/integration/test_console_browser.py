@@ -1,6 +1,9 @@
 """The operator's console in a real browser: Debian's headless chromium, driven by
 playwright-core (tests/browser/console.test.mjs, Node's built-in test runner), against a
-daemon on private Redis + MariaDB with an admin token set.
+daemon on private Redis + MariaDB with an admin token set. Besides what each view does, it
+checks WCAG 2.1 AA: an axe-core audit of every view and state (zero violations), Tab through
+every view (each stop named, with a visible focus ring), the dialog's focus, the live
+regions, reflow at 320 px and reduced motion.
 
     make integration T=test_console_browser
 

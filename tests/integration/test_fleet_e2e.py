@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import harness
-from harness import (HOST, REPO_ROOT, Daemon, HourglassTestCase, NginxServer, topic_shard,
+from harness import (HOST, REPO_ROOT, CheckedHTTPConnection, Daemon, HourglassTestCase, NginxServer, topic_shard,
                      topics_one_per_shard, wait_until)
 
 HEALTH_SCRIPT = str(REPO_ROOT / "scripts" / "nginx-health.sh")
@@ -141,7 +141,8 @@ class Client:
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any, bytes]:
         if self.conn is None:
-            self.conn = http.client.HTTPConnection(HOST, self.port, timeout=self.timeout)
+            self.conn = CheckedHTTPConnection(HOST, self.port, timeout=self.timeout)
+            self.conn.gateway = True  # through nginx: its own 502/504 are not the daemon's
         headers = {}
         data = None
         if body is not None:

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, Iterable
 
+import openapi_check
 from core_common import CoreTestCase
 from harness import HOST, Daemon, Namespace, Response, parse_http_responses
 
@@ -147,6 +148,9 @@ def raw_exchange(d: Daemon, chunks: Iterable[bytes] | bytes, gap: float = 0.0, r
             out += b
             if until is not None and complete_responses(bytes(out)) >= until:
                 break
+    # the answers, against docs/openapi.yaml (malformed requests' as documented errors)
+    if d.checked:
+        openapi_check.check_raw(b"".join(bytes(c) for c in chunks), bytes(out))
     return bytes(out), closed
 
 

@@ -24,6 +24,7 @@ import threading
 import time
 import unittest
 
+import openapi_check
 from core_common import Background
 from harness import HOST, Daemon, now_ms, shared_stack, wait_until
 from test_hardening_common import HardeningTestCase, Metrics, complete_responses, raw_exchange, responses_of
@@ -200,6 +201,7 @@ class ConnectionTimeoutsTest(HardeningTestCase):
             data = b""
             while complete_responses(data) < 1:
                 data += s.recv(4096)
+            openapi_check.check_raw(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", data)
             self.assertEqual(responses_of(data)[0].status, 200)
             after = self.closed_after(s, IDLE + MARGIN + 1)
         # never sending anything

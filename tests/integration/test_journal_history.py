@@ -124,7 +124,10 @@ class RetentionTest(HourglassTestCase):
         q_exec(f"INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, attempts, state, version, "
                f"created_at, updated_at) VALUES ({mid}, 'rt', '1', {made_ms}, 5, 30000, 3, 1, '{state}', "
                f"{transitions}, {made_ms}, {changed_ms})")
-        rows = ",".join(f"({mid}, {v}, 'x', 's{v}', {made_ms + v}, 'test', 'h', 'i', 0)" for v in range(1, transitions + 1))
+        # a job's first steps, as the daemon writes them (GET /jobs shows them: docs/openapi.yaml)
+        steps = ["", "delayed", "ready", "reserved", "finished", "deleted"]
+        rows = ",".join(f"({mid}, {v}, '{steps[v - 1]}', '{steps[v]}', {made_ms + v}, 'test', 'h', 'i', 0)"
+                        for v in range(1, transitions + 1))
         q_exec(f"INSERT INTO transition (message_id, version, from_state, to_state, at, actor, host, instance, "
                f"attempts) VALUES {rows}")
 

@@ -341,7 +341,7 @@ class PurgeBigTest(Case):
         slowest = [0.0]
 
         def traffic(topic: str) -> None:
-            conn = http.client.HTTPConnection(HOST, self.d.port, timeout=30)
+            conn = self.d.connection(timeout=30)
             try:
                 while not stop.is_set():
                     t0 = time.monotonic()

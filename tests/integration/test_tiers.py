@@ -41,8 +41,8 @@ import time
 import urllib.parse
 from typing import Any, Iterable
 
-from harness import (HOST, Daemon, HourglassTestCase, RedisServer, journal_idle, now_ms, topic_shard,
-                     topics_one_per_shard, wait_until)
+from harness import (HOST, CheckedHTTPConnection, Daemon, HourglassTestCase, RedisServer, journal_idle, now_ms,
+                     topic_shard, topics_one_per_shard, wait_until)
 
 SHARDS = 8
 LATE_MS = 1000          # see the module docstring
@@ -72,7 +72,7 @@ class Client:
         headers = {"Content-Type": "application/json"} if data is not None else {}
         for attempt in (0, 1):
             if self.conn is None:
-                self.conn = http.client.HTTPConnection(HOST, self.port, timeout=timeout or self.timeout)
+                self.conn = CheckedHTTPConnection(HOST, self.port, timeout=timeout or self.timeout)
             try:
                 if timeout is not None:
                     self.conn.timeout = timeout

@@ -159,6 +159,24 @@ START_TEST(test_lookup_and_purge)
 }
 END_TEST
 
+/* GET /openapi.json: the API's description, exact path, read-only, open to every client */
+START_TEST(test_openapi)
+{
+    struct route r;
+    const char *allow;
+    ck_assert_int_eq(match("/openapi.json", &r), ROUTE_OK);
+    ck_assert_int_eq(r.endpoint, EP_OPENAPI);
+    ck_assert_int_eq(match("/openapi.json/x", &r), ROUTE_NOT_FOUND);
+    ck_assert_int_eq(match("/openapi", &r), ROUTE_NOT_FOUND);
+    ck_assert(router_method_allowed(EP_OPENAPI, METHOD_GET, &allow));
+    ck_assert(router_method_allowed(EP_OPENAPI, METHOD_HEAD, &allow));
+    ck_assert(!router_method_allowed(EP_OPENAPI, METHOD_POST, &allow));
+    ck_assert_str_eq(allow, "GET, HEAD");
+    ck_assert(!router_is_admin(EP_OPENAPI, METHOD_GET));
+    ck_assert_str_eq(router_endpoint_name(EP_OPENAPI), "openapi");
+}
+END_TEST
+
 START_TEST(test_schedules)
 {
     struct route r;
@@ -477,6 +495,7 @@ static Suite *router_suite(void)
     tcase_add_test(tc, test_admin_endpoints);
     tcase_add_test(tc, test_endpoint_names);
     tcase_add_test(tc, test_schedules);
+    tcase_add_test(tc, test_openapi);
     suite_add_tcase(s, tc);
     return s;
 }
