@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from core_common import CoreTestCase, wait_until
-from harness import Daemon
+from harness import Daemon, journal_idle
 
 
 def put(d: Daemon, topic: str, settings):
@@ -330,3 +330,35 @@ class GroupsDeliveryTest(CoreTestCase):
                 self.assertEqual(self.get_one(d, "gr", timeout=3)["id"], ids[ids.index(j) + 1])
         self.assertJsonOk(d.delete(later))
         self.assertEqual(group_keys(d, "gr"), [])
+
+
+class GroupsRollbackTest(CoreTestCase):
+    def test_two_way_restore_after_a_rollback_frees_what_mysql_ended(self):
+        redis = self.private_redis()
+        d = self.start_daemon({"redis": {"address": redis.address, "db": 0}, "queue": {"default_ttr": 30000}})
+        self.wait_healthy(d)
+        self.assertJsonOk(put(d, "gw", {"groupConcurrency": 1}))
+        a = [self.push(d, "gw", i, group="a") for i in range(2)]
+        self.assertEqual(self.get_one(d, "gw")["id"], a[0])
+        wait_until(lambda: journal_idle(d), 10, 0.05, "MySQL to have everything before the snapshot")
+        redis.cli("SAVE")
+        # after the snapshot: a[0] finished, a[1] delivered and finished, a new one pushed
+        self.assertJsonOk(d.finish(a[0]))
+        self.assertEqual(self.get_one(d, "gw")["id"], a[1])
+        self.assertJsonOk(d.finish(a[1]))
+        a.append(self.push(d, "gw", 2, group="a"))
+        wait_until(lambda: journal_idle(d), 10, 0.05, "MySQL to have every change")
+        # Redis comes back from the snapshot: a[0] reserved (its group's slot held), a[1] ready
+        redis.kill()
+        redis.start()
+        self.wait_healthy(d)
+        wait_until(lambda: d.push({"topic": "warm", "body": 1}).status == 200, 15, 0.1, "the workers reconnected")
+        self.assertEqual(groups_of(self, d, "gw"), {"a": (0, 1, 1)})
+        res = self.assertJsonOk(d.restore(expire=True, timeout=60))
+        self.assertEqual((res["removed"], res["restored"]), (2, 1), res)
+        # MySQL wins: both ended jobs leave, the slot a[0] held is free, the new job is there
+        self.assertEqual(groups_of(self, d, "gw"), {"a": (0, 1, 0)})
+        self.assertEqual(self.get_one(d, "gw", timeout=3)["id"], a[2])
+        self.assertNothing(d, "gw")
+        self.assertJsonOk(d.finish(a[2]))
+        self.assertEqual(groups_of(self, d, "gw"), {})

@@ -8,6 +8,7 @@ MySQL, consumers on both.
 * groupRate: each group delivers at its rate (within 10 % over 10 s), whichever instance asks.
 * a webhook topic with groupConcurrency 2 never has three POSTs of one group in flight.
 * far jobs of a group (the MySQL tier) page in and keep the group's limit.
+* on a Redis Cluster a topic's groups live in its shard's slot, and the limits hold there.
 
 The in-flight check is sound from the consumer's side alone: a delivery is in flight from the
 moment the server reserved it (before the consumer received it) until the server let it go
@@ -23,8 +24,9 @@ import random
 import threading
 import time
 
+from cluster_common import CLUSTER_TAGS, ClusterCase, shard_slot
 from core_common import CoreTestCase, wait_until
-from harness import HOST, Daemon, now_ms
+from harness import HOST, Daemon, now_ms, topic_shard
 from receiver import WebhookReceiver
 
 
@@ -280,3 +282,44 @@ class FarGroupsTest(CoreTestCase):
         self.assertEqual(d.get("gz").status, 204)  # the group's one slot is taken
         self.assertJsonOk(d.finish(ids[0]))
         self.assertEqual(self.assertJsonOk(d.get("gz", timeout=2))["id"], ids[1])
+
+
+class ClusterGroupsTest(ClusterCase):
+    def test_a_topics_groups_live_on_its_shard_of_a_cluster(self):
+        d = self.cluster_daemon()
+        prefix = d.config["redis"]["prefix"]
+        topics = [f"gcl.{i}" for i in range(6)]
+        for t in topics:
+            self.assertJsonOk(put(d, t, {"groupConcurrency": 1, "groupRate": 1000}))
+        time.sleep(0.6)
+        for t in topics:
+            self.assertJsonOk(d.push([{"topic": t, "group": g, "body": i, "ttr": 30000}
+                                      for i in range(2) for g in ("a", "b", "c")]))
+            self.push(d, t, "later", group="d", delay=60000)
+        firsts = {t: self.assertJsonOk(d.get(t, count=10)) for t in topics}
+        for t in topics:
+            self.assertEqual(sorted(j["group"] for j in firsts[t]), ["a", "b", "c"], t)
+            self.push(d, t, "waits its turn", group="e")  # in the round, not taken yet
+        # every key of a topic's groups carries its shard's tag, on the master serving that slot
+        by_node = self.keys_by_node(prefix)
+        for t in topics:
+            tag = CLUSTER_TAGS[topic_shard(t)]
+            owner = self.owner(shard_slot(topic_shard(t)))
+            mine = [k for keys in by_node.values() for k in keys if k.endswith(":" + t) and
+                    any(f":{p}:" in k for p in ("gr", "gq", "gs", "gt"))]
+            self.assertEqual(sorted(k.split("}:")[1].split(":")[0] for k in mine), ["gq", "gr", "gs", "gt"], t)
+            for k in mine:
+                self.assertTrue(k.startswith(f"{prefix}:{{{tag}}}:"), k)
+                self.assertIn(k, by_node[owner], f"{k} is not on the master of its slot")
+        # finishing frees each group's slot: its second job comes, then nothing is left but the
+        # delayed one
+        for t in topics:
+            for j in firsts[t]:
+                self.assertJsonOk(d.finish(j["id"]))
+            second = self.assertJsonOk(d.get(t, count=10, timeout=2))
+            self.assertEqual(sorted(j["group"] for j in second), ["a", "b", "c", "e"], t)
+            for j in second:
+                self.assertJsonOk(d.finish(j["id"]))
+            page = self.assertJsonOk(d.request("GET", f"/topics/{t}/groups"))
+            self.assertEqual(page, {"groups": [{"group": "d", "delayed": 1, "ready": 0, "reserved": 0}],
+                                    "next": None})
