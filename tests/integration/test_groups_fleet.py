@@ -7,6 +7,7 @@ MySQL, consumers on both.
   job delivered and finished.
 * groupRate: each group delivers at its rate (within 10 % over 10 s), whichever instance asks.
 * a webhook topic with groupConcurrency 2 never has three POSTs of one group in flight.
+* an AMQP topic under fifo publishes each group's jobs one after another, in order.
 * far jobs of a group (the MySQL tier) page in and keep the group's limit.
 * on a Redis Cluster a topic's groups live in its shard's slot, and the limits hold there.
 
@@ -26,7 +27,7 @@ import time
 
 from cluster_common import CLUSTER_TAGS, ClusterCase, shard_slot
 from core_common import CoreTestCase, wait_until
-from harness import HOST, Daemon, now_ms, topic_shard
+from harness import HOST, Daemon, now_ms, shared_rabbitmq, topic_shard, unique_name
 from receiver import WebhookReceiver
 
 
@@ -262,6 +263,35 @@ class WebhookGroupsTest(CoreTestCase):
         wait_until(lambda: self.assertJsonOk(a.request("GET", "/topics/gw"))["counts"]["reserved"] == 0, 10, 0.1,
                    "every job finished")
         self.assertEqual(max(peak.values()), 2, peak)  # the limit is what bound them, and it held
+
+
+class AmqpGroupsTest(CoreTestCase):
+    def test_amqp_fifo_publishes_a_group_one_job_at_a_time_in_order(self):
+        broker = shared_rabbitmq()
+        q, ex = unique_name("q"), unique_name("ex")
+        broker.declare(q, exchange=ex, routing_key="jobs")
+        d = self.start_daemon({"amqp": {"url": broker.url, "timeout": 3000}})
+        self.wait_healthy(d)
+        self.assertJsonOk(put(d, "gam", {"groupOrder": "fifo",
+                                         "deliver": {"amqp": {"exchange": ex, "routingKey": "jobs"}}}))
+        time.sleep(0.6)
+        ids = self.assertJsonOk(d.push([{"topic": "gam", "group": f"g{g}", "body": {"g": g, "seq": i}}
+                                        for i in range(6) for g in range(3)]))["ids"]
+        wait_until(lambda: broker.count(q) >= len(ids), 30, 0.1, "every message")
+        bodies = [json.loads(raw) for _, _, raw in broker.get_all(q)]
+        self.assertEqual(sorted(b["id"] for b in bodies), sorted(ids))
+        for g in range(3):
+            self.assertEqual([b["body"]["seq"] for b in bodies if b["group"] == f"g{g}"], list(range(6)))
+        # one at a time: each job of a group reserved only once the one before it was confirmed
+        for g in range(3):
+            mine = [i for i, j in zip(ids, [{"g": g2} for i2 in range(6) for g2 in range(3)]) if j["g"] == g]
+            spans = []
+            for jid in mine:
+                hist = self.assertJsonOk(d.job(jid))["history"]
+                at = {h["state"]: h["at"] for h in hist}
+                spans.append((at["reserved"], at["finished"]))
+            for (r1, f1), (r2, f2) in zip(spans, spans[1:]):
+                self.assertGreaterEqual(r2, f1, f"group g{g}: {spans}")
 
 
 class FarGroupsTest(CoreTestCase):
