@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import pwd
 import re
-import secrets
 import threading
 import time
 from typing import Any, Iterable
@@ -32,7 +31,7 @@ from typing import Any, Iterable
 from history import Recorder, Violation, Window, final_rows
 
 from faults import Fault, Fleet, Kill
-from harness import (HOST, HarnessError, MariaDBServer, Namespace, RedisServer, Stack, _run, _unregister, free_port,
+from harness import (HOST, HarnessError, MariaDBServer, Namespace, RedisServer, Stack, _run, free_port,
                      wait_until)
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
@@ -302,24 +301,8 @@ class GaleraStack(Stack):
             raise
         return stack
 
-    def fresh_namespace(self) -> Namespace:
-        with self._lock:
-            self._counter += 1
-            n = self._counter
-        token = secrets.token_hex(5)
-        ns = GaleraNamespace(self, prefix=f"hg{token}", redis_db=1 + (n - 1) % 15, database=f"hg_{token}")
-        self.cluster.create_database(ns.database)
-        return ns
-
-    def close(self, check: bool = True) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        _unregister(self)
-        try:
-            self.redis.close()
-        finally:
-            self.cluster.close()
+    def _sql_servers(self) -> "GaleraCluster":
+        return self.cluster
 
 
 class GaleraNamespace(Namespace):
@@ -329,6 +312,9 @@ class GaleraNamespace(Namespace):
         cfg = super().config()
         cfg["mysql"]["hosts"] = self.stack.cluster.hosts()  # type: ignore[attr-defined]
         return cfg
+
+
+GaleraStack.namespace_class = GaleraNamespace
 
 
 # --------------------------------------------------------------------------- faults (faults.py)

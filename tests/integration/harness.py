@@ -809,6 +809,8 @@ class Namespace:
 class Stack:
     """One Redis + one MariaDB. Start with Stack.start(); close() stops and removes both."""
 
+    namespace_class: type = Namespace  # what fresh_namespace() makes (galera.py: its own)
+
     def __init__(self, redis: RedisServer, mariadb: MariaDBServer) -> None:
         self.redis = redis
         self.mariadb = mariadb
@@ -840,9 +842,14 @@ class Stack:
             self._counter += 1
             n = self._counter
         token = secrets.token_hex(5)
-        ns = Namespace(self, prefix=f"hg{token}", redis_db=1 + (n - 1) % 15, database=f"hg_{token}")
-        self.mariadb.create_database(ns.database)
+        ns = self.namespace_class(self, prefix=f"hg{token}", redis_db=1 + (n - 1) % 15, database=f"hg_{token}")
+        self._sql_servers().create_database(ns.database)
         return ns
+
+    def _sql_servers(self) -> Any:
+        """Where fresh namespaces get their database, stopped after Redis by close(): the one
+        MariaDB (galera.py: the whole cluster)."""
+        return self.mariadb
 
     def close(self, check: bool = True) -> None:
         if self._closed:
@@ -852,7 +859,7 @@ class Stack:
         try:
             self.redis.close()
         finally:
-            self.mariadb.close()
+            self._sql_servers().close()
 
     def __enter__(self) -> "Stack":
         return self

@@ -156,7 +156,14 @@ class Description:
             m = rx.match(path)
             if m:
                 args = dict(zip(names, m.groups()))
-                return template, self.ops[template].get(method.lower()), args, split.query
+                ops = self.ops[template]
+                op = ops.get(method.lower())
+                # HEAD is GET without a body (RFC 9110, 9.3.2) and the daemon takes it wherever it
+                # takes GET: a path that describes no head of its own is checked by its get
+                # (response_problems wants no body for HEAD)
+                if op is None and method.upper() == "HEAD":
+                    op = ops.get("get")
+                return template, op, args, split.query
         return None, None, {}, split.query
 
 

@@ -35,11 +35,15 @@ def err(code: str) -> bytes:
     return json.dumps({"error": code, "message": "m"}).encode()
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
 class CheckerTest(unittest.TestCase):
     """The checker against hand-made exchanges: it passes the right ones and names the wrong."""
 
     JOB = {"id": "382309453472989188", "topic": "t", "body": {"a": 1}, "priority": 5, "ttr": 30000,
-           "tries": 3, "attempt": 1, "runAt": 1795216876674, "leaseUntil": 1795216906674}
+           "tries": 3, "attempt": 1, "runAt": 1795216876674, "leaseUntil": 1795216906674,
+           "traceparent": None, "tracestate": None}
 
     def problems(self, method, target, status, body, headers=JSON, req_headers=None, req_body=None):
         return exchange_problems(method, target, req_headers or {}, req_body, status, headers,
@@ -75,6 +79,18 @@ class CheckerTest(unittest.TestCase):
         self.assertCaught(self.problems("GET", "/get/t", 200, job), "runAt")
         self.assertCaught(self.problems("GET", "/get/t", 200, {**self.JOB, "id": 382309453472989188}),
                           "id")
+        # every job object shows its trace context, null when it has none, a W3C value when it has
+        self.assertEqual(self.problems("GET", "/get/t", 200, {**self.JOB, "traceparent": TRACEPARENT,
+                                                              "tracestate": "k=v"}), [])
+        self.assertCaught(self.problems("GET", "/get/t", 200, {k: v for k, v in self.JOB.items()
+                                                               if k != "traceparent"}), "traceparent")
+        self.assertCaught(self.problems("GET", "/get/t", 200, {**self.JOB, "traceparent": "00-x"}), "traceparent")
+
+    def test_head_answers_as_its_get(self):
+        # the daemon takes HEAD wherever it takes GET: checked by the path's get, without a body
+        self.assertEqual(self.problems("HEAD", "/jobs/1", 404, b"", headers=JSON), [])
+        self.assertCaught(self.problems("HEAD", "/jobs/1", 409, b"", headers=JSON), "status 409")
+        self.assertCaught(self.problems("HEAD", "/push", 200, b"", headers=JSON), "no HEAD on /push")
 
     def test_an_undocumented_status_fails(self):
         self.assertCaught(self.problems("GET", "/stats", 409, err("conflict")), "status 409")
