@@ -66,6 +66,24 @@ def overlaps(deliveries: list[Delivery]) -> list[str]:
     return out
 
 
+def peak_in_flight(deliveries: list[Delivery]) -> dict:
+    """Per group, the most deliveries certainly in flight at one moment (each from its receipt
+    to the earlier of its finish's sending and its leaseUntil: inside the server's own span)."""
+    out: dict = {}
+    by: dict = {}
+    for d in deliveries:
+        by.setdefault(d.group, []).append(d)
+    for g, ds in by.items():
+        # ends sort before starts at the same ms: touching spans do not overlap
+        events = sorted([(d.recv, 1) for d in ds] + [(d.end, -1) for d in ds], key=lambda e: (e[0], e[1]))
+        n = peak = 0
+        for _, step in events:
+            n += step
+            peak = max(peak, n)
+        out[g] = peak
+    return out
+
+
 def out_of_order(deliveries: list[Delivery]) -> list[str]:
     """A group's deliveries, in the order they were received, must never go back in push order."""
     out = []
@@ -95,6 +113,8 @@ class CheckerTest(CoreTestCase):
         self.assertEqual(len(overlaps(ok + [dv("a", 2, 199, 800)])), 2)
         self.assertEqual(len(overlaps(ok + [dv("b", 1, 700, 1400)])), 1)    # b0 unfinished and leased
         self.assertEqual(len(out_of_order(ok + [dv("a", 0, 1000, 1600, attempt=2)])), 1)
+        self.assertEqual(peak_in_flight(ok), {"a": 1, "b": 1})
+        self.assertEqual(peak_in_flight(ok + [dv("b", 1, 700, 1400)]), {"a": 1, "b": 2})
 
 
 class Consumer(threading.Thread):
@@ -192,6 +212,52 @@ class FifoFleetTest(CoreTestCase):
     def all_finished(self, d: Daemon, ids: list[str]) -> bool:
         c = self.assertJsonOk(d.request("GET", "/topics/ff"))["counts"]
         return c["ready"] == 0 and c["reserved"] == 0 and c["delayed"] == 0 and c["dead"] == 0
+
+
+class ConcurrencyFleetTest(CoreTestCase):
+    def test_group_concurrency_n_holds_with_count_n_long_polls_on_two_instances(self):
+        a = self.start_daemon()
+        self.wait_healthy(a)
+        b = self.start_daemon(namespace=a.namespace)
+        self.wait_healthy(b)
+        n = 3
+        self.assertJsonOk(put(a, "gn", {"groupConcurrency": n}))
+        time.sleep(0.6)
+        ids = self.assertJsonOk(a.push([{"topic": "gn", "group": f"g{g}", "body": {"seq": i}, "ttr": 2000}
+                                        for i in range(12) for g in range(4)]))["ids"]
+        log: list = []
+        lock = threading.Lock()
+        stop = threading.Event()
+        rng = random.Random(3)
+
+        def consume(d: Daemon, seed: float) -> None:
+            r2 = random.Random(seed)
+            while not stop.is_set():
+                r = d.get("gn", timeout=1, count=n)
+                if r.status != 200:
+                    continue
+                got = [Delivery(j, now_ms()) for j in r.json()]
+                with lock:
+                    log.extend(got)
+                for dv in got:
+                    time.sleep(r2.uniform(0, 0.03))
+                    sent = now_ms()
+                    if d.request("GET", "/finish", params={"id": dv.id, "attempt": dv.attempt}).status == 200:
+                        dv.finish_sent = sent
+
+        threads = [threading.Thread(target=consume, args=(d, rng.random()), daemon=True) for d in (a, b) * 3]
+        for t in threads:
+            t.start()
+        try:
+            wait_until(lambda: sum(1 for d in list(log) if d.finish_sent) >= len(ids), 60, 0.1, "every job finished")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(10)
+        peaks = peak_in_flight(log)
+        self.assertLessEqual(max(peaks.values()), n, peaks)
+        self.assertEqual(max(peaks.values()), n, f"the limit never bound: {peaks}")  # so the test proves it
+        self.assertEqual({d.id for d in log if d.finish_sent}, set(ids))
 
 
 class RateFleetTest(CoreTestCase):
