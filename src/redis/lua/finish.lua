@@ -10,8 +10,7 @@ local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= RESERVED then return { "state", j.st } end
 if attempt ~= 0 and attempt ~= j.att then return { "stale", j.att } end
-unplace(idkey, j)
-if j.grp then g_unhold(j, now) end -- its group's slot frees: the group's turn may come again
+unplace(idkey, j, now) -- a grouped job's slot frees with it: its group's turn may come again
 redis.call("HDEL", K_JOBS, idkey)
 biz_release(idkey, j)
 tombstone(idkey, now)

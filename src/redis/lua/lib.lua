@@ -356,7 +356,10 @@ local function topic_conf_of(v)
         if p then
             local c = { paused = p == "1", rate = tonumber(rate), backoff = tonumber(bo), maxb = tonumber(maxb),
                         groups = false, gconc = 0, gfifo = false, grate = 0 }
-            local gc, gf, gr = string.match(v, " g(%d+) (%d) (%d+) ")
+            local gc, gf, gr = nil, nil, nil
+            if string.find(v, "g", 9, true) then -- (a plain find first: most topics have no g part)
+                gc, gf, gr = string.match(v, " g(%d+) (%d) (%d+) ")
+            end
             if gc == "0" and gf == "0" and gr == "0" then
                 c.drain = true -- settings gone, grouped ready jobs left on "gr:" (topicset.lua)
             elseif gc then
@@ -467,7 +470,6 @@ end
 -- A grouped job leaves state `from` and/or enters `to` (nil: none of the counted states), its
 -- hold changing by `hold` (-1, 0, +1): its group's counts follow, and the group's turn.
 local function g_change(j, from, to, hold, now)
-    local conf = gconf(j.topic)
     local s = gs_get(j.topic, j.grp)
     local out_of, into = g_slot(j, from), g_slot(j, to)
     if out_of then s[out_of] = s[out_of] - 1 end
@@ -478,7 +480,7 @@ local function g_change(j, from, to, hold, now)
         -- left its range: the group leaves the round with its last ready job
         if not g_has_ready(j.topic, j.grp) then redis.call("ZREM", gq_key(j.topic), j.grp) end
     elseif now then
-        g_wake(j.topic, j.grp, conf, s, now)
+        g_wake(j.topic, j.grp, gconf(j.topic), s, now)
     end
     return s
 end
@@ -523,9 +525,10 @@ local function place(idkey, j, now, at)
     end
 end
 
--- Take job `idkey` off whatever structure holds it in state j.st (its hold, if any, stays: the
--- caller decides, g_unhold).
-local function unplace(idkey, j)
+-- Take job `idkey` off whatever structure holds it in state j.st. Its hold, if any, stays
+-- unless `now` is given: then the job is leaving for good (finished, deleted, ended by MySQL)
+-- and gives its group's slot back in the same step (one update of its group's field).
+local function unplace(idkey, j, now)
     if j.st == DELAYED or j.st == RESERVED then
         redis.call("ZREM", K_DELAY, idkey)
     elseif j.st == READY then
@@ -538,7 +541,14 @@ local function unplace(idkey, j)
         redis.call("ZREM", dead_key(j.topic), idkey)
     end
     count(j.st, j.topic, -1)
-    if j.grp then g_change(j, j.st, nil, 0, nil) end
+    if j.grp then
+        local hold = 0
+        if now and j.hold then
+            j.hold = nil
+            hold = -1
+        end
+        g_change(j, j.st, nil, hold, hold ~= 0 and now or nil) -- only a freed slot can wake its group
+    end
 end
 
 -- The shard's fence (mark.lua): a field of the topic hash ("~fenced", like "~synced": no topic
@@ -592,8 +602,7 @@ end
 -- jobs hash, its bizKey released, a tombstone while a restore or a pager needs one, the
 -- transition logged. Returns the state it had.
 local function delete_job(idkey, j, now, who)
-    unplace(idkey, j)
-    if j.grp then g_unhold(j, now) end
+    unplace(idkey, j, now)
     redis.call("HDEL", K_JOBS, idkey)
     biz_release(idkey, j)
     tombstone(idkey, now)

@@ -74,6 +74,7 @@ local function reserve_grouped(topic, conf, limit)
             g_wake(topic, g, conf, gs_get(topic, g), now)
         end
     end
+    local plain_left = true -- the ready zset had entries when last looked at (nothing adds to it here)
     while got() < limit and budget > 0 do
         budget = budget - 1
         local g = redis.call("ZRANGE", q, 0, 0)[1]
@@ -84,7 +85,8 @@ local function reserve_grouped(topic, conf, limit)
             g = m and string.match(m, "^(.-)%z")
         end
         local member = g and redis.call("ZRANGEBYLEX", gr, "[" .. g .. "\0", "(" .. g .. "\1", "LIMIT", 0, 1)[1]
-        local plain = redis.call("ZRANGE", rkey, 0, 0, "WITHSCORES")
+        local plain = plain_left and redis.call("ZRANGE", rkey, 0, 0, "WITHSCORES") or {}
+        plain_left = plain[1] ~= nil
         local gord = member and tonumber(string.sub(member, #g + 2, #g + 15))
         if g and not member then
             redis.call("ZREM", q, g) -- a group whose jobs went meanwhile (deleted, drained)
