@@ -207,6 +207,24 @@ class GroupsDeliveryTest(CoreTestCase):
         self.assertJsonOk(d.finish(ids[1]))
         self.assertEqual(self.get_one(d, "ge", timeout=3)["id"], ids[0])
 
+    def test_group_rate_spaces_a_groups_deliveries_and_leaves_nothing(self):
+        d = self.daemon(default_ttr=30000)
+        self.assertJsonOk(put(d, "gt1", {"groupRate": 5}))  # one every 200 ms per group
+        a = [self.push(d, "gt1", i, group="a") for i in range(3)]
+        b = self.push(d, "gt1", "b", group="b")
+        got = self.assertJsonOk(d.get("gt1", count=10))
+        self.assertEqual(sorted(j["id"] for j in got), sorted([a[0], b]))  # one per group, at once
+        t0 = time.monotonic()
+        self.assertEqual(self.get_one(d, "gt1", timeout=2)["id"], a[1])  # a parked poll waits its token
+        self.assertGreaterEqual(time.monotonic() - t0, 0.15)
+        self.assertEqual(self.get_one(d, "gt1", timeout=2)["id"], a[2])
+        for j in a + [b]:
+            self.assertJsonOk(d.finish(j))
+        # the groups' rate clocks go once their time has passed and the topic is asked again
+        time.sleep(0.3)
+        self.assertNothing(d, "gt1")
+        self.assertEqual(group_keys(d, "gt1"), [])
+
     def test_dead_delete_purge_and_reschedule_free_their_group(self):
         d = self.daemon(default_ttr=30000)
         self.assertJsonOk(put(d, "gd", {"groupConcurrency": 1}))
