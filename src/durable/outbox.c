@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GROUP "journal"
 /* Reads do not block in Redis: Redis checks BLOCK timeouts only at its `hz` (10 times a
@@ -71,6 +72,16 @@ static struct {
     struct jobchange *recs;
     int max;
     int committed, commit_ok; /* outcome of the batch handed to the journal */
+    /* The last batch could not be committed (the journal refused it, or its commit failed):
+     * this instance cannot reach MySQL. It claims no other instance's entries meanwhile: it
+     * could not carry them, and a claim resets their idle time, keeping them from an instance
+     * that can (and a /reStore waiting for them, outbox_wait_fleet). When another instance's
+     * outbox is reading (handoff_check), this one also leaves the streams alone until
+     * handoff_until_us — rereading its own pending entries resets their idle time too — so
+     * that instance claims them once they are OUTBOX_CLAIM_IDLE_MS old. Alone, it retries at
+     * once, as always. Only the outbox thread reads or writes these. */
+    int cannot_commit;
+    int64_t handoff_until_us;
     struct barrier *barriers;
 } outbox = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .cond = PTHREAD_COND_INITIALIZER,
@@ -170,6 +181,87 @@ int outbox_wait(int (*tick)(int second, void *arg), void *arg)
     int ok = w->done && w->ok;
     pthread_mutex_unlock(&w->lock);
     waiter_put(w);
+    return ok;
+}
+
+/* ---- the fleet's outboxes (outbox_wait_fleet) ---- */
+
+/* One command per shard (fmt with the shard's stream key and `id`, or id[s] when ids is not
+ * NULL), then each shard's reply: marks[s] gets the id of the entry answered ("" for none).
+ * Every reply is read even after a failure, so the connections stay in step. 0 / -1. */
+static int stream_probe(struct rblock_shards *set, const char *fmt, char (*ids)[ENTRY_ID_MAX],
+                        char (*marks)[ENTRY_ID_MAX])
+{
+    int n = outbox.shards;
+    for (int s = 0; s < n; s++) {
+        char key[160];
+        rkey(key, sizeof key, outbox.cfg->redis_prefix, s, "log");
+        redisAppendCommand(rblock_shard(set, s), fmt, key, ids ? ids[s] : "");
+    }
+    int rc = 0;
+    for (int s = 0; s < n; s++) {
+        redisReply *r = rblock_shard_reply(rblock_shard(set, s));
+        marks[s][0] = '\0';
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+            rc = -1;
+        } else if (r->elements > 0 && r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements > 0 &&
+                   r->element[0]->element[0]->type == REDIS_REPLY_STRING) {
+            snprintf(marks[s], ENTRY_ID_MAX, "%s", r->element[0]->element[0]->str);
+        }
+        if (r)
+            freeReplyObject(r);
+        if (r == NULL)
+            break; /* the connection is gone: nothing more to read on it */
+    }
+    return rc;
+}
+
+int outbox_wait_fleet(struct rblock_shards *set, int (*tick)(int second, void *arg), void *arg)
+{
+    if (outbox.cfg == NULL) /* not started (a tool, a test): nothing of ours to wait for */
+        return 0;
+    int n = outbox.shards;
+    char(*newest)[ENTRY_ID_MAX] = calloc((size_t)n, sizeof *newest);
+    char(*left)[ENTRY_ID_MAX] = calloc((size_t)n, sizeof *left);
+    int ok = 0;
+    /* the newest entry of each stream now; ours first, then every instance's */
+    if (newest == NULL || left == NULL || stream_probe(set, "XREVRANGE %s + - COUNT 1%s", NULL, newest) < 0 ||
+        !outbox_wait(tick, arg))
+        goto out;
+    int64_t start = clock_mono_ms();
+    for (int second = 0;;) {
+        /* is any entry up to that one still there (not committed by whoever holds it)? */
+        for (int s = 0; s < n; s++)
+            if (!newest[s][0])
+                snprintf(newest[s], ENTRY_ID_MAX, "0-0"); /* the stream was empty: nothing to wait for */
+        if (stream_probe(set, "XRANGE %s - %s COUNT 1", newest, left) < 0)
+            goto out;
+        int waiting = 0;
+        for (int s = 0; s < n; s++)
+            waiting |= left[s][0] != '\0';
+        if (!waiting) {
+            ok = 1;
+            goto out;
+        }
+        int64_t waited = clock_mono_ms() - start;
+        if (waited > OUTBOX_FLEET_WAIT_MS) {
+            log_warn("outbox: entries older than this wait are still not committed after %lld ms (held by an "
+                     "instance that cannot reach MySQL?)",
+                     (long long)waited);
+            goto out;
+        }
+        if (waited / 1000 > second) {
+            second = (int)(waited / 1000);
+            if (second == 2)
+                log_info("outbox: waiting for other instances to commit the outbox entries they hold");
+            if (tick(second, arg))
+                goto out;
+        }
+        usleep(10000);
+    }
+out:
+    free(newest);
+    free(left);
     return ok;
 }
 
@@ -463,7 +555,7 @@ static int read_batch(int *drained)
     int n = 0, any_full = 0;
 
     int64_t now = clock_mono_us();
-    int claim = now - outbox.last_claim_us > CLAIM_EVERY_US;
+    int claim = now - outbox.last_claim_us > CLAIM_EVERY_US && !outbox.cannot_commit;
     if (claim)
         outbox.last_claim_us = now;
     int pipelined = 0;
@@ -706,6 +798,49 @@ static void report(const char *why)
     dutywatch_all_shards(DUTY_OUTBOX, outbox.shards, why);
 }
 
+/* How long an outbox that cannot commit leaves the streams alone when another can: past the
+ * idle time another instance claims at, plus two of its claim rounds. */
+#define HANDOFF_US     ((int64_t)OUTBOX_CLAIM_IDLE_MS * 1000 + 2 * CLAIM_EVERY_US)
+#define PEER_ACTIVE_MS 5000 /* a consumer that read this recently is another live outbox */
+
+/* The batch could not be committed: is another instance's outbox reading the streams and
+ * keeping up (a consumer of the group, not ours, active within PEER_ACTIVE_MS and holding no
+ * pending entry: it commits what it takes)? Then hand our pending entries over to it
+ * (handoff_until_us). When MySQL is down for the whole fleet every outbox holds entries, so
+ * none hands off and each retries at once, as before. One XINFO on shard 0's stream: every
+ * instance's outbox reads every shard. */
+static void handoff_check(void)
+{
+    outbox.cannot_commit = 1;
+    redisReply *r = redisCommand(conn(0), "XINFO CONSUMERS %s " GROUP, outbox.s[0].key);
+    int peer = 0;
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements && !peer; i++) {
+        const redisReply *c = r->element[i];
+        const char *name = NULL;
+        long long idle = -1, pending = -1;
+        for (size_t k = 0; c->type == REDIS_REPLY_ARRAY && k + 1 < c->elements; k += 2) {
+            const redisReply *key = c->element[k], *val = c->element[k + 1];
+            if (key->type != REDIS_REPLY_STRING)
+                continue;
+            if (strcmp(key->str, "name") == 0 && val->type == REDIS_REPLY_STRING)
+                name = val->str;
+            else if (strcmp(key->str, "idle") == 0 && val->type == REDIS_REPLY_INTEGER)
+                idle = val->integer;
+            else if (strcmp(key->str, "pending") == 0 && val->type == REDIS_REPLY_INTEGER)
+                pending = val->integer;
+        }
+        peer = name && strcmp(name, outbox.consumer) != 0 && idle >= 0 && idle < PEER_ACTIVE_MS && pending == 0;
+    }
+    if (r)
+        freeReplyObject(r);
+    if (peer) {
+        outbox.handoff_until_us = clock_mono_us() + HANDOFF_US;
+        log_warn("outbox: cannot commit; another instance's outbox is reading, so this one leaves its pending "
+                 "entries to it for %lld s",
+                 (long long)(HANDOFF_US / 1000000));
+    }
+}
+
 static void *outbox_main(void *unused)
 {
     log_set_thread_name("outbox");
@@ -721,6 +856,13 @@ static void *outbox_main(void *unused)
             continue;
         }
         int64_t cycle_start = clock_mono_us();
+        if (cycle_start < outbox.handoff_until_us) { /* handing our entries over (handoff_check) */
+            report("cannot commit: pending entries left to another instance");
+            settle_barriers(-1, 0);
+            drained = 1;
+            pause_us(RETRY_US);
+            continue;
+        }
         int read_all = 0;
         int n = read_batch(&read_all);
         drained = read_all && n == 0;
@@ -753,6 +895,7 @@ static void *outbox_main(void *unused)
         outbox.committed = 0;
         pthread_mutex_unlock(&outbox.lock);
         if (journal_submit_outbox(outbox.recs, n, on_committed, NULL) < 0) {
+            handoff_check();
             report("the journal refuses (MySQL down or shutting down)");
             free_batch(n);
             for (int i = 0; i < outbox.shards; i++) {
@@ -770,7 +913,9 @@ static void *outbox_main(void *unused)
         int ok = outbox.commit_ok;
         pthread_mutex_unlock(&outbox.lock);
         free_batch(n);
+        outbox.cannot_commit = 0;
         if (!ok) {
+            handoff_check();
             report("MySQL did not commit the batch");
             for (int i = 0; i < outbox.shards; i++) {
                 outbox.s[i].nids = 0;
