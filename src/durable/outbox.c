@@ -73,15 +73,9 @@ static struct {
     int max;
     int committed, commit_ok; /* outcome of the batch handed to the journal */
     /* The last batch could not be committed (the journal refused it, or its commit failed):
-     * this instance cannot reach MySQL. It claims no other instance's entries meanwhile: it
-     * could not carry them, and a claim resets their idle time, keeping them from an instance
-     * that can (and a /reStore waiting for them, outbox_wait_fleet). When another instance's
-     * outbox is reading (handoff_check), this one also leaves the streams alone until
-     * handoff_until_us — rereading its own pending entries resets their idle time too — so
-     * that instance claims them once they are OUTBOX_CLAIM_IDLE_MS old. Alone, it retries at
-     * once, as always. Only the outbox thread reads or writes these. */
+     * this instance cannot reach MySQL, and claims no other instance's entries meanwhile (it
+     * could not carry them). Only the outbox thread reads or writes it. */
     int cannot_commit;
-    int64_t handoff_until_us;
     struct barrier *barriers;
 } outbox = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .cond = PTHREAD_COND_INITIALIZER,
@@ -225,8 +219,7 @@ int outbox_wait_fleet(struct rblock_shards *set, int (*tick)(int second, void *a
     char(*left)[ENTRY_ID_MAX] = calloc((size_t)n, sizeof *left);
     int ok = 0;
     /* the newest entry of each stream now; ours first, then every instance's */
-    if (newest == NULL || left == NULL || stream_probe(set, "XREVRANGE %s + - COUNT 1%s", NULL, newest) < 0 ||
-        !outbox_wait(tick, arg))
+    if (newest == NULL || left == NULL || stream_probe(set, "XREVRANGE %s + - COUNT 1%s", NULL, newest) < 0)
         goto out;
     int64_t start = clock_mono_ms();
     for (int second = 0;;) {
@@ -539,6 +532,88 @@ static int take_new(redisReply *r, int per, int *np, int *fullp);
  * cycle goes on with the other shards, but the duty is not succeeding. "" when none. */
 static char read_error[160];
 
+/* Entries some outbox read and has not committed for OUTBOX_CLAIM_IDLE_MS — judged by their
+ * age (a stream id is the Redis time it was added at; clock_unix_ms follows that clock), not
+ * by their idle time: an instance that cannot reach MySQL rereads its pending entries again
+ * and again, which resets their idle time, and would keep them from MySQL for as long as it
+ * is cut off (and a /reStore waiting for them, outbox_wait_fleet). Such entries are taken
+ * over (XCLAIM) by this outbox; an instance that died leaves its entries the same way. One
+ * that was merely slow commits them too: writes are idempotent. Added to the batch at n;
+ * the new n, or -1 when Redis failed. */
+static int claim_stuck(int per, int n)
+{
+    if (outbox.shards <= 0)
+        return n;
+    char cutoff[32];
+    snprintf(cutoff, sizeof cutoff, "%lld", (long long)(clock_unix_ms() - OUTBOX_CLAIM_IDLE_MS));
+    redisReply **pending = calloc((size_t)outbox.shards, sizeof *pending);
+    if (pending == NULL)
+        return n; /* the next round tries again */
+    for (int i = 0; i < outbox.shards; i++)
+        redisAppendCommand(conn(i), "XPENDING %s " GROUP " - %s %d", outbox.s[i].key, cutoff, per);
+    int rc = 0;
+    for (int i = 0; i < outbox.shards; i++) {
+        redisReply *r = rblock_shard_reply(conn(i));
+        if (r == NULL)
+            rc = -1;
+        if (rc < 0 || r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+            if (r)
+                freeReplyObject(r);
+            if (rc < 0)
+                break;
+            continue;
+        }
+        pending[i] = r;
+    }
+    for (int i = 0; rc == 0 && i < outbox.shards; i++) {
+        if (pending[i] == NULL)
+            continue;
+        /* XCLAIM <key> journal <us> 0 <id>...: each listed entry becomes ours, whoever held it */
+        size_t m = pending[i]->elements, argc = 0;
+        const char **argv = calloc(m + 5, sizeof *argv);
+        size_t *lens = calloc(m + 5, sizeof *lens);
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            continue;
+        }
+        argv[argc++] = "XCLAIM";
+        argv[argc++] = outbox.s[i].key;
+        argv[argc++] = GROUP;
+        argv[argc++] = outbox.consumer;
+        argv[argc++] = "0";
+        for (size_t e = 0; e < m; e++) {
+            const redisReply *p = pending[i]->element[e];
+            if (p->type == REDIS_REPLY_ARRAY && p->elements >= 1 && p->element[0]->type == REDIS_REPLY_STRING)
+                argv[argc++] = p->element[0]->str;
+        }
+        for (size_t a = 0; a < argc; a++)
+            lens[a] = strlen(argv[a]);
+        if (argc > 5)
+            redisAppendCommandArgv(conn(i), (int)argc, argv, lens);
+        free(argv);
+        free(lens);
+        if (argc > 5) { /* read it before the next shard's is sent: pending[i] holds the ids */
+            redisReply *r = rblock_shard_reply(conn(i));
+            if (r == NULL) {
+                rc = -1;
+                break;
+            }
+            if (r->type == REDIS_REPLY_ARRAY) {
+                log_info("outbox: took over %zu entries of shard %d not committed for %d s", r->elements, i,
+                         OUTBOX_CLAIM_IDLE_MS / 1000);
+                n = take_entries(i, r, n);
+            }
+            freeReplyObject(r);
+        }
+    }
+    for (int i = 0; i < outbox.shards; i++)
+        if (pending[i])
+            freeReplyObject(pending[i]);
+    free(pending);
+    return rc < 0 ? -1 : n;
+}
+
 static int read_batch(int *drained)
 {
     *drained = 0;
@@ -565,11 +640,6 @@ static int read_batch(int *drained)
                                outbox.s[i].key);
             pipelined++;
         }
-        if (claim) { /* entries an instance read and never acknowledged: it died */
-            redisAppendCommand(conn(i), "XAUTOCLAIM %s " GROUP " %s %d 0-0 COUNT %d", outbox.s[i].key, outbox.consumer,
-                               OUTBOX_CLAIM_IDLE_MS, per);
-            pipelined++;
-        }
     }
     for (int i = 0, k = 0; k < pipelined; i++) {
         if (outbox.s[i].reread) {
@@ -591,16 +661,9 @@ static int read_batch(int *drained)
             }
             freeReplyObject(r);
         }
-        if (claim) {
-            redisReply *r = rblock_shard_reply(conn(i));
-            k++;
-            if (r == NULL)
-                return -1;
-            if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_ARRAY)
-                n = take_entries(i, r->element[1], n);
-            freeReplyObject(r);
-        }
     }
+    if (claim && (n = claim_stuck(per, n)) < 0)
+        return -1;
     if (n > 0 || any_full)
         return n; /* old business first; new entries on the next call */
 
@@ -798,49 +861,6 @@ static void report(const char *why)
     dutywatch_all_shards(DUTY_OUTBOX, outbox.shards, why);
 }
 
-/* How long an outbox that cannot commit leaves the streams alone when another can: past the
- * idle time another instance claims at, plus two of its claim rounds. */
-#define HANDOFF_US     ((int64_t)OUTBOX_CLAIM_IDLE_MS * 1000 + 2 * CLAIM_EVERY_US)
-#define PEER_ACTIVE_MS 5000 /* a consumer that read this recently is another live outbox */
-
-/* The batch could not be committed: is another instance's outbox reading the streams and
- * keeping up (a consumer of the group, not ours, active within PEER_ACTIVE_MS and holding no
- * pending entry: it commits what it takes)? Then hand our pending entries over to it
- * (handoff_until_us). When MySQL is down for the whole fleet every outbox holds entries, so
- * none hands off and each retries at once, as before. One XINFO on shard 0's stream: every
- * instance's outbox reads every shard. */
-static void handoff_check(void)
-{
-    outbox.cannot_commit = 1;
-    redisReply *r = redisCommand(conn(0), "XINFO CONSUMERS %s " GROUP, outbox.s[0].key);
-    int peer = 0;
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements && !peer; i++) {
-        const redisReply *c = r->element[i];
-        const char *name = NULL;
-        long long idle = -1, pending = -1;
-        for (size_t k = 0; c->type == REDIS_REPLY_ARRAY && k + 1 < c->elements; k += 2) {
-            const redisReply *key = c->element[k], *val = c->element[k + 1];
-            if (key->type != REDIS_REPLY_STRING)
-                continue;
-            if (strcmp(key->str, "name") == 0 && val->type == REDIS_REPLY_STRING)
-                name = val->str;
-            else if (strcmp(key->str, "idle") == 0 && val->type == REDIS_REPLY_INTEGER)
-                idle = val->integer;
-            else if (strcmp(key->str, "pending") == 0 && val->type == REDIS_REPLY_INTEGER)
-                pending = val->integer;
-        }
-        peer = name && strcmp(name, outbox.consumer) != 0 && idle >= 0 && idle < PEER_ACTIVE_MS && pending == 0;
-    }
-    if (r)
-        freeReplyObject(r);
-    if (peer) {
-        outbox.handoff_until_us = clock_mono_us() + HANDOFF_US;
-        log_warn("outbox: cannot commit; another instance's outbox is reading, so this one leaves its pending "
-                 "entries to it for %lld s",
-                 (long long)(HANDOFF_US / 1000000));
-    }
-}
-
 static void *outbox_main(void *unused)
 {
     log_set_thread_name("outbox");
@@ -856,13 +876,6 @@ static void *outbox_main(void *unused)
             continue;
         }
         int64_t cycle_start = clock_mono_us();
-        if (cycle_start < outbox.handoff_until_us) { /* handing our entries over (handoff_check) */
-            report("cannot commit: pending entries left to another instance");
-            settle_barriers(-1, 0);
-            drained = 1;
-            pause_us(RETRY_US);
-            continue;
-        }
         int read_all = 0;
         int n = read_batch(&read_all);
         drained = read_all && n == 0;
@@ -895,7 +908,7 @@ static void *outbox_main(void *unused)
         outbox.committed = 0;
         pthread_mutex_unlock(&outbox.lock);
         if (journal_submit_outbox(outbox.recs, n, on_committed, NULL) < 0) {
-            handoff_check();
+            outbox.cannot_commit = 1;
             report("the journal refuses (MySQL down or shutting down)");
             free_batch(n);
             for (int i = 0; i < outbox.shards; i++) {
@@ -913,9 +926,8 @@ static void *outbox_main(void *unused)
         int ok = outbox.commit_ok;
         pthread_mutex_unlock(&outbox.lock);
         free_batch(n);
-        outbox.cannot_commit = 0;
+        outbox.cannot_commit = !ok;
         if (!ok) {
-            handoff_check();
             report("MySQL did not commit the batch");
             for (int i = 0; i < outbox.shards; i++) {
                 outbox.s[i].nids = 0;
