@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GROUP "journal"
 /* Reads do not block in Redis: Redis checks BLOCK timeouts only at its `hz` (10 times a
@@ -71,6 +72,10 @@ static struct {
     struct jobchange *recs;
     int max;
     int committed, commit_ok; /* outcome of the batch handed to the journal */
+    /* The last batch could not be committed (the journal refused it, or its commit failed):
+     * this instance cannot reach MySQL, and claims no other instance's entries meanwhile (it
+     * could not carry them). Only the outbox thread reads or writes it. */
+    int cannot_commit;
     struct barrier *barriers;
 } outbox = {.lock = PTHREAD_MUTEX_INITIALIZER,
             .cond = PTHREAD_COND_INITIALIZER,
@@ -170,6 +175,86 @@ int outbox_wait(int (*tick)(int second, void *arg), void *arg)
     int ok = w->done && w->ok;
     pthread_mutex_unlock(&w->lock);
     waiter_put(w);
+    return ok;
+}
+
+/* ---- the fleet's outboxes (outbox_wait_fleet) ---- */
+
+/* One command per shard (fmt with the shard's stream key and `id`, or id[s] when ids is not
+ * NULL), then each shard's reply: marks[s] gets the id of the entry answered ("" for none).
+ * Every reply is read even after a failure, so the connections stay in step. 0 / -1. */
+static int stream_probe(struct rblock_shards *set, const char *fmt, char (*ids)[ENTRY_ID_MAX],
+                        char (*marks)[ENTRY_ID_MAX])
+{
+    int n = outbox.shards;
+    for (int s = 0; s < n; s++) {
+        char key[160];
+        rkey(key, sizeof key, outbox.cfg->redis_prefix, s, "log");
+        redisAppendCommand(rblock_shard(set, s), fmt, key, ids ? ids[s] : "");
+    }
+    int rc = 0;
+    for (int s = 0; s < n; s++) {
+        redisReply *r = rblock_shard_reply(rblock_shard(set, s));
+        marks[s][0] = '\0';
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+            rc = -1;
+        } else if (r->elements > 0 && r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements > 0 &&
+                   r->element[0]->element[0]->type == REDIS_REPLY_STRING) {
+            snprintf(marks[s], ENTRY_ID_MAX, "%s", r->element[0]->element[0]->str);
+        }
+        if (r)
+            freeReplyObject(r);
+        if (r == NULL)
+            break; /* the connection is gone: nothing more to read on it */
+    }
+    return rc;
+}
+
+int outbox_wait_fleet(struct rblock_shards *set, int (*tick)(int second, void *arg), void *arg)
+{
+    if (outbox.cfg == NULL) /* not started (a tool, a test): nothing of ours to wait for */
+        return 0;
+    int n = outbox.shards;
+    char(*newest)[ENTRY_ID_MAX] = calloc((size_t)n, sizeof *newest);
+    char(*left)[ENTRY_ID_MAX] = calloc((size_t)n, sizeof *left);
+    int ok = 0;
+    /* the newest entry of each stream now; ours first, then every instance's */
+    if (newest == NULL || left == NULL || stream_probe(set, "XREVRANGE %s + - COUNT 1%s", NULL, newest) < 0)
+        goto out;
+    int64_t start = clock_mono_ms();
+    for (int second = 0;;) {
+        /* is any entry up to that one still there (not committed by whoever holds it)? */
+        for (int s = 0; s < n; s++)
+            if (!newest[s][0])
+                snprintf(newest[s], ENTRY_ID_MAX, "0-0"); /* the stream was empty: nothing to wait for */
+        if (stream_probe(set, "XRANGE %s - %s COUNT 1", newest, left) < 0)
+            goto out;
+        int waiting = 0;
+        for (int s = 0; s < n; s++)
+            waiting |= left[s][0] != '\0';
+        if (!waiting) {
+            ok = 1;
+            goto out;
+        }
+        int64_t waited = clock_mono_ms() - start;
+        if (waited > OUTBOX_FLEET_WAIT_MS) {
+            log_warn("outbox: entries older than this wait are still not committed after %lld ms (held by an "
+                     "instance that cannot reach MySQL?)",
+                     (long long)waited);
+            goto out;
+        }
+        if (waited / 1000 > second) {
+            second = (int)(waited / 1000);
+            if (second == 2)
+                log_info("outbox: waiting for other instances to commit the outbox entries they hold");
+            if (tick(second, arg))
+                goto out;
+        }
+        usleep(10000);
+    }
+out:
+    free(newest);
+    free(left);
     return ok;
 }
 
@@ -452,6 +537,88 @@ static int take_new(redisReply *r, int per, int *np, int *fullp);
  * cycle goes on with the other shards, but the duty is not succeeding. "" when none. */
 static char read_error[160];
 
+/* Entries some outbox read and has not committed for OUTBOX_CLAIM_IDLE_MS — judged by their
+ * age (a stream id is the Redis time it was added at; clock_unix_ms follows that clock), not
+ * by their idle time: an instance that cannot reach MySQL rereads its pending entries again
+ * and again, which resets their idle time, and would keep them from MySQL for as long as it
+ * is cut off (and a /reStore waiting for them, outbox_wait_fleet). Such entries are taken
+ * over (XCLAIM) by this outbox; an instance that died leaves its entries the same way. One
+ * that was merely slow commits them too: writes are idempotent. Added to the batch at n;
+ * the new n, or -1 when Redis failed. */
+static int claim_stuck(int per, int n)
+{
+    if (outbox.shards <= 0)
+        return n;
+    char cutoff[32];
+    snprintf(cutoff, sizeof cutoff, "%lld", (long long)(clock_unix_ms() - OUTBOX_CLAIM_IDLE_MS));
+    redisReply **pending = calloc((size_t)outbox.shards, sizeof *pending);
+    if (pending == NULL)
+        return n; /* the next round tries again */
+    for (int i = 0; i < outbox.shards; i++)
+        redisAppendCommand(conn(i), "XPENDING %s " GROUP " - %s %d", outbox.s[i].key, cutoff, per);
+    int rc = 0;
+    for (int i = 0; i < outbox.shards; i++) {
+        redisReply *r = rblock_shard_reply(conn(i));
+        if (r == NULL)
+            rc = -1;
+        if (rc < 0 || r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+            if (r)
+                freeReplyObject(r);
+            if (rc < 0)
+                break;
+            continue;
+        }
+        pending[i] = r;
+    }
+    for (int i = 0; rc == 0 && i < outbox.shards; i++) {
+        if (pending[i] == NULL)
+            continue;
+        /* XCLAIM <key> journal <us> 0 <id>...: each listed entry becomes ours, whoever held it */
+        size_t m = pending[i]->elements, argc = 0;
+        const char **argv = calloc(m + 5, sizeof *argv);
+        size_t *lens = calloc(m + 5, sizeof *lens);
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            continue;
+        }
+        argv[argc++] = "XCLAIM";
+        argv[argc++] = outbox.s[i].key;
+        argv[argc++] = GROUP;
+        argv[argc++] = outbox.consumer;
+        argv[argc++] = "0";
+        for (size_t e = 0; e < m; e++) {
+            const redisReply *p = pending[i]->element[e];
+            if (p->type == REDIS_REPLY_ARRAY && p->elements >= 1 && p->element[0]->type == REDIS_REPLY_STRING)
+                argv[argc++] = p->element[0]->str;
+        }
+        for (size_t a = 0; a < argc; a++)
+            lens[a] = strlen(argv[a]);
+        if (argc > 5)
+            redisAppendCommandArgv(conn(i), (int)argc, argv, lens);
+        free(argv);
+        free(lens);
+        if (argc > 5) { /* read it before the next shard's is sent: pending[i] holds the ids */
+            redisReply *r = rblock_shard_reply(conn(i));
+            if (r == NULL) {
+                rc = -1;
+                break;
+            }
+            if (r->type == REDIS_REPLY_ARRAY) {
+                log_info("outbox: took over %zu entries of shard %d not committed for %d s", r->elements, i,
+                         OUTBOX_CLAIM_IDLE_MS / 1000);
+                n = take_entries(i, r, n);
+            }
+            freeReplyObject(r);
+        }
+    }
+    for (int i = 0; i < outbox.shards; i++)
+        if (pending[i])
+            freeReplyObject(pending[i]);
+    free(pending);
+    return rc < 0 ? -1 : n;
+}
+
 static int read_batch(int *drained)
 {
     *drained = 0;
@@ -468,7 +635,7 @@ static int read_batch(int *drained)
     int n = 0, any_full = 0;
 
     int64_t now = clock_mono_us();
-    int claim = now - outbox.last_claim_us > CLAIM_EVERY_US;
+    int claim = now - outbox.last_claim_us > CLAIM_EVERY_US && !outbox.cannot_commit;
     if (claim)
         outbox.last_claim_us = now;
     int pipelined = 0;
@@ -476,11 +643,6 @@ static int read_batch(int *drained)
         if (outbox.s[i].reread) {
             redisAppendCommand(conn(i), "XREADGROUP GROUP " GROUP " %s COUNT %d STREAMS %s 0", outbox.consumer, per,
                                outbox.s[i].key);
-            pipelined++;
-        }
-        if (claim) { /* entries an instance read and never acknowledged: it died */
-            redisAppendCommand(conn(i), "XAUTOCLAIM %s " GROUP " %s %d 0-0 COUNT %d", outbox.s[i].key, outbox.consumer,
-                               OUTBOX_CLAIM_IDLE_MS, per);
             pipelined++;
         }
     }
@@ -504,16 +666,9 @@ static int read_batch(int *drained)
             }
             freeReplyObject(r);
         }
-        if (claim) {
-            redisReply *r = rblock_shard_reply(conn(i));
-            k++;
-            if (r == NULL)
-                return -1;
-            if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_ARRAY)
-                n = take_entries(i, r->element[1], n);
-            freeReplyObject(r);
-        }
     }
+    if (claim && (n = claim_stuck(per, n)) < 0)
+        return -1;
     if (n > 0 || any_full)
         return n; /* old business first; new entries on the next call */
 
@@ -758,6 +913,7 @@ static void *outbox_main(void *unused)
         outbox.committed = 0;
         pthread_mutex_unlock(&outbox.lock);
         if (journal_submit_outbox(outbox.recs, n, on_committed, NULL) < 0) {
+            outbox.cannot_commit = 1;
             report("the journal refuses (MySQL down or shutting down)");
             free_batch(n);
             for (int i = 0; i < outbox.shards; i++) {
@@ -775,6 +931,7 @@ static void *outbox_main(void *unused)
         int ok = outbox.commit_ok;
         pthread_mutex_unlock(&outbox.lock);
         free_batch(n);
+        outbox.cannot_commit = !ok;
         if (!ok) {
             report("MySQL did not commit the batch");
             for (int i = 0; i < outbox.shards; i++) {

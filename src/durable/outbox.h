@@ -43,4 +43,17 @@ int outbox_barrier(struct loopq *reply_to, journal_done_fn done, void *arg) __at
  * up. 1 once caught up; 0 when not (the barrier failed, or a tick gave up). */
 int outbox_wait(int (*tick)(int second, void *arg), void *arg);
 
+/* outbox_wait for the whole fleet, on `set` (a blocking connection to every shard): the
+ * outbox is a consumer group, so an entry may be held by another instance's outbox (which
+ * commits it in its own time, or, when that instance died or cannot reach MySQL, another takes
+ * it over once it is OUTBOX_CLAIM_IDLE_MS old), and this instance's barrier sees only its own
+ * reads. So it waits until no shard's stream holds an entry as old as the newest one there when
+ * it was called: entries leave a stream only once committed, by whoever. For /reStore: a job that ended just before the
+ * restore's tombstones went up must be ended in MySQL before the restore reads it. tick as
+ * outbox_wait's; gives up (0) after OUTBOX_FLEET_WAIT_MS or when Redis fails. 1 once caught
+ * up. */
+#define OUTBOX_FLEET_WAIT_MS (2 * OUTBOX_CLAIM_IDLE_MS + 5000)
+struct rblock_shards;
+int outbox_wait_fleet(struct rblock_shards *set, int (*tick)(int second, void *arg), void *arg);
+
 #endif

@@ -90,8 +90,8 @@ static int renew_flags(struct rblock_shards *set, const struct config *cfg, int6
 /* ---- waiting for the outbox ----
  * A job that ended just before the restoring flags went up left no tombstone; if its end is
  * still in the outbox, the MySQL snapshot says it is live and the restore would bring it
- * back. So the restore waits until every outbox entry older than the flags is committed,
- * renewing the flags meanwhile. */
+ * back. So the restore waits until every outbox entry older than the flags is committed —
+ * by whichever instance's outbox holds it (outbox_wait_fleet) — renewing the flags meanwhile. */
 static int renew_flags(struct rblock_shards *set, const struct config *cfg, int64_t *set_at);
 
 struct outbox_tick {
@@ -114,7 +114,7 @@ static int outbox_tick(int second, void *arg)
 static int wait_for_outbox(struct rblock_shards *c, const struct config *cfg, int64_t *flags_set)
 {
     struct outbox_tick t = {c, cfg, flags_set};
-    return outbox_wait(outbox_tick, &t) ? 0 : -1;
+    return outbox_wait_fleet(c, outbox_tick, &t) ? 0 : -1;
 }
 
 /* Tell every instance's loss detection (lossmark.h) that the shards are repaired now. */

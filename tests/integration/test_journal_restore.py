@@ -660,3 +660,49 @@ class RestoreAdminAuthTest(HourglassTestCase):
         self.assertStatus(d.restore(), 200)
         self.assertStatus(d.restore_one(jid), 200)
         # Non-loopback clients (403) cannot be reached from one host without faking it: not tested.
+
+
+class RestoreWaitsForTheFleetsOutboxTest(HourglassTestCase):
+    """A job that ended just before a /reStore must not come back, even when its "finished"
+    entry was taken by another instance's outbox that has not committed it: B's restore waits
+    until every outbox entry older than the restore is committed, by whoever holds it. Seen in
+    the fault suite (a Redis rollback, /reStore): two jobs finished via A 10 ms before the
+    restore began, their entries read by B's outbox, were restored from MySQL's stale
+    "reserved" and delivered again after their finish was answered."""
+
+    def test_entries_held_by_another_instance_are_waited_for(self):
+        ns = self.namespace()
+        b = start_ready(self, namespace=ns)
+        topic = "rw.fleet"
+        ids = [expect_ok(b.push({"topic": topic, "body": i}), "push")["id"] for i in range(100)]
+        got = expect_ok(b.get(topic, timeout=2, count=100), "get")
+        self.assertEqual(sorted(j["id"] for j in got), sorted(ids))
+        wait_or_fail(self, lambda: state_counts(ns.query).get("reserved", 0) == len(ids), 10,
+                     "MySQL to know the deliveries")
+        # A's journal cannot commit (an instance cut off from MySQL): what its outbox takes
+        # from the streams stays pending there until B claims it (OUTBOX_CLAIM_IDLE_MS, 15 s)
+        a = harness.Daemon(namespace=ns)
+        a.env["HOURGLASS_FAULTS"] = "journal:mysql.commit=fail@1+1000000"
+        self.addCleanup(a.close)
+        a.start()
+        wait_or_fail(self, lambda: a.health().status in (200, 503), 10, "A to answer")
+        held, done = 0, 0
+        while not held and done < len(ids):  # until A's outbox holds some (about half, each round)
+            for jid in ids[done:done + 20]:
+                self.assertEqual(expect_ok(b.finish(jid), "finish")["state"], "finished")
+            done += 20
+            time.sleep(1.0)  # B commits what it took within milliseconds; what is left, A holds
+            held = sum(int(ns.redis_cli("XLEN", f"{ns.prefix}:{{{s}}}:log")) for s in range(8))
+        self.assertGreater(held, 0, f"A's outbox took none of {done} finishes: the case was not made")
+        self.assertGreater(state_counts(ns.query).get("reserved", 0), len(ids) - done,
+                           "MySQL still says reserved for the finishes A holds")
+        started = time.monotonic()
+        r = expect_ok(b.restore(expire=True, timeout=60), "/reStore")
+        took = time.monotonic() - started
+        # the reserved jobs not finished yet are in Redis (present); none that finished came back
+        self.assertEqual(r["restored"], 0, f"finished jobs came back: {r}")
+        self.assertGreater(took, 5, "the restore waited for B to claim and commit what A held")
+        self.assertEqual(state_counts(ns.query), {"finished": done, "reserved": len(ids) - done}
+                         if done < len(ids) else {"finished": done})
+        # and none of the finished ones is deliverable again (the unfinished ones' leases run)
+        self.assertEqual(b.get(topic, timeout=1).status, 204, "nothing of the topic is deliverable")
