@@ -118,8 +118,9 @@ static struct {
     const char *samples_file, *series_file, *topic_prefix;
     long long jobs; /* fill: jobs to push; drain: jobs to finish */
     int batch;
-    long long delay; /* fill: delay of every job */
-    int body_bytes;  /* fill: size of each job's body (a JSON string) */
+    long long delay;  /* fill: delay of every job */
+    int body_bytes;   /* fill: size of each job's body (a JSON string) */
+    long long groups; /* fill: jobs spread over this many groups per topic ("group":"g<n>"); 0 = none */
     int ttr;
     double max_seconds;
     int concurrency;    /* webhook, whdrain: the route's concurrency per topic */
@@ -360,15 +361,19 @@ static void filler_send(struct conn *c)
     int n = left < G.batch ? (int)left : G.batch;
     char topic[160];
     topic_name(topic, sizeof topic, G.fill_sent / G.batch);
-    size_t cap = (size_t)n * (G.fill_body_len + 200) + 16;
+    size_t cap = (size_t)n * (G.fill_body_len + 240) + 16;
     char *body = malloc(cap);
     if (body == NULL)
         die("out of memory");
     size_t off = 0;
     body[off++] = '[';
-    for (int i = 0; i < n; i++)
-        off += (size_t)snprintf(body + off, cap - off, "%s{\"topic\":\"%s\",\"body\":%s,\"delay\":%lld}", i ? "," : "",
-                                topic, G.fill_body, G.delay);
+    for (int i = 0; i < n; i++) {
+        char group[48] = "";
+        if (G.groups > 0) /* the batch's jobs over the groups of its topic, round and round */
+            snprintf(group, sizeof group, ",\"group\":\"g%lld\"", (G.fill_sent + i) % G.groups);
+        off += (size_t)snprintf(body + off, cap - off, "%s{\"topic\":\"%s\",\"body\":%s,\"delay\":%lld%s}",
+                                i ? "," : "", topic, G.fill_body, G.delay, group);
+    }
     body[off++] = ']';
     G.fill_sent += n;
     c->job = n;
@@ -1361,22 +1366,23 @@ static int run_fill(void)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: lateness steady|drain|fill|webhook|amqp|whdrain|bucket HOST:PORT [options]\n"
-                    "  steady: --rate N/s --duration S --delay-min MS --delay-max MS --producers N --consumers N\n"
-                    "          --count K --topics T --prefix P --ttr MS --samples FILE --series FILE\n"
-                    "          --consumer-topics one|all\n"
-                    "  drain:  --jobs N --consumers N --count K --topics T --prefix P --consumer-topics one|all\n"
-                    "  fill:   --jobs N --batch B --producers N --topics T --prefix P --delay MS --body-bytes B\n"
-                    "  webhook: the steady options but --consumers, --count, --consumer-topics; and\n"
-                    "          --concurrency N --timeout MS (the route's)\n"
-                    "  amqp:   the steady options but --consumers, --count, --consumer-topics; and\n"
-                    "          --amqp HOST:PORT (guest/guest) --queue Q --prefetch N\n"
-                    "  whdrain: --jobs N --topics T --prefix P --concurrency N --timeout MS\n"
-                    "  bucket: --jobs N --from-ms T --until-ms T (epoch ms: first and last due time) --consumers N\n"
-                    "          --count K --topics T --prefix P --finish 0|1 --grace S --samples FILE --series FILE\n"
-                    "  steady, webhook, amqp: --grace S (every job must have arrived S seconds after the last push\n"
-                    "          was answered + delay-max; 10, for webhook and amqp 60)\n"
-                    "  all:    --max-seconds S (fail past it)\n");
+    fprintf(stderr,
+            "usage: lateness steady|drain|fill|webhook|amqp|whdrain|bucket HOST:PORT [options]\n"
+            "  steady: --rate N/s --duration S --delay-min MS --delay-max MS --producers N --consumers N\n"
+            "          --count K --topics T --prefix P --ttr MS --samples FILE --series FILE\n"
+            "          --consumer-topics one|all\n"
+            "  drain:  --jobs N --consumers N --count K --topics T --prefix P --consumer-topics one|all\n"
+            "  fill:   --jobs N --batch B --producers N --topics T --prefix P --delay MS --body-bytes B [--groups G]\n"
+            "  webhook: the steady options but --consumers, --count, --consumer-topics; and\n"
+            "          --concurrency N --timeout MS (the route's)\n"
+            "  amqp:   the steady options but --consumers, --count, --consumer-topics; and\n"
+            "          --amqp HOST:PORT (guest/guest) --queue Q --prefetch N\n"
+            "  whdrain: --jobs N --topics T --prefix P --concurrency N --timeout MS\n"
+            "  bucket: --jobs N --from-ms T --until-ms T (epoch ms: first and last due time) --consumers N\n"
+            "          --count K --topics T --prefix P --finish 0|1 --grace S --samples FILE --series FILE\n"
+            "  steady, webhook, amqp: --grace S (every job must have arrived S seconds after the last push\n"
+            "          was answered + delay-max; 10, for webhook and amqp 60)\n"
+            "  all:    --max-seconds S (fail past it)\n");
     exit(2);
 }
 
@@ -1434,6 +1440,8 @@ int main(int argc, char **argv)
             G.delay = atoll(v);
         else if (!strcmp(o, "--body-bytes"))
             G.body_bytes = atoi(v);
+        else if (!strcmp(o, "--groups"))
+            G.groups = atoll(v);
         else if (!strcmp(o, "--max-seconds"))
             G.max_seconds = atof(v);
         else if (!strcmp(o, "--concurrency"))

@@ -579,6 +579,51 @@ def galera_figure(env, row):
         row(16, "one MariaDB vs 3-node Galera", None, "n/a", "-", "FAIL", notes=env["gal_failed"])
 
 
+def groups_figure(env, row, consume_n):
+    """Figure 17 (issue 36): figure 3's drain with the jobs in 1,000 groups at groupConcurrency 1 vs
+    the same jobs without groups (two runs of each, alternating: the best of each pair), then
+    beside 100,000 idle groups; and what an active group costs Redis beside its jobs."""
+    def best(*tags):
+        vals = [num(env, f"{t}_rate") for t in tags]
+        vals = [v for v in vals if v is not None]
+        return max(vals) if vals else None
+
+    def failed(*tags):
+        return any(num(env, f"{t}_rate") is not None and num(env, f"{t}_ok") != 1 for t in tags)
+
+    plain, grouped = best("plain", "plain2"), best("grouped", "grouped2")
+    busy, idle = best("busy1", "busy2"), best("idle1", "idle2")
+    name = f"get+finish jobs/s, 1,000 groups at groupConcurrency 1 vs no groups (backlog {consume_n:,})"
+    if plain and grouped:
+        r = grouped / plain
+        row(17, name, r, f"{fmt_int(grouped)} / {fmt_int(plain)} = {r:.2f}x", ">= 0.8x",
+            "FAIL" if failed("plain", "plain2", "grouped", "grouped2") else ("PASS" if r >= 0.8 else "FAIL"), "x")
+    else:
+        row(17, name, None, "n/a", ">= 0.8x", "skip")
+    name = "get+finish jobs/s, 1,000 active groups beside 100,000 idle vs beside 100,000 delayed jobs"
+    if busy and idle:
+        r = idle / busy
+        row(17, name, r, f"{fmt_int(idle)} / {fmt_int(busy)} = {r:.2f}x", ">= 0.9x (noise)",
+            "FAIL" if failed("idle1", "idle2", "busy1", "busy2") else ("PASS" if r >= 0.9 else "FAIL"), "x")
+    else:
+        row(17, name, None, "n/a", ">= 0.9x (noise)", "skip")
+    b = num(env, "groups_struct_bytes")
+    if b is not None:
+        per = b / 1000
+        row(17, "Redis bytes per active group beside its jobs (group hash + round-robin zset)", per,
+            f"{per:.0f} B", "<= 100 B", "PASS" if per <= 100 else "FAIL", "B")
+    gm, pm = num(env, "grouped_mem"), num(env, "plain_mem")
+    if gm is not None and pm is not None and consume_n:
+        per = (gm - pm) / consume_n
+        row(17, "Redis bytes a job in a group costs over one without (used_memory)", per, f"{per:.0f} B", "-",
+            "info", "B", "its group in its record and its entry on the group's range, the groups' structures")
+    im, dm = num(env, "groups_idle_mem"), num(env, "groups_delayed_mem")
+    if im is not None and dm is not None:
+        per = (im - dm) / 100000
+        row(17, "Redis bytes an idle group with one delayed job costs over the same job without a group", per,
+            f"{per:.0f} B", "-", "info", "B")
+
+
 def main():
     env_path, out_path, raw_dir = sys.argv[1:4]
     env = load(env_path)
@@ -820,6 +865,10 @@ def main():
     # ---- figure 16: one MariaDB vs a 3-node Galera cluster, and the journal's ceiling
     if any(k.startswith("gal_") for k in env):
         galera_figure(env, row)
+
+    # ---- figure 17: flow control by key
+    if any(num(env, f"{t}_rate") is not None for t in ("plain", "grouped", "idle1")):
+        groups_figure(env, row, consume_n)
 
     # ---- the daemon's own view of each measurement
     daemon = {}

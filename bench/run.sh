@@ -37,6 +37,14 @@
 #      hosts, writes through node 1): pushes/s, p50/p99, the journal's commit time and MariaDB CPU per
 #      push of each; and the journal's ceiling: records/s and MariaDB CPU while array pushes fill
 #      GAL_FILL jobs, as records per MariaDB core-second
+# Flow control by key (issue 36; horizon 0 as figures 0-8):
+#  17  figure 3's consume (CONSUMERS consumers, count=1, CONSUME_N ready jobs over 4 topics) with the
+#      jobs in 1,000 groups at groupConcurrency 1 vs the same jobs without groups (>= 0.8x), then
+#      again beside 100,000 idle groups (each with one job delayed by an hour: a field of their
+#      topic's group hash each) vs beside the same 100,000 delayed jobs without groups (reserve's
+#      cost unchanged: within noise), and the
+#      Redis bytes of an active group's structures beside its jobs (MEMORY USAGE of the topics'
+#      group hash and round-robin zset over the groups), and of a grouped job over a plain one
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
 # quick: every size and duration cut down (said in the output), 4-5 minutes.
 # full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~20 minutes, plus perf profiles of
@@ -60,7 +68,7 @@
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
-# webhook amqp farpush farbacklog bucket purge cluster galera; farpush, farbacklog and bucket are the tiers'
+# webhook amqp farpush farbacklog bucket purge cluster galera groups; farpush, farbacklog and bucket are the tiers'
 # figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15; galera is figure 16), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
@@ -126,7 +134,7 @@ BASE_CONNS=$WRK_CONNS
 # Both servers run with their defaults: one HTTP thread per core.
 HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge cluster galera}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge cluster galera groups}
 PURGE_N=100000       # figure 14: delayed jobs of one topic purged beside figure 2's load (both modes),
 PURGE_LAT_SECS=20    # measured for this long before and after the purge, twice as long during it (both modes: a p99 of 6 s is noise)
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
@@ -1006,6 +1014,73 @@ if has_phase consume; then
         cat "$RAW/consume10.err" >&2
     rec_prefixed consume10 <"$RAW/consume10.txt"
     say "consume: $(getv consume10_rate) jobs/s (count=10)"
+fi
+
+if has_phase groups; then
+    # Figure 17: figure 3's drain with the jobs in 1,000 groups (4 topics x 250) at groupConcurrency
+    # 1, against the same jobs without groups, then beside 100,000 idle groups.
+    reset_data
+    start_daemon false
+    for t in 0 1 2 3; do
+        curl -s -m 10 -XPUT "$URL/topics/grp.$t" -d '{"groupConcurrency":1}' >/dev/null ||
+            die "groups: PUT /topics/grp.$t failed"
+    done
+    sleep 1 # every shard's topic hash has it (topics.h: within 1 s)
+    g_drain() { # TAG PREFIX [--groups N]: fill CONSUME_N ready jobs, drain them as figure 3 does
+        g_tag=$1 g_prefix=$2
+        shift 2
+        m0=$(redis_mem)
+        "$LATENESS" fill "127.0.0.1:$HPORT" --prefix "$g_prefix" --jobs "$CONSUME_N" --delay 0 --topics 4 \
+            --body-bytes "$MEM_BODY" --batch 1000 --producers 4 --max-seconds 900 "$@" >/dev/null ||
+            die "groups: fill of $g_tag failed"
+        rec "${g_tag}_mem" "$(($(redis_mem) - m0))"
+        if [ "$g_tag" = grouped ]; then # the group structures alone, before anything is delivered
+            g_bytes=0
+            for k in $(rcli --scan --pattern "hg:*:gs:grp.*") $(rcli --scan --pattern "hg:*:gq:grp.*"); do
+                g_bytes=$((g_bytes + $(rcli memory usage "$k" samples 0)))
+            done
+            rec groups_struct_bytes "$g_bytes"
+        fi
+        scrape "$g_tag" 0
+        "$LATENESS" drain "127.0.0.1:$HPORT" --prefix "$g_prefix" --jobs "$CONSUME_N" --consumers "$CONSUMERS" \
+            --count 1 --topics 4 --max-seconds 900 >"$RAW/$g_tag.txt" 2>"$RAW/$g_tag.err" || cat "$RAW/$g_tag.err" >&2
+        scrape "$g_tag" 1
+        rec_prefixed "$g_tag" <"$RAW/$g_tag.txt"
+        say "groups: $g_tag $(getv "${g_tag}_rate") jobs/s"
+    }
+    g_drain plain nogrp
+    g_drain grouped grp --groups 250
+    g_drain plain2 nogrp
+    g_drain grouped2 grp --groups 250
+    stop_daemon
+    # 100,000 idle groups (one job each, due in an hour: a field of their topic's group hash
+    # apiece) against the same 100,000 delayed jobs without groups, each on a fresh slate, twice
+    for g_round in 1 2; do
+        for g_idle in 0 100000; do
+            reset_data
+            start_daemon false
+            for t in 0 1 2 3; do
+                curl -s -m 10 -XPUT "$URL/topics/grp.$t" -d '{"groupConcurrency":1}' >/dev/null ||
+                    die "groups: PUT /topics/grp.$t failed"
+            done
+            sleep 1
+            m0=$(redis_mem)
+            # shellcheck disable=SC2086 # g_opt: no option, or two words
+            g_opt=""
+            [ "$g_idle" = 0 ] || g_opt="--groups 100000"
+            "$LATENESS" fill "127.0.0.1:$HPORT" --prefix grp --jobs 100000 --delay 3600000 --topics 4 \
+                --body-bytes "$MEM_BODY" --batch 1000 --producers 4 --max-seconds 900 $g_opt >/dev/null ||
+                die "groups: fill of the delayed jobs failed"
+            if [ "$g_idle" = 0 ]; then
+                rec groups_delayed_mem "$(($(redis_mem) - m0))"
+                g_drain "busy$g_round" grp --groups 250
+            else
+                rec groups_idle_mem "$(($(redis_mem) - m0))"
+                g_drain "idle$g_round" grp --groups 250
+            fi
+            stop_daemon
+        done
+    done
 fi
 
 if has_phase backlog; then

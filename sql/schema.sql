@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS message (
     -- Few secondary indexes, because every push inserts into each and every transition
     -- moves this one's entry: restore pages through live states in id order, retention through
     -- terminal states in id order (ids are time-ordered, so "older than" is an id range).
-    -- (Schema 6 adds idx_far, the far tier's, below; schema 7 the trace context columns.)
+    -- (Schema 6 adds idx_far, the far tier's, below; schema 7 the trace context columns; schema 8
+    -- group_key.)
     KEY idx_state_id (state, id)
 ) ENGINE=InnoDB DEFAULT CHARSET=ascii COLLATE=ascii_bin;
 
@@ -202,13 +203,17 @@ DEALLOCATE PREPARE hg_step;
 ALTER TABLE message ADD COLUMN IF NOT EXISTS traceparent VARCHAR(55) NULL AFTER far_run_at,
     ADD COLUMN IF NOT EXISTS tracestate VARCHAR(512) NULL AFTER traceparent;
 
+-- Schema 8: a job's group (docs/api.md, "Groups": flow control by key), 1-128 bytes of UTF-8:
+-- restore rebuilds a group's state in Redis from its jobs. NULL for a job without.
+ALTER TABLE message ADD COLUMN IF NOT EXISTS group_key VARBINARY(128) NULL AFTER tracestate;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6), (7);
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6), (7), (8);
 -- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*),
 -- 5: schedules, biz_latest, 6: far keys in message (far_shard, far_run_at; far_job dropped),
--- 7: message.traceparent, message.tracestate
+-- 7: message.traceparent, message.tracestate, 8: message.group_key

@@ -496,13 +496,13 @@ static void inspect_state_free(void *p)
 static void inspect_run(MYSQL *db, void *arg)
 {
     struct inspect_state *st = arg;
-    char sql[256];
+    char sql[288];
     if (db == NULL)
         return;
     if (!st->in_redis) {
         snprintf(sql, sizeof sql,
                  "SELECT topic, state, body, priority, ttr, tries, attempts, run_at, created_at, biz_key, backoff, "
-                 "traceparent, tracestate FROM message WHERE id = %llu",
+                 "traceparent, tracestate, group_key FROM message WHERE id = %llu",
                  (unsigned long long)st->id);
         if (mysql_query(db, sql) != 0)
             return;
@@ -530,7 +530,9 @@ static void inspect_run(MYSQL *db, void *arg)
                                 .trace = {.parent = row[11],
                                           .parent_len = row[11] ? len[11] : 0,
                                           .state = row[11] ? row[12] : NULL,
-                                          .state_len = row[11] && row[12] ? len[12] : 0}};
+                                          .state_len = row[11] && row[12] ? len[12] : 0},
+                                .group = row[13],
+                                .group_len = row[13] ? len[13] : 0};
             jobjson_open(&st->job, &j);
             if (far)
                 sb_puts(&st->job, ",\"tier\":\"mysql\"");
@@ -676,7 +678,9 @@ static void on_dead_list(const struct dead_job *jobs, int n, int failed, void *a
                             .attempt = d->attempts,
                             .run_at = d->run_at,
                             .died_at = d->died_at,
-                            .trace = d->trace};
+                            .trace = d->trace,
+                            .group = d->group,
+                            .group_len = d->group_len};
         jobjson_open(&sb, &j);
         sb_putc(&sb, '}');
     }

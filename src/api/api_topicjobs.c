@@ -5,7 +5,11 @@
  * ("<score>:<id>"), and the following page starts after it even when that job has moved on
  * since, so every job that stays in its state is listed exactly once. Delayed and reserved
  * jobs share their shard's delay zset with every other topic of the shard, so a call looks
- * at no more than `scan` entries and may answer a short page with a `next`. */
+ * at no more than `scan` entries and may answer a short page with a `next`.
+ *
+ * GET /topics/{topic}/groups?after=&limit= (admin): the topic's groups that have jobs delayed,
+ * ready or reserved (flow control by key; groups.lua), a page at a time: `next` is an opaque
+ * position, null at the end. */
 #include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
@@ -76,7 +80,9 @@ static void on_page(const struct job_page *page, void *arg)
                             .run_at = l->run_at,
                             .lease_until = q->state == JS_RESERVED ? l->score : 0,
                             .died_at = q->state == JS_DEAD ? l->score : 0,
-                            .trace = l->trace};
+                            .trace = l->trace,
+                            .group = l->group,
+                            .group_len = l->group_len};
         if (i)
             sb_putc(&sb, ',');
         jobjson_open(&sb, &j);
@@ -93,6 +99,70 @@ static void on_page(const struct job_page *page, void *arg)
     sb_putc(&sb, '}');
     respond_json(r, 200, &sb);
     sb_free(&sb);
+}
+
+static void on_groups(const struct group_count *groups, int n, const char *next, void *arg)
+{
+    struct request *r = arg;
+    if (groups == NULL) {
+        respond_unavailable(r, "Redis");
+        return;
+    }
+    struct sbuf sb = SBUF_INIT;
+    sb_puts(&sb, "{\"groups\":[");
+    for (int i = 0; i < n; i++) {
+        const struct group_count *g = &groups[i];
+        if (i)
+            sb_putc(&sb, ',');
+        sb_puts(&sb, "{\"group\":");
+        sb_json_str(&sb, g->group, g->group_len);
+        sb_printf(&sb, ",\"delayed\":%lld,\"ready\":%lld,\"reserved\":%lld}", (long long)g->delayed,
+                  (long long)g->ready, (long long)g->reserved);
+    }
+    sb_puts(&sb, "],\"next\":");
+    if (next[0] == '\0')
+        sb_puts(&sb, "null");
+    else
+        sb_json_cstr(&sb, next);
+    sb_putc(&sb, '}');
+    respond_json(r, 200, &sb);
+    sb_free(&sb);
+}
+
+void api_topic_groups(struct request *r)
+{
+    static const char *const allowed[] = {"after", "limit", NULL};
+    if (api_params_only(r, allowed) < 0)
+        return;
+    if (!job_topic_valid(r->route.arg, r->route.arg_len)) {
+        respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
+        return;
+    }
+    /* a position groups.lua gave: "h<HSCAN cursor>" or "r<group>" (a group: job_group_valid) */
+    const char *after = params_get(&r->params, "after");
+    if (after == NULL)
+        after = "";
+    size_t alen = strlen(after);
+    int ok = alen == 0 || (after[0] == 'r' && (alen == 1 || job_group_valid(after + 1, alen - 1)));
+    if (alen > 1 && alen <= 21 && after[0] == 'h') {
+        ok = 1;
+        for (size_t i = 1; i < alen; i++)
+            ok = ok && after[i] >= '0' && after[i] <= '9';
+    }
+    if (!ok) {
+        respond_error(r, 400, "bad_request", "after must be a previous answer's next");
+        return;
+    }
+    int64_t limit;
+    char err[128];
+    if (param_int(&r->params, "limit", 1, PAGE_LIMIT_MAX, PAGE_LIMIT_DEFAULT, &limit, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    if (api_require_redis(r) < 0)
+        return;
+    if (store_topic_groups(&r->ctx->store, r->route.arg, r->route.arg_len, after, (int)limit, on_groups, r) < 0)
+        respond_unavailable(r, "Redis");
 }
 
 void api_topic_jobs(struct request *r)

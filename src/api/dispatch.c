@@ -81,6 +81,7 @@ static const handler_fn handlers[EP_COUNT] = {
     [EP_LOOKUP] = api_lookup,
     [EP_PURGE] = api_purge,
     [EP_OPENAPI] = api_openapi,
+    [EP_TOPIC_GROUPS] = api_topic_groups,
 };
 
 /* 0 when the path names an endpoint (r->endpoint set); otherwise answered. */

@@ -34,9 +34,10 @@ void api_schedules(struct request *r); /* api_schedules.c: GET|POST /schedules *
 void api_schedule(struct request *r);  /* GET|PUT|DELETE /schedules/{id} */
 void api_fleet(struct request *r);
 void api_throughput(struct request *r);
-void api_topic_jobs(struct request *r); /* api_topicjobs.c */
-void api_console(struct request *r);    /* api_console.c */
-void api_openapi(struct request *r);    /* api_openapi.c: GET /openapi.json */
+void api_topic_jobs(struct request *r);   /* api_topicjobs.c */
+void api_topic_groups(struct request *r); /* api_topicjobs.c: GET /topics/{topic}/groups */
+void api_console(struct request *r);      /* api_console.c */
+void api_openapi(struct request *r);      /* api_openapi.c: GET /openapi.json */
 
 /* The push path's per-worker state (hctx.pushes), called from the worker's subsystem table:
  * after each inbox drain the committed pushes go to Redis, a call per shard; at the end it

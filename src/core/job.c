@@ -119,6 +119,12 @@ int job_bizkey_valid(const char *s, size_t len)
     return chars >= 1 && chars <= BIZKEY_MAX;
 }
 
+int job_group_valid(const char *s, size_t len)
+{
+    /* the bizKey rule (UTF-8, printable) bounds characters; a group is bounded in bytes */
+    return len >= 1 && len <= GROUP_MAX && job_bizkey_valid(s, len);
+}
+
 void job_specs_free(struct job_spec *jobs, int count)
 {
     if (jobs == NULL)
@@ -127,6 +133,7 @@ void job_specs_free(struct job_spec *jobs, int count)
         free(jobs[i].body);
         free(jobs[i].biz_key);
         free(jobs[i].tracestate);
+        free(jobs[i].group);
     }
     free(jobs);
 }
@@ -151,11 +158,13 @@ enum field {
     F_BACKOFF,
     F_TRACEPARENT,
     F_TRACESTATE,
+    F_GROUP,
     F_COUNT
 };
 
-static const char *const field_names[F_COUNT] = {"topic", "body",   "delay",   "runAt",   "priority",    "ttr",
-                                                 "tries", "bizKey", "replace", "backoff", "traceparent", "tracestate"};
+static const char *const field_names[F_COUNT] = {"topic",       "body",       "delay",  "runAt",   "priority",
+                                                 "ttr",         "tries",      "bizKey", "replace", "backoff",
+                                                 "traceparent", "tracestate", "group"};
 
 /* The text of one field's value. */
 struct span {
@@ -246,7 +255,7 @@ static int scan_job(struct jscan *j, struct span *fields, const char *where, cha
         if (f == F_COUNT) {
             snprintf(err, errlen,
                      "%sunknown field \"%.40s\" (known: topic, body, delay, runAt, priority, ttr, tries, bizKey, "
-                     "replace, backoff, traceparent, tracestate)",
+                     "replace, backoff, traceparent, tracestate, group)",
                      where, key);
             return -1;
         }
@@ -406,6 +415,21 @@ static enum push_parse_result build_job(struct span *f, const struct job_limits 
             snprintf(err, errlen, "%sreplace needs a bizKey to know which job to replace", where);
             return PUSH_BAD;
         }
+    }
+
+    if (f[F_GROUP].p && !span_is(f[F_GROUP], "null")) {
+        char grp[GROUP_MAX + 1];
+        size_t glen;
+        if (span_string(f[F_GROUP], grp, sizeof grp - 1, &glen) < 0 || !job_group_valid(grp, glen)) {
+            snprintf(err, errlen, "%sgroup must be a string of 1-%d bytes of printable characters", where, GROUP_MAX);
+            return PUSH_BAD;
+        }
+        job->group = malloc(glen + 1);
+        if (job->group == NULL)
+            return PUSH_NOMEM;
+        memcpy(job->group, grp, glen);
+        job->group[glen] = '\0';
+        job->group_len = glen;
     }
 
     if (f[F_TRACEPARENT].p && build_trace(f[F_TRACEPARENT], f[F_TRACESTATE], job) < 0)

@@ -13,6 +13,7 @@
 
 #define TOPIC_MAX       128
 #define BIZKEY_MAX      128 /* characters (code points), not bytes */
+#define GROUP_MAX       128 /* bytes (contract "Flow control by key") */
 #define TOPICS_PER_GET  32
 #define JOB_BACKOFF_MAX (365LL * 24 * 3600 * 1000) /* ms; as a topic's (topicconf.h) */
 
@@ -68,6 +69,8 @@ struct job_spec {
     char traceparent[TRACE_PARENT_LEN + 1];
     char *tracestate; /* with a traceparent only; NULL when absent; malloc'd */
     size_t tracestate_len;
+    char *group; /* flow control by key: the job's group; NULL when absent; malloc'd */
+    size_t group_len;
     /* filled by the caller */
     uint64_t id;
     int shard;
@@ -109,5 +112,9 @@ int job_topic_list_parse(char *list, size_t len, const char **topics, size_t *le
 
 /* 1..128 code points of valid UTF-8 with no control characters. */
 int job_bizkey_valid(const char *s, size_t len);
+
+/* A group (contract "Flow control by key"): 1-GROUP_MAX bytes of UTF-8, no control characters
+ * (the scripts separate a group from what follows it with a NUL byte). */
+int job_group_valid(const char *s, size_t len);
 
 #endif

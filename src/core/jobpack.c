@@ -63,7 +63,8 @@ static size_t put_str(unsigned char *p, const char *s, size_t len)
 size_t jobpack_max_size(const struct job_spec *j)
 {
     size_t trace = j->traceparent[0] ? 1 + 2 + TRACE_PARENT_LEN + (j->tracestate ? 3 + j->tracestate_len : 0) : 0;
-    return 8 * 9 + 3 * 5 + j->topic_len + (j->biz_key ? j->biz_len : 0) + j->body_len + trace;
+    size_t group = j->group ? 3 + 2 + 2 + j->group_len : 0; /* nil places, then the group */
+    return 8 * 9 + 3 * 5 + j->topic_len + (j->biz_key ? j->biz_len : 0) + j->body_len + trace + group;
 }
 
 struct jobpack_extra jobpack_extra_of(const struct job_spec *j)
@@ -72,7 +73,9 @@ struct jobpack_extra jobpack_extra_of(const struct job_spec *j)
                                   .backoff = j->backoff,
                                   .traceparent = j->traceparent,
                                   .tracestate = j->tracestate,
-                                  .tracestate_len = j->tracestate_len};
+                                  .tracestate_len = j->tracestate_len,
+                                  .group = j->group,
+                                  .group_len = j->group_len};
 }
 
 size_t jobpack_tail(char *out, const struct jobpack_extra *x)
@@ -80,15 +83,22 @@ size_t jobpack_tail(char *out, const struct jobpack_extra *x)
     unsigned char *p = (unsigned char *)out;
     size_t n = 0;
     int traced = x->traceparent && x->traceparent[0];
+    int grouped = x->group != NULL;
+    int stated = traced && x->tracestate && x->tracestate_len <= TRACE_STATE_MAX; /* a row can hold no more */
     if (x->has_backoff)
         n += put_int(p + n, x->backoff);
-    else if (traced)
+    else if (traced || grouped)
         p[n++] = 0xc0; /* nil: cmsgpack's form of a Lua nil between two values */
-    if (traced) {
+    if (traced)
         n += put_str(p + n, x->traceparent, TRACE_PARENT_LEN);
-        if (x->tracestate && x->tracestate_len <= TRACE_STATE_MAX) /* a row can hold no more */
-            n += put_str(p + n, x->tracestate, x->tracestate_len);
-    }
+    else if (grouped)
+        p[n++] = 0xc0;
+    if (stated)
+        n += put_str(p + n, x->tracestate, x->tracestate_len);
+    else if (grouped)
+        p[n++] = 0xc0;
+    if (grouped)
+        n += put_str(p + n, x->group, x->group_len);
     return n;
 }
 
@@ -106,7 +116,7 @@ size_t jobpack_encode(char *out, const struct job_spec *j, uint32_t ver, int sta
     n += put_str(p + n, j->topic, j->topic_len);
     n += put_str(p + n, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
     n += put_str(p + n, j->body, j->body_len);
-    if (j->has_backoff || j->traceparent[0]) {
+    if (j->has_backoff || j->traceparent[0] || j->group) {
         struct jobpack_extra x = jobpack_extra_of(j);
         n += jobpack_tail(out + n, &x);
     }

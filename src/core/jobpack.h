@@ -2,14 +2,13 @@
  *
  * The record is what src/redis/lua/lib.lua's save_job() stores in the shard's jobs hash:
  * cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic, bizKey, body[,
- * backoff[, traceparent[, tracestate]]]), ten MessagePack values back to back and then its
- * tail: the job's own backoff when it was pushed with one, its W3C trace context when it has
- * one (trace.h) — backoff nil (0xc0) then, as cmsgpack packs a Lua nil — and nothing for a job
- * with neither, whose record is byte for byte what it was before trace context existed. Each
- * integer in its shortest form and each string as a MessagePack str, byte for byte what
- * Redis's cmsgpack writes. push.lua stores a record built
- * here as it is, so a new job costs Redis no Lua packing (that was the largest share of a
- * push's script time); every script reads it back with cmsgpack.unpack like any other.
+ * backoff[, traceparent[, tracestate[, group]]]]), ten MessagePack values back to back and then
+ * its tail: the job's own backoff when it was pushed with one, its W3C trace context when it
+ * has one (trace.h), its group when it has one — an absent value before a present one nil
+ * (0xc0), as cmsgpack packs a Lua nil — and nothing for a job with none, whose record is byte for byte what it was
+ * before trace context existed. Each integer in its shortest form and each string as a MessagePack str, byte for byte
+ * what Redis's cmsgpack writes. push.lua stores a record built here as it is, so a new job costs Redis no Lua packing
+ * (that was the largest share of a push's script time); every script reads it back with cmsgpack.unpack like any other.
  * Checked against cmsgpack's own bytes: tests/unit/test_jobpack.c (vectors made by Redis) and
  * tests/integration/test_core_api.py (records of pushed jobs against cmsgpack.pack in Redis).
  *
@@ -34,7 +33,7 @@ size_t jobpack_max_size(const struct job_spec *j);
 size_t jobpack_encode(char *out, const struct job_spec *j, uint32_t ver, int state, uint32_t attempts);
 
 /* The most bytes a tail takes: a backoff, a traceparent and the longest tracestate. */
-#define JOBPACK_TAIL_MAX (9 + 2 + TRACE_PARENT_LEN + 3 + TRACE_STATE_MAX)
+#define JOBPACK_TAIL_MAX (9 + 2 + TRACE_PARENT_LEN + 3 + TRACE_STATE_MAX + 2 + GROUP_MAX)
 
 /* A job's optional values, wherever they were read from. */
 struct jobpack_extra {
@@ -43,6 +42,8 @@ struct jobpack_extra {
     const char *traceparent; /* TRACE_PARENT_LEN characters; NULL or "" = none */
     const char *tracestate;  /* NULL = none (also when there is no traceparent) */
     size_t tracestate_len;
+    const char *group; /* flow control by key; NULL = none */
+    size_t group_len;
 };
 
 /* The tail of a record with these values, to `out` (JOBPACK_TAIL_MAX bytes); returns the bytes

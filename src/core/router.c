@@ -44,6 +44,7 @@ static const struct {
 } mid_rules[] = {
     {"/topics/", "/jobs", EP_TOPIC_JOBS},
     {"/topics/", "/purge", EP_PURGE},
+    {"/topics/", "/groups", EP_TOPIC_GROUPS},
 };
 
 static const char *const names[EP_COUNT] = {
@@ -73,6 +74,7 @@ static const char *const names[EP_COUNT] = {
     [EP_LOOKUP] = "lookup",
     [EP_PURGE] = "purge",
     [EP_OPENAPI] = "openapi",
+    [EP_TOPIC_GROUPS] = "topic_groups",
 };
 
 static int hexval(char c)
@@ -200,7 +202,7 @@ int router_is_admin(enum endpoint ep, enum method m)
     if (ep == EP_SCHEDULES)
         return m == METHOD_POST;
     return ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS ||
-           ep == EP_PURGE;
+           ep == EP_PURGE || ep == EP_TOPIC_GROUPS;
 }
 
 const char *router_endpoint_name(enum endpoint ep)

@@ -27,11 +27,12 @@ enum endpoint {
     EP_TOPIC_JOBS, /* /topics/{topic}/jobs */
     EP_FLEET,
     EP_THROUGHPUT,
-    EP_SCHEDULES, /* /schedules */
-    EP_SCHEDULE,  /* /schedules/{id} */
-    EP_LOOKUP,    /* /jobs?topic=&bizKey= */
-    EP_PURGE,     /* /topics/{topic}/purge */
-    EP_OPENAPI,   /* /openapi.json */
+    EP_SCHEDULES,    /* /schedules */
+    EP_SCHEDULE,     /* /schedules/{id} */
+    EP_LOOKUP,       /* /jobs?topic=&bizKey= */
+    EP_PURGE,        /* /topics/{topic}/purge */
+    EP_OPENAPI,      /* /openapi.json */
+    EP_TOPIC_GROUPS, /* /topics/{topic}/groups */
     EP_COUNT
 };
 

@@ -20,7 +20,7 @@ int topicconf_is_default(const struct topic_conf *c)
     struct topic_conf d;
     topicconf_defaults(&d);
     return c->paused == d.paused && c->rate == d.rate && c->backoff == d.backoff && c->max_backoff == d.max_backoff &&
-           c->route == TOPIC_ROUTE_POLL;
+           c->group_concurrency == 0 && !c->group_fifo && c->group_rate == 0 && c->route == TOPIC_ROUTE_POLL;
 }
 
 /* A JSON integer in [lo, hi]; -1 with a message otherwise. */
@@ -186,15 +186,42 @@ int topicconf_merge_json(struct topic_conf *c, const char *text, size_t len, cha
         } else if (strcmp(key, "maxBackoff") == 0) {
             if (get_int(v, "maxBackoff", 0, TOPICCONF_BACKOFF_MAX, &n.max_backoff, err, errlen) < 0)
                 goto out;
+        } else if (strcmp(key, "groupConcurrency") == 0) {
+            if (get_int(v, "groupConcurrency", 0, TOPICCONF_GROUP_CONC_MAX, &n.group_concurrency, err, errlen) < 0)
+                goto out;
+        } else if (strcmp(key, "groupOrder") == 0) {
+            if (!json_is_string(v) ||
+                (strcmp(json_string_value(v), "any") != 0 && strcmp(json_string_value(v), "fifo") != 0)) {
+                snprintf(err, errlen, "groupOrder must be \"any\" or \"fifo\"");
+                goto out;
+            }
+            n.group_fifo = strcmp(json_string_value(v), "fifo") == 0;
+        } else if (strcmp(key, "groupRate") == 0) {
+            if (get_int(v, "groupRate", 0, TOPICCONF_RATE_MAX, &n.group_rate, err, errlen) < 0)
+                goto out;
         } else if (strcmp(key, "deliver") == 0) {
             if (merge_deliver(&n, v, err, errlen) < 0)
                 goto out;
         } else if (strcmp(key, "topic") == 0 || strcmp(key, "counts") == 0 || strcmp(key, "signed") == 0) {
             /* what GET answers may be sent back as it is: read-only, ignored */
         } else {
-            snprintf(err, errlen, "unknown field %s (paused, rate, backoff, maxBackoff, deliver)", key);
+            snprintf(err, errlen,
+                     "unknown field %s (paused, rate, backoff, maxBackoff, groupConcurrency, groupOrder, groupRate, "
+                     "deliver)",
+                     key);
             goto out;
         }
+    }
+    if (n.group_fifo) {
+        /* fifo is one at a time: a groupConcurrency above 1 in the same body contradicts it */
+        json_t *gc = json_object_get(root, "groupConcurrency");
+        if (gc && json_integer_value(gc) > 1) {
+            snprintf(err, errlen,
+                     "groupOrder \"fifo\" delivers one job of a group at a time: groupConcurrency "
+                     "must be 0 or 1 with it");
+            goto out;
+        }
+        n.group_concurrency = 1;
     }
     *c = n;
     rc = 0;
@@ -205,8 +232,11 @@ out:
 
 void topicconf_json(const struct topic_conf *c, int with_secret, struct sbuf *sb)
 {
-    sb_printf(sb, "\"paused\":%s,\"rate\":%lld,\"backoff\":%lld,\"maxBackoff\":%lld,\"deliver\":",
-              c->paused ? "true" : "false", (long long)c->rate, (long long)c->backoff, (long long)c->max_backoff);
+    sb_printf(sb,
+              "\"paused\":%s,\"rate\":%lld,\"backoff\":%lld,\"maxBackoff\":%lld,\"groupConcurrency\":%lld,"
+              "\"groupOrder\":\"%s\",\"groupRate\":%lld,\"deliver\":",
+              c->paused ? "true" : "false", (long long)c->rate, (long long)c->backoff, (long long)c->max_backoff,
+              (long long)c->group_concurrency, c->group_fifo ? "fifo" : "any", (long long)c->group_rate);
     switch (c->route) {
     case TOPIC_ROUTE_POLL:
         sb_puts(sb, "null");
@@ -235,7 +265,11 @@ void topicconf_json(const struct topic_conf *c, int with_secret, struct sbuf *sb
 
 size_t topicconf_script_value(const struct topic_conf *c, uint64_t seq, char *out, size_t cap)
 {
-    int n = snprintf(out, cap, "%d %lld %lld %lld %llu", c->paused ? 1 : 0, (long long)c->rate, (long long)c->backoff,
-                     (long long)c->max_backoff, (unsigned long long)seq);
+    char groups[64] = "";
+    if (c->group_concurrency > 0 || c->group_fifo || c->group_rate > 0)
+        snprintf(groups, sizeof groups, "g%lld %d %lld ", (long long)c->group_concurrency, c->group_fifo ? 1 : 0,
+                 (long long)c->group_rate);
+    int n = snprintf(out, cap, "%d %lld %lld %lld %s%llu", c->paused ? 1 : 0, (long long)c->rate, (long long)c->backoff,
+                     (long long)c->max_backoff, groups, (unsigned long long)seq);
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }

@@ -23,6 +23,7 @@ struct sbuf;
 #define TOPICCONF_BACKOFF_MAX     JOB_BACKOFF_MAX
 #define TOPICCONF_TIMEOUT_MAX     600000
 #define TOPICCONF_CONCURRENCY_MAX 1000
+#define TOPICCONF_GROUP_CONC_MAX  1000000 /* groupConcurrency */
 
 /* Defaults: the behaviour of a topic nobody configured (what the scripts assume when the
  * shard's topic hash has no field for it: lib.lua topic_conf). */
@@ -37,6 +38,10 @@ struct topic_conf {
     int64_t rate;        /* deliveries per second across the fleet; 0 = no limit */
     int64_t backoff;     /* ms; 0 = redeliver at once (as before topics had settings) */
     int64_t max_backoff; /* ms */
+    /* flow control by key (contract "Flow control by key"; src/redis/lua/lib.lua) */
+    int64_t group_concurrency; /* jobs of one group reserved at once, fleet-wide; 0 = no limit */
+    int group_fifo;            /* groupOrder "fifo": (runAt, id) order, one at a time (concurrency 1) */
+    int64_t group_rate;        /* deliveries per second per group, fleet-wide; 0 = none */
     enum topic_route route;
     /* route = WEBHOOK */
     char url[TOPICCONF_URL_MAX + 1];
@@ -58,13 +63,16 @@ int topicconf_is_default(const struct topic_conf *c);
 int topicconf_merge_json(struct topic_conf *c, const char *json, size_t len, char *err, size_t errlen);
 
 /* Append the settings as JSON members, without braces:
- * "paused":..,"rate":..,"backoff":..,"maxBackoff":..,"deliver":.. — with_secret = 1 for the
+ * "paused":..,"rate":..,"backoff":..,"maxBackoff":..,"groupConcurrency":..,"groupOrder":..,
+ * "groupRate":..,"deliver":.. — with_secret = 1 for the
  * stored form (MySQL), 0 for answers. */
 void topicconf_json(const struct topic_conf *c, int with_secret, struct sbuf *sb);
 
 /* The value the scripts read from <prefix>:{shard}:topic (lib.lua topic_conf):
- * "<paused 0|1> <rate> <backoff> <maxBackoff> <seq>" — seq orders writes, so an older one
- * arriving late never overwrites a newer. Returns the length written (out: at least 96). */
+ * "<paused 0|1> <rate> <backoff> <maxBackoff> [g<groupConcurrency> <fifo 0|1> <groupRate> ]<seq>"
+ * — the g part only for a topic with group settings, so the scripts tell such a topic by it;
+ * seq orders writes, so an older one arriving late never overwrites a newer. Returns the
+ * length written (out: at least 128). */
 size_t topicconf_script_value(const struct topic_conf *c, uint64_t seq, char *out, size_t cap);
 
 #endif

@@ -446,6 +446,11 @@ static int parse_entry(int shard, const redisReply *fields, struct jobchange *r)
             if (c->len > TRACE_PARENT_LEN + 1 && (j->tracestate = strdup(c->str + TRACE_PARENT_LEN + 1)) != NULL)
                 j->tracestate_len = c->len - TRACE_PARENT_LEN - 1;
         }
+        /* g = the replacing push's group; none, none */
+        const redisReply *g = field(fields, "g");
+        if (g && g->type == REDIS_REPLY_STRING && job_group_valid(g->str, g->len) &&
+            (j->group = strndup(g->str, g->len)) != NULL)
+            j->group_len = g->len;
         memcpy(j->body, body->str, body->len);
         j->body[body->len] = '\0';
         j->body_len = body->len;

@@ -148,7 +148,7 @@ static int refresh_redis_tier(struct rblock_shards *set)
 
 static const char ROW_COLUMNS[] = "m.id, m.topic, m.biz_key, m.body, m.run_at, m.priority, m.ttr, m.tries, "
                                   "m.attempts, m.version, m.state, m.backoff, m.traceparent, m.tracestate, "
-                                  "m.far_run_at"; /* reinsert.h's MROW_COLUMNS, then far_run_at */
+                                  "m.group_key, m.far_run_at"; /* reinsert.h's MROW_COLUMNS, then far_run_at */
 
 /* Step 2: restore.lua for the rows that are far jobs (a token for this step in the shard's
  * "paging" set first), in calls of at most SCRIPT_JOBS: Redis runs one script at a time, so a

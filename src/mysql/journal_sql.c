@@ -126,6 +126,15 @@ static void put_trace(struct journal_sql *b, const struct job_spec *j)
     put_trace_value(b, j, 1);
 }
 
+/* The job's group as an SQL value: NULL when it has none. */
+static void put_group(struct journal_sql *b, const struct job_spec *j)
+{
+    if (j->group == NULL)
+        sb_puts(&b->sql, "NULL");
+    else
+        db_quote(b->db, &b->sql, j->group, j->group_len);
+}
+
 int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
 {
     const struct job_spec *j = r->job;
@@ -166,6 +175,8 @@ int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
         sb_puts(&b->sql, ",NULL,NULL");
     }
     put_trace(b, j);
+    sb_putc(&b->sql, ',');
+    put_group(b, j);
     sb_putc(&b->sql, ')');
     return 0;
 }
@@ -260,6 +271,8 @@ int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **
         put_trace_value(b, j, 0);
         sb_puts(&b->sql, ", tracestate = ");
         put_trace_value(b, j, 1);
+        sb_puts(&b->sql, ", group_key = "); /* the replacing push's group, or none */
+        put_group(b, j);
         sb_printf(&b->sql, " WHERE id = %llu AND version = %u;", (unsigned long long)r->id, r->ver);
     }
     return statement_boundary(b);

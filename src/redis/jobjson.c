@@ -58,13 +58,18 @@ void jobjson_open(struct sbuf *sb, const struct jobjson *j)
     }
     if (j->trace.parent == NULL) {
         sb_puts(sb, ",\"traceparent\":null,\"tracestate\":null");
-        return;
+    } else {
+        sb_puts(sb, ",\"traceparent\":");
+        sb_json_str(sb, j->trace.parent, j->trace.parent_len);
+        sb_puts(sb, ",\"tracestate\":");
+        if (j->trace.state)
+            sb_json_str(sb, j->trace.state, j->trace.state_len);
+        else
+            sb_puts(sb, "null");
     }
-    sb_puts(sb, ",\"traceparent\":");
-    sb_json_str(sb, j->trace.parent, j->trace.parent_len);
-    sb_puts(sb, ",\"tracestate\":");
-    if (j->trace.state)
-        sb_json_str(sb, j->trace.state, j->trace.state_len);
+    sb_puts(sb, ",\"group\":");
+    if (j->group)
+        sb_json_str(sb, j->group, j->group_len);
     else
         sb_puts(sb, "null");
 }
@@ -84,7 +89,9 @@ void jobjson_delivered(struct sbuf *sb, const struct delivered *d)
                         .attempt = d->attempt,
                         .run_at = d->run_at,
                         .lease_until = d->lease_until,
-                        .trace = d->trace};
+                        .trace = d->trace,
+                        .group = d->group,
+                        .group_len = d->group_len};
     jobjson_open(sb, &j);
     sb_putc(sb, '}');
 }
@@ -108,6 +115,8 @@ void jobjson_view(struct sbuf *sb, uint64_t id, const struct job_view *v)
                         .lease_until = v->lease_until,
                         .has_backoff = v->backoff >= 0,
                         .backoff = v->backoff,
-                        .trace = v->trace};
+                        .trace = v->trace,
+                        .group = v->group,
+                        .group_len = v->group_len};
     jobjson_open(sb, &j);
 }

@@ -24,12 +24,14 @@ struct jobjson {
     int has_backoff;                          /* the job's own backoff, else left out */
     int64_t backoff;
     struct trace_ref trace; /* W3C Trace Context (core/trace.h); parent NULL: none */
+    const char *group;      /* flow control by key; NULL: none */
+    size_t group_len;
 };
 
 /* {"id","topic","state","body","priority","ttr","tries","attempt","runAt",["createdAt",]
- * ["leaseUntil",]["diedAt",]["bizKey",]["backoff",]"traceparent","tracestate" — without the
- * closing brace, so callers may add more. traceparent and tracestate are always there: a
- * string, or null for a job without (docs/api.md, "Trace context"). */
+ * ["leaseUntil",]["diedAt",]["bizKey",]["backoff",]"traceparent","tracestate","group" — without
+ * the closing brace, so callers may add more. traceparent, tracestate and group are always
+ * there: a string, or null for a job without (docs/api.md, "Trace context", "Groups"). */
 void jobjson_open(struct sbuf *sb, const struct jobjson *j);
 
 /* A delivered job (GET /get, a webhook's or an AMQP message's body), closed. */

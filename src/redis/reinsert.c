@@ -29,6 +29,8 @@ void reinsert_row_read(MYSQL_ROW m, unsigned long *len, struct mrow *r)
     r->traceparent = m[12] && len[12] == TRACE_PARENT_LEN ? m[12] : NULL;
     r->tracestate = r->traceparent ? m[13] : NULL;
     r->tracestate_len = r->tracestate ? len[13] : 0;
+    r->group = m[14] && job_group_valid(m[14], len[14]) ? m[14] : NULL;
+    r->group_len = r->group ? len[14] : 0;
 }
 
 /* Queue one restore.lua call for rows[0..n) (all on `shard`). */
@@ -41,7 +43,7 @@ int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct
      * rargv keeps pointers */
     size_t tail_bytes = 0;
     for (int i = 0; i < n; i++)
-        if (rows[i]->backoff >= 0 || rows[i]->traceparent)
+        if (rows[i]->backoff >= 0 || rows[i]->traceparent || rows[i]->group)
             tail_bytes += JOBPACK_TAIL_MAX;
     char *tails = tail_bytes ? malloc(tail_bytes) : NULL, *tail = tails;
     if (tail_bytes && tails == NULL)
@@ -71,8 +73,10 @@ int reinsert_append(redisContext *c, const struct config *cfg, int shard, struct
                                       .backoff = r->backoff,
                                       .traceparent = r->traceparent,
                                       .tracestate = r->tracestate,
-                                      .tracestate_len = r->tracestate_len};
-            size_t len = x.has_backoff || x.traceparent ? jobpack_tail(tail, &x) : 0;
+                                      .tracestate_len = r->tracestate_len,
+                                      .group = r->group,
+                                      .group_len = r->group_len};
+            size_t len = x.has_backoff || x.traceparent || x.group ? jobpack_tail(tail, &x) : 0;
             rargv_str(&b, len ? tail : "", len);
             tail += len;
         }

@@ -27,13 +27,15 @@ struct mrow {
     const char *traceparent; /* W3C Trace Context; NULL: none */
     const char *tracestate;  /* NULL: none */
     unsigned long tracestate_len;
+    const char *group; /* flow control by key; NULL: none */
+    unsigned long group_len;
 };
 
 /* The columns reinsert_row_read expects, in order (of table message); MROW_NCOLUMNS of them. */
 #define MROW_COLUMNS                                                                                                   \
     "id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, version, state, backoff, traceparent, "         \
-    "tracestate"
-#define MROW_NCOLUMNS 14
+    "tracestate, group_key"
+#define MROW_NCOLUMNS 15
 
 void reinsert_row_read(MYSQL_ROW m, unsigned long *len, struct mrow *r);
 

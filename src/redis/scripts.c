@@ -33,6 +33,7 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_PURGE] = "purge",
     [SCRIPT_LAYOUT] = "layout",
     [SCRIPT_GONEEXPIRE] = "goneexpire",
+    [SCRIPT_GROUPS] = "groups",
 };
 
 static const struct script_source *bound[SCRIPT_COUNT];

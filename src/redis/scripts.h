@@ -35,6 +35,7 @@ enum script_id {
     SCRIPT_PURGE,
     SCRIPT_LAYOUT,
     SCRIPT_GONEEXPIRE,
+    SCRIPT_GROUPS,
     SCRIPT_COUNT
 };
 

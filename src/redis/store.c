@@ -199,6 +199,14 @@ static void read_trace(const redisReply *e, size_t i, struct trace_ref *t)
         t->state_len = 0;
 }
 
+/* A job's group at e->element[i], after its trace context (lib.lua reply_trace): absent, none. */
+static void read_group(const redisReply *e, size_t i, const char **group, size_t *len)
+{
+    *group = e->elements > i ? rreply_str(e, i, len) : NULL;
+    if (*group == NULL)
+        *len = 0;
+}
+
 int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
 {
     /* Plain new jobs (no bizKey) go with their records built here (jobpack.h), in one buffer. */
@@ -206,7 +214,7 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
     for (int i = 0; i < n; i++)
         if (items[i].job->biz_key == NULL)
             record_bytes += jobpack_max_size(items[i].job);
-        else if (items[i].job->has_backoff || items[i].job->traceparent[0])
+        else if (items[i].job->has_backoff || items[i].job->traceparent[0] || items[i].job->group)
             record_bytes += JOBPACK_TAIL_MAX; /* its tail, for push.lua to build its record with */
     struct push_call *c = malloc(sizeof *c + (size_t)n * sizeof c->jobs[0]);
     char *records = malloc(record_bytes ? record_bytes : 1);
@@ -229,7 +237,7 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         size_t rec_len = 0, tail_len = 0;
         if (j->biz_key == NULL) {
             rec_len = jobpack_encode(rec, j, 1, job_initial_state(j, items[i].now), 0);
-        } else if (j->has_backoff || j->traceparent[0]) {
+        } else if (j->has_backoff || j->traceparent[0] || j->group) {
             struct jobpack_extra x = jobpack_extra_of(j);
             tail_len = jobpack_tail(rec, &x);
         }
@@ -244,7 +252,7 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         rargv_int(&b, j->ttr);
         rargv_int(&b, j->tries);
         rargv_str(&b, j->biz_key ? j->biz_key : "", j->biz_key ? j->biz_len : 0);
-        rargv_int(&b, (j->replace ? 1 : 0) + (j->far ? 2 : 0)); /* push.lua's mode */
+        rargv_int(&b, (j->replace ? 1 : 0) + (j->far ? 2 : 0) + (j->group ? 4 : 0)); /* push.lua's mode */
         rargv_int(&b, items[i].now);
         rargv_str(&b, items[i].who, strlen(items[i].who));
         /* the record (its optional values included), or for a bizKey job, whose record push.lua
@@ -317,6 +325,7 @@ static void on_reserve(redisReply *r, void *arg)
         d->ver = (uint32_t)rreply_int(e, 10);
         d->state = (int)rreply_int(e, 11);
         read_trace(e, 12, &d->trace);
+        read_group(e, 14, &d->group, &d->group_len);
     }
     fn(out, n, 0, wait, user);
     free(out);
@@ -550,6 +559,7 @@ int store_decode_view(const redisReply *r, struct job_view *v)
     v->lease_until = rreply_int(r, 10);
     v->backoff = r->elements > 11 ? rreply_int(r, 11) : -1;
     read_trace(r, 12, &v->trace);
+    read_group(r, 14, &v->group, &v->group_len);
     return 0;
 }
 
@@ -620,6 +630,7 @@ static void on_dead(redisReply *r, void *arg)
         d->biz = rreply_str(e, 7, &d->biz_len);
         d->body = rreply_str(e, 8, &d->body_len);
         read_trace(e, 9, &d->trace);
+        read_group(e, 11, &d->group, &d->group_len);
     }
     fn(out, n, 0, user);
     free(out);
@@ -686,10 +697,63 @@ static void on_topic_jobs(redisReply *r, void *arg)
         j->biz = rreply_str(e, 7, &j->biz_len);
         j->body = rreply_str(e, 8, &j->body_len);
         read_trace(e, 9, &j->trace);
+        read_group(e, 11, &j->group, &j->group_len);
     }
     page.jobs = jobs;
     fn(&page, user);
     free(jobs);
+}
+
+static void on_topic_groups(redisReply *r, void *arg)
+{
+    struct call *c = arg;
+    store_groups_fn fn = (store_groups_fn)c->fn;
+    void *user = c->arg;
+    free(c);
+    /* {cursor, {group, delayed, ready, reserved}...} */
+    if (!rreply_is_array(r, 1) || !rreply_str(r, 0, NULL)) {
+        if (r)
+            shape_error("groups");
+        fn(NULL, 0, NULL, user);
+        return;
+    }
+    int n = (int)r->elements - 1;
+    struct group_count *out = calloc((size_t)(n ? n : 1), sizeof *out);
+    if (out == NULL) {
+        fn(NULL, 0, NULL, user);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        const redisReply *e = r->element[i + 1];
+        if (!rreply_is_array(e, 4) || !rreply_str(e, 0, NULL)) {
+            shape_error("groups");
+            free(out);
+            fn(NULL, 0, NULL, user);
+            return;
+        }
+        out[i].group = rreply_str(e, 0, &out[i].group_len);
+        out[i].delayed = rreply_int(e, 1);
+        out[i].ready = rreply_int(e, 2);
+        out[i].reserved = rreply_int(e, 3);
+    }
+    fn(out, n, r->element[0]->str, user);
+    free(out);
+}
+
+int store_topic_groups(struct store *s, const char *topic, size_t topic_len, const char *cursor, int limit,
+                       store_groups_fn fn, void *arg)
+{
+    struct rargv b;
+    int rc = -1;
+    if (rargv_init(&b, 6, 1, 0) == 0) {
+        rargv_key(&b, s->prefix, id_topic_shard(topic, topic_len, s->shards), "jobs");
+        rargv_str(&b, topic, topic_len);
+        rargv_str(&b, cursor, strlen(cursor));
+        rargv_int(&b, limit);
+        rc = send(s, SCRIPT_GROUPS, &b, on_topic_groups, (void *)fn, arg);
+    }
+    rargv_free(&b);
+    return rc;
 }
 
 int store_topic_jobs(struct store *s, const char *topic, size_t topic_len, int state, int64_t after_score,

@@ -71,6 +71,8 @@ struct delivered {
     int64_t ttr, run_at, lease_until;
     uint32_t ver;
     struct trace_ref trace; /* W3C Trace Context; parent NULL: none */
+    const char *group;      /* flow control by key; NULL: none */
+    size_t group_len;
 };
 /* `wait_ms` > 0: a topic's rate held ready jobs back (n may be 0 or more); its next token comes
  * in that many ms (a caller that waits should try again then). */
@@ -129,6 +131,8 @@ struct job_view {
     const char *topic, *biz, *body;
     size_t topic_len, biz_len, body_len;
     struct trace_ref trace;
+    const char *group; /* NULL: none */
+    size_t group_len;
 };
 typedef void (*store_inspect_fn)(const struct job_view *view, void *arg);
 int store_inspect(struct store *s, uint64_t id, store_inspect_fn fn, void *arg) __attribute__((warn_unused_result));
@@ -141,10 +145,24 @@ struct dead_job {
     const char *biz, *body;
     size_t biz_len, body_len;
     struct trace_ref trace;
+    const char *group; /* NULL: none */
+    size_t group_len;
 };
 typedef void (*store_dead_fn)(const struct dead_job *jobs, int n, int failed, void *arg);
 int store_dead_list(struct store *s, const char *topic, size_t topic_len, int limit, store_dead_fn fn, void *arg)
     __attribute__((warn_unused_result));
+
+/* ---- a page of a topic's groups (groups.lua) ---- */
+struct group_count {
+    const char *group;
+    size_t group_len;
+    int64_t delayed, ready, reserved;
+};
+/* groups NULL: the call failed. next: the position of the next page, "" when none (valid
+ * during the callback, as the groups). */
+typedef void (*store_groups_fn)(const struct group_count *groups, int n, const char *next, void *arg);
+int store_topic_groups(struct store *s, const char *topic, size_t topic_len, const char *cursor, int limit,
+                       store_groups_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* ---- a page of a topic's jobs in one state (topicjobs.lua) ---- */
 struct listed_job {
@@ -155,6 +173,8 @@ struct listed_job {
     const char *biz, *body;
     size_t biz_len, body_len;
     struct trace_ref trace;
+    const char *group; /* NULL: none */
+    size_t group_len;
 };
 struct job_page {
     const struct listed_job *jobs;

@@ -198,8 +198,9 @@ FZ_UNUSED static void fz_check_endpoint(enum endpoint ep)
     FZ_CHECK(name != NULL && name[0] != '\0');
     for (const char *c = name; *c; c++)
         FZ_CHECK((*c >= 'a' && *c <= 'z') || *c == '_');
-    FZ_CHECK(router_is_admin(ep, METHOD_GET) ==
-             (ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE || ep == EP_TOPIC_JOBS));
+    FZ_CHECK(router_is_admin(ep, METHOD_GET) == (ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD ||
+                                                 ep == EP_CONSOLE || ep == EP_TOPIC_JOBS || ep == EP_PURGE ||
+                                                 ep == EP_TOPIC_GROUPS));
 
     /* contract: POST /push; GET everything else; action endpoints accept GET and POST */
     int action = ep == EP_GET || ep == EP_FINISH || ep == EP_RELEASE || ep == EP_TOUCH || ep == EP_DELETE ||

@@ -99,13 +99,13 @@ class SchemaTest(HourglassTestCase):
         schema-5 binary left running fails instead of writing keys no pager reads); the job then
         pages in and is delivered, and its count goes."""
         ns = self.namespace_with(SCHEMA_SQL.read_text())
-        # what schema 5 had: no far key columns (nor schema 7's after them), the far_job table,
-        # no version 6 (nor 7)
+        # what schema 5 had: no far key columns (nor schema 7's and 8's after them), the far_job
+        # table, no version 6 (nor 7, 8)
         ns.execute("ALTER TABLE message DROP INDEX idx_far, DROP COLUMN far_shard, DROP COLUMN far_run_at, "
-                   "DROP COLUMN traceparent, DROP COLUMN tracestate")
+                   "DROP COLUMN traceparent, DROP COLUMN tracestate, DROP COLUMN group_key")
         ns.execute("CREATE TABLE far_job (shard SMALLINT UNSIGNED NOT NULL, run_at BIGINT NOT NULL, "
                    "id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (shard, run_at, id)) ENGINE=InnoDB")
-        ns.execute("DELETE FROM schema_version WHERE version IN (6, 7)")
+        ns.execute("DELETE FROM schema_version WHERE version IN (6, 7, 8)")
         # a far job as a schema-5 daemon wrote it (its id on its topic's shard, as ids.h makes
         # them), due in 3 s; and a stray key without a message row, which the move drops
         shard = topic_shard("mig")
@@ -115,7 +115,7 @@ class SchemaTest(HourglassTestCase):
         ns.execute(f"INSERT INTO far_job VALUES ({shard}, {due}, {jid}), ({shard}, {due}, 999)")
         ns.execute("INSERT INTO far_count VALUES ('mig', 1)")
         d = self.assert_refuses_to_start(ns, "of schema 5")
-        self.assertIn("schema version 5 is older than 7", d.log())
+        self.assertIn("schema version 5 is older than 8", d.log())
 
         applied = self.apply_schema(ns)
         self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
@@ -138,12 +138,12 @@ class SchemaTest(HourglassTestCase):
         refused, naming sql/schema.sql; applying it (twice) adds the columns, keeps the rows (no
         context: NULL) and the daemon then starts and keeps a pushed context."""
         ns = self.namespace_with(SCHEMA_SQL.read_text())
-        ns.execute("ALTER TABLE message DROP COLUMN traceparent, DROP COLUMN tracestate")
-        ns.execute("DELETE FROM schema_version WHERE version = 7")
+        ns.execute("ALTER TABLE message DROP COLUMN traceparent, DROP COLUMN tracestate, DROP COLUMN group_key")
+        ns.execute("DELETE FROM schema_version WHERE version IN (7, 8)")
         ns.execute("INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, state, created_at, "
                    "updated_at) VALUES (4096, 'old', '1', 1, 5, 30000, 3, 'finished', 1, 1)")
         d = self.assert_refuses_to_start(ns, "of schema 6")
-        self.assertIn("schema version 6 is older than 7", d.log())
+        self.assertIn("schema version 6 is older than 8", d.log())
         for _ in range(2):
             applied = self.apply_schema(ns)
             self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
@@ -153,6 +153,26 @@ class SchemaTest(HourglassTestCase):
         jid = expect_ok(d.push({"topic": "new", "body": 1}, headers={"traceparent": tp}), "push")["id"]
         wait_or_fail(self, lambda: ns.query(f"SELECT traceparent FROM message WHERE id = {jid}") == [(tp,)], 10,
                      "the pushed context in its row")
+
+    def test_schema_7_gains_the_group_column(self):
+        """Schema 8 appends message.group_key (flow control by key). A schema-7 database is
+        refused, naming sql/schema.sql; applying it (twice) adds the column, keeps the rows (no
+        group: NULL) and the daemon then starts and keeps a pushed group."""
+        ns = self.namespace_with(SCHEMA_SQL.read_text())
+        ns.execute("ALTER TABLE message DROP COLUMN group_key")
+        ns.execute("DELETE FROM schema_version WHERE version = 8")
+        ns.execute("INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, state, created_at, "
+                   "updated_at) VALUES (4096, 'old', '1', 1, 5, 30000, 3, 'finished', 1, 1)")
+        d = self.assert_refuses_to_start(ns, "of schema 7")
+        self.assertIn("schema version 7 is older than 8", d.log())
+        for _ in range(2):
+            applied = self.apply_schema(ns)
+            self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
+        self.assertEqual(ns.query("SELECT id, group_key FROM message"), [("4096", None)])
+        d = start_ready(self, namespace=ns)
+        jid = expect_ok(d.push({"topic": "new", "body": 1, "group": "g-ü"}), "push")["id"]
+        wait_or_fail(self, lambda: ns.query(f"SELECT group_key FROM message WHERE id = {jid}") == [("g-ü",)], 10,
+                     "the pushed group in its row")
 
     def test_schema_applies_twice_cleanly_with_the_mariadb_client(self):
         ns = self.namespace_with(None)
@@ -182,7 +202,7 @@ class SchemaTest(HourglassTestCase):
         self.assertNotIn("Error", second.stdout)
         self.assertEqual(m.tables(ns.database), tables)
         self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"),
-                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("7",)])
+                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("7",), ("8",)])
         self.assertEqual((ns.query("SELECT id, state, version FROM message"),
                           ns.query("SELECT COUNT(*) FROM transition")), snapshot, "reapplying changed data")
         self.assertEqual(snapshot[0][0][0], jid)

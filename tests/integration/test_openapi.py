@@ -43,7 +43,7 @@ class CheckerTest(unittest.TestCase):
 
     JOB = {"id": "382309453472989188", "topic": "t", "body": {"a": 1}, "priority": 5, "ttr": 30000,
            "tries": 3, "attempt": 1, "runAt": 1795216876674, "leaseUntil": 1795216906674,
-           "traceparent": None, "tracestate": None}
+           "traceparent": None, "tracestate": None, "group": None}
 
     def problems(self, method, target, status, body, headers=JSON, req_headers=None, req_body=None):
         return exchange_problems(method, target, req_headers or {}, req_body, status, headers,
@@ -84,6 +84,10 @@ class CheckerTest(unittest.TestCase):
                                                               "tracestate": "k=v"}), [])
         self.assertCaught(self.problems("GET", "/get/t", 200, {k: v for k, v in self.JOB.items()
                                                                if k != "traceparent"}), "traceparent")
+        # and its group, null when it has none
+        self.assertEqual(self.problems("GET", "/get/t", 200, {**self.JOB, "group": "customer-7"}), [])
+        self.assertCaught(self.problems("GET", "/get/t", 200, {k: v for k, v in self.JOB.items()
+                                                               if k != "group"}), "group")
         self.assertCaught(self.problems("GET", "/get/t", 200, {**self.JOB, "traceparent": "00-x"}), "traceparent")
 
     def test_head_answers_as_its_get(self):

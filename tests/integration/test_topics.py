@@ -20,7 +20,7 @@ class TopicSettingsApiTest(CoreTestCase):
         d = self.daemon()
         r = self.assertJsonOk(d.request("GET", "/topics/t1"))
         self.assertEqual(r, {"topic": "t1", "paused": False, "rate": 0, "backoff": 0, "maxBackoff": 3600000,
-                             "deliver": None, "counts": {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0, "far": 0}})
+                             "groupConcurrency": 0, "groupOrder": "any", "groupRate": 0, "deliver": None, "counts": {"delayed": 0, "ready": 0, "reserved": 0, "dead": 0, "far": 0}})
         got = self.assertJsonOk(put(d, "t1", {"paused": True, "rate": 20}))
         self.assertEqual((got["paused"], got["rate"], got["backoff"]), (True, 20, 0))
         # a PUT merges: fields it does not name keep their values

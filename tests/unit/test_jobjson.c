@@ -27,7 +27,7 @@ START_TEST(test_open_leaves_out_what_is_unset)
     jobjson_open(&sb, &j);
     ck_assert_str_eq(sb.data,
                      "{\"id\":\"42\",\"body\":{},\"priority\":1,\"ttr\":30,\"tries\":3,\"attempt\":0,\"runAt\":1000,"
-                     "\"traceparent\":null,\"tracestate\":null");
+                     "\"traceparent\":null,\"tracestate\":null,\"group\":null");
     sb_free(&sb);
 }
 END_TEST
@@ -55,10 +55,10 @@ START_TEST(test_open_every_member_in_order)
                         .backoff = 0,
                         .trace = {.parent = TP "-and-more", .parent_len = 55, .state = "k=v,x=\"y", .state_len = 5}};
     jobjson_open(&sb, &j);
-    ck_assert_str_eq(sb.data,
-                     "{\"id\":\"7\",\"topic\":\"t\\\"q\",\"state\":\"dead\",\"body\":[1],\"priority\":-2,"
-                     "\"ttr\":5,\"tries\":4,\"attempt\":4,\"runAt\":9,\"createdAt\":1,\"leaseUntil\":2,"
-                     "\"diedAt\":3,\"bizKey\":\"b\",\"backoff\":0,\"traceparent\":\"" TP "\",\"tracestate\":\"k=v,x\"");
+    ck_assert_str_eq(sb.data, "{\"id\":\"7\",\"topic\":\"t\\\"q\",\"state\":\"dead\",\"body\":[1],\"priority\":-2,"
+                              "\"ttr\":5,\"tries\":4,\"attempt\":4,\"runAt\":9,\"createdAt\":1,\"leaseUntil\":2,"
+                              "\"diedAt\":3,\"bizKey\":\"b\",\"backoff\":0,\"traceparent\":\"" TP
+                              "\",\"tracestate\":\"k=v,x\",\"group\":null");
     sb_free(&sb);
 }
 END_TEST
@@ -83,12 +83,19 @@ START_TEST(test_delivered_is_closed)
     jobjson_delivered(&sb, &d);
     ck_assert_str_eq(sb.data, "{\"id\":\"12\",\"topic\":\"mail\",\"body\":{\"a\":1},\"priority\":3,\"ttr\":60,"
                               "\"tries\":5,\"attempt\":2,\"runAt\":100,\"leaseUntil\":160,\"bizKey\":\"k\","
-                              "\"traceparent\":null,\"tracestate\":null}");
+                              "\"traceparent\":null,\"tracestate\":null,\"group\":null}");
     sb_reset(&sb);
     /* a traceparent without a tracestate: the one a string, the other null */
     d.trace = (struct trace_ref){.parent = TP, .parent_len = 55};
     jobjson_delivered(&sb, &d);
-    ck_assert_ptr_nonnull(strstr(sb.data, ",\"bizKey\":\"k\",\"traceparent\":\"" TP "\",\"tracestate\":null}"));
+    ck_assert_ptr_nonnull(
+        strstr(sb.data, ",\"bizKey\":\"k\",\"traceparent\":\"" TP "\",\"tracestate\":null,\"group\":null}"));
+    sb_reset(&sb);
+    /* a group: a string, escaped as JSON */
+    d.group = "c\"7";
+    d.group_len = 3;
+    jobjson_delivered(&sb, &d);
+    ck_assert_ptr_nonnull(strstr(sb.data, ",\"tracestate\":null,\"group\":\"c\\\"7\"}"));
     sb_free(&sb);
 }
 END_TEST
@@ -114,7 +121,7 @@ START_TEST(test_view_has_state_and_creation)
     snprintf(want, sizeof want,
              "{\"id\":\"123456789012345\",\"topic\":\"x\",\"state\":\"delayed\",\"body\":1,\"priority\":0,"
              "\"ttr\":10,\"tries\":1,\"attempt\":0,\"runAt\":500,\"createdAt\":%lld,\"traceparent\":null,"
-             "\"tracestate\":null",
+             "\"tracestate\":null,\"group\":null",
              (long long)id_unix_ms(id));
     ck_assert_str_eq(sb.data, want);
     sb_free(&sb);

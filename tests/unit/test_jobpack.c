@@ -144,6 +144,31 @@ START_TEST(test_with_a_trace_context)
 }
 END_TEST
 
+START_TEST(test_with_a_group)
+{
+    /* cmsgpack.pack(1, 1, 0, 0, 30000, 3, 1795244586520, 'bench.1', '', '"hello"', nil, nil, nil,
+     * 'cust-7'): a group keeps the places of the values before it with nil */
+    struct job_spec j = spec("bench.1", NULL, "\"hello\"", 7, 0, 30000, 3, 1795244586520LL);
+    char group[] = "cust-7";
+    j.group = group;
+    j.group_len = 6;
+    check_record(&j, 1, 1, 0, HEAD "c0 c0 c0 a6637573742d37");
+    /* cmsgpack.pack(..., '"hello"', 1500, TP, nil, 'g'): a traceparent without a tracestate */
+    j.has_backoff = 1;
+    j.backoff = 1500;
+    memcpy(j.traceparent, TP, sizeof TP);
+    group[0] = 'g';
+    j.group_len = 1;
+    check_record(&j, 1, 1, 0, HEAD "cd05dc " TP_HEX " c0 a167");
+    /* the tail alone is the record's end */
+    char tail[JOBPACK_TAIL_MAX], rec[256];
+    struct jobpack_extra x = jobpack_extra_of(&j);
+    size_t tn = jobpack_tail(tail, &x), rn = jobpack_encode(rec, &j, 1, 1, 0);
+    ck_assert_uint_eq(tn, 3 + 2 + 55 + 1 + 2);
+    ck_assert(memcmp(rec + rn - tn, tail, tn) == 0);
+}
+END_TEST
+
 START_TEST(test_with_biz_key)
 {
     /* cmsgpack.pack(1, 2, 0, 9, 86400000, 255, 1763700000000, 'orders.cancel', 'order-42', '{"id":42}') */
@@ -212,6 +237,7 @@ static Suite *jobpack_suite(void)
     tcase_add_test(tc, test_with_biz_key);
     tcase_add_test(tc, test_with_its_own_backoff);
     tcase_add_test(tc, test_with_a_trace_context);
+    tcase_add_test(tc, test_with_a_group);
     tcase_add_test(tc, test_upper_bounds_of_the_short_forms);
     tcase_add_test(tc, test_just_past_the_short_forms);
     tcase_add_test(tc, test_negative_forms);

@@ -108,7 +108,7 @@ START_TEST(message_row_exact_text)
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0], "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
                                    "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,NULL,'delayed',1,"
-                                   "1700000000000,1700000000000,NULL,NULL,NULL,NULL);");
+                                   "1700000000000,1700000000000,NULL,NULL,NULL,NULL,NULL);");
     ck_assert_int_eq(journal_sql_send(&b), 0); /* nothing built: nothing sent */
     ck_assert_uint_eq(c.n, 1);
     /* a job pushed with its own backoff keeps it in its row (restore reads it back) */
@@ -124,7 +124,8 @@ START_TEST(message_row_exact_text)
     ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 3);
-    ck_assert_ptr_nonnull(strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000,NULL,NULL);"));
+    ck_assert_ptr_nonnull(
+        strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000,NULL,NULL,NULL);"));
 }
 END_TEST
 
@@ -240,7 +241,7 @@ START_TEST(replacements_are_guarded_by_version)
     /* the replacement is not the newest version: its statement still runs, guarded by version 3 */
     ck_assert_ptr_nonnull(
         strstr(s, ";UPDATE message SET body = 'new\\'body', priority = 9, ttr = 500, tries = 4, backoff = NULL, "
-                  "traceparent = NULL, tracestate = NULL WHERE id = 11 AND version = 3;"));
+                  "traceparent = NULL, tracestate = NULL, group_key = NULL WHERE id = 11 AND version = 3;"));
 }
 END_TEST
 
@@ -265,10 +266,33 @@ START_TEST(trace_context_columns)
     ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     const char *s = c.scripts[0];
-    ck_assert_ptr_nonnull(strstr(s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "','k=v\\'s');"));
-    ck_assert_ptr_nonnull(strstr(s, "tries = 1, backoff = NULL, traceparent = '" TP "', tracestate = 'k=v\\'s' WHERE "
-                                    "id = 7 AND version = 2;"));
-    ck_assert_ptr_nonnull(strstr(s, "(8,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "',NULL)"));
+    ck_assert_ptr_nonnull(
+        strstr(s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "','k=v\\'s',NULL);"));
+    ck_assert_ptr_nonnull(strstr(s, "tries = 1, backoff = NULL, traceparent = '" TP
+                                    "', tracestate = 'k=v\\'s', group_key = NULL "
+                                    "WHERE id = 7 AND version = 2;"));
+    ck_assert_ptr_nonnull(strstr(s, "(8,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "',NULL,NULL)"));
+}
+END_TEST
+
+/* A job's group: one more value of its row, quoted; a replacement sets the replacing push's. */
+START_TEST(group_column)
+{
+    char body[] = "1", group[] = "cust'7";
+    struct job_spec j = {.topic = "t", .topic_len = 1, .body = body, .body_len = 1, .run_at = 5, .ttr = 1, .tries = 1};
+    j.group = group;
+    j.group_len = 6;
+    struct jobchange r = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 3, .job = &j};
+    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    struct jobchange rep = transition(7, 2, JS_READY, JS_READY);
+    rep.kind = JC_REPLACE;
+    rep.replacement = &j;
+    const struct jobchange *u[1] = {&rep};
+    ck_assert_int_eq(journal_sql_update_messages(&b, u, 1), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
+    const char *s = c.scripts[0];
+    ck_assert_ptr_nonnull(strstr(s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,NULL,NULL,'cust\\'7');"));
+    ck_assert_ptr_nonnull(strstr(s, "tracestate = NULL, group_key = 'cust\\'7' WHERE id = 7 AND version = 2;"));
 }
 END_TEST
 
@@ -471,6 +495,7 @@ static Suite *suite(void)
     tcase_add_test(tc, updates_keep_the_newest_per_job);
     tcase_add_test(tc, replacements_are_guarded_by_version);
     tcase_add_test(tc, trace_context_columns);
+    tcase_add_test(tc, group_column);
     tcase_add_test(tc, long_scripts_are_cut_between_statements);
     tcase_add_test(tc, a_failed_send_stops_the_build);
     tcase_add_test(tc, refused_row_keeps_the_record_as_json);

@@ -398,7 +398,7 @@ START_TEST(test_admin_endpoints)
 {
     for (int ep = 0; ep < EP_COUNT; ep++) {
         int want = ep == EP_RESTORE || ep == EP_RESTORE_ONE || ep == EP_DEAD || ep == EP_CONSOLE ||
-                   ep == EP_TOPIC_JOBS || ep == EP_PURGE;
+                   ep == EP_TOPIC_JOBS || ep == EP_PURGE || ep == EP_TOPIC_GROUPS;
         ck_assert_msg(router_is_admin((enum endpoint)ep, METHOD_GET) == want, "%s",
                       router_endpoint_name((enum endpoint)ep));
     }

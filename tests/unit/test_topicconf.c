@@ -32,7 +32,8 @@ START_TEST(test_defaults)
     topicconf_defaults(&c);
     ck_assert(topicconf_is_default(&c));
     char *s = render(&c, 0);
-    ck_assert_str_eq(s, "\"paused\":false,\"rate\":0,\"backoff\":0,\"maxBackoff\":3600000,\"deliver\":null");
+    ck_assert_str_eq(s, "\"paused\":false,\"rate\":0,\"backoff\":0,\"maxBackoff\":3600000,"
+                        "\"groupConcurrency\":0,\"groupOrder\":\"any\",\"groupRate\":0,\"deliver\":null");
     free(s);
     char v[96];
     topicconf_script_value(&c, 42, v, sizeof v);
@@ -134,6 +135,38 @@ START_TEST(test_webhook_route_and_its_secret)
 }
 END_TEST
 
+/* Group settings: the JSON forms, fifo's concurrency of one, and the script value's g part —
+ * there only when a group setting is set, so the scripts tell a grouped topic by it. */
+START_TEST(test_group_settings)
+{
+    struct topic_conf c;
+    topicconf_defaults(&c);
+    ck_assert_int_eq(merge(&c, "{\"groupConcurrency\":3,\"groupRate\":20}"), 0);
+    ck_assert(!topicconf_is_default(&c));
+    char v[128];
+    topicconf_script_value(&c, 9, v, sizeof v);
+    ck_assert_str_eq(v, "0 0 0 3600000 g3 0 20 9");
+    ck_assert_int_eq(merge(&c, "{\"groupOrder\":\"fifo\"}"), 0);
+    ck_assert_int_eq(c.group_concurrency, 1);
+    char *s = render(&c, 0);
+    ck_assert_ptr_nonnull(strstr(s, "\"groupConcurrency\":1,\"groupOrder\":\"fifo\",\"groupRate\":20,"));
+    free(s);
+    topicconf_script_value(&c, 10, v, sizeof v);
+    ck_assert_str_eq(v, "0 0 0 3600000 g1 1 20 10");
+    /* fifo is one at a time: more in the same body is refused, and nothing changes */
+    ck_assert_int_eq(merge(&c, "{\"groupConcurrency\":2}"), -1);
+    ck_assert_int_eq(merge(&c, "{\"groupOrder\":\"any\",\"groupConcurrency\":2}"), 0);
+    ck_assert_int_eq(c.group_concurrency, 2);
+    ck_assert_int_eq(merge(&c, "{\"groupOrder\":\"lifo\"}"), -1);
+    ck_assert_int_eq(merge(&c, "{\"groupConcurrency\":-1}"), -1);
+    ck_assert_int_eq(merge(&c, "{\"groupRate\":1.5}"), -1);
+    ck_assert_int_eq(merge(&c, "{\"groupConcurrency\":0,\"groupRate\":0}"), 0);
+    ck_assert(topicconf_is_default(&c));
+    topicconf_script_value(&c, 11, v, sizeof v);
+    ck_assert_str_eq(v, "0 0 0 3600000 11");
+}
+END_TEST
+
 START_TEST(test_amqp_route)
 {
     struct topic_conf c;
@@ -142,6 +175,7 @@ START_TEST(test_amqp_route)
     ck_assert_int_eq(c.route, TOPIC_ROUTE_AMQP);
     char *s = render(&c, 0);
     ck_assert_str_eq(s, "\"paused\":false,\"rate\":0,\"backoff\":0,\"maxBackoff\":3600000,"
+                        "\"groupConcurrency\":0,\"groupOrder\":\"any\",\"groupRate\":0,"
                         "\"deliver\":{\"amqp\":{\"exchange\":\"\",\"routingKey\":\"jobs\"}}");
     free(s);
 }
@@ -156,6 +190,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_bad_input_names_the_field_and_changes_nothing);
     tcase_add_test(tc, test_webhook_route_and_its_secret);
     tcase_add_test(tc, test_amqp_route);
+    tcase_add_test(tc, test_group_settings);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -36,7 +36,7 @@ for i = 0, n - 1 do
         -- MySQL alone holds it (rescheduled beyond the horizon after this copy was paged in):
         -- it leaves Redis, keeping its bizKey in the far form; the pager brings it back in time
         local from = j.st
-        unplace(idkey, j)
+        unplace(idkey, j, now)
         redis.call("HDEL", K_JOBS, idkey)
         if j.biz ~= "" and biz_holder(j.topic, j.biz) == idkey then
             redis.call("HSET", biz_key(j.topic), j.biz, idkey .. "@" .. ARGV[a + 4])
@@ -44,7 +44,7 @@ for i = 0, n - 1 do
         out[#out + 1] = { "removed", from }
     elseif mst == FINISHED or mst == DELETED or mst == ABORTED then
         local from = j.st
-        unplace(idkey, j)
+        unplace(idkey, j, now)
         redis.call("HDEL", K_JOBS, idkey)
         biz_release(idkey, j)
         tombstone(idkey, now)
@@ -57,6 +57,7 @@ for i = 0, n - 1 do
             j.st = DEAD
             redis.call("ZADD", dead_key(j.topic), now, idkey)
             count(DEAD, j.topic, 1)
+            if j.grp then g_unhold(j, now) end
         else
             place(idkey, j, now)
             if j.biz ~= "" and not redis.call("HGET", biz_key(j.topic), j.biz) then

@@ -10,10 +10,11 @@ local j = load_job(idkey)
 if not j then return { "missing" } end
 if j.st ~= RESERVED then return { "state", j.st } end
 if attempt ~= 0 and attempt ~= j.att then return { "stale", j.att } end
-unplace(idkey, j)
+unplace(idkey, j, now) -- a grouped job's slot frees with it: its group's turn may come again
 redis.call("HDEL", K_JOBS, idkey)
 biz_release(idkey, j)
 tombstone(idkey, now)
 j.ver = j.ver + 1
 log_transition(idkey, RESERVED, FINISHED, j, now, key, who)
+publish_ready()
 return { "ok", j.ver, j.att, j.runat }

@@ -30,6 +30,10 @@
 --                                sequence this shard holds every change up to
 --   base.."bucket:"..topic hash  the topic's rate token bucket (take_tokens below)
 --   base.."tally"         hash   "<what>:<topic>" -> a running total for the console's rates (below)
+--   base.."gr:"..topic    zset   a grouped topic's ready jobs of groups (flow control by key, below)
+--   base.."gq:"..topic    zset   its groups that may deliver now, in round-robin order
+--   base.."gs:"..topic    hash   group -> "<held> <reserved> <delayed> <ready>"
+--   base.."gt:"..topic    zset   group -> when its rate lets it deliver (groupRate)
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
 --
 -- The outbox: every script that changes a job appends the change to its shard's stream in
@@ -41,9 +45,11 @@
 -- daemon that ran it dies a moment later.
 --
 -- A job record is cmsgpack.pack(ver, state, attempts, priority, ttr, tries, runAt, topic,
--- bizKey, body[, backoff[, traceparent[, tracestate]]]) — backoff only when the job was pushed
--- with its own, the W3C trace context (src/core/trace.h) only when it has one (backoff nil then
--- if it has none): a job with neither pays nothing for them. `ver` grows by
+-- bizKey, body[, backoff[, traceparent[, tracestate[, group[, ord[, hold]]]]]]) — backoff only
+-- when the job was pushed with its own, the W3C trace context (src/core/trace.h) only when it
+-- has one, the group (flow control by key) only when it has one, with its ord (its place among
+-- its group's ready jobs) and hold (1: it holds one of its group's slots) once it has them;
+-- an absent value before a present one is nil: a job with none pays nothing for them. `ver` grows by
 -- one on every transition; MySQL applies a batched update only when its version is newer, so
 -- journal batches that arrive late never roll a job back.
 
@@ -63,12 +69,16 @@ local function biz_key(topic) return base .. "biz:" .. topic end
 
 local STATE_NAME = { "delayed", "ready", "reserved", "finished", "deleted", "dead" }
 
+local function job_of_record(rec)
+    local ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo, tp, ts, grp, ord, hold = cmsgpack.unpack(rec)
+    return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries, runat = runat, topic = topic,
+             biz = biz, body = body, bo = bo, tp = tp, ts = ts, grp = grp, ord = ord, hold = hold }
+end
+
 local function load_job(idkey)
     local rec = redis.call("HGET", K_JOBS, idkey)
     if not rec then return nil end
-    local ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo, tp, ts = cmsgpack.unpack(rec)
-    return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
-             runat = runat, topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
+    return job_of_record(rec)
 end
 
 -- The checked twin of load_job, for scripts that walk many entries (move, reserve): one
@@ -78,16 +88,19 @@ end
 local function check_job(idkey)
     local rec = redis.call("HGET", K_JOBS, idkey)
     if not rec then return nil, "missing" end
-    local ok, ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo, tp, ts = pcall(cmsgpack.unpack, rec)
+    local ok, ver, st, att, prio, ttr, tries, runat, topic, biz, body, bo, tp, ts, grp, ord, hold =
+        pcall(cmsgpack.unpack, rec)
     if not ok or type(ver) ~= "number" or type(st) ~= "number" or type(att) ~= "number"
         or type(prio) ~= "number" or type(ttr) ~= "number" or type(tries) ~= "number"
         or type(runat) ~= "number" or type(topic) ~= "string" or type(biz) ~= "string"
         or type(body) ~= "string" or (bo ~= nil and type(bo) ~= "number")
-        or (tp ~= nil and type(tp) ~= "string") or (ts ~= nil and type(ts) ~= "string") then
+        or (tp ~= nil and type(tp) ~= "string") or (ts ~= nil and type(ts) ~= "string")
+        or (grp ~= nil and type(grp) ~= "string") or (ord ~= nil and type(ord) ~= "number")
+        or (hold ~= nil and type(hold) ~= "number") then
         return nil, "corrupt", rec
     end
-    return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries,
-             runat = runat, topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
+    return { ver = ver, st = st, att = att, prio = prio, ttr = ttr, tries = tries, runat = runat, topic = topic,
+             biz = biz, body = body, bo = bo, tp = tp, ts = ts, grp = grp, ord = ord, hold = hold }
 end
 
 -- A record check_job refused, taken out of the way: the index entry that led to it is removed
@@ -102,6 +115,17 @@ local function set_aside(idkey, why, rec)
 end
 
 local function pack_job(j)
+    if j.grp then -- nil places kept up to the last value present
+        if j.hold then
+            return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo,
+                j.tp, j.ts, j.grp, j.ord, j.hold)
+        elseif j.ord then
+            return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo,
+                j.tp, j.ts, j.grp, j.ord)
+        end
+        return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo,
+            j.tp, j.ts, j.grp)
+    end
     if j.tp then -- j.bo may be nil here: packed as nil, a place kept
         if j.ts then
             return cmsgpack.pack(j.ver, j.st, j.att, j.prio, j.ttr, j.tries, j.runat, j.topic, j.biz, j.body, j.bo,
@@ -117,19 +141,21 @@ end
 
 -- A job's optional values as push.lua (a job with a bizKey) and restore.lua are given them: ''
 -- for none, else a record's tail (src/core/jobpack.h): backoff (or nil)[, traceparent[,
--- tracestate]]. Returns backoff, traceparent, tracestate (each nil when absent).
+-- tracestate[, group]]]. Returns backoff, traceparent, tracestate, group (each nil when absent).
 local function unpack_tail(s)
     if s == "" then return nil end
     return cmsgpack.unpack(s)
 end
 
--- A job's trace context appended to a reply entry `e` that has it (nothing for a job without:
--- the reply of a job without one is what it was before trace context existed).
+-- A job's trace context appended to a reply entry `e` that has it, then its group (false
+-- places for an absent trace context before a group): nothing for a job with neither, whose
+-- reply is what it was before trace context existed.
 local function reply_trace(e, j)
-    if j.tp then
-        e[#e + 1] = j.tp
+    if j.tp or j.grp then
+        e[#e + 1] = j.tp or false
         e[#e + 1] = j.ts or false
     end
+    if j.grp then e[#e + 1] = j.grp end
     return e
 end
 
@@ -272,31 +298,6 @@ local function publish_ready()
     end
 end
 
--- Put job `idkey` on the delay zset (due > now) or its topic's ready zset.
-local function place(idkey, j, now)
-    if j.runat > now then
-        j.st = DELAYED
-        redis.call("ZADD", K_DELAY, j.runat, idkey)
-    else
-        j.st = READY
-        redis.call("ZADD", ready_key(j.topic), ready_score(j.prio, j.runat), idkey)
-        notify_ready(j.topic)
-    end
-    count(j.st, j.topic, 1)
-end
-
--- Take job `idkey` off whatever structure holds it in state j.st.
-local function unplace(idkey, j)
-    if j.st == DELAYED or j.st == RESERVED then
-        redis.call("ZREM", K_DELAY, idkey)
-    elseif j.st == READY then
-        redis.call("ZREM", ready_key(j.topic), idkey)
-    elseif j.st == DEAD then
-        redis.call("ZREM", dead_key(j.topic), idkey)
-    end
-    count(j.st, j.topic, -1)
-end
-
 -- After adding entries to the delay zset (`added`: a set of their id keys): when one of them
 -- is now the earliest entry, tell every mover so the one that owns this shard can wake
 -- sooner than it planned.
@@ -343,22 +344,211 @@ local function biz_holder(topic, biz)
     return v, nil
 end
 
--- A topic's settings (src/core/topicconf.h): "<paused> <rate> <backoff> <maxBackoff> <seq>"; a topic
--- without a field has the defaults (TOPICCONF_DEFAULT_*).
+-- A topic's settings (src/core/topicconf.h): "<paused> <rate> <backoff> <maxBackoff> [g<groupConcurrency>
+-- <fifo 0|1> <groupRate> ]<seq>"; a topic without a field has the defaults (TOPICCONF_DEFAULT_*).
+-- The " g" part is there only for a topic with group settings (groups = true below), or one whose
+-- settings went but whose grouped ready jobs are still being served (topicset.lua: "g0 0 0").
 local DEFAULT_MAX_BACKOFF = 3600000
 -- A topic's settings from the value stored for it (nil: the defaults).
 local function topic_conf_of(v)
     if v then
         local p, rate, bo, maxb = string.match(v, "^(%d) (%d+) (%d+) (%d+) ")
         if p then
-            return { paused = p == "1", rate = tonumber(rate), backoff = tonumber(bo), maxb = tonumber(maxb) }
+            local c = { paused = p == "1", rate = tonumber(rate), backoff = tonumber(bo), maxb = tonumber(maxb),
+                        groups = false, gconc = 0, gfifo = false, grate = 0 }
+            local gc, gf, gr = nil, nil, nil
+            if string.find(v, "g", 9, true) then -- (a plain find first: most topics have no g part)
+                gc, gf, gr = string.match(v, " g(%d+) (%d) (%d+) ")
+            end
+            if gc == "0" and gf == "0" and gr == "0" then
+                c.drain = true -- settings gone, grouped ready jobs left on "gr:" (topicset.lua)
+            elseif gc then
+                c.groups, c.gfifo, c.grate = true, gf == "1", tonumber(gr)
+                c.gconc = c.gfifo and 1 or tonumber(gc)
+            end
+            return c
         end
     end
-    return { paused = false, rate = 0, backoff = 0, maxb = DEFAULT_MAX_BACKOFF }
+    return { paused = false, rate = 0, backoff = 0, maxb = DEFAULT_MAX_BACKOFF, groups = false, gconc = 0,
+             gfifo = false, grate = 0 }
 end
 
 local function topic_conf(topic)
     return topic_conf_of(redis.call("HGET", base .. "topic", topic))
+end
+
+-- ---- Flow control by key (contract "Flow control by key"; docs/architecture.md "Groups") ----
+-- A job may belong to a group of its topic (j.grp). Every grouped job, whatever its topic's
+-- settings, is counted in its group's field of base.."gs:"..topic: "<held> <reserved> <delayed>
+-- <ready>" (held = slots in use: jobs delivered under the group's limit and not yet finished,
+-- dead or deleted; under fifo also a failed one waiting out its retry; ready = its ready jobs on
+-- the topic's ready zset — those on the group's range, below, are counted by the range itself).
+-- The field goes when all four are 0: an idle group costs nothing, and a group whose jobs only
+-- wait on its range costs its place in the round alone.
+-- A topic with group settings (conf.groups) keeps its groups' ready jobs apart from its ready
+-- zset, in one zset per topic ("gr:") whose members all score 0 and sort by bytes:
+-- "<group>\0<ord, 14 digits><idkey>", ord the ready score (priority * 1e13 + due ms) — so a
+-- group's jobs are one range, in the order the ready zset would keep them, and its head is a
+-- ZRANGEBYLEX ... LIMIT 0 1 away (O(log n)). The job's record keeps its ord so that it can be
+-- found again. Groups that have ready jobs, a free slot and (groupRate) a token wait their turn
+-- in "gq:", scored by a sequence number that only grows: reserve takes the lowest, and puts a
+-- group that can deliver again at the back (round robin). A group at its limit leaves "gq:" and
+-- comes back when a slot frees; a group held by its rate is in "gt:" (scored by its theoretical
+-- arrival time, GCRA), brought back by reserve's sweep once due.
+-- Ungrouped jobs, and every job of a topic without group settings, go as they always went.
+local function gready_key(topic) return base .. "gr:" .. topic end
+local function gq_key(topic) return base .. "gq:" .. topic end
+local function gs_key(topic) return base .. "gs:" .. topic end
+local function gt_key(topic) return base .. "gt:" .. topic end
+local function gmember(g, ord, idkey) return g .. "\0" .. string.format("%014d", ord) .. idkey end
+
+local gconfs = {} -- topic -> its settings, read once per script run (grouped jobs only)
+local function gconf(topic)
+    local c = gconfs[topic]
+    if not c then
+        c = topic_conf(topic)
+        gconfs[topic] = c
+    end
+    return c
+end
+
+local G_SLOT = { [RESERVED] = 2, [DELAYED] = 3, [READY] = 4 }
+-- The field of `gs` a grouped job in state st counts in (nil: none) — a ready job on its group's
+-- range (j.ord set: lib.lua place) is counted by the range.
+local function g_slot(j, st)
+    if st == READY and j.ord then return nil end
+    return G_SLOT[st]
+end
+
+-- Has group g ready jobs on its range? (one lookup in the topic's "gr:", O(log n))
+local function g_has_ready(topic, g)
+    return redis.call("ZRANGEBYLEX", gready_key(topic), "[" .. g .. "\0", "(" .. g .. "\1", "LIMIT", 0, 1)[1] ~= nil
+end
+local function gs_get(topic, g)
+    local v = redis.call("HGET", gs_key(topic), g)
+    if v then
+        local h, r, d, q = string.match(v, "^(%d+) (%d+) (%d+) (%d+)$")
+        if h then return { tonumber(h), tonumber(r), tonumber(d), tonumber(q) } end
+    end
+    return { 0, 0, 0, 0 }
+end
+local function gs_put(topic, g, s)
+    for i = 1, 4 do
+        if s[i] < 0 then s[i] = 0 end
+    end
+    if s[1] + s[2] + s[3] + s[4] == 0 then
+        redis.call("HDEL", gs_key(topic), g)
+    else
+        redis.call("HSET", gs_key(topic), g, s[1] .. " " .. s[2] .. " " .. s[3] .. " " .. s[4])
+    end
+end
+
+-- groupRate as a GCRA: one token every 1000/rate ms, a burst of at most a tenth of a second's
+-- tokens (at least one), as the topic's own bucket (take_tokens).
+local function g_interval(conf) return 1000 / conf.grate end
+local function g_burst(conf) return (math.max(1, math.floor(conf.grate / 10)) - 1) * 1000 / conf.grate end
+local function g_rate_ok(topic, g, conf, now)
+    if conf.grate == 0 then return true end
+    local tat = redis.call("ZSCORE", gt_key(topic), g)
+    return not tat or tonumber(tat) - g_burst(conf) <= now
+end
+
+-- Put group g at the back of the round when it may deliver: ready jobs, a free slot, a token.
+-- A round that was empty is announced on "<prefix>:ready" (consumers park only when they found
+-- nothing, so with groups in the round nobody waits for one more); `quiet`: not even then
+-- (reserve.lua putting back the group it just served: its caller is not parked).
+local function g_wake(topic, g, conf, s, now, quiet)
+    if not (conf.groups or conf.drain) or (conf.gconc > 0 and s[1] >= conf.gconc) then return end
+    if not g_rate_ok(topic, g, conf, now) then return end -- reserve's sweep brings it back
+    local q = gq_key(topic)
+    if redis.call("ZSCORE", q, g) or not g_has_ready(topic, g) then return end
+    local last = redis.call("ZRANGE", q, -1, -1, "WITHSCORES")
+    redis.call("ZADD", q, last[2] and tonumber(last[2]) + 1 or 1, g)
+    if not last[2] and not quiet then notify_ready(topic) end
+end
+
+-- A grouped job leaves state `from` and/or enters `to` (nil: none of the counted states), its
+-- hold changing by `hold` (-1, 0, +1): its group's counts follow, and the group's turn.
+local function g_change(j, from, to, hold, now)
+    local s = gs_get(j.topic, j.grp)
+    local out_of, into = g_slot(j, from), g_slot(j, to)
+    if out_of then s[out_of] = s[out_of] - 1 end
+    if into then s[into] = s[into] + 1 end
+    s[1] = s[1] + hold
+    if out_of or into or hold ~= 0 then gs_put(j.topic, j.grp, s) end
+    if from == READY and j.ord then
+        -- left its range: the group leaves the round with its last ready job
+        if not g_has_ready(j.topic, j.grp) then redis.call("ZREM", gq_key(j.topic), j.grp) end
+    elseif now then
+        g_wake(j.topic, j.grp, gconf(j.topic), s, now)
+    end
+    return s
+end
+
+-- A grouped job that held a slot gives it back (finished, dead, deleted, or back in line).
+local function g_unhold(j, now)
+    if j.hold then
+        j.hold = nil
+        g_change(j, nil, nil, -1, now)
+    end
+end
+
+-- Put job `idkey` on the delay zset (due > now) or its topic's ready zset — a grouped job of a
+-- topic with group settings on its group's range instead. `at` (default j.runat) is the time
+-- its ready score orders it by. A job that held its group's slot gives it back as it becomes
+-- ready (under fifo it keeps its ord: it is its group's head again) or as it waits for a retry
+-- (except under fifo, where the slot stays its own until it ends).
+local function place(idkey, j, now, at)
+    local conf = j.grp and gconf(j.topic)
+    if j.runat > now then
+        j.st = DELAYED
+        redis.call("ZADD", K_DELAY, j.runat, idkey)
+    else
+        j.st = READY
+        if conf and conf.groups then
+            if not (j.hold and conf.gfifo and j.ord) then j.ord = ready_score(j.prio, at or j.runat) end
+            redis.call("ZADD", gready_key(j.topic), 0, gmember(j.grp, j.ord, idkey))
+        else
+            j.ord = nil
+            redis.call("ZADD", ready_key(j.topic), ready_score(j.prio, at or j.runat), idkey)
+        end
+        notify_ready(j.topic)
+    end
+    count(j.st, j.topic, 1)
+    if conf then
+        local hold = 0
+        if j.hold and (j.st ~= DELAYED or not conf.gfifo) then
+            j.hold = nil
+            hold = -1
+        end
+        g_change(j, nil, j.st, hold, now)
+    end
+end
+
+-- Take job `idkey` off whatever structure holds it in state j.st. Its hold, if any, stays
+-- unless `now` is given: then the job is leaving for good (finished, deleted, ended by MySQL)
+-- and gives its group's slot back in the same step (one update of its group's field).
+local function unplace(idkey, j, now)
+    if j.st == DELAYED or j.st == RESERVED then
+        redis.call("ZREM", K_DELAY, idkey)
+    elseif j.st == READY then
+        -- a grouped job is on its group's range, unless it was made ready while its topic had no
+        -- group settings (or its range was handed to the ready zset since: topicset.lua)
+        if not (j.ord and redis.call("ZREM", gready_key(j.topic), gmember(j.grp, j.ord, idkey)) == 1) then
+            redis.call("ZREM", ready_key(j.topic), idkey)
+        end
+    elseif j.st == DEAD then
+        redis.call("ZREM", dead_key(j.topic), idkey)
+    end
+    count(j.st, j.topic, -1)
+    if j.grp then
+        local hold = 0
+        if now and j.hold then
+            j.hold = nil
+            hold = -1
+        end
+        g_change(j, j.st, nil, hold, hold ~= 0 and now or nil) -- only a freed slot can wake its group
+    end
 end
 
 -- The shard's fence (mark.lua): a field of the topic hash ("~fenced", like "~synced": no topic
@@ -412,7 +602,7 @@ end
 -- jobs hash, its bizKey released, a tombstone while a restore or a pager needs one, the
 -- transition logged. Returns the state it had.
 local function delete_job(idkey, j, now, who)
-    unplace(idkey, j)
+    unplace(idkey, j, now)
     redis.call("HDEL", K_JOBS, idkey)
     biz_release(idkey, j)
     tombstone(idkey, now)

@@ -7,6 +7,9 @@
 -- Each record is checked: a missing or corrupt one is set aside (lib.lua set_aside) and
 -- counted, its entry still leaves the zset, and the rest of the batch is still moved.
 -- The records, zset entries and counters are written once at the end (lib.lua gathered()).
+-- A grouped job (lib.lua "Flow control by key") is placed at once (lib.lua place): its group's
+-- counts and turn follow, and a slot it held is given back — except under fifo while it waits
+-- out its retry's backoff, so that its group's next job waits for it.
 -- On a fenced shard (mark.lua: Redis rolled back) nothing moves: {now + FENCE_RETRY_MS, 0, 0}.
 -- Returns {next_due or -1, more (0/1), n, then n transitions of 6:
 --          idkey, from_state, to_state, ver, attempts, runAt,
@@ -30,11 +33,18 @@ for _, idkey in ipairs(due) do
     elseif j.st == DELAYED or j.st == RESERVED then
         local from = j.st
         count_later(from, j.topic, -1)
+        if j.grp then g_change(j, from, nil, 0, nil) end
         if from == RESERVED and j.att >= j.tries then
             j.st = DEAD
             redis.call("ZADD", dead_key(j.topic), now, idkey)
             biz_release(idkey, j)
             count_later(DEAD, j.topic, 1)
+            if j.grp then g_unhold(j, now) end
+        elseif j.grp then
+            local pause = 0
+            if from == RESERVED then pause = backoff_delay(j, gconf(j.topic)) end
+            if pause > 0 then j.runat = now + pause end
+            place(idkey, j, now, from == RESERVED and now or j.runat) -- written now, counted too
         else
             -- a redelivery waits out its topic's backoff (or the job's own), or is due now; a
             -- delayed job keeps its own due time for ordering

@@ -11,10 +11,41 @@
 --           limit, scan, max_idkey (jobs with a greater id key, pushed after the purge began,
 --           are left), now, who
 -- Returns {next_score, next_idkey ('' '' when the index was walked to its end), deleted}
+-- (positions are opaque to the caller: it hands back what it was given)
 local topic, want = ARGV[1], tonumber(ARGV[2])
 local after_score, after_idkey = ARGV[3], ARGV[4]
 local limit, scan, max_idkey = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local now, who = tonumber(ARGV[8]), ARGV[9]
+
+-- A grouped topic's ready jobs of groups are on their own zset (lib.lua "Flow control by key"),
+-- walked after the ready zset: its positions are "g<rank>" (entries looked at and left), as its
+-- members (the group's name in each) do not fit a position.
+if want == READY and string.sub(after_score, 1, 1) == "g" then
+    local gr = gready_key(topic)
+    local rank = tonumber(string.sub(after_score, 2)) or 0
+    local deleted, scanned, reached_end = 0, 0, false
+    while deleted < limit and scanned < scan do
+        local members = redis.call("ZRANGE", gr, rank, rank + math.min(scan - scanned, 200) - 1)
+        if #members == 0 then
+            reached_end = true
+            break
+        end
+        for _, m in ipairs(members) do
+            scanned = scanned + 1
+            local idkey = string.sub(m, string.find(m, "\0", 1, true) + 15)
+            local j = load_job(idkey)
+            if j and j.st == READY and j.topic == topic and not bytes_after(idkey, max_idkey) then
+                delete_job(idkey, j, now, who) -- its member leaves: the next one takes its rank
+                deleted = deleted + 1
+            else
+                rank = rank + 1
+            end
+            if deleted >= limit or scanned >= scan then break end
+        end
+    end
+    if reached_end then return { "", "", deleted } end
+    return { "g" .. rank, "g", deleted }
+end
 
 local key = K_DELAY
 if want == READY then key = ready_key(topic) elseif want == DEAD then key = dead_key(topic) end
@@ -47,5 +78,8 @@ while deleted < limit and scanned < scan do
         if deleted >= limit or scanned >= scan then break end
     end
 end
-if reached_end then last_score, last_idkey = "", "" end
+if reached_end then
+    last_score, last_idkey = "", ""
+    if want == READY and redis.call("EXISTS", gready_key(topic)) == 1 then last_score, last_idkey = "g0", "g" end
+end
 return { last_score, last_idkey, deleted }

@@ -2,7 +2,7 @@
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = n, then n groups of 12 (the jobs of one or several requests, in commit order):
 --           idkey, topic, body, runAt, priority, ttr, tries, bizKey ('' = none), mode (replace + 2 ×
---           far: 0..3; far = a bizKey job committed to MySQL alone, whose key alone is kept here),
+--           far + 4 × grouped: 0..7; a grouped job without a bizKey is placed one at a time; far = a bizKey job committed to MySQL alone, whose key alone is kept here),
 --           now (the request's clock: due at or before it, the job starts ready, as its
 --           committed row says), who (the request's actor, for the outbox), record: for a job
 --           without a bizKey, its whole record as new (src/core/jobpack.c; state delayed when
@@ -19,8 +19,9 @@
 --                                                nothing changed
 --   {"replaced", idkey_existing, runAt, ver, from_state, state}  that delayed/ready job now has
 --                                                this push's body, runAt, priority, ttr, tries,
---                                                backoff and trace context (logged with field
---                                                c = "<traceparent>[ <tracestate>]" when it has one)
+--                                                backoff, trace context and group (logged with
+--                                                field c = "<traceparent>[ <tracestate>]" when it
+--                                                has one, g = its group when it has one)
 --   {"conflict", idkey_existing}                 replace asked, but the holder is reserved
 -- A new job is not logged: its creation is the message row the caller committed first.
 --
@@ -42,7 +43,15 @@ for i = 0, n - 1 do
     local idkey, topic, runat, now = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 9])
     local result = nil
 
-    if ARGV[a + 7] == "" then -- no bizKey: the record is made
+    if ARGV[a + 7] == "" and tonumber(ARGV[a + 8]) >= 4 then
+        -- no bizKey, a group: the record is made, and placed now (its group's counts and turn)
+        local j = job_of_record(ARGV[a + 11])
+        place(idkey, j, now)
+        save_job(idkey, j)
+        if j.st == DELAYED then added_delayed[idkey] = true end
+        pushed[topic] = (pushed[topic] or 0) + 1
+        result = j.st
+    elseif ARGV[a + 7] == "" then -- no bizKey: the record is made
         local st = READY
         if runat > now then
             st = DELAYED
@@ -53,8 +62,8 @@ for i = 0, n - 1 do
     else
         local body, prio, ttr, tries = ARGV[a + 2], tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
         local mode, who = tonumber(ARGV[a + 8]), ARGV[a + 10]
-        local biz, replace, far = ARGV[a + 7], mode % 2 == 1, mode >= 2
-        local bo, tp, ts = unpack_tail(ARGV[a + 11]) -- bo nil: the topic's
+        local biz, replace, far = ARGV[a + 7], mode % 2 == 1, mode % 4 >= 2
+        local bo, tp, ts, grp = unpack_tail(ARGV[a + 11]) -- bo nil: the topic's
         local holder, far_runat = biz_holder(topic, biz)
         local j = holder and not far_runat and load_job(holder)
         local farheld = nil -- a far holder this push replaces
@@ -72,20 +81,21 @@ for i = 0, n - 1 do
             else
                 local from = j.st
                 unplace(holder, j)
+                if j.grp then g_unhold(j, now) end -- (a fifo job waiting for a retry) it starts over
                 j.body, j.runat, j.prio, j.ttr, j.tries, j.bo = body, runat, prio, ttr, tries, bo
-                j.tp, j.ts = tp, ts
+                j.tp, j.ts, j.grp, j.ord = tp, ts, grp, nil
                 j.ver = j.ver + 1
                 place(holder, j, now)
                 save_job(holder, j)
                 local t = holder .. " " .. from .. " " .. j.st .. " " .. j.ver .. " " .. j.att .. " " .. j.runat ..
                     " " .. now .. " jobs"
                 local r = prio .. " " .. ttr .. " " .. tries .. " " .. (bo or -1)
+                local entry = { "t", t, "w", who, "r", r, "b", body }
                 if tp then
-                    redis.call("XADD", K_LOG, "*", "t", t, "w", who, "r", r, "b", body, "c",
-                        ts and (tp .. " " .. ts) or tp)
-                else
-                    redis.call("XADD", K_LOG, "*", "t", t, "w", who, "r", r, "b", body)
+                    entry[#entry + 1], entry[#entry + 2] = "c", ts and (tp .. " " .. ts) or tp
                 end
+                if grp then entry[#entry + 1], entry[#entry + 2] = "g", grp end
+                redis.call("XADD", K_LOG, "*", unpack(entry))
                 if j.st == DELAYED then added_delayed[holder] = true end
                 result = { "replaced", holder, runat, j.ver, from, j.st }
             end
@@ -96,7 +106,7 @@ for i = 0, n - 1 do
             result = { "far", idkey, runat, farheld or "" }
         elseif not result then
             local j = { ver = 1, att = 0, prio = prio, ttr = ttr, tries = tries, runat = runat,
-                        topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
+                        topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts, grp = grp }
             place(idkey, j, now)
             save_job(idkey, j)
             redis.call("HSET", biz_key(topic), biz, idkey)

@@ -6,6 +6,8 @@
 --   2  a delivery that never reached anyone (the broker was down): it does not count.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = idkey, now, delay, attempt (0 = any), who, mode, key (the transition's actor key)
+-- A grouped job gives its group's slot back (lib.lua place), except under fifo while it waits
+-- for its next attempt: its group's next job waits for it.
 -- Returns {"ok", state, runAt, ver, attempts} | {"missing"} | {"state", state} | {"stale", attempts}
 local idkey, now, delay, attempt, who = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local mode, key = ARGV[6] or "0", ARGV[7] or "jobs"
@@ -21,6 +23,7 @@ if mode == "1" and j.att >= j.tries then
     redis.call("ZADD", dead_key(j.topic), now, idkey)
     biz_release(idkey, j)
     count(DEAD, j.topic, 1)
+    if j.grp then g_unhold(j, now) end
 else
     if delay < 0 then delay = backoff_delay(j, topic_conf(j.topic)) end
     j.runat = now + delay

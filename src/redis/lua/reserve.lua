@@ -9,14 +9,19 @@
 -- A paused topic delivers nothing (its jobs stay ready, in order). A topic with a rate takes
 -- tokens from its bucket (lib.lua take_tokens) — one bucket per topic in Redis, so the rate
 -- holds for the whole fleet — and delivers no more than it got.
+-- A topic with group settings (lib.lua "Flow control by key") delivers one job at a time from
+-- whichever comes first of its ready zset's head (its ungrouped jobs) and the head of the group
+-- whose turn it is, by ready score: groups take turns (round robin), and ungrouped jobs keep
+-- their place in time among them. A grouped job found on its ready zset (made ready before the
+-- topic had group settings) moves to its group's range instead of being delivered.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = now, count, who, lease (0 = each job's ttr; a delivery route leases for its own
 --           timeout), topic1, topic2, ...
 -- Returns {wait, bad, job...}: wait = 0, or when a rate held back ready jobs (whether or not
 --          some were delivered), the ms until that topic's next token; bad = records set aside; each job
 --          {idkey, topic, body, priority, ttr, tries, attempt, runAt, bizKey, leaseUntil
---          (0 when ttr = 0), ver, to_state[, traceparent, tracestate (false: none)]} — the
---          last two only for a job with a trace context (lib.lua reply_trace).
+--          (0 when ttr = 0), ver, to_state[, traceparent, tracestate (false: none)[, group]]} —
+--          the last three only for a job with a trace context or a group (lib.lua reply_trace).
 local now = tonumber(ARGV[1])
 local want, who, lease_ms = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local out = { 0, 0 }
@@ -30,6 +35,128 @@ local lease_added = nil
 local taken = {} -- id keys delivered by this call
 local budget = want + 1000 -- entries looked at per call, bad ones included: bounded work
 local function got() return #out - HEAD end
+
+-- Deliver job j (checked, ready), taken off its ready structure by the caller.
+local function deliver(idkey, j, topic, from_group)
+    taken[idkey] = true
+    j.att = j.att + 1
+    j.ver = j.ver + 1
+    local lease = 0
+    if j.ttr == 0 then
+        j.st = FINISHED
+        drop_later(idkey)
+        biz_release(idkey, j)
+        tombstone(idkey, now)
+    else
+        j.st = RESERVED
+        lease = now + (lease_ms > 0 and lease_ms or j.ttr)
+        delay_later(idkey, lease)
+        count_later(RESERVED, topic, 1)
+        if from_group then j.hold = 1 end -- a slot of its group is its own until it ends
+        save_later(idkey, pack_job(j))
+        if not lease_added or lease < lease_added[2] then lease_added = { idkey, lease } end
+    end
+    log_transition(idkey, READY, j.st, j, now, "ready", who)
+    out[#out + 1] = reply_trace({ idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat,
+                                  j.biz, lease, j.ver, j.st }, j)
+end
+
+-- A topic with group settings: up to `limit` jobs, one at a time. Returns delivered, again, late
+-- and the ms until a group held by groupRate may deliver (0: none is).
+local function reserve_grouped(topic, conf, limit)
+    local rkey, gr, q, gt = ready_key(topic), gready_key(topic), gq_key(topic), gt_key(topic)
+    local delivered, again, late = 0, 0, 0
+    if conf.grate > 0 then
+        -- the sweep: groups whose token is due take their turn again (a bounded step a call)
+        local burst = g_burst(conf)
+        for _, g in ipairs(redis.call("ZRANGEBYSCORE", gt, "-inf", now + burst, "LIMIT", 0, 100)) do
+            if tonumber(redis.call("ZSCORE", gt, g)) <= now then redis.call("ZREM", gt, g) end
+            g_wake(topic, g, conf, gs_get(topic, g), now)
+        end
+    end
+    local plain_left = true -- the ready zset had entries when last looked at (nothing adds to it here)
+    while got() < limit and budget > 0 do
+        budget = budget - 1
+        local g = redis.call("ZRANGE", q, 0, 0)[1]
+        if not g and conf.drain then
+            -- settings gone: a group left out of the round (it was at its limit, or waited for
+            -- its rate) is served too, the first range at a time
+            local m = redis.call("ZRANGE", gr, 0, 0)[1]
+            g = m and string.match(m, "^(.-)%z")
+        end
+        local member = g and redis.call("ZRANGEBYLEX", gr, "[" .. g .. "\0", "(" .. g .. "\1", "LIMIT", 0, 1)[1]
+        local plain = plain_left and redis.call("ZRANGE", rkey, 0, 0, "WITHSCORES") or {}
+        plain_left = plain[1] ~= nil
+        local gord = member and tonumber(string.sub(member, #g + 2, #g + 15))
+        if g and not member then
+            redis.call("ZREM", q, g) -- a group whose jobs went meanwhile (deleted, drained)
+        elseif plain[1] and (not gord or tonumber(plain[2]) <= gord) then
+            local idkey = plain[1]
+            redis.call("ZREM", rkey, idkey)
+            local j, why, rec = nil, nil, nil
+            if not taken[idkey] then j, why, rec = check_job(idkey) end
+            if taken[idkey] then
+                -- stale, as in the ungrouped loop
+            elseif not j then
+                bad = bad + 1
+                set_aside(idkey, why, rec)
+            elseif j.st == READY and j.grp and conf.groups then
+                -- made ready before the topic had group settings: to its group's range (counted
+                -- by the range from now on, no longer in its group's field)
+                local s = gs_get(topic, j.grp)
+                s[4] = s[4] - 1
+                gs_put(topic, j.grp, s)
+                j.ord = tonumber(plain[2])
+                redis.call("ZADD", gr, 0, gmember(j.grp, j.ord, idkey))
+                save_job(idkey, j)
+                g_wake(topic, j.grp, conf, s, now)
+            elseif j.st == READY then
+                count_later(READY, topic, -1)
+                deliver(idkey, j, topic, false)
+                delivered = delivered + 1
+                if j.att > 1 then again = again + 1 elseif now > j.runat then late = late + (now - j.runat) end
+            end
+        elseif member then
+            local idkey = string.sub(member, #g + 16)
+            redis.call("ZREM", gr, member)
+            local j, why, rec = check_job(idkey)
+            if not j then
+                bad = bad + 1
+                set_aside(idkey, why, rec)
+            elseif j.st == READY and not taken[idkey] and j.grp == g then
+                count_later(READY, topic, -1)
+                deliver(idkey, j, topic, true)
+                delivered = delivered + 1
+                if j.att > 1 then again = again + 1 elseif now > j.runat then late = late + (now - j.runat) end
+                local s = gs_get(topic, g)
+                if j.st == RESERVED then
+                    s[2], s[1] = s[2] + 1, s[1] + 1
+                    gs_put(topic, g, s)
+                end
+                if conf.grate > 0 then
+                    local tat = tonumber(redis.call("ZSCORE", gt, g) or 0)
+                    redis.call("ZADD", gt, math.max(tat, now) + g_interval(conf), g)
+                end
+                redis.call("ZREM", q, g) -- to the back of the round, if it may deliver again
+                g_wake(topic, g, conf, s, now, true)
+            end
+        else
+            break
+        end
+    end
+    if conf.drain and redis.call("EXISTS", gr) == 0 then
+        -- the grouped ready jobs left when the settings went are all out: an ordinary topic again
+        local v = redis.call("HGET", base .. "topic", topic)
+        if v then redis.call("HSET", base .. "topic", topic, (string.gsub(v, " g0 0 0 ", " ", 1))) end
+        redis.call("DEL", q, gt)
+    end
+    local held_back = 0
+    if conf.grate > 0 and got() < limit then
+        local head = redis.call("ZRANGE", gt, 0, 0, "WITHSCORES")
+        if head[2] then held_back = math.max(1, math.ceil(tonumber(head[2]) - g_burst(conf) - now)) end
+    end
+    return delivered, again, late, held_back
+end
 for t = 5, #ARGV do
     local topic = ARGV[t]
     local rkey = ready_key(topic)
@@ -43,7 +170,12 @@ for t = 5, #ARGV do
         limit = math.min(want, got() + math.floor(bucket.tok))
     end
     local delivered, again, late = 0, 0, 0 -- for the token bucket, and lib.lua's tally
-    while got() < limit and budget > 0 do
+    if (conf.groups or conf.drain) and got() < limit then
+        local gwait
+        delivered, again, late, gwait = reserve_grouped(topic, conf, limit)
+        if gwait > 0 and (wait == 0 or gwait < wait) then wait = gwait end
+    end
+    while not (conf.groups or conf.drain) and got() < limit and budget > 0 do
         local ids = redis.call("ZRANGE", rkey, 0, math.min(limit - got(), budget, 1000) - 1)
         if #ids == 0 then break end
         for _, idkey in ipairs(ids) do
@@ -57,33 +189,18 @@ for t = 5, #ARGV do
                 bad = bad + 1
                 set_aside(idkey, why, rec)
             elseif j.st == READY then
-                taken[idkey] = true
                 count_later(READY, topic, -1)
-                j.att = j.att + 1
-                j.ver = j.ver + 1
-                local lease = 0
-                if j.ttr == 0 then
-                    j.st = FINISHED
-                    drop_later(idkey)
-                    biz_release(idkey, j)
-                    tombstone(idkey, now)
-                else
-                    j.st = RESERVED
-                    lease = now + (lease_ms > 0 and lease_ms or j.ttr)
-                    delay_later(idkey, lease)
-                    count_later(RESERVED, topic, 1)
-                    save_later(idkey, pack_job(j))
-                    if not lease_added or lease < lease_added[2] then lease_added = { idkey, lease } end
+                if j.grp then
+                    -- a grouped job of a topic without group settings: counted in its group
+                    g_change(j, READY, j.ttr == 0 and nil or RESERVED, 0, nil)
                 end
-                log_transition(idkey, READY, j.st, j, now, "ready", who)
+                deliver(idkey, j, topic, false)
                 delivered = delivered + 1
                 if j.att > 1 then
                     again = again + 1
                 elseif now > j.runat then
                     late = late + (now - j.runat)
                 end
-                out[#out + 1] = reply_trace({ idkey, topic, j.body, j.prio, j.ttr, j.tries, j.att, j.runat,
-                                              j.biz, lease, j.ver, j.st }, j)
             end
             -- an entry whose job is in another state is stale: dropped, as ZPOPMIN did
         end
@@ -93,7 +210,7 @@ for t = 5, #ARGV do
     end
     if bucket then
         -- the rate stopped this topic with ready jobs left: say when its next token comes
-        if limit < want and got() == limit and redis.call("EXISTS", rkey) == 1 then
+        if limit < want and got() == limit and redis.call("EXISTS", rkey, gq_key(topic)) > 0 then
             local w = math.ceil((1 - (bucket.tok - delivered)) * 1000 / conf.rate)
             if wait == 0 or w < wait then wait = math.max(w, 1) end
         end

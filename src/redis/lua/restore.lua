@@ -6,7 +6,9 @@
 -- finished or was deleted while this restore ran (tombstone) is not brought back, and a
 -- bizKey already held by another live job is not taken from it.
 -- A job that was reserved when Redis lost it has lost its lease: like an expired lease it
--- becomes ready again, or dead when that delivery was its last try.
+-- becomes ready again, or dead when that delivery was its last try. A grouped job's group
+-- counts are rebuilt from the jobs put back (lib.lua place): a reserved one holds no slot any
+-- more, so nothing is counted twice.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = now, expire (1 = put overdue jobs back as ready, 0 = leave them), who,
 --           journal (1 = log each job put back in the outbox; 0 = the caller writes the
@@ -66,10 +68,10 @@ for i = 0, n - 1 do
         if held then
             out[#out + 1] = { "bizheld", holder }
         else
-            local bo, tp, ts = unpack_tail(ARGV[a + 11])
+            local bo, tp, ts, grp = unpack_tail(ARGV[a + 11])
             local j = { ver = tonumber(ARGV[a + 9]) + 1, att = tonumber(ARGV[a + 8]),
                         prio = tonumber(ARGV[a + 4]), ttr = tonumber(ARGV[a + 5]), tries = tonumber(ARGV[a + 6]),
-                        runat = runat, topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts }
+                        runat = runat, topic = topic, biz = biz, body = body, bo = bo, tp = tp, ts = ts, grp = grp }
             if tonumber(ARGV[a + 10]) == RESERVED and j.att >= j.tries then
                 j.st = DEAD
                 redis.call("ZADD", dead_key(topic), now, idkey)
@@ -79,7 +81,19 @@ for i = 0, n - 1 do
                 j.st = runat > now and DELAYED or READY
                 if j.st == DELAYED and (not earliest or runat < earliest[2]) then earliest = { idkey, runat } end
                 if biz ~= "" then redis.call("HSET", biz_key(topic), biz, idkey) end
-                gather(idkey, pack_job(j), j.st, topic, ARGV[a + 3], j.prio)
+                if grp then
+                    -- counted in its group as it goes in (never twice: a job present is left
+                    -- alone above); under fifo a job waiting for a retry (delayed after an
+                    -- attempt) holds its group's slot, as it did before Redis lost it
+                    if j.st == DELAYED and j.att > 0 and tonumber(ARGV[a + 10]) == DELAYED and gconf(topic).gfifo then
+                        j.hold = 1
+                        g_change(j, nil, nil, 1, nil)
+                    end
+                    place(idkey, j, now)
+                    save_job(idkey, j)
+                else
+                    gather(idkey, pack_job(j), j.st, topic, ARGV[a + 3], j.prio)
+                end
             end
             if journal then log_transition(idkey, tonumber(ARGV[a + 10]), j.st, j, now, "jobs", who) end
             out[#out + 1] = { "restored", j.st, j.ver }

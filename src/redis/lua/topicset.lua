@@ -3,6 +3,11 @@
 -- <seq>"; a write whose seq is not newer than the stored one is dropped, so writers racing
 -- (a PUT and every instance's sync) always leave the newest. A topic whose paused flag goes
 -- off is announced on "<prefix>:ready": consumers parked on it try again.
+-- Group settings (lib.lua "Flow control by key"): a topic whose settings go while its groups
+-- still have ready jobs on their ranges ("gr:") keeps " g0 0 0 " in its value — no limits, but
+-- reserve.lua serves those ranges until they are empty and then drops the mark itself; its
+-- rate waits ("gt:") go at once. A topic that gains settings finds its grouped ready jobs on
+-- its ready zset, and reserve.lua moves them to their groups as it meets them.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = synced (0, or the settings sequence this shard now holds every change up to),
 --           topic1, value1, topic2, value2, ...
@@ -15,6 +20,14 @@ for a = 2, #ARGV, 2 do
     local old = redis.call("HGET", K_TOPIC, topic)
     local old_seq = old and tonumber(string.match(old, "(%d+)$")) or -1
     if seq and seq > old_seq then
+        if old and string.find(old, " g%d+ %d %d+ ") and not string.find(value, " g%d+ %d %d+ ") then
+            redis.call("DEL", base .. "gt:" .. topic)
+            if redis.call("EXISTS", base .. "gr:" .. topic) == 1 then
+                value = string.gsub(value, " (%d+)$", " g0 0 0 %1", 1)
+            else
+                redis.call("DEL", base .. "gq:" .. topic)
+            end
+        end
         redis.call("HSET", K_TOPIC, topic, value)
         written = written + 1
         if old and string.sub(old, 1, 1) == "1" and string.sub(value, 1, 1) == "0" then notify_ready(topic) end

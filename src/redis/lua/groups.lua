@@ -1,0 +1,55 @@
+-- groups.lua — a page of a topic's groups with their counts (GET /topics/{topic}/groups), from
+-- the two places a group with jobs shows (lib.lua "Flow control by key"): the topic's group
+-- hash ("gs:": every group with something delayed or reserved, or ready on the topic's ready
+-- zset), walked first with HSCAN, then its groups' ranges ("gr:"), group after group by
+-- ZRANGEBYLEX, each group not already met in the hash. A group with nothing has neither, so the
+-- walk never meets an idle one. Positions: "h<HSCAN cursor>" in the hash (a group there for the
+-- whole walk is listed at least once), "r<group>" on the ranges (after that group); a group
+-- that changes place during the walk may be listed twice or not at all. A hash page holds about
+-- `limit` groups (a small hash answers all of its fields at once), a ranges page at most `limit`;
+-- each page is sorted by name.
+-- KEYS[1] = <prefix>:{<shard>}:jobs   (the topic's shard)
+-- ARGV    = topic, position ('' = from the start), limit
+-- Returns {next position ('' when the walk is done), {group, delayed, ready, reserved}, ...}
+local topic, pos, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local hkey, gr = gs_key(topic), gready_key(topic)
+local function on_range(g)
+    return redis.call("ZLEXCOUNT", gr, "[" .. g .. "\0", "(" .. g .. "\1")
+end
+local found, next_pos = {}, ""
+if pos == "" or string.sub(pos, 1, 1) == "h" then
+    local cursor = pos == "" and "0" or string.sub(pos, 2)
+    for _ = 1, 20 do -- bounded: a sparse table may take a few steps to fill a page
+        local r = redis.call("HSCAN", hkey, cursor, "COUNT", limit)
+        cursor = r[1]
+        for i = 1, #r[2], 2 do
+            local _, res, del, rdy = string.match(r[2][i + 1], "^(%d+) (%d+) (%d+) (%d+)$")
+            if res then
+                local g = r[2][i]
+                found[#found + 1] = { g, tonumber(del), tonumber(rdy) + on_range(g), tonumber(res) }
+            end
+        end
+        if cursor == "0" or #found >= limit then break end
+    end
+    next_pos = cursor == "0" and "r" or ("h" .. cursor)
+else
+    local last = string.sub(pos, 2)
+    local from = last == "" and "-" or ("[" .. last .. "\1")
+    while #found < limit do
+        local m = redis.call("ZRANGEBYLEX", gr, from, "+", "LIMIT", 0, 1)[1]
+        if not m then
+            last = nil
+            break
+        end
+        local g = string.match(m, "^(.-)%z")
+        last = g
+        from = "[" .. g .. "\1"
+        if redis.call("HEXISTS", hkey, g) == 0 then found[#found + 1] = { g, 0, on_range(g), 0 } end
+    end
+    next_pos = last and ("r" .. last) or ""
+end
+if next_pos == "r" and redis.call("EXISTS", gr) == 0 then next_pos = "" end
+table.sort(found, function(a, b) return bytes_after(b[1], a[1]) end)
+local out = { next_pos }
+for _, g in ipairs(found) do out[#out + 1] = g end
+return out
