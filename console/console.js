@@ -1,6 +1,7 @@
 // hourglass console — one page, plain DOM, no framework and nothing from other origins.
 //
-// Hash routes (#/topics, #/topic/NAME, #/job/ID, #/schedules, #/fleet, #/restore) each render
+// Hash routes (#/topics, #/topic/NAME, #/topic/NAME?tab=groups, #/job/ID, #/schedules, #/fleet,
+// #/restore) each render
 // into <main> from the daemon's HTTP API (docs/api.md); every list that can grow large is paged
 // by the server (schedules are few: GET /schedules answers all of them). Errors the API
 // answers ({"error","message"}) are shown in the banner at the top, never only in the JS
@@ -349,6 +350,16 @@
     if (d && d.webhook) out.push(h('span', {class: 'badge route', title: d.webhook}, 'webhook'));
     else if (d && d.amqp) out.push(h('span', {class: 'badge route', title: `${d.amqp.exchange} / ${d.amqp.routingKey}`}, 'amqp'));
     if (st.rate) out.push(h('span', {class: 'badge', title: 'deliveries per second, fleet-wide'}, `${st.rate}/s`));
+    // flow control by key: fifo says one at a time itself; otherwise the limit, if any
+    if (st.groupOrder === 'fifo') {
+      out.push(h('span', {class: 'badge', title: 'a group\'s jobs one at a time, in order (groupOrder fifo)'}, 'fifo groups'));
+    } else if (st.groupConcurrency) {
+      out.push(h('span', {class: 'badge', title: 'at most this many jobs of one group reserved at once, fleet-wide (groupConcurrency)'},
+        `${st.groupConcurrency} per group`));
+    }
+    if (st.groupRate) {
+      out.push(h('span', {class: 'badge', title: 'deliveries per second per group, fleet-wide (groupRate)'}, `${st.groupRate}/s per group`));
+    }
     return out;
   }
 
@@ -551,25 +562,31 @@
 
   async function viewTopic(main, r, live) {
     const topic = r.arg;
-    const state = STATES.includes(r.params.get('state')) ? r.params.get('state') : 'delayed';
+    // the part shown: the jobs in one state (?state=), or the groups (?tab=groups)
+    const groupsTab = r.params.get('tab') === 'groups';
+    const state = groupsTab ? null : STATES.includes(r.params.get('state')) ? r.params.get('state') : 'delayed';
     const after = r.params.get('after') || '';
-    const link = (p) => `#/topic/${enc(topic)}` + qs({state, after, ...p});
+    const limit = r.params.get('limit') || '';
+    const link = (p) => `#/topic/${enc(topic)}` + qs(groupsTab ? {tab: 'groups', limit, after, ...p} : {state, after, ...p});
 
     const badgeBox = h('span', {class: 'badges'});
     const pauseBox = h('span');
     const head = h('div', {class: 'bar'}, heading(topic, true, h('a', {href: '#/topics'}, 'Topics'), ' / ', topic),
       badgeBox, h('span', {class: 'spacer'}), pauseBox);
-    const tabs = h('nav', {class: 'tabs', 'aria-label': 'Jobs by state'});
+    const tabs = h('nav', {class: 'tabs', 'aria-label': 'Jobs by state, and groups'});
     const list = h('div');
     const settings = h('div');
-    replaceView(main, h('section', {class: 'card'}, head, settings), h('section', {class: 'card', 'aria-label': 'Jobs'}, tabs, list));
+    replaceView(main, h('section', {class: 'card'}, head, settings),
+      h('section', {class: 'card', 'aria-label': groupsTab ? 'Groups' : 'Jobs'}, tabs, list));
 
     const reload = () => route();
 
     tabs.append(...TABS.map(([k, label]) => h('a', {
       href: `#/topic/${enc(topic)}` + qs({state: k}), 'aria-current': k === state ? 'page' : null, 'data-tab': k,
       'data-focus-key': `tab-${k}`,
-    }, label, ' ', h('span', {class: `pill count-${k}`}, '…'))));
+    }, label, ' ', h('span', {class: `pill count-${k}`}, '…'))),
+    h('a', {href: `#/topic/${enc(topic)}` + qs({tab: 'groups'}), 'aria-current': groupsTab ? 'page' : null, 'data-tab': 'groups',
+      'data-focus-key': 'tab-groups', title: 'the groups of this topic that have jobs (flow control by key)'}, 'Groups'));
 
     async function refreshHead() {
       const t = await oneTopic(topic);
@@ -586,45 +603,78 @@
       }
       const st = t.settings;
       const deliverText = st.deliver ? JSON.stringify(st.deliver) : '';
+      // what is wrong with the form, under it: a field the browser's checks refuse (a
+      // negative number, a fraction), the deliver JSON, or the daemon's 400 in its words
+      const problem = h('p', {id: 'settings-problem', class: 'form-error', role: 'alert', 'data-error': 'settings', hidden: true});
+      const say = (text, control) => {
+        problem.textContent = text;
+        problem.hidden = !text;
+        for (const c of form.querySelectorAll('[aria-invalid]')) {
+          c.removeAttribute('aria-invalid');
+          c.removeAttribute('aria-describedby');
+        }
+        if (text && control) {
+          control.setAttribute('aria-invalid', 'true');
+          control.setAttribute('aria-describedby', problem.id);
+        }
+      };
       const number = (name, label, value, hint) => field(`setting-${name}`, label,
         h('input', {name, type: 'number', min: 0, step: 1, value: value ?? '', placeholder: hint}));
-      const form = h('form', {class: 'settings', onsubmit: async (ev) => {
+      const NUMBERS = ['rate', 'backoff', 'maxBackoff', 'groupConcurrency', 'groupRate'];
+      const form = h('form', {class: 'settings', 'data-form': 'settings', onsubmit: async (ev) => {
         ev.preventDefault();
         const f = ev.target;
         // only what was changed: a setting the form shows but did not touch (a webhook's
         // secret the daemon does not echo, say) is left as it is
         const body = {};
-        for (const k of ['rate', 'backoff', 'maxBackoff']) {
+        for (const k of NUMBERS) {
           if (f[k].value !== '' && Number(f[k].value) !== st[k]) body[k] = Number(f[k].value);
         }
+        if (f.groupOrder.value !== st.groupOrder) body.groupOrder = f.groupOrder.value;
         if (f.deliver.value.trim() !== deliverText) {
           try {
             body.deliver = f.deliver.value.trim() ? JSON.parse(f.deliver.value) : null;
           } catch (e) {
-            showError(new Error(`deliver is not JSON: ${e.message}`));
+            say(`deliver is not JSON: ${e.message}`, f.deliver);
             return;
           }
         }
+        say('');
         if (!Object.keys(body).length) return;
+        const submit = $('button[type="submit"]', f);
+        if (!busy(submit, true)) return;
         try {
           await api(`/topics/${enc(topic)}`, {method: 'PUT', body});
           clearError();
           announce(`Settings of ${topic} saved.`);
           reload();
         } catch (e) {
-          showError(e);
+          // the daemon names the field it refuses: that field is the one marked
+          if (e instanceof ApiError && e.status === 400) {
+            const named = Object.keys(body).find((k) => new RegExp(`^${k}\\b`).test(e.message));
+            say(e.message, named ? f[named] : null);
+          } else {
+            showError(e);
+          }
+          busy(submit, false);
         }
       }},
       number('rate', 'rate (deliveries/s, 0 = no limit)', st.rate, '0'),
       number('backoff', 'backoff (ms)', st.backoff),
       number('maxBackoff', 'max backoff (ms)', st.maxBackoff),
+      number('groupConcurrency', 'groupConcurrency (jobs of one group at once, 0 = no limit)', st.groupConcurrency, '0'),
+      field('setting-groupOrder', 'groupOrder', h('select', {name: 'groupOrder'},
+        [['any', 'any — groups take turns'], ['fifo', 'fifo — one at a time, in order']]
+          .map(([k, text]) => h('option', {value: k, selected: k === (st.groupOrder || 'any')}, text)))),
+      number('groupRate', 'groupRate (deliveries/s per group, 0 = none)', st.groupRate, '0'),
       field('setting-deliver', 'deliver (JSON: null, {"webhook": URL, …} or {"amqp": {…}})',
         h('textarea', {name: 'deliver', rows: 2, spellcheck: 'false'}, deliverText), 'wide'),
+      problem,
       h('div', {class: 'buttons'},
         h('button', {type: 'submit', 'data-action': 'save-settings'}, 'Save settings'),
         confirmButton('Reset to defaults', {'data-action': 'reset-settings'}, {
           title: `Reset the settings of ${topic}?`,
-          text: 'Pause, rate, backoff and delivery go back to the defaults.',
+          text: 'Pause, rate, backoff, the group settings and delivery go back to the defaults.',
         }, async () => {
           try {
             await api(`/topics/${enc(topic)}`, {method: 'DELETE'});
@@ -634,6 +684,16 @@
             showError(e);
           }
         })));
+      // a value the browser's checks refuse (the form is not sent): said under the form too,
+      // where it stays, for the first field refused ('invalid' does not bubble: captured)
+      form.addEventListener('invalid', () => {
+        const bad = form.querySelector(':invalid');
+        if (bad) say(`${bad.name}: ${bad.validationMessage}`, bad);
+      }, true);
+      // a field marked wrong that is being changed is no longer known to be wrong
+      form.addEventListener('input', (ev) => {
+        if (ev.target.getAttribute('aria-invalid')) say('');
+      });
       return h('details', {}, h('summary', {}, 'Settings'), form);
     }
 
@@ -683,6 +743,7 @@
         h('td', {class: 'num'}, j.priority),
         h('td', {class: 'num'}, `${j.attempt}/${j.tries}`),
         h('td', {}, j.bizKey || ''),
+        h('td', {'data-field': 'group'}, j.group ?? ''),
         h('td', {}, bodyPreview(j.body)),
         h('td', {class: 'actions'},
           state === 'dead' ? h('button', {type: 'button', class: 'small', 'data-action': 'requeue',
@@ -715,9 +776,9 @@
           h('caption', {class: 'vh'}, `${(TABS.find(([k]) => k === state) || [])[1]} jobs of ${topic}`),
           h('thead', {}, h('tr', {}, state === 'dead' ? th(all) : null,
             th('id'), th(cols[0]), th('prio', {class: 'num'}),
-            th('attempt', {class: 'num'}), th('bizKey'), th('body'), th(''))),
+            th('attempt', {class: 'num'}), th('bizKey'), th('group'), th('body'), th(''))),
           h('tbody', {}, rows.length ? rows
-            : h('tr', {}, h('td', {colspan: 8, class: 'muted'}, page.next ? `Nothing found among ${fmtInt(page.scanned)} entries looked at; go on with the next page.` : `No ${state} jobs${after ? ' after this point' : ''}.`))))),
+            : h('tr', {}, h('td', {colspan: 9, class: 'muted'}, page.next ? `Nothing found among ${fmtInt(page.scanned)} entries looked at; go on with the next page.` : `No ${state} jobs${after ? ' after this point' : ''}.`))))),
         h('div', {class: 'pager'},
           state === 'dead' && rows.length ? bulk : null,
           after ? h('a', {class: 'button', href: link({after: ''}), 'data-focus-key': 'first-page'}, '⇤ First page') : null,
@@ -725,7 +786,55 @@
           h('span', {class: 'muted'}, `${rows.length} shown · ${fmtInt(page.scanned)} index entries looked at`)));
     }
 
-    await Promise.all([every(5000, live, refreshHead), refreshList()]);
+    // The groups tab: the topic's groups that have jobs, with their counts, a page at a time
+    // (GET /topics/{topic}/groups; `next` is an opaque cursor), refreshed in place like the
+    // topics table: rows kept by group, so a refresh moves no focus and says nothing.
+    const groupRows = new Map();
+    let groupsBody = null;
+    let groupsPager = null;
+    function groupRow(g) {
+      let tr = groupRows.get(g.group);
+      if (!tr) {
+        tr = h('tr', {'data-group': g.group}, h('th', {scope: 'row', class: 'group'}, g.group),
+          ['delayed', 'ready', 'reserved'].map((k) => h('td', {class: `num count-${k}`, 'data-count': k})));
+        groupRows.set(g.group, tr);
+      }
+      for (const k of ['delayed', 'ready', 'reserved']) {
+        const td = $(`[data-count="${k}"]`, tr);
+        td.dataset.value = g[k];
+        td.textContent = fmtInt(g[k]);
+      }
+      return tr;
+    }
+    async function refreshGroups() {
+      const d = await api(`/topics/${enc(topic)}/groups` + qs({after, limit}));
+      if (!live()) return;
+      if (!groupsBody) {
+        groupsBody = h('tbody');
+        groupsPager = h('div', {class: 'pager'});
+        list.replaceChildren(
+          h('p', {class: 'muted'}, 'Groups with jobs delayed, ready or reserved (a group with none is not kept). ',
+            'The group settings are under Settings above.'),
+          scroller('Groups table', h('table', {class: 'grid groups'},
+            h('caption', {class: 'vh'}, `Groups of ${topic}`),
+            h('thead', {}, h('tr', {}, th('group'), th('delayed', {class: 'num'}), th('ready', {class: 'num'}),
+              th('reserved', {class: 'num'}))),
+            groupsBody)),
+          groupsPager);
+      }
+      const groups = d.groups || [];
+      const shown = groups.map(groupRow);
+      const names = new Set(groups.map((g) => g.group));
+      for (const g of [...groupRows.keys()]) if (!names.has(g)) groupRows.delete(g);
+      placeRows(groupsBody, shown.length ? shown : [h('tr', {}, h('td', {colspan: 4, class: 'muted'},
+        !after ? 'No groups with jobs.' : d.next ? 'None on this page; go on with the next page.' : 'No more groups.'))]);
+      refill(groupsPager, `${after} ${d.next} ${groups.length}`, () => [
+        after ? h('a', {class: 'button', href: link({after: ''}), 'data-focus-key': 'first-page'}, '⇤ First page') : null,
+        d.next ? h('a', {class: 'button', href: link({after: d.next}), 'data-page': 'next', 'data-focus-key': 'next-page'}, 'Next page →') : null,
+        h('span', {class: 'muted'}, `${groups.length} shown`)].filter(Boolean));
+    }
+
+    await Promise.all([every(5000, live, refreshHead), groupsTab ? every(5000, live, refreshGroups) : refreshList()]);
   }
 
   // ---- one job: fields, body, history --------------------------------------------------------
@@ -753,6 +862,7 @@
       ['createdAt', j.createdAt ? fmtTime(j.createdAt) : null],
       ['leaseUntil', j.leaseUntil ? [fmtTime(j.leaseUntil), ' (', when(j.leaseUntil), ')'] : null],
       ['bizKey', j.bizKey],
+      ['group', j.group],
     ].filter(([, v]) => v != null && v !== '');
     const live_ = ['delayed', 'ready', 'reserved', 'dead'].includes(j.state);
     const actions = h('div', {class: 'buttons'},

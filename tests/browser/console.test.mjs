@@ -32,7 +32,13 @@ const CHROMIUM = process.env.HG_CHROMIUM || '/usr/bin/chromium';
 assert.ok(BASE, 'HG_URL (the daemon, e.g. http://127.0.0.1:8080) is required');
 
 const P = 'console.'; // every topic of this run starts with it
-const T = {orders: `${P}orders`, mail: `${P}mail`, rip: `${P}rip`, done: `${P}done`, pause: `${P}pause`};
+const T = {orders: `${P}orders`, mail: `${P}mail`, rip: `${P}rip`, done: `${P}done`, pause: `${P}pause`,
+  groups: `${P}groups`, gset: `${P}gset`};
+// the groups of T.groups as before() leaves them: two of its groups have a job reserved
+const GROUPS = [
+  {group: 'g-a', delayed: 0, ready: 2, reserved: 1}, {group: 'g-b', delayed: 0, ready: 1, reserved: 1},
+  {group: 'g-c', delayed: 0, ready: 1, reserved: 0}, {group: 'g-d', delayed: 0, ready: 1, reserved: 0},
+  {group: 'g-e', delayed: 0, ready: 1, reserved: 0}, {group: 'g-f', delayed: 2, ready: 0, reserved: 0}];
 
 let browser;
 let page;
@@ -301,6 +307,17 @@ before(async () => {
   assert.equal(job.id, ids.done);
   await ok('GET', `/finish?id=${ids.done}`);
   await ok('POST', '/push', {topic: T.pause, body: 'keeps the topic listed', delay: 600000});
+  // grouped jobs on a topic where a group has one job reserved at a time: g-a and g-b get one
+  // reserved each (one per group per round), then more groups, delayed ones and an ungrouped job
+  await ok('PUT', `/topics/${T.groups}`, {groupConcurrency: 1});
+  const first = (await ok('POST', '/push', [...['g-a', 'g-a', 'g-a', 'g-b', 'g-b']].map((group, i) =>
+    ({topic: T.groups, group, body: {n: i}, ttr: 600000})))).ids;
+  ids.grouped = first[0];
+  const reserved = await ok('GET', `/get/${T.groups}?count=2&timeout=5`);
+  assert.deepEqual(reserved.map((j) => j.group).sort(), ['g-a', 'g-b']);
+  await ok('POST', '/push', [{topic: T.groups, group: 'g-c', body: 1}, {topic: T.groups, group: 'g-d', body: 2},
+    {topic: T.groups, group: 'g-e', body: 3}, {topic: T.groups, group: 'g-f', body: 4, delay: 600000},
+    {topic: T.groups, group: 'g-f', body: 5, delay: 600000}, {topic: T.groups, body: 'no group'}]);
 
   browser = await chromium.launch({executablePath: CHROMIUM, headless: true});
   // the page itself is loaded with the browser's own login (HTTP Basic, the admin token as
@@ -362,6 +379,169 @@ test('a topic\'s scheduled, ready and reserved jobs are listed', async () => {
   await page.goto(`${BASE}/console/#/topic/${T.orders}`);
   await eventually('7 scheduled jobs', async () => (await page.locator('tr[data-job]').count()) === 7);
   await shot('topic-scheduled');
+});
+
+// The groups of a topic, as the API walks them: every page, following `next` (a cursor).
+async function apiGroups(topic, limit) {
+  const pages = [];
+  let after = '';
+  do {
+    const d = await ok('GET', `/topics/${encodeURIComponent(topic)}/groups?${after ? `after=${encodeURIComponent(after)}&` : ''}limit=${limit}`);
+    pages.push(d.groups);
+    after = d.next;
+  } while (after);
+  return pages;
+}
+
+// The group rows the page shows now, with the counts their cells hold.
+const groupRows = () => page.locator('tr[data-group]').evaluateAll((trs) => trs.map((tr) => {
+  const out = {group: tr.dataset.group};
+  for (const td of tr.querySelectorAll('[data-count]')) out[td.dataset.count] = Number(td.textContent.replace(/[^0-9]/g, ''));
+  return out;
+}));
+const byName = (a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0);
+
+test('a topic\'s groups are listed with their counts, a page at a time; a job shows its group', async () => {
+  // what the API says, all at once: the groups before() made, with their counts
+  assert.deepEqual((await apiGroups(T.groups, 1000)).flat().sort(byName), GROUPS);
+  // the Groups tab of the topic view, by its link; its first page as the API answers it
+  await page.goto(`${BASE}/console/#/topic/${T.groups}`);
+  await page.locator('[data-tab="groups"]').click();
+  await page.locator('tr[data-group]').first().waitFor();
+  assert.match(await page.evaluate(() => location.hash), /[?&]tab=groups\b/);
+  assert.equal(await page.locator('[data-tab="groups"]').getAttribute('aria-current'), 'page');
+  assert.equal(await page.locator('[data-tab="delayed"]').getAttribute('aria-current'), null);
+  // the group setting is shown beside the others
+  assert.match(await page.locator('h1 ~ .badges').textContent(), /1 per group/);
+  await shot('topic-groups');
+  // every page, Next to the end: each as the API answers its cursor, every group exactly
+  // once with its counts; by default, then two at a time (the limit from the URL)
+  const walk = async (limit) => {
+    const pages = [];
+    for (let i = 0; i < 20; i++) {
+      const table = page.locator('table.groups:not([data-seen])');
+      await table.locator('tbody tr').first().waitFor();
+      const after = new URLSearchParams((await page.evaluate(() => location.hash)).split('?')[1]).get('after') || '';
+      const q = [after ? `after=${encodeURIComponent(after)}` : '', limit ? `limit=${limit}` : ''].filter(Boolean).join('&');
+      const api = await ok('GET', `/topics/${T.groups}/groups${q ? '?' + q : ''}`);
+      const rows = await groupRows();
+      assert.deepEqual(rows, api.groups, `limit ${limit}: the page after "${after}"`);
+      pages.push(rows);
+      assert.equal(await page.locator('a.button', {hasText: 'First page'}).count(), after ? 1 : 0, `First page link after "${after}"`);
+      const next = page.locator('[data-page="next"]');
+      assert.equal(await next.count(), api.next ? 1 : 0, `Next link after "${after}"`);
+      if (!api.next) break;
+      if (limit && pages.length === 2) await shot('topic-groups-paged');
+      await table.evaluate((t) => t.setAttribute('data-seen', ''));
+      await next.click();
+    }
+    assert.deepEqual(pages.flat().sort(byName), GROUPS, `limit ${limit}: every group once, over the pages`);
+    return pages;
+  };
+  await walk(0);
+  await page.goto(`${BASE}/console/#/topic/${T.groups}?tab=groups&limit=2`);
+  const pages = await walk(2);
+  assert.ok(pages.length >= 2 && pages.every((p) => p.length < GROUPS.length), `pages of 2: ${JSON.stringify(pages)}`);
+  await page.locator('a.button', {hasText: 'First page'}).click();
+  await eventually('the first page again', async () => JSON.stringify(await groupRows()) === JSON.stringify(pages[0]));
+
+  // a topic without groups
+  await page.goto(`${BASE}/console/#/topic/${T.mail}?tab=groups`);
+  await page.getByText('No groups with jobs.').waitFor();
+  assert.equal(await page.locator('tr[data-group]').count(), 0);
+  await shot('topic-groups-empty');
+
+  // a job's group: in the job rows (the reserved ones are g-a's and g-b's) and in the job view
+  await page.goto(`${BASE}/console/#/topic/${T.groups}?state=reserved`);
+  await eventually('two reserved jobs', async () => (await page.locator('tr[data-job]').count()) === 2);
+  assert.deepEqual((await page.locator('tr[data-job] [data-field="group"]').allTextContents()).sort(), ['g-a', 'g-b']);
+  await page.goto(`${BASE}/console/#/topic/${T.groups}?state=ready`);
+  await eventually('seven ready jobs', async () => (await page.locator('tr[data-job]').count()) === 7);
+  const shown = await page.locator('tr[data-job]').evaluateAll((trs) => trs.map((tr) =>
+    [tr.dataset.job, tr.querySelector('[data-field="group"]').textContent]));
+  for (const [id, group] of shown) assert.equal(group, (await ok('GET', `/jobs/${id}`)).group ?? '', `job ${id}`);
+  await page.goto(`${BASE}/console/#/job/${ids.grouped}`);
+  await page.locator('dl.fields dt', {hasText: 'group'}).waitFor();
+  const fields = await page.locator('dl.fields').evaluate((dl) => Object.fromEntries([...dl.querySelectorAll('dt')]
+    .map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+  assert.equal(fields.group, 'g-a');
+  assert.equal(fields.topic, T.groups);
+});
+
+test('the group settings are shown, saved from the form, and a bad value is refused with a message', async () => {
+  const settings = () => ok('GET', `/topics/${T.gset}`);
+  const keep = ({groupConcurrency, groupOrder, groupRate, rate}) => ({groupConcurrency, groupOrder, groupRate, rate});
+  await ok('POST', '/push', {topic: T.gset, group: 'one', body: 'keeps the topic listed', delay: 600000});
+  await page.goto(`${BASE}/console/#/topic/${T.gset}`);
+  const form = page.locator('[data-form="settings"]');
+  const open = async () => {
+    await page.locator('details > summary', {hasText: 'Settings'}).focus();
+    await page.keyboard.press('Enter');
+    await form.locator('[name="groupConcurrency"]').waitFor();
+  };
+  await open();
+  // the defaults, shown
+  assert.equal(await form.locator('[name="groupConcurrency"]').inputValue(), '0');
+  assert.equal(await form.locator('[name="groupOrder"]').inputValue(), 'any');
+  assert.equal(await form.locator('[name="groupRate"]').inputValue(), '0');
+  // reached by keyboard, each with its name
+  const n = names(await tabThrough('topic settings'));
+  for (const want of ['groupConcurrency (jobs of one group at once, 0 = no limit)', 'groupOrder',
+    'groupRate (deliveries/s per group, 0 = none)', 'Save settings', 'Groups']) {
+    assert.ok(n.includes(want), `Tab does not reach "${want}": ${JSON.stringify(n)}`);
+  }
+
+  // saved: only what changed is sent, the API has it, the page says so and shows it
+  await form.locator('[name="groupConcurrency"]').fill('3');
+  await form.locator('[name="groupRate"]').fill('20');
+  await form.locator('[data-action="save-settings"]').click();
+  await eventually('the settings saved', async () => (await settings()).groupRate === 20);
+  assert.deepEqual(keep(await settings()), {groupConcurrency: 3, groupOrder: 'any', groupRate: 20, rate: 0});
+  await eventually('the save said', async () => (await page.locator('#status').textContent()) === `Settings of ${T.gset} saved.`);
+  const badges = page.locator('h1 ~ .badges');
+  await eventually('the badges', async () => /3 per group/.test(await badges.textContent()) &&
+    /20\/s per group/.test(await badges.textContent()));
+  await open();
+  assert.equal(await form.locator('[name="groupConcurrency"]').inputValue(), '3');
+  assert.equal(await form.locator('[name="groupRate"]').inputValue(), '20');
+
+  // a negative limit, a fraction: the browser refuses them, the form says which and sends nothing
+  const problem = form.locator('[data-error="settings"]');
+  for (const [name, value] of [['groupConcurrency', '-1'], ['groupRate', '2.5'], ['groupRate', '-4']]) {
+    await form.locator(`[name="${name}"]`).fill(value);
+    await form.locator('[data-action="save-settings"]').click();
+    await problem.waitFor({state: 'visible'});
+    assert.match(await problem.textContent(), new RegExp(`^${name}: \\S`), `${name} ${value}`);
+    assert.equal(await form.locator(`[name="${name}"]`).getAttribute('aria-invalid'), 'true');
+    assert.equal(await form.locator(`[name="${name}"]`).getAttribute('aria-describedby'), await problem.getAttribute('id'));
+    if (name === 'groupConcurrency') await shot('topic-settings-invalid');
+    await form.locator(`[name="${name}"]`).fill(name === 'groupRate' ? '20' : '3');
+  }
+  assert.deepEqual(keep(await settings()), {groupConcurrency: 3, groupOrder: 'any', groupRate: 20, rate: 0});
+
+  // fifo with a limit above 1: the daemon's 400, word for word, under the form; nothing changed
+  const refused = await call('PUT', `/topics/${T.gset}`, {groupConcurrency: 2, groupOrder: 'fifo'});
+  assert.equal(refused.status, 400);
+  expectFailedLoad(`/topics/${T.gset}`);
+  await form.locator('[name="groupConcurrency"]').fill('2');
+  await form.locator('[name="groupOrder"]').selectOption('fifo');
+  await form.locator('[data-action="save-settings"]').click();
+  await eventually('the refusal shown', async () => (await problem.textContent()) === refused.json.message);
+  assert.equal(await form.locator('[name="groupOrder"]').getAttribute('aria-invalid'), 'true');
+  assert.equal(await form.locator('[name="groupConcurrency"]').inputValue(), '2', 'the form keeps what was refused');
+  assert.deepEqual(keep(await settings()), {groupConcurrency: 3, groupOrder: 'any', groupRate: 20, rate: 0});
+  await shot('topic-settings-refused');
+
+  // fifo alone: one at a time, shown as such, the limit 1 in the form
+  await form.locator('[name="groupConcurrency"]').fill('3');
+  await form.locator('[data-action="save-settings"]').click();
+  await eventually('fifo saved', async () => (await settings()).groupOrder === 'fifo');
+  assert.deepEqual(keep(await settings()), {groupConcurrency: 1, groupOrder: 'fifo', groupRate: 20, rate: 0});
+  await eventually('the fifo badge', async () => /fifo groups/.test(await badges.textContent()));
+  await open();
+  assert.equal(await form.locator('[name="groupConcurrency"]').inputValue(), '1');
+  assert.equal(await form.locator('[name="groupOrder"]').inputValue(), 'fifo');
+  assert.equal(await problem.isVisible(), false);
 });
 
 test('a dead job is found and requeued with a click, and its state changes', async () => {
@@ -573,6 +753,8 @@ const VIEWS = () => [
   ['topic, dead jobs', `#/topic/${T.rip}?state=dead`, 'table.jobs', (n) => [
     'Select all jobs on this page', `Select job ${ids.dead[1]}`, `Requeue job ${ids.dead[1]}`, `Delete job ${ids.dead[1]}`]
     .every((x) => n.includes(x))],
+  ['topic, groups', `#/topic/${T.groups}?tab=groups&limit=2`, 'tr[data-group]', (n) => [
+    'Topics', 'Settings', 'Scheduled 2', 'Ready 7', 'Reserved 2', 'Groups', 'Next page →'].every((x) => n.includes(x))],
   ['job', `#/job/${ids.done}`, 'ol.timeline', (n) => [T.done, 'Body (JSON)'].every((x) => n.includes(x))],
   ['schedules', '#/schedules', 'tr[data-schedule]', (n) => [
     'topic', 'cron (minute hour day-of-month month day-of-week)', 'tz (cron only; default UTC)', 'or every (ms, instead of cron)',
@@ -914,7 +1096,8 @@ test('no console errors and no page errors', async () => {
   await shot('overview');
   // every view and state was audited by axe: with data, empty, the error, the dialog open
   const want = ['topics', 'topic-reserved', 'topic-scheduled', 'topic-dead', 'topic-empty', 'topics-paused', 'topics-empty',
-    'topic-settings', 'job', 'error', 'fleet', 'fleet-degraded', 'fleet-data-tables', 'restore', 'schedules-empty', 'schedules', 'schedules-confirm',
+    'topic-settings', 'topic-groups', 'topic-groups-paged', 'topic-groups-empty', 'topic-settings-invalid',
+    'topic-settings-refused', 'job', 'error', 'fleet', 'fleet-degraded', 'fleet-data-tables', 'restore', 'schedules-empty', 'schedules', 'schedules-confirm',
     'schedules-refused', 'schedules-narrow', 'dialog-open', 'topics-50000', 'overview'];
   assert.deepEqual(want.filter((w) => !audited.includes(w)), [], `audited: ${audited}`);
   const unexpected = consoleErrors.filter((e) =>
