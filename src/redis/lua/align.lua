@@ -57,7 +57,7 @@ for i = 0, n - 1 do
             j.st = DEAD
             redis.call("ZADD", dead_key(j.topic), now, idkey)
             count(DEAD, j.topic, 1)
-            if j.grp then g_unhold(j, now) end
+            if j.grp then GL.g_unhold(j, now) end
         else
             place(idkey, j, now)
             if j.biz ~= "" and not redis.call("HGET", biz_key(j.topic), j.biz) then

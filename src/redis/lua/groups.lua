@@ -12,7 +12,7 @@
 -- ARGV    = topic, position ('' = from the start), limit
 -- Returns {next position ('' when the walk is done), {group, delayed, ready, reserved}, ...}
 local topic, pos, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local hkey, gr = gs_key(topic), gready_key(topic)
+local hkey, gr = GL.gs_key(topic), GL.gready_key(topic)
 local function on_range(g)
     return redis.call("ZLEXCOUNT", gr, "[" .. g .. "\0", "(" .. g .. "\1")
 end

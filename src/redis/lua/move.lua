@@ -33,16 +33,16 @@ for _, idkey in ipairs(due) do
     elseif j.st == DELAYED or j.st == RESERVED then
         local from = j.st
         count_later(from, j.topic, -1)
-        if j.grp then g_change(j, from, nil, 0, nil) end
+        if j.grp then GL.g_change(j, from, nil, 0, nil) end
         if from == RESERVED and j.att >= j.tries then
             j.st = DEAD
             redis.call("ZADD", dead_key(j.topic), now, idkey)
             biz_release(idkey, j)
             count_later(DEAD, j.topic, 1)
-            if j.grp then g_unhold(j, now) end
+            if j.grp then GL.g_unhold(j, now) end
         elseif j.grp then
             local pause = 0
-            if from == RESERVED then pause = backoff_delay(j, gconf(j.topic)) end
+            if from == RESERVED then pause = backoff_delay(j, GL.gconf(j.topic)) end
             if pause > 0 then j.runat = now + pause end
             place(idkey, j, now, from == RESERVED and now or j.runat) -- written now, counted too
         else

@@ -21,7 +21,7 @@ local now, who = tonumber(ARGV[8]), ARGV[9]
 -- walked after the ready zset: its positions are "g<rank>" (entries looked at and left), as its
 -- members (the group's name in each) do not fit a position.
 if want == READY and string.sub(after_score, 1, 1) == "g" then
-    local gr = gready_key(topic)
+    local gr = GL.gready_key(topic)
     local rank = tonumber(string.sub(after_score, 2)) or 0
     local deleted, scanned, reached_end = 0, 0, false
     while deleted < limit and scanned < scan do
@@ -80,6 +80,6 @@ while deleted < limit and scanned < scan do
 end
 if reached_end then
     last_score, last_idkey = "", ""
-    if want == READY and redis.call("EXISTS", gready_key(topic)) == 1 then last_score, last_idkey = "g0", "g" end
+    if want == READY and redis.call("EXISTS", GL.gready_key(topic)) == 1 then last_score, last_idkey = "g0", "g" end
 end
 return { last_score, last_idkey, deleted }

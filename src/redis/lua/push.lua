@@ -81,7 +81,7 @@ for i = 0, n - 1 do
             else
                 local from = j.st
                 unplace(holder, j)
-                if j.grp then g_unhold(j, now) end -- (a fifo job waiting for a retry) it starts over
+                if j.grp then GL.g_unhold(j, now) end -- (a fifo job waiting for a retry) it starts over
                 j.body, j.runat, j.prio, j.ttr, j.tries, j.bo = body, runat, prio, ttr, tries, bo
                 j.tp, j.ts, j.grp, j.ord = tp, ts, grp, nil
                 j.ver = j.ver + 1

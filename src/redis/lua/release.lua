@@ -23,7 +23,7 @@ if mode == "1" and j.att >= j.tries then
     redis.call("ZADD", dead_key(j.topic), now, idkey)
     biz_release(idkey, j)
     count(DEAD, j.topic, 1)
-    if j.grp then g_unhold(j, now) end
+    if j.grp then GL.g_unhold(j, now) end
 else
     if delay < 0 then delay = backoff_delay(j, topic_conf(j.topic)) end
     j.runat = now + delay

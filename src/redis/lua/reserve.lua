@@ -64,14 +64,14 @@ end
 -- A topic with group settings: up to `limit` jobs, one at a time. Returns delivered, again, late
 -- and the ms until a group held by groupRate may deliver (0: none is).
 local function reserve_grouped(topic, conf, limit)
-    local rkey, gr, q, gt = ready_key(topic), gready_key(topic), gq_key(topic), gt_key(topic)
+    local rkey, gr, q, gt = ready_key(topic), GL.gready_key(topic), GL.gq_key(topic), GL.gt_key(topic)
     local delivered, again, late = 0, 0, 0
     if conf.grate > 0 then
         -- the sweep: groups whose token is due take their turn again (a bounded step a call)
-        local burst = g_burst(conf)
+        local burst = GL.g_burst(conf)
         for _, g in ipairs(redis.call("ZRANGEBYSCORE", gt, "-inf", now + burst, "LIMIT", 0, 100)) do
             if tonumber(redis.call("ZSCORE", gt, g)) <= now then redis.call("ZREM", gt, g) end
-            g_wake(topic, g, conf, gs_get(topic, g), now)
+            GL.g_wake(topic, g, conf, GL.gs_get(topic, g), now)
         end
     end
     local plain_left = true -- the ready zset had entries when last looked at (nothing adds to it here)
@@ -103,13 +103,13 @@ local function reserve_grouped(topic, conf, limit)
             elseif j.st == READY and j.grp and conf.groups then
                 -- made ready before the topic had group settings: to its group's range (counted
                 -- by the range from now on, no longer in its group's field)
-                local s = gs_get(topic, j.grp)
+                local s = GL.gs_get(topic, j.grp)
                 s[4] = s[4] - 1
-                gs_put(topic, j.grp, s)
+                GL.gs_put(topic, j.grp, s)
                 j.ord = tonumber(plain[2])
-                redis.call("ZADD", gr, 0, gmember(j.grp, j.ord, idkey))
+                redis.call("ZADD", gr, 0, GL.gmember(j.grp, j.ord, idkey))
                 save_job(idkey, j)
-                g_wake(topic, j.grp, conf, s, now)
+                GL.g_wake(topic, j.grp, conf, s, now)
             elseif j.st == READY then
                 count_later(READY, topic, -1)
                 deliver(idkey, j, topic, false)
@@ -128,17 +128,17 @@ local function reserve_grouped(topic, conf, limit)
                 deliver(idkey, j, topic, true)
                 delivered = delivered + 1
                 if j.att > 1 then again = again + 1 elseif now > j.runat then late = late + (now - j.runat) end
-                local s = gs_get(topic, g)
+                local s = GL.gs_get(topic, g)
                 if j.st == RESERVED then
                     s[2], s[1] = s[2] + 1, s[1] + 1
-                    gs_put(topic, g, s)
+                    GL.gs_put(topic, g, s)
                 end
                 if conf.grate > 0 then
                     local tat = tonumber(redis.call("ZSCORE", gt, g) or 0)
-                    redis.call("ZADD", gt, math.max(tat, now) + g_interval(conf), g)
+                    redis.call("ZADD", gt, math.max(tat, now) + GL.g_interval(conf), g)
                 end
                 redis.call("ZREM", q, g) -- to the back of the round, if it may deliver again
-                g_wake(topic, g, conf, s, now, true)
+                GL.g_wake(topic, g, conf, s, now, true)
             end
         else
             break
@@ -153,7 +153,7 @@ local function reserve_grouped(topic, conf, limit)
     local held_back = 0
     if conf.grate > 0 and got() < limit then
         local head = redis.call("ZRANGE", gt, 0, 0, "WITHSCORES")
-        if head[2] then held_back = math.max(1, math.ceil(tonumber(head[2]) - g_burst(conf) - now)) end
+        if head[2] then held_back = math.max(1, math.ceil(tonumber(head[2]) - GL.g_burst(conf) - now)) end
     end
     return delivered, again, late, held_back
 end
@@ -192,7 +192,7 @@ for t = 5, #ARGV do
                 count_later(READY, topic, -1)
                 if j.grp then
                     -- a grouped job of a topic without group settings: counted in its group
-                    g_change(j, READY, j.ttr == 0 and nil or RESERVED, 0, nil)
+                    GL.g_change(j, READY, j.ttr == 0 and nil or RESERVED, 0, nil)
                 end
                 deliver(idkey, j, topic, false)
                 delivered = delivered + 1
@@ -210,7 +210,7 @@ for t = 5, #ARGV do
     end
     if bucket then
         -- the rate stopped this topic with ready jobs left: say when its next token comes
-        if limit < want and got() == limit and redis.call("EXISTS", rkey, gq_key(topic)) > 0 then
+        if limit < want and got() == limit and redis.call("EXISTS", rkey, GL.gq_key(topic)) > 0 then
             local w = math.ceil((1 - (bucket.tok - delivered)) * 1000 / conf.rate)
             if wait == 0 or w < wait then wait = math.max(w, 1) end
         end

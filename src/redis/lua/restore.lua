@@ -85,9 +85,9 @@ for i = 0, n - 1 do
                     -- counted in its group as it goes in (never twice: a job present is left
                     -- alone above); under fifo a job waiting for a retry (delayed after an
                     -- attempt) holds its group's slot, as it did before Redis lost it
-                    if j.st == DELAYED and j.att > 0 and tonumber(ARGV[a + 10]) == DELAYED and gconf(topic).gfifo then
+                    if j.st == DELAYED and j.att > 0 and tonumber(ARGV[a + 10]) == DELAYED and GL.gconf(topic).gfifo then
                         j.hold = 1
-                        g_change(j, nil, nil, 1, nil)
+                        GL.g_change(j, nil, nil, 1, nil)
                     end
                     place(idkey, j, now)
                     save_job(idkey, j)

@@ -26,11 +26,11 @@ local limit, scan = tonumber(ARGV[5]), tonumber(ARGV[6])
 -- says where it is, else at the rank.
 local GR_BASE = 1000000000000000
 local function grouped_page(after_rank, after)
-    local gr = gready_key(topic)
+    local gr = GL.gready_key(topic)
     local rank = after_rank
     local j = after ~= "" and load_job(after)
     if j and j.grp and j.ord then
-        rank = redis.call("ZLEXCOUNT", gr, "-", "[" .. gmember(j.grp, j.ord, after))
+        rank = redis.call("ZLEXCOUNT", gr, "-", "[" .. GL.gmember(j.grp, j.ord, after))
     end
     local total = redis.call("ZCARD", gr)
     local out, scanned, last = {}, 0, ""
@@ -87,7 +87,7 @@ end
 if rank >= total then
     local walked = last_idkey -- a valid position's id key, for the groups' first page
     last_score, last_idkey = "", ""
-    if want == READY and redis.call("EXISTS", gready_key(topic)) == 1 then
+    if want == READY and redis.call("EXISTS", GL.gready_key(topic)) == 1 then
         if #out < limit and scanned < scan then
             -- room left: go on with the groups' ranges in this same call
             local more = grouped_page(0, "")
