@@ -11,7 +11,8 @@
 #          clock, a partition), clang-format (make lint), the console's browser tests (chromium, and node
 #          and npm for playwright-core and axe-core, which tests/browser installs from its lockfile; and for
 #          tests/openapi's linter and client generator, likewise), systemd and
-#          man-db (test_install: `systemd-analyze verify` of the installed unit and its man page;
+#          man-db (test_install: `systemd-analyze verify` of the installed unit and its man page,
+#          adduser for the package's postinst;
 #          `make deb` itself needs only dpkg-dev and binutils, which build-essential brings), galera-4
 #          and rsync (a private 3-node MariaDB Galera cluster, tests/integration/galera.py: the
 #          provider library, and rsync for its state transfers; `ss` from iproute2 and lsof watch its
@@ -35,7 +36,7 @@ core="build-essential pkg-config libevent-dev libhiredis-dev libjansson-dev libs
 set_name=${1:-core}
 case "$set_name" in
     core)  pkgs="$core" ;;
-    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format systemd man-db galera-4 rsync lsof" ;;
+    test)  pkgs="$core chromium nodejs npm faketime iptables clang-format systemd man-db adduser galera-4 rsync lsof" ;;
     bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind galera-4 rsync lsof" ;;
     fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
     *)
