@@ -180,9 +180,10 @@ int outbox_wait(int (*tick)(int second, void *arg), void *arg)
 
 /* ---- the fleet's outboxes (outbox_wait_fleet) ---- */
 
-/* One command per shard (fmt with the shard's stream key and `id`, or id[s] when ids is not
- * NULL), then each shard's reply: marks[s] gets the id of the entry answered ("" for none).
- * Every reply is read even after a failure, so the connections stay in step. 0 / -1. */
+/* One command per shard (fmt with the shard's stream key, then ids[s] when ids is not NULL),
+ * then each shard's reply: marks[s] gets the id of the first entry answered ("" for none).
+ * Replies after an error answer are still read, so the connections stay in step; a lost
+ * connection ends the reading (the caller gives up). 0 / -1. */
 static int stream_probe(struct rblock_shards *set, const char *fmt, char (*ids)[ENTRY_ID_MAX],
                         char (*marks)[ENTRY_ID_MAX])
 {
@@ -190,7 +191,10 @@ static int stream_probe(struct rblock_shards *set, const char *fmt, char (*ids)[
     for (int s = 0; s < n; s++) {
         char key[160];
         rkey(key, sizeof key, outbox.cfg->redis_prefix, s, "log");
-        redisAppendCommand(rblock_shard(set, s), fmt, key, ids ? ids[s] : "");
+        if (ids)
+            redisAppendCommand(rblock_shard(set, s), fmt, key, ids[s]);
+        else
+            redisAppendCommand(rblock_shard(set, s), fmt, key);
     }
     int rc = 0;
     for (int s = 0; s < n; s++) {
@@ -212,21 +216,21 @@ static int stream_probe(struct rblock_shards *set, const char *fmt, char (*ids)[
 
 int outbox_wait_fleet(struct rblock_shards *set, int (*tick)(int second, void *arg), void *arg)
 {
-    if (outbox.cfg == NULL) /* not started (a tool, a test): nothing of ours to wait for */
+    if (outbox.cfg == NULL) /* not started (a tool, a test): it cannot tell, so it gives up */
         return 0;
     int n = outbox.shards;
     char(*newest)[ENTRY_ID_MAX] = calloc((size_t)n, sizeof *newest);
     char(*left)[ENTRY_ID_MAX] = calloc((size_t)n, sizeof *left);
     int ok = 0;
-    /* the newest entry of each stream now; ours first, then every instance's */
-    if (newest == NULL || left == NULL || stream_probe(set, "XREVRANGE %s + - COUNT 1%s", NULL, newest) < 0)
+    /* the newest entry of each stream now */
+    if (newest == NULL || left == NULL || stream_probe(set, "XREVRANGE %s + - COUNT 1", NULL, newest) < 0)
         goto out;
+    for (int s = 0; s < n; s++)
+        if (!newest[s][0])
+            snprintf(newest[s], ENTRY_ID_MAX, "0-0"); /* the stream was empty: nothing to wait for */
     int64_t start = clock_mono_ms();
     for (int second = 0;;) {
         /* is any entry up to that one still there (not committed by whoever holds it)? */
-        for (int s = 0; s < n; s++)
-            if (!newest[s][0])
-                snprintf(newest[s], ENTRY_ID_MAX, "0-0"); /* the stream was empty: nothing to wait for */
         if (stream_probe(set, "XRANGE %s - %s COUNT 1", newest, left) < 0)
             goto out;
         int waiting = 0;
@@ -243,10 +247,8 @@ int outbox_wait_fleet(struct rblock_shards *set, int (*tick)(int second, void *a
                      (long long)waited);
             goto out;
         }
-        if (waited / 1000 > second) {
+        if (waited / 1000 > second) { /* the caller's tick says it is waiting (restore.c's logs it) */
             second = (int)(waited / 1000);
-            if (second == 2)
-                log_info("outbox: waiting for other instances to commit the outbox entries they hold");
             if (tick(second, arg))
                 goto out;
         }

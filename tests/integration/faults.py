@@ -284,12 +284,14 @@ class Fleet:
         d.start()
         return d
 
-    def launch(self, names: tuple[str, ...], timeout: float, overrides: dict | None = None) -> "Fleet":
+    def launch(self, names: tuple[str, ...], timeout: float, overrides: dict | None = None,
+               each: dict[str, dict] | None = None) -> "Fleet":
         """Start instances `names` (the one named `alt` through ALT_HOST) and wait until every
-        one is ready; on failure close them all."""
+        one is ready; on failure close them all. each[name], when given, replaces `overrides`
+        for that instance."""
         try:
             for n in names:
-                self.instance(n, overrides=overrides, alt=n == self.alt)
+                self.instance(n, overrides=(each or {}).get(n, overrides), alt=n == self.alt)
             if self.wait_ready(timeout) is None:
                 raise HarnessError("the fleet's instances never became ready:\n" +
                                    "\n".join(f"{n}: {d.log_tail(15)}" for n, d in self.instances.items()))

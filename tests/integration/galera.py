@@ -323,18 +323,8 @@ GaleraStack.namespace_class = GaleraNamespace
 def galera_fleet(stack: GaleraStack, orders: dict[str, list[int]] | None = None) -> Fleet:
     """Instances A and B on a fresh namespace of `stack`, every node in [mysql] hosts: in the
     order orders[name] gives (node indexes), else node 1 first. Both ready."""
-    fleet = Fleet(stack.fresh_namespace(), {})
-    try:
-        for name in ("A", "B"):
-            over = {"mysql": {"hosts": stack.cluster.hosts(orders[name])}} if orders and name in orders else None
-            fleet.instance(name, overrides=over)
-        if fleet.wait_ready(30) is None:
-            raise HarnessError("the fleet's instances never became ready:\n" +
-                               "\n".join(f"{n}: {d.log_tail(15)}" for n, d in fleet.instances.items()))
-    except BaseException:
-        fleet.close(check=False)
-        raise
-    return fleet
+    each = {n: {"mysql": {"hosts": stack.cluster.hosts(o)}} for n, o in (orders or {}).items()}
+    return Fleet(stack.fresh_namespace(), {}).launch(("A", "B"), 30, each=each)
 
 
 def nodes_agree(cluster: GaleraCluster, database: str, fleet_rows: list[tuple[str, str, int | None]]) -> list[Violation]:
