@@ -9,28 +9,30 @@
 
 #define WARN_OFFSET_US 1000000 /* a host this far off is worth a warning: fix its NTP */
 
-struct sample {
-    int64_t rtt_us, offset_us;
-};
-
 struct clocksync {
     struct rlink *redis;
     int busy;
-    int64_t sent_us; /* this host's clock when the TIME in flight was sent */
-    struct sample window[CLOCKSYNC_WINDOW];
+    int64_t sent_us;                             /* this host's clock when the TIME in flight was sent */
+    struct clock_bound window[CLOCKSYNC_WINDOW]; /* a ring, newest at next - 1 */
     int nsamples, next;
+    int64_t offset_us; /* in use (0 before the first sample) */
     int64_t logged_offset_us;
     int logged;
 };
 
-/* The sample the clock follows: the shortest round trip of the window. */
-static const struct sample *best(const struct clocksync *cs)
+int64_t clocksync_choose(const struct clock_bound *newest_first, int n, int64_t current_us)
 {
-    const struct sample *b = &cs->window[0];
-    for (int i = 1; i < cs->nsamples; i++)
-        if (cs->window[i].rtt_us < b->rtt_us)
-            b = &cs->window[i];
-    return b;
+    int64_t lo = newest_first[0].lo_us, hi = newest_first[0].hi_us;
+    for (int i = 1; i < n; i++) {
+        int64_t l = newest_first[i].lo_us > lo ? newest_first[i].lo_us : lo;
+        int64_t h = newest_first[i].hi_us < hi ? newest_first[i].hi_us : hi;
+        if (l > h)
+            break; /* disagrees with the newer ones: a clock stepped in between, they win */
+        lo = l, hi = h;
+    }
+    if (current_us >= lo && current_us <= hi)
+        return current_us; /* still consistent: no reason to move, so no jitter */
+    return lo + (hi - lo) / 2;
 }
 
 static void note(struct clocksync *cs, int64_t offset_us)
@@ -57,14 +59,17 @@ static void on_time(redisReply *r, void *arg)
         r->element[1]->type != REDIS_REPLY_STRING)
         return; /* down or refusing: the offset stays as it was */
     int64_t redis_us = strtoll(r->element[0]->str, NULL, 10) * 1000000 + strtoll(r->element[1]->str, NULL, 10);
-    struct sample s = {now_us - cs->sent_us, (cs->sent_us + now_us) / 2 - redis_us};
-    if (s.rtt_us < 0)
+    if (now_us < cs->sent_us)
         return; /* this host's clock stepped back during the call: not a measurement */
-    cs->window[cs->next] = s;
+    cs->window[cs->next] = (struct clock_bound){cs->sent_us - redis_us, now_us - redis_us};
     cs->next = (cs->next + 1) % CLOCKSYNC_WINDOW;
     if (cs->nsamples < CLOCKSYNC_WINDOW)
         cs->nsamples++;
-    int64_t offset_us = best(cs)->offset_us;
+    struct clock_bound newest_first[CLOCKSYNC_WINDOW];
+    for (int i = 0; i < cs->nsamples; i++)
+        newest_first[i] = cs->window[(cs->next - 1 - i + CLOCKSYNC_WINDOW) % CLOCKSYNC_WINDOW];
+    int64_t offset_us = clocksync_choose(newest_first, cs->nsamples, cs->offset_us);
+    cs->offset_us = offset_us;
     clock_fleet_set(offset_us);
     metrics_gauge_set(MG_CLOCK_OFFSET_MS, offset_us / 1000);
     note(cs, offset_us);
