@@ -736,6 +736,11 @@ def main():
         row(3, f"get+finish jobs/s, count={k}, backlog {consume_n:,}", v,
             f"{fmt_int(v)}/s" if v is not None else "n/a", "-",
             ("info" if not notes else "FAIL") if v is not None else "skip", "jobs/s", "; ".join(notes))
+        us = num(env, f"{tag}_script_usec")
+        if v is not None and us is not None and consume_n:
+            per = us / consume_n
+            row(3, f"Redis script time per job, get+finish count={k}", per, f"{per:.1f} us", "-", "info", "us",
+                "EVALSHA time in INFO commandstats over the drain, divided by its jobs")
 
     # ---- figure 4: backlog scaling
     lat_row(4, "latbig", 1000, f"lateness p50/p99/max @ 1,000/s, {backlog:,} pending", None)

@@ -70,7 +70,8 @@
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
 # webhook amqp farpush farbacklog bucket purge cluster galera groups; farpush, farbacklog and bucket are the tiers'
 # figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15; galera is figure 16), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
-# HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run],
+# HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run], HG_BENCH_CONSUME_N
+# [100,000 in full, 10,000 in quick: figure 3's ready backlog],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
 # due time for every job to arrive; 0 = no near jobs beside the bucket), HG_BENCH_BUCKET_HORIZON and
 # HG_BENCH_BUCKET_AHEAD [by mode, ms: figure 13's horizon, and when its first job is due after the
@@ -193,6 +194,7 @@ else
     GAL_FILL=200000
     PROFILE=${HG_BENCH_PROFILE:-0}
 fi
+CONSUME_N=${HG_BENCH_CONSUME_N:-$CONSUME_N} # an A/B of the consume path wants a longer drain than quick's
 
 # ------------------------------------------------------------------ bookkeeping
 
@@ -802,6 +804,12 @@ except Exception:
     return 1
 }
 redis_mem() { rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'; }
+# Microseconds Redis spent in scripts since the last CONFIG RESETSTAT (INFO commandstats: EVALSHA
+# and EVAL, usec): what the Lua side of a path costs, apart from the network and the daemon.
+script_usec() {
+    rcli info commandstats | tr -d '\r' | sed -n 's/^cmdstat_eval\(sha\)\{0,1\}:.*,usec=\([0-9]*\),.*/\2/p' |
+        awk '{ t += $1 } END { print t + 0 }'
+}
 # The Redis nodes that hold the daemon's data now: the single Redis, or (figure 15) the
 # cluster's masters.
 DATA_PORTS=""
@@ -1003,16 +1011,20 @@ if has_phase consume; then
     say "consume: filling $CONSUME_N ready jobs"
     fill drain "$CONSUME_N" 0 4 "$MEM_BODY" consume_fill
     say "consume: draining with $CONSUMERS consumers, count=1"
+    rcli config resetstat >/dev/null
     "$LATENESS" drain "127.0.0.1:$HPORT" --prefix drain --jobs "$CONSUME_N" --consumers "$CONSUMERS" --count 1 \
         --topics 4 --max-seconds 900 >"$RAW/consume.txt" 2>"$RAW/consume.err" || cat "$RAW/consume.err" >&2
     rec_prefixed consume <"$RAW/consume.txt"
+    rec consume_script_usec "$(script_usec)"
     say "consume: $(getv consume_rate) jobs/s (count=1)"
     # The same with count=10 (information: how much batching the get helps).
     fill drain10 "$CONSUME_N" 0 4 "$MEM_BODY"
+    rcli config resetstat >/dev/null
     "$LATENESS" drain "127.0.0.1:$HPORT" --prefix drain10 --jobs "$CONSUME_N" --consumers "$CONSUMERS" \
         --count 10 --topics 4 --max-seconds 900 >"$RAW/consume10.txt" 2>"$RAW/consume10.err" ||
         cat "$RAW/consume10.err" >&2
     rec_prefixed consume10 <"$RAW/consume10.txt"
+    rec consume10_script_usec "$(script_usec)"
     say "consume: $(getv consume10_rate) jobs/s (count=10)"
 fi
 
