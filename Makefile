@@ -70,9 +70,10 @@ $(BUILD)/%.o: src/%.c | $(BUILD)/.dir
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
-# Lua scripts are embedded at build time; src/redis/lua/lib.lua is the prelude of every script.
-$(BUILD)/lua_scripts.c: $(LUA) scripts/embed-lua.sh | $(BUILD)/.dir
-	sh scripts/embed-lua.sh $(LUA) > $@.tmp && mv $@.tmp $@
+# Lua scripts are embedded at build time as one Redis Functions library; src/redis/lua/lib.lua
+# is its shared part (scripts/embed-lua.py).
+$(BUILD)/lua_scripts.c: $(LUA) scripts/embed-lua.py | $(BUILD)/.dir
+	python3 scripts/embed-lua.py $(LUA) > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(CFLAGS) -c -o $@ $<

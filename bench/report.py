@@ -206,8 +206,9 @@ def internals(raw_dir, tag):
     }
     r0, r1 = redis_stats(f"{raw_dir}/redis-{tag}-0.txt"), redis_stats(f"{raw_dir}/redis-{tag}-1.txt")
     if r0 is not None and r1 is not None:
-        calls = r1.get("evalsha", (0, 0))[0] - r0.get("evalsha", (0, 0))[0]
-        usec = r1.get("evalsha", (0, 0))[1] - r0.get("evalsha", (0, 0))[1]
+        # FCALL since the scripts became a Redis Functions library; EVALSHA for older builds
+        calls = sum(r1.get(c, (0, 0))[0] - r0.get(c, (0, 0))[0] for c in ("fcall", "evalsha"))
+        usec = sum(r1.get(c, (0, 0))[1] - r0.get(c, (0, 0))[1] for c in ("fcall", "evalsha"))
         res["redis_evalsha_per_s"] = calls / secs
         res["redis_evalsha_us"] = usec / calls if calls else None
     return res
@@ -612,6 +613,14 @@ def groups_figure(env, row, consume_n):
         per = b / 1000
         row(17, "Redis bytes per active group beside its jobs (group hash + round-robin zset)", per,
             f"{per:.0f} B", "<= 100 B", "PASS" if per <= 100 else "FAIL", "B")
+    b, held = num(env, "groups_busy_struct_bytes"), num(env, "groups_busy_held")
+    if b is not None and held is not None:
+        per = b / 1000
+        ok = held == 2000  # two jobs of every group in flight, else the state measured is not the one named
+        row(17, "Redis bytes per active group at groupConcurrency 4 + groupRate, 2 jobs in flight each "
+            "(group hash + round + rate zset)", per, f"{per:.0f} B", "<= 100 B",
+            ("PASS" if per <= 100 else "FAIL") if ok else "FAIL", "B",
+            "" if ok else f"{held:.0f} jobs in flight, not 2,000")
     gm, pm = num(env, "grouped_mem"), num(env, "plain_mem")
     if gm is not None and pm is not None and consume_n:
         per = (gm - pm) / consume_n
@@ -740,7 +749,7 @@ def main():
         if v is not None and us is not None and consume_n:
             per = us / consume_n
             row(3, f"Redis script time per job, get+finish count={k}", per, f"{per:.1f} us", "-", "info", "us",
-                "EVALSHA time in INFO commandstats over the drain, divided by its jobs")
+                "FCALL time in INFO commandstats over the drain, divided by its jobs")
 
     # ---- figure 4: backlog scaling
     lat_row(4, "latbig", 1000, f"lateness p50/p99/max @ 1,000/s, {backlog:,} pending", None)

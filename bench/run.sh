@@ -804,10 +804,11 @@ except Exception:
     return 1
 }
 redis_mem() { rcli info memory | sed -n 's/^used_memory:\([0-9]*\).*/\1/p'; }
-# Microseconds Redis spent in scripts since the last CONFIG RESETSTAT (INFO commandstats: EVALSHA
-# and EVAL, usec): what the Lua side of a path costs, apart from the network and the daemon.
+# Microseconds Redis spent in scripts since the last CONFIG RESETSTAT (INFO commandstats: FCALL,
+# and EVALSHA/EVAL for builds before the scripts became functions): what the Lua side of a path
+# costs, apart from the network and the daemon.
 script_usec() {
-    rcli info commandstats | tr -d '\r' | sed -n 's/^cmdstat_eval\(sha\)\{0,1\}:.*,usec=\([0-9]*\),.*/\2/p' |
+    rcli info commandstats | tr -d '\r' | sed -n 's/^cmdstat_\(fcall\|evalsha\|eval\):.*,usec=\([0-9]*\),.*/\2/p' |
         awk '{ t += $1 } END { print t + 0 }'
 }
 # The Redis nodes that hold the daemon's data now: the single Redis, or (figure 15) the
@@ -1064,6 +1065,32 @@ if has_phase groups; then
     g_drain grouped grp --groups 250
     g_drain plain2 nogrp
     g_drain grouped2 grp --groups 250
+    # An active group at its busiest: groupConcurrency 4 and a groupRate, two jobs of each group
+    # in flight and more waiting — its field of the group hash ("<held> <reserved> <delayed>
+    # <ready>"), its place in the round and its GCRA entry, per group.
+    for t in 0 1 2 3; do
+        curl -s -m 10 -XPUT "$URL/topics/grp.$t" -d '{"groupConcurrency":4,"groupRate":50}' >/dev/null ||
+            die "groups: PUT /topics/grp.$t failed"
+    done
+    sleep 1
+    "$LATENESS" fill "127.0.0.1:$HPORT" --prefix grp --jobs 8000 --delay 0 --topics 4 --groups 250 \
+        --body-bytes "$MEM_BODY" --batch 1000 --producers 4 --max-seconds 300 >/dev/null ||
+        die "groups: fill of the busy groups failed"
+    g_held=0
+    for g_call in 1 2 3 4 5; do # count=100 takes one job of 100 groups a call, round robin: 2 each
+        for t in 0 1 2 3; do
+            n=$(curl -s -m 10 "$URL/get/grp.$t?count=100&timeout=0" | grep -o '"id":' | wc -l)
+            g_held=$((g_held + n))
+        done
+    done
+    g_bytes=0
+    for k in $(rcli --scan --pattern "hg:*:gs:grp.*") $(rcli --scan --pattern "hg:*:gq:grp.*") \
+        $(rcli --scan --pattern "hg:*:gt:grp.*"); do
+        g_bytes=$((g_bytes + $(rcli memory usage "$k" samples 0)))
+    done
+    rec groups_busy_struct_bytes "$g_bytes"
+    rec groups_busy_held "$g_held"
+    say "groups: 1,000 groups with $g_held jobs in flight: $g_bytes bytes of group structures"
     stop_daemon
     # 100,000 idle groups (one job each, due in an hour: a field of their topic's group hash
     # apiece) against the same 100,000 delayed jobs without groups, each on a fresh slate, twice

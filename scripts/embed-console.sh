@@ -1,7 +1,7 @@
 #!/bin/sh
 # Embed the operator's console (the files of console/) as C byte arrays, each with its
 # content type and an ETag: the first 20 hex digits of its SHA-1, computed here so the daemon
-# needs no hash code (as embed-lua.sh does for the scripts). Served by src/api/api_console.c.
+# needs no hash code (as embed-lua.py does for the scripts' library). Served by src/api/api_console.c.
 # Usage: embed-console.sh console/* > build/console_files.c
 set -eu
 

@@ -120,7 +120,7 @@ enum cluster_error_kind {
     CLUSTER_ERR_DOWN,
     /* "Script attempted to access a non local key": a script met a key its node does not
      * serve now — its slot is migrating. Our scripts meet it at their first line (the guard
-     * scripts/embed-lua.sh puts before every script in cluster mode: one EXISTS of KEYS[1]
+     * scripts/embed-lua.py puts first in every function in cluster mode: one EXISTS of KEYS[1]
      * and a key that never exists, which Redis refuses exactly while the slot migrates or
      * imports), before any write, so it is retried like TRYAGAIN. */
     CLUSTER_ERR_NONLOCAL,

@@ -45,9 +45,17 @@ enum rcause rcause_classify(const char *err, size_t len)
         const char *prefix;
         enum rcause cause;
     } codes[] = {
-        {"OOM ", RCAUSE_OOM},         {"BUSY ", RCAUSE_BUSY},         {"READONLY ", RCAUSE_READONLY},
-        {"LOADING ", RCAUSE_LOADING}, {"NOSCRIPT ", RCAUSE_NOSCRIPT}, {"NOAUTH ", RCAUSE_AUTH},
-        {"WRONGPASS ", RCAUSE_AUTH},  {"NOPERM ", RCAUSE_AUTH},       {"MASTERDOWN ", RCAUSE_READONLY},
+        {"OOM ", RCAUSE_OOM},
+        {"BUSY ", RCAUSE_BUSY},
+        {"READONLY ", RCAUSE_READONLY},
+        {"LOADING ", RCAUSE_LOADING},
+        {"NOSCRIPT ", RCAUSE_NOSCRIPT},
+        {"NOAUTH ", RCAUSE_AUTH},
+        {"WRONGPASS ", RCAUSE_AUTH},
+        {"NOPERM ", RCAUSE_AUTH},
+        {"MASTERDOWN ", RCAUSE_READONLY},
+        /* FCALL of a function the server does not hold: the scripts' library is not loaded */
+        {"ERR Function not found", RCAUSE_NOSCRIPT},
     };
     if (err == NULL)
         return RCAUSE_OTHER;
@@ -65,7 +73,7 @@ enum rcause rcause_classify(const char *err, size_t len)
     if (has_word(err, len, "read only replica") || has_word(err, len, "read only slave"))
         return RCAUSE_READONLY;
     if (has_word(err, len, "user_script") || has_word(err, len, "Error running script") ||
-        has_word(err, len, "@user_script") || has_word(err, len, "script:"))
+        has_word(err, len, "@user_script") || has_word(err, len, "script:") || has_word(err, len, "user_function"))
         return RCAUSE_SCRIPT;
     return RCAUSE_OTHER;
 }

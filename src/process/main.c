@@ -224,6 +224,8 @@ static int init_shard_tags(const struct config *cfg)
                  (long long)(clock_mono_us() - t0), shardtag(0, NULL));
     /* data laid out for a cluster: every script refuses whole while its slot migrates */
     scripts_guard(scheme == SHARDTAG_CLUSTER);
+    log_info("scripts: Redis Functions library %s (another version's may be beside it: docs/operations.md)",
+             script_library_name());
     return 0;
 }
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* EVALSHA layout 1 <prefix>:{w}:meta <shards> <tags>: argv[0..2] filled by the sender. */
+/* FCALL layout 1 <prefix>:{w}:meta <shards> <tags>: argv[0..2] filled by the sender. */
 struct layout_call {
     char key[160], count[INT_TEXT_MAX];
     const char *argv[6];
@@ -66,15 +66,12 @@ void layout_explain(const struct layout_record *found, const char *prefix, int s
 
 enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, int shards, struct layout_record *found)
 {
-    /* EVAL, not EVALSHA: the start-up connection loads no scripts */
+    /* the start-up connection loads no library by itself: the check loads it first */
+    if (rblock_load_library(c, c->errstr, sizeof c->errstr) < 0)
+        return LAYOUT_UNKNOWN; /* why, in errstr: the caller shows it */
     struct layout_call call;
     build(&call, prefix, shards);
-    call.argv[0] = "EVAL";
-    call.lens[0] = 4;
-    call.argv[1] = script_text(SCRIPT_LAYOUT);
-    call.lens[1] = strlen(call.argv[1]);
-    call.argv[2] = "1";
-    call.lens[2] = 1;
+    script_call_head(SCRIPT_LAYOUT, call.argv, call.lens);
     redisReply *r = redisCommandArgv(c, 6, call.argv, call.lens);
     enum layout_verdict v = verdict(r, shards, found);
     if (r)

@@ -1,5 +1,6 @@
 /* rblock.c — see rblock.h. */
 #include "redis/rblock.h"
+#include "core/rcause.h"
 #include "redis/rconn.h"
 #include "core/cluster.h"
 #include "core/raddr.h"
@@ -65,7 +66,7 @@ static int map_sources(const struct config *cfg, char (*out)[CLUSTER_ADDR_MAX], 
     return n;
 }
 
-/* Connect to one server: address, db (0 for a cluster node), scripts. */
+/* Connect to one server: address, db (0 for a cluster node), the scripts' library. */
 static redisContext *connect_to(const struct config *cfg, const char *address, int db, int load_scripts,
                                 enum rblock_failure *why, char *err, size_t errlen)
 {
@@ -86,8 +87,8 @@ static redisContext *connect_to(const struct config *cfg, const char *address, i
     }
     redisSetTimeout(c, tv);
     /* pipelined; each reply names what a failure means to the operator */
-    const char *step[2 + SCRIPT_COUNT];
-    int n = 0;
+    const char *step[3];
+    int n = 0, library_step = -1;
     if (cfg->redis_password[0]) {
         redisAppendCommand(c, "AUTH %s", cfg->redis_password);
         step[n++] = "AUTH failed (check [redis] password)";
@@ -96,12 +97,20 @@ static redisContext *connect_to(const struct config *cfg, const char *address, i
         redisAppendCommand(c, "SELECT %d", db);
         step[n++] = "SELECT failed (check [redis] db)";
     }
-    for (int id = 0; load_scripts && id < SCRIPT_COUNT; id++) {
-        redisAppendCommand(c, "SCRIPT LOAD %s", script_text((enum script_id)id));
-        step[n++] = "SCRIPT LOAD failed";
+    if (load_scripts) {
+        const char *argv[] = {"FUNCTION", "LOAD", script_library()};
+        size_t lens[] = {8, 4, strlen(argv[2])};
+        redisAppendCommandArgv(c, 3, argv, lens);
+        library_step = n;
+        step[n++] = "FUNCTION LOAD failed";
     }
     for (int i = 0; i < n; i++) {
         redisReply *r = rblock_reply(c);
+        if (r != NULL && r->type == REDIS_REPLY_ERROR && i == library_step &&
+            (script_library_present(r->str, r->len) || rcause_classify(r->str, r->len) == RCAUSE_OOM)) {
+            freeReplyObject(r); /* loaded already; or Redis is full, and the calls will say so (rconn.c) */
+            continue;
+        }
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
             *why = r ? RBLOCK_REFUSED : RBLOCK_UNREACHABLE;
             snprintf(err, errlen, "%s: %s", step[i], r ? r->str : c->errstr);
@@ -321,7 +330,7 @@ redisReply *rblock_shard_reply(redisContext *c)
 
 int rblock_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens)
 {
-    script_evalsha_head(script, argv, lens);
+    script_call_head(script, argv, lens);
     return redisAppendCommandArgv(c, argc, argv, lens) == REDIS_OK ? 0 : -1;
 }
 
@@ -344,4 +353,17 @@ int rblock_drain(redisContext *c, int n)
             freeReplyObject(r);
     }
     return ok;
+}
+
+int rblock_load_library(redisContext *c, char *err, size_t errlen)
+{
+    const char *argv[] = {"FUNCTION", "LOAD", script_library()};
+    size_t lens[] = {8, 4, strlen(argv[2])};
+    redisReply *r = redisCommandArgv(c, 3, argv, lens);
+    int ok = r != NULL && (r->type != REDIS_REPLY_ERROR || script_library_present(r->str, r->len));
+    if (!ok)
+        snprintf(err, errlen, "FUNCTION LOAD failed: %s", r ? r->str : c->errstr);
+    if (r)
+        freeReplyObject(r);
+    return ok ? 0 : -1;
 }

@@ -19,11 +19,11 @@
 
 enum rblock_failure {
     RBLOCK_UNREACHABLE, /* no connection (refused, timed out, bad address) */
-    RBLOCK_REFUSED,     /* connected, but AUTH, SELECT or SCRIPT LOAD failed: a config error */
+    RBLOCK_REFUSED,     /* connected, but AUTH, SELECT or FUNCTION LOAD failed: a config error */
 };
 
 /* Connect to the server that holds `key`, authenticate, select the db and (load_scripts) load
- * every Lua script: with [redis] cluster, the master that serves its slot in the map the first
+ * the scripts' library (scripts.h): with [redis] cluster, the master that serves its slot in the map the first
  * seed that answers gives (CLUSTER SLOTS; db 0); else the one server. The key is not read: any
  * key of the slot will do ("{w}" for every {w} key). NULL with err and (unless NULL) *why
  * filled; a failure names the last seed tried. */
@@ -73,8 +73,11 @@ const char *rblock_shards_errstr(const struct rblock_shards *set);
  * and opens a new one. A single Redis never answers so. */
 redisReply *rblock_shard_reply(redisContext *c);
 
-/* Queue EVALSHA of `script` (argv[0..2] reserved, as rconn_eval). Send with rblock_reply. */
+/* Queue FCALL of `script` (argv[0..2] reserved, as rconn_eval). Send with rblock_reply. */
 int rblock_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens);
+
+/* FUNCTION LOAD the scripts' library on `c` (loaded already is fine). 0, or -1 with err. */
+int rblock_load_library(redisContext *c, char *err, size_t errlen);
 
 /* Read the next reply (caller frees with freeReplyObject). NULL on connection error;
  * an error reply is returned as such. */

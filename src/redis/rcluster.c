@@ -50,7 +50,7 @@ struct cmd {
     rconn_reply_fn fn;
     void *arg;
     int slot;   /* -1: keyless, any master */
-    int script; /* script id for EVALSHA, -1 for a plain command */
+    int script; /* script id for FCALL, -1 for a plain command */
     int argc;
     const char **argv; /* into this allocation */
     size_t *lens;

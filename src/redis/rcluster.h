@@ -74,7 +74,7 @@ int rcluster_ready(const struct rcluster *rc);
 int rcluster_command(struct rcluster *rc, int slot, rconn_reply_fn fn, void *arg, int argc, const char **argv,
                      const size_t *lens) __attribute__((warn_unused_result));
 
-/* EVALSHA `script` (argv as rconn_eval: argv[0..2] reserved, argv[3] = KEYS[1], which routes
+/* FCALL of `script` (argv as rconn_eval: argv[0..2] reserved, argv[3] = KEYS[1], which routes
  * it). NOSCRIPT is handled by rconn (reload on that master, re-send). Same return. */
 int rcluster_eval(struct rcluster *rc, enum script_id script, int argc, const char **argv, size_t *lens,
                   rconn_reply_fn fn, void *arg) __attribute__((warn_unused_result));

@@ -78,7 +78,7 @@ int rreply_id(const redisReply *r, size_t i, uint64_t *id)
 
 int rargv_init(struct rargv *b, int cap, int nums, int ids)
 {
-    b->argc = 3; /* EVALSHA sha numkeys, filled by rconn_eval */
+    b->argc = 3; /* FCALL function numkeys, filled by rconn_eval */
     b->cap = cap;
     b->numcap = nums;
     b->idcap = ids;

@@ -1,10 +1,10 @@
 /* rcodec.h — building Redis command arguments and reading replies, shared by the async job
  * store (store.c) and the blocking restore (restore.c).
  *
- * struct rargv collects an EVALSHA's argv without copying what it points at: strings stay the
+ * struct rargv collects an FCALL's argv without copying what it points at: strings stay the
  * caller's, numbers and id keys are formatted into the builder's own storage. Small calls
  * keep everything inside the struct (on the caller's stack); batches allocate once. argv[0..2]
- * are left for rconn_eval / rblock_append_eval (EVALSHA sha numkeys).
+ * are left for rconn_eval / rblock_append_eval (FCALL function numkeys).
  *
  * The rreply_* readers never trust a reply's shape: a wrong type reads as NULL / 0 / -1. */
 #ifndef HG_RCODEC_H

@@ -1,7 +1,7 @@
 /* rconn.c — see rconn.h.
  *
  * States: DOWN (waiting to reconnect) -> CONNECTING (TCP/unix connect in flight) ->
- * SETUP (AUTH/SELECT/SCRIPT LOAD sent, waiting for their replies) -> UP. Any failure
+ * SETUP (AUTH/SELECT/FUNCTION LOAD sent, waiting for their replies) -> UP. Any failure
  * goes back to DOWN and arms the reconnect timer (100 ms doubling to 2 s).
  *
  * Connections of one process fail together but back off independently, so without help
@@ -20,13 +20,16 @@
  * every connection counts as down until some connection hears from Redis again (a reply, an
  * error reply, a pub/sub message — the reconnecting one's set-up replies at the latest).
  *
- * NOSCRIPT: a script call keeps its formatted command until answered. When it is answered
- * NOSCRIPT (the cache was flushed: SCRIPT FLUSH, a restart behind a proxy, a promoted replica
- * without our scripts) every script is loaded again and the call is re-sent behind the loads
- * on the same connection; Redis runs a connection's commands in order, so the re-sent call
- * finds its script. One reload serves every call that was sent before it: a call triggers a
- * new reload only when none was sent after the call itself (seq numbers below), so a flush
- * costs one reload however many calls were in flight, and every later flush gets its own.
+ * The scripts are one Redis Functions library (scripts.h), loaded at set-up with FUNCTION LOAD
+ * ("already exists" is as good as loaded: another connection or instance of this version was
+ * first). A script call keeps its formatted command until answered. When it is answered
+ * "Function not found" (cause "noscript": FUNCTION FLUSH, a Redis restarted without its data,
+ * a proxy that moved us to another server) the library is loaded again and the call re-sent
+ * behind the load on the same connection; Redis runs a connection's commands in order, so the
+ * re-sent call finds its function. One reload serves every call that was sent before it: a
+ * call triggers a new reload only when none was sent after the call itself (seq numbers below),
+ * so a flush costs one reload however many calls were in flight, and every later flush gets its
+ * own.
  *
  * Error replies are classified (rcause_classify). READONLY and LOADING are about the server,
  * not the command: the connection is dropped and counts as down until a reconnect finds a
@@ -53,7 +56,7 @@ enum rc_state { RC_DOWN, RC_CONNECTING, RC_SETUP, RC_UP };
 
 #define CHANNELS_MAX         4
 #define WATCHDOG_TICK_MAX_MS 100
-#define NOSCRIPT_SENDS       5 /* sends of one script call before NOSCRIPT fails it (a flush per round trip) */
+#define NOSCRIPT_SENDS       5 /* sends of one script call before "not found" fails it (a flush per round trip) */
 
 /* Bumped whenever any connection of this process becomes usable ("Redis is back"). */
 static atomic_uint up_epoch;
@@ -104,7 +107,7 @@ struct rconn {
     int64_t progress_us;    /* last reply, or first send after idle */
     int setup_pending;      /* set-up replies still awaited */
     uint64_t seq;           /* commands sent on this connection so far */
-    uint64_t reload_seq;    /* seq of the last SCRIPT LOAD round sent */
+    uint64_t reload_seq;    /* seq of the last FUNCTION LOAD sent */
     unsigned seen_demote_epoch;
     struct pending *hung; /* replies swallowed by the fault seam, failed on drop */
     int64_t last_error_log_us;
@@ -126,7 +129,8 @@ struct pending {
     void *arg;
     int64_t sent_us;
     uint64_t seq;
-    int script; /* script id of a script call, -1 otherwise */
+    int script;       /* script id of a script call, -1 otherwise */
+    int library_load; /* FUNCTION LOAD: "already exists" is a success */
     int sends;
     char *cmd; /* a script call's formatted command, kept for a re-send */
     size_t cmdlen;
@@ -347,9 +351,9 @@ static void log_error_limited(struct rconn *rc, const char *what, const char *de
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
 static void on_reload_reply(redisReply *reply, void *arg);
-static int load_scripts(struct rconn *rc, rconn_reply_fn fn);
+static int load_library(struct rconn *rc, rconn_reply_fn fn);
 
-/* A script call answered NOSCRIPT: reload (unless a reload already went out after this call
+/* A script call answered "Function not found": reload (unless a reload already went out after this call
  * was sent) and re-send it behind the reload. 0 when re-sent: its callback waits for the new
  * answer. */
 static int retry_after_reload(struct rconn *rc, redisAsyncContext *ac, struct pending *p)
@@ -357,8 +361,9 @@ static int retry_after_reload(struct rconn *rc, redisAsyncContext *ac, struct pe
     if (p->cmd == NULL || p->sends >= NOSCRIPT_SENDS || ac == NULL || rc->ac != ac || !rc->load_scripts)
         return -1;
     if (rc->reload_seq < p->seq) {
-        log_warn("redis %s: scripts missing (SCRIPT FLUSH?); loading them again", rc->name);
-        if (load_scripts(rc, on_reload_reply) < SCRIPT_COUNT)
+        log_warn("redis %s: functions missing (FUNCTION FLUSH?); loading library %s again", rc->name,
+                 script_library_name());
+        if (load_library(rc, on_reload_reply) < 0)
             return -1;
     }
     if (redisAsyncFormattedCommand(ac, on_reply, p, p->cmd, p->cmdlen) != REDIS_OK)
@@ -408,6 +413,8 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     } else if (reply->type == REDIS_REPLY_ERROR && rc->pass_cluster_errors &&
                cluster_error_kind(reply->str, reply->len) != CLUSTER_ERR_OTHER) {
         /* Where the slot lives, or a cluster settling: the owner re-routes the command. */
+    } else if (reply->type == REDIS_REPLY_ERROR && p->library_load && script_library_present(reply->str, reply->len)) {
+        /* loaded already: as good as an OK */
     } else if (reply->type == REDIS_REPLY_ERROR) {
         enum rcause cause = rcause_classify(reply->str, reply->len);
         count_error(cause);
@@ -429,7 +436,11 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
         } else {
             log_error_limited(rc, "command failed", reply->str);
         }
-        reply = NULL;
+        /* A full Redis refuses FUNCTION LOAD (it may write): the connection comes up all the
+         * same — the library is most likely there already, and a call that finds it missing is
+         * refused as OOM, which /health names — instead of staying down as if unreachable. */
+        if (!(p->library_load && cause == RCAUSE_OOM))
+            reply = NULL;
     } else if (rc->cause != RCAUSE_NONE && !rc->cause_sticky &&
                (rc->cause_script < 0 || rc->cause_script == p->script)) {
         clear_error(rc); /* what failed before works again */
@@ -489,7 +500,7 @@ int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, cons
 int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
                void *arg)
 {
-    script_evalsha_head(script, argv, lens);
+    script_call_head(script, argv, lens);
     if (rc->state != RC_UP || rc->subscriber)
         return -1;
     if (fault_fn && fault_fn(rc, RCONN_AT_SEND, (int)script, fault_arg) == RCONN_FAULT_FAIL)
@@ -514,28 +525,31 @@ int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **a
 
 static void on_reload_reply(redisReply *reply, void *arg)
 {
-    /* Nothing to do: a failed load shows as NOSCRIPT on the call that needed it (logged). */
+    /* Nothing to do: a failed load shows as "not found" on the call that needed it (logged). */
     (void)reply;
     (void)arg;
 }
 
-/* SCRIPT LOAD every script; returns how many were sent. Calls sent before this point that
- * come back NOSCRIPT are re-sent behind these loads without asking for another round. */
-static int load_scripts(struct rconn *rc, rconn_reply_fn fn)
+/* FUNCTION LOAD the library; 0 when sent. Calls sent before this point that come back "not
+ * found" are re-sent behind this load without asking for another one. */
+static int load_library(struct rconn *rc, rconn_reply_fn fn)
 {
-    int n = 0;
-    for (int id = 0; id < SCRIPT_COUNT; id++) {
-        const char *text = script_text((enum script_id)id);
-        const char *argv[] = {"SCRIPT", "LOAD", text};
-        size_t lens[] = {6, 4, strlen(text)};
-        if (send_argv(rc, fn, rc, 3, argv, lens) == 0)
-            n++;
+    const char *text = script_library();
+    const char *argv[] = {"FUNCTION", "LOAD", text};
+    size_t lens[] = {8, 4, strlen(text)};
+    struct pending *p = pending_new(rc, fn, rc, -1);
+    if (p == NULL)
+        return -1;
+    p->library_load = 1;
+    if (send_pending(rc, p, 3, argv, lens) < 0) {
+        free_pending(p);
+        return -1;
     }
     rc->reload_seq = rc->seq;
-    return n;
+    return 0;
 }
 
-/* Set-up replies: AUTH, SELECT, SCRIPT LOAD x N, SUBSCRIBE. Up once all have answered. */
+/* Set-up replies: AUTH, SELECT, ROLE, FUNCTION LOAD, SUBSCRIBE. Up once all have answered. */
 static void on_setup_reply(redisReply *reply, void *arg)
 {
     struct rconn *rc = arg;
@@ -621,7 +635,8 @@ static void begin_setup(struct rconn *rc)
         size_t lens[] = {4};
         if (send_argv(rc, on_role_reply, rc, 1, argv, lens) == 0)
             rc->setup_pending++;
-        rc->setup_pending += load_scripts(rc, on_setup_reply);
+        if (load_library(rc, on_setup_reply) == 0)
+            rc->setup_pending++;
     }
     if (rc->subscriber) {
         const char *argv[CHANNELS_MAX + 1];

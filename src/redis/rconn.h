@@ -10,10 +10,10 @@
  * Error replies are classified (enum rcause) rather than all read as "Redis down": each
  * connection keeps its current trouble, readable by its own thread (rconn_last_error) and by
  * any thread for the whole process (rconn_process_error), and /metrics counts them by cause.
- * A script call answered NOSCRIPT (someone flushed the script cache) reloads every script and
- * is re-sent transparently, however often that happens. READONLY (we talk to a replica) and
- * LOADING drop the connection, which then counts as down and reconnects with backoff; a
- * connection whose server says ROLE slave at set-up does not come up.
+ * A script call answered "Function not found" (someone ran FUNCTION FLUSH, or Redis lost its
+ * data) loads the library again and is re-sent transparently, however often that happens. READONLY (we talk to a
+ * replica) and LOADING drop the connection, which then counts as down and reconnects with backoff; a connection whose
+ * server says ROLE slave at set-up does not come up.
  *
  * Owned by the thread of its event_base; never touch it from another thread. */
 #ifndef HG_RCONN_H
@@ -46,7 +46,7 @@ struct rconn_config {
     const char *password; /* "" = none */
     int db;
     int timeout_ms;
-    int load_scripts; /* SCRIPT LOAD everything on connect */
+    int load_scripts; /* FUNCTION LOAD the scripts' library on connect */
 };
 
 /* Create and start connecting. The strings in cfg are copied. NULL on bad address/memory. */
@@ -76,7 +76,7 @@ int rconn_is_up(const struct rconn *rc);
 int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, const char **argv, const size_t *lens)
     __attribute__((warn_unused_result));
 
-/* EVALSHA `script` with one key. argv[0..2] are reserved for this function (left unset by
+/* FCALL of `script` with one key. argv[0..2] are reserved for this function (left unset by
  * the caller); argv[3] is KEYS[1], argv[4..] are ARGV. Same return as rconn_command. */
 int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
                void *arg) __attribute__((warn_unused_result));

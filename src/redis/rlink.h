@@ -88,7 +88,7 @@ static inline __attribute__((warn_unused_result)) int rlink_command_for_key(stru
     return rcluster_command(l->cluster, cluster_keyslot(key, keylen), fn, arg, argc, argv, lens);
 }
 
-/* EVALSHA `script`, argv as rconn_eval (argv[0..2] reserved, argv[3] = KEYS[1]). */
+/* FCALL of `script`, argv as rconn_eval (argv[0..2] reserved, argv[3] = KEYS[1]). */
 static inline __attribute__((warn_unused_result)) int rlink_eval(struct rlink *l, enum script_id script, int argc,
                                                                  const char **argv, size_t *lens, rconn_reply_fn fn,
                                                                  void *arg)

@@ -2,6 +2,7 @@
 #include "redis/scripts.h"
 #include "base/log.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const names[SCRIPT_COUNT] = {
@@ -36,30 +37,34 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_GROUPS] = "groups",
 };
 
-static const struct script_source *bound[SCRIPT_COUNT];
+#define FUNCTION_NAME_MAX 64 /* "hg_" + 12 hex digits + "_" + a script's name */
+
+/* [0] plain, [1] guarded: "<library>_<script>" */
+static char functions[2][SCRIPT_COUNT][FUNCTION_NAME_MAX];
 static int guarded; /* scripts_guard: written once before the threads start */
 
 int scripts_init(void)
 {
     for (int id = 0; id < SCRIPT_COUNT; id++) {
-        bound[id] = NULL;
-        for (int i = 0; i < script_sources_count; i++)
-            if (strcmp(script_sources[i].name, names[id]) == 0)
-                bound[id] = &script_sources[i];
-        if (bound[id] == NULL) {
+        int found = 0;
+        for (int i = 0; i < script_names_count; i++)
+            found |= strcmp(script_names[i], names[id]) == 0;
+        if (!found) {
             log_error("Lua script %s.lua was not embedded in this build", names[id]);
             return -1;
         }
+        snprintf(functions[0][id], FUNCTION_NAME_MAX, "%s_%s", script_library_name_plain, names[id]);
+        snprintf(functions[1][id], FUNCTION_NAME_MAX, "%s_%s", script_library_name_guarded, names[id]);
     }
     return 0;
 }
 
-void script_evalsha_head(enum script_id id, const char **argv, size_t *lens)
+void script_call_head(enum script_id id, const char **argv, size_t *lens)
 {
-    argv[0] = "EVALSHA";
-    lens[0] = 7;
-    argv[1] = script_sha(id);
-    lens[1] = 40;
+    argv[0] = "FCALL";
+    lens[0] = 5;
+    argv[1] = script_function(id);
+    lens[1] = strlen(argv[1]);
     argv[2] = "1";
     lens[2] = 1;
 }
@@ -69,12 +74,25 @@ void scripts_guard(int on)
     guarded = on != 0;
 }
 
-const char *script_sha(enum script_id id)
+const char *script_function(enum script_id id)
 {
-    return guarded ? bound[id]->guarded_sha : bound[id]->sha;
+    return functions[guarded][id];
 }
 
-const char *script_text(enum script_id id)
+const char *script_library_name(void)
 {
-    return guarded ? bound[id]->guarded_text : bound[id]->text;
+    return guarded ? script_library_name_guarded : script_library_name_plain;
+}
+
+const char *script_library(void)
+{
+    return guarded ? script_library_guarded : script_library_plain;
+}
+
+int script_library_present(const char *err, size_t len)
+{
+    /* "ERR Library 'hg_...' already exists" */
+    static const char tail[] = "already exists";
+    return err != NULL && len >= sizeof tail - 1 && memcmp(err + len - (sizeof tail - 1), tail, sizeof tail - 1) == 0 &&
+           len >= 12 && memcmp(err, "ERR Library ", 12) == 0;
 }

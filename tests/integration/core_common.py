@@ -6,7 +6,7 @@ daemon over HTTP through harness.Daemon; nothing reaches into src/.
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
 import pathlib
 import re
@@ -186,19 +186,24 @@ class Background:
         return (self.finished or time.monotonic()) - self.started
 
 
-def script_sha(name: str) -> str:
-    """The SHA-1 EVALSHA calls src/redis/lua/<name>.lua by (scripts/embed-lua.sh: the prelude, then
-    the script, each line ending with a newline)."""
-    root = pathlib.Path(__file__).resolve().parents[2] / "src" / "redis" / "lua"
-    text = (root / "lib.lua").read_text() + (root / f"{name}.lua").read_text()
-    return hashlib.sha1(text.encode()).hexdigest()
+def script_function(name: str) -> str:
+    """The function FCALL calls src/redis/lua/<name>.lua by: "<library>_<name>", the plain
+    library's name computed as scripts/embed-lua.py computes it."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("embed_lua", root / "scripts" / "embed-lua.py")
+    embed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(embed)
+    lua = root / "src" / "redis" / "lua"
+    scripts = sorted((p.stem, p.read_text()) for p in lua.glob("*.lua") if p.name not in ("lib.lua", "guard.lua"))
+    library, _ = embed.library((lua / "lib.lua").read_text(), "", scripts, False)
+    return f"{library}_{name}"
 
 
 class RedisMonitor:
     """Every command Redis runs while open (MONITOR on its own connection), as text lines cut
     to 300 characters. `with RedisMonitor(port) as mon: ...` then read mon.lines."""
 
-    EVALSHA = re.compile(r'"(?i:evalsha)" "([0-9a-f]{40})" "1" "([^"]+):\{(\d+)\}:[a-z]+" "([^"]*)"')
+    FCALL = re.compile(r'"(?i:fcall)" "(hg_[0-9a-f]{12}_[a-z]+)" "1" "([^"]+):\{(\d+)\}:[a-z]+" "([^"]*)"')
 
     def __init__(self, port: int) -> None:
         self.lines: list[str] = []
@@ -234,8 +239,8 @@ class RedisMonitor:
             *done, buf = buf.split(b"\r\n")
             self.lines.extend(x[:300].decode(errors="replace") for x in done)
 
-    def evalsha(self, script: str, prefix: str) -> list[str]:
+    def calls(self, script: str, prefix: str) -> list[str]:
         """The first ARGV of every call of `script` on keys under `prefix`."""
-        sha = script_sha(script)
-        return [m.group(4) for m in map(self.EVALSHA.search, self.lines)
-                if m and m.group(1) == sha and m.group(2) == prefix]
+        function = script_function(script)
+        return [m.group(4) for m in map(self.FCALL.search, self.lines)
+                if m and m.group(1) == function and m.group(2) == prefix]

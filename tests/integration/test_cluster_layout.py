@@ -14,7 +14,7 @@ daemon on a real cluster: test_cluster_wire, test_cluster_lifecycle).
   written with the other one, both ways, and a record without the field (written before it
   existed) means plain. A daemon that started while Redis was unreachable notices a mismatch
   once Redis is there and serves nothing.
-* lib.lua reads the shard number out of both tag forms (EVAL of the prelude itself).
+* lib.lua reads the shard number out of both tag forms (EVAL of lib.lua and its begin).
 
     make integration T=test_cluster_layout
 """
@@ -252,12 +252,12 @@ class ClusterTagsTest(CoreTestCase):
 
 
 class LibShardParseTest(CoreTestCase):
-    """lib.lua's prelude reads the prefix and the shard number out of KEYS[1] in both forms."""
+    """lib.lua's begin reads the prefix and the shard number out of KEYS[1] in both forms."""
 
     def test_both_tag_forms(self):
         ns = self.namespace()
         lib = (Path(REPO_ROOT) / "src" / "redis" / "lua" / "lib.lua").read_text()
-        script = lib + "\nreturn {tostring(prefix), tostring(shard)}\n"
+        script = lib + "\nbegin(KEYS)\nreturn {tostring(prefix), tostring(shard)}\n"
         cases = {
             "hg:{3}:jobs": "hg\n3",
             "hg:{3.2520}:jobs": "hg\n3",

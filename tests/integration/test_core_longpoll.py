@@ -132,7 +132,7 @@ class BurstCostTest(CoreTestCase):
             else:
                 self.assertStatus(r, 204)
         self.assertEqual(answered, [ids], "all three in one answer, to one consumer")
-        reserves = mon.evalsha("reserve", ns.prefix)
+        reserves = mon.calls("reserve", ns.prefix)
         self.assertEqual(len(reserves), 1, f"one reservation for the burst, none that found nothing: {reserves}")
 
     def test_a_burst_smaller_than_count_costs_one_reservation(self):
@@ -151,7 +151,7 @@ class BurstCostTest(CoreTestCase):
         with RedisMonitor(ns.redis.port) as mon:
             second = Background(d.get, "line", timeout=10)
             wait_until(lambda: self.parked(d) >= 2, 5, 0.01, "the second long-poll to park")
-        self.assertEqual(mon.evalsha("reserve", ns.prefix), [], "the second looked although the first waits idle")
+        self.assertEqual(mon.calls("reserve", ns.prefix), [], "the second looked although the first waits idle")
         queued = re.search(r"^hourglass_longpoll_queued_total (\d+)", d.metrics().text, re.M)
         self.assertEqual(int(queued.group(1)) if queued else None, 1)
         # oldest first, each woken at once
@@ -203,7 +203,7 @@ class SafetyTickTest(CoreTestCase):
             time.sleep(3.5)  # three ticks or more
             for p in polls:
                 self.assertStatus(p.join(10), 204)
-        reserves = mon.evalsha("reserve", ns.prefix)
+        reserves = mon.calls("reserve", ns.prefix)
         self.assertEqual(len(reserves), len(topics),
                          f"one reservation per long-poll when it parked, none from the ticks: {len(reserves)}")
         self.assertTrue(any('"hmget"' in line.lower() and ":count" in line for line in mon.lines),

@@ -1,7 +1,7 @@
 """src/redis/rcluster.c (the asynchronous connections to a Redis Cluster, issue 14 step 2) against a
 real cluster (rcluster.py), through tests/tools/rcluster_drive: keys on every master, a slot
 migrated under traffic (ASK, then MOVED, no command lost or doubled; an ASKed script that meets
-a flushed script cache), and a master killed
+a node whose functions were flushed), and a master killed
 under traffic (its slots fail fast, then work on the promoted replica by themselves, scripts
 included). No daemon yet. One cluster for the module; the tests run in name order (a_, b_,
 bb, c_) because b, bb and c change the cluster.
@@ -39,10 +39,11 @@ def keys_of(cluster: RedisCluster, prefix: str, per_master: int = KEYS_PER_MASTE
     return out
 
 
-def script_loads(node) -> int:
-    """SCRIPT LOAD calls the node has served (INFO commandstats)."""
+def library_loads(node) -> int:
+    """FUNCTION LOAD calls the node has served (INFO commandstats): the daemon's scripts are one
+    Redis Functions library (src/redis/scripts.h)."""
     for line in node.cli("INFO", "commandstats").splitlines():
-        if line.startswith("cmdstat_script|load:"):
+        if line.startswith("cmdstat_function|load:"):
             return int(line.split("calls=")[1].split(",")[0])
     return 0
 
@@ -182,11 +183,12 @@ class RclusterConnTest(unittest.TestCase):
         self.assertGreaterEqual(final["stats"]["map_changes"], 2)  # the first map, then one per moved slot at least
         self.assertLess(max(iv["max_ok_ms"] for iv in t.intervals), 500)
 
-    # -- 3b: an ASKed script meets a flushed script cache. The call goes to the importing node
-    # behind ASKING and is answered NOSCRIPT; rconn loads the scripts there and sends the call
+    # -- 3b: an ASKed script meets a node whose functions were flushed. The call goes to the
+    # importing node behind ASKING and is answered "Function not found"; rconn loads the scripts'
+    # library there and sends the call
     # again on that connection, without ASKING (it holds for one command), so the importing node
     # answers MOVED to the source, and rcluster follows it: the source ASKs again, and the call
-    # runs on the importing node, its scripts loaded now. One round longer; nothing fails.
+    # runs on the importing node, its library loaded now. One round longer; nothing fails.
     def test_bb_an_asked_script_meets_a_flushed_cache(self) -> None:
         c = self.cluster
         src, dest = c.masters()[0], c.masters()[1]
@@ -197,12 +199,12 @@ class RclusterConnTest(unittest.TestCase):
             t.run_for(0.5)
             c.begin_migration(slot, dest)
             self.assertGreaterEqual(c.move_keys(slot, src, dest), 1)  # (and the keys test_a left in the slot)
-            loads_before = script_loads(dest)
-            dest.cli("SCRIPT", "FLUSH")
+            loads_before = library_loads(dest)
+            dest.cli("FUNCTION", "FLUSH")
             asked_from = len(t.snapshot())
             t.run_for(1.0)
             asked = t.snapshot()[asked_from + 1:]
-            loads_after = script_loads(dest)
+            loads_after = library_loads(dest)
             c.end_migration(slot, dest)
             c.wait_stable()
             t.run_for(0.5)
@@ -210,7 +212,7 @@ class RclusterConnTest(unittest.TestCase):
             final = t.stop()
         f = final["final"]
         self.assertEqual((sum(f["fail"]), sum(f["efail"])), (0, 0), f"failed INCRs, scripts: {f}")
-        self.assertGreater(loads_after, loads_before, "dest answered NOSCRIPT to an ASKed script: scripts reloaded")
+        self.assertGreater(loads_after, loads_before, "dest answered \"Function not found\" to an ASKed script: library reloaded")
         self.assertGreater(t.sums("eok", [key], asked), 0, "scripts succeeded while ASKed to the flushed node")
         self.assertGreater(sum(n["asked"] for n in final["nodes"]), 0, final["nodes"])
         self.assertEqual(f["values"], f["ok"], "no INCR lost or doubled")
@@ -237,11 +239,11 @@ class RclusterConnTest(unittest.TestCase):
                     break
                 time.sleep(0.25)
             recovered_at = len(t.snapshot())
-            # the heir's script cache flushed under traffic: NOSCRIPT, reload, re-send (rconn)
-            loads_before = script_loads(heir)
-            heir.cli("SCRIPT", "FLUSH")
+            # the heir's functions flushed under traffic: not found, reload, re-send (rconn)
+            loads_before = library_loads(heir)
+            heir.cli("FUNCTION", "FLUSH")
             t.run_for(1.0)
-            loads_after = script_loads(heir)
+            loads_after = library_loads(heir)
         finally:
             final = t.stop()
         ivs = t.intervals
@@ -269,7 +271,7 @@ class RclusterConnTest(unittest.TestCase):
         for k in lost:
             self.assertGreater(f["values"][keys.index(k)], 0)
             self.assertEqual(int(heir.cli("GET", k)), f["values"][keys.index(k)])
-        self.assertGreater(loads_after, loads_before)  # NOSCRIPT seen: rconn loaded the scripts again
+        self.assertGreater(loads_after, loads_before)  # "not found" seen: rconn loaded the library again
         addrs = {n["addr"]: n for n in final["nodes"]}
         self.assertTrue(addrs[heir.address]["master"] and addrs[heir.address]["up"])
         self.assertEqual(final["stats"]["nmasters"], 3)

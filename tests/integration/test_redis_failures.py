@@ -1,8 +1,9 @@
-"""Redis failure modes other than "gone": each on a private redis-server, so a flushed script
-cache, a full memory or a demotion to replica touches no other test.
+"""Redis failure modes other than "gone": each on a private redis-server, so flushed functions,
+a full memory or a demotion to replica touches no other test.
 
-* SCRIPT FLUSH, again and again, under traffic: no push (nor get/finish) is refused, not even
-  the first after a flush; the daemon reloads its scripts each time and re-sends the call.
+* FUNCTION FLUSH, again and again, under traffic: no push (nor get/finish) is refused, not
+  even the first after a flush; the daemon loads its library again each time and re-sends the
+  call.
 * maxmemory reached: a push answers 503 naming OOM, /health says unavailable naming OOM, the
   cause is counted in /metrics; once memory is freed pushes and /health recover by themselves.
 * The daemon's Redis demoted to a replica (REPLICAOF, as after a failover): pushes answer 503
@@ -60,9 +61,9 @@ class _PrivateRedisCase(CoreTestCase):
         return r.status, r.json()
 
 
-class ScriptFlushTest(_PrivateRedisCase):
+class FunctionFlushTest(_PrivateRedisCase):
 
-    def test_repeated_script_flush_under_traffic_refuses_nothing(self):
+    def test_repeated_function_flush_under_traffic_refuses_nothing(self):
         d, stop, lock = self.d, threading.Event(), threading.Lock()
         answers = []  # (kind, status, message, monotonic)
 
@@ -98,7 +99,7 @@ class ScriptFlushTest(_PrivateRedisCase):
                        "pushes to flow")
             flushes = 6
             for _ in range(flushes):
-                self.redis.cli("SCRIPT", "FLUSH")
+                self.redis.cli("FUNCTION", "FLUSH")
                 time.sleep(0.4)
             t_last = time.monotonic()
             time.sleep(1.0)

@@ -31,8 +31,9 @@ START_TEST(test_command_slot)
     ck_assert_int_eq(SLOT("GET", "hg:{3}:jobs"), jobs);
     ck_assert_int_eq(SLOT("SET", "hg:{3}:jobs", "x"), jobs);
     ck_assert_int_eq(SLOT("INCR", "{3}"), cluster_keyslot("3", 1));
-    /* scripts route by their first KEY, not by the sha or numkeys */
+    /* scripts route by their first KEY, not by the sha, the function or numkeys */
     ck_assert_int_eq(SLOT("EVALSHA", "0123456789012345678901234567890123456789", "1", "hg:{3}:jobs", "a"), jobs);
+    ck_assert_int_eq(SLOT("FCALL", "hg_0123456789ab_push", "1", "hg:{3}:jobs", "a"), jobs); /* the daemon's */
     ck_assert_int_eq(SLOT("evalsha", "0123", "2", "hg:{3}:jobs", "hg:{3}:delay"), jobs);
     ck_assert_int_eq(SLOT("EVAL", "return 1", "1", "hg:{3}:jobs"), jobs);
     ck_assert_int_eq(SLOT("FCALL", "f", "1", "hg:{3}:jobs"), jobs);

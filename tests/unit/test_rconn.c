@@ -1,10 +1,11 @@
 /* test_rconn.c — src/redis/rconn.h: the connection state machine against a fake Redis.
  *
  * The fake is a thread in this process speaking just enough RESP on a loopback port: AUTH,
- * SELECT, CLIENT, ROLE, SCRIPT LOAD and EVALSHA (answered NOSCRIPT until some SCRIPT LOAD
- * came after the last flush, else :42 or the error reply the test chose). The test drives
- * rconn's event loop in its own thread and tells the fake what to do (flush the script cache,
- * be a replica, answer OOM, stop answering), so every edge runs in milliseconds.
+ * SELECT, CLIENT, ROLE, FUNCTION LOAD (answered "already exists" while loaded, as Redis does)
+ * and FCALL (answered "Function not found" until some FUNCTION LOAD came after the last flush,
+ * else :42 or the error reply the test chose). The test drives rconn's event loop in its own
+ * thread and tells the fake what to do (flush the functions, be a replica, answer OOM, stop
+ * answering), so every edge runs in milliseconds.
  *
  * Built with -DRCONN_OLD_API it uses only what rconn.h offered before issue 11, to show the
  * NOSCRIPT tests failing against the old rconn.c (see the report of that change). */
@@ -36,19 +37,20 @@
 /* ---- the fake Redis ---- */
 
 #define FAKE_CLIENTS 16
-#define FAKE_BUF     65536
+#define FAKE_BUF     (1 << 20) /* FUNCTION LOAD sends the whole library (~100 KB) */
 
 static struct fake {
     int lfd, port;
     pthread_t thread;
     atomic_int stop;
-    atomic_int loaded;      /* scripts in the cache (any SCRIPT LOAD since the last flush) */
+    atomic_int loaded;      /* the library is loaded (a FUNCTION LOAD since the last flush) */
     atomic_int replica;     /* ROLE says slave */
     atomic_int hang;        /* read commands, answer nothing */
-    atomic_int flush_every; /* > 0: flush the cache after every that many successful EVALSHA */
+    atomic_int full;        /* FUNCTION LOAD answers OOM (it may write), as a full Redis does */
+    atomic_int flush_every; /* > 0: flush the functions after every that many successful FCALL */
     atomic_int loads, evals, evals_ok, connects, roles;
     pthread_mutex_t lock;
-    char eval_error[256]; /* non-empty: EVALSHA answers this error */
+    char eval_error[256]; /* non-empty: FCALL answers this error */
 } F;
 
 struct client {
@@ -121,18 +123,22 @@ static void answer(int fd, char argv[4][64], int argc)
         atomic_fetch_add(&F.roles, 1);
         put(fd, atomic_load(&F.replica) ? "*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:0\r\n"
                                         : "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
-    } else if (!strcasecmp(cmd, "SCRIPT") && argc > 1 && !strcasecmp(argv[1], "LOAD")) {
+    } else if (!strcasecmp(cmd, "FUNCTION") && argc > 1 && !strcasecmp(argv[1], "LOAD")) {
         atomic_fetch_add(&F.loads, 1);
-        atomic_store(&F.loaded, 1);
-        put(fd, "$40\r\n0000000000000000000000000000000000000000\r\n");
-    } else if (!strcasecmp(cmd, "EVALSHA")) {
+        if (atomic_load(&F.full))
+            put(fd, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+        else if (atomic_exchange(&F.loaded, 1))
+            put(fd, "-ERR Library 'hg_000000000000' already exists\r\n");
+        else
+            put(fd, "$15\r\nhg_000000000000\r\n");
+    } else if (!strcasecmp(cmd, "FCALL")) {
         atomic_fetch_add(&F.evals, 1);
         char err[256];
         pthread_mutex_lock(&F.lock);
         snprintf(err, sizeof err, "%s", F.eval_error);
         pthread_mutex_unlock(&F.lock);
         if (!atomic_load(&F.loaded)) {
-            put(fd, "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+            put(fd, "-ERR Function not found\r\n");
         } else if (err[0]) {
             put(fd, "-");
             put(fd, err);
@@ -141,7 +147,7 @@ static void answer(int fd, char argv[4][64], int argc)
             int ok = atomic_fetch_add(&F.evals_ok, 1) + 1, every = atomic_load(&F.flush_every);
             put(fd, ":42\r\n");
             if (every > 0 && ok % every == 0)
-                atomic_store(&F.loaded, 0); /* SCRIPT FLUSH from another client, between two commands */
+                atomic_store(&F.loaded, 0); /* FUNCTION FLUSH from another client, between two commands */
         }
     } else if (!strcasecmp(cmd, "PING")) {
         put(fd, "+PONG\r\n");
@@ -313,7 +319,7 @@ static void finish(struct rconn *rc)
     fake_stop();
 }
 
-/* EVALSHA SCRIPT_PUSH with one key; the fake does not care about arguments. */
+/* FCALL of SCRIPT_PUSH with one key; the fake does not care about arguments. */
 static int eval(struct rconn *rc, struct result *r)
 {
     const char *argv[4];
@@ -339,7 +345,7 @@ START_TEST(test_connect_setup_up)
 {
     struct rconn *rc = start(1000);
     ck_assert_int_eq(ups, 1);
-    ck_assert_int_eq(atomic_load(&F.loads), SCRIPT_COUNT);
+    ck_assert_int_eq(atomic_load(&F.loads), 1);
     struct result r;
     ck_assert_int_eq(eval_wait(rc, &r), 0);
     ck_assert_int_eq(r.value, 42);
@@ -347,18 +353,18 @@ START_TEST(test_connect_setup_up)
 }
 END_TEST
 
-/* Issue 11: the script cache flushed again and again; each time the next call must succeed
+/* Issue 11: the functions flushed again and again; each time the next call must succeed
  * (reload + re-send), not fail once and then forever. */
 START_TEST(test_noscript_every_flush_reloads_and_retries)
 {
     struct rconn *rc = start(1000);
     struct result r;
     for (int i = 1; i <= 5; i++) {
-        atomic_store(&F.loaded, 0); /* SCRIPT FLUSH */
+        atomic_store(&F.loaded, 0); /* FUNCTION FLUSH */
         int loads = atomic_load(&F.loads);
         ck_assert_msg(eval_wait(rc, &r) == 0, "call after flush %d refused", i);
         ck_assert_int_eq(r.value, 42);
-        ck_assert_int_eq(atomic_load(&F.loads), loads + SCRIPT_COUNT); /* one reload per flush */
+        ck_assert_int_eq(atomic_load(&F.loads), loads + 1); /* one reload per flush */
         ck_assert(rconn_is_up(rc));
     }
     finish(rc);
@@ -366,7 +372,7 @@ START_TEST(test_noscript_every_flush_reloads_and_retries)
 END_TEST
 
 /* Flushes between commands while many calls are in flight: every call succeeds, and one
- * flush costs one reload, not one per call that saw NOSCRIPT. */
+ * flush costs one reload, not one per call that saw "not found". */
 START_TEST(test_noscript_under_pipelined_traffic)
 {
     struct rconn *rc = start(1000);
@@ -386,7 +392,7 @@ START_TEST(test_noscript_under_pipelined_traffic)
     }
     ck_assert_int_eq(done, N);
     ck_assert_int_eq(failed, 0);
-    int flushes = atomic_load(&F.evals_ok) / 7, rounds = atomic_load(&F.loads) / SCRIPT_COUNT - 1;
+    int flushes = atomic_load(&F.evals_ok) / 7, rounds = atomic_load(&F.loads) - 1;
     ck_assert_msg(rounds >= flushes - 1 && rounds <= flushes + 1, "%d reload rounds for %d flushes", rounds, flushes);
     finish(rc);
 }
@@ -412,6 +418,7 @@ START_TEST(test_classify)
         {"READONLY You can't write against a read only replica. script: 1b2c, on @user_script:3.", RCAUSE_READONLY},
         {"LOADING Redis is loading the dataset in memory", RCAUSE_LOADING},
         {"NOSCRIPT No matching script. Please use EVAL.", RCAUSE_NOSCRIPT},
+        {"ERR Function not found", RCAUSE_NOSCRIPT}, /* FCALL: the library is not loaded */
         {"NOAUTH Authentication required.", RCAUSE_AUTH},
         {"WRONGPASS invalid username-password pair or user is disabled.", RCAUSE_AUTH},
         {"NOPERM this user has no permissions to run the 'evalsha' command", RCAUSE_AUTH},
@@ -419,6 +426,9 @@ START_TEST(test_classify)
         {"ERR user_script:3: attempt to perform arithmetic on a nil value script: 1b2c, on @user_script:3.",
          RCAUSE_SCRIPT},
         {"ERR Error running script (call to f_ab): @user_script:9: user_script:9: bad argument", RCAUSE_SCRIPT},
+        {"ERR user_function:2: attempt to perform arithmetic on local 'x' (a nil value) script: hg_ab_push, on "
+         "@user_function:2.",
+         RCAUSE_SCRIPT},
         {"WRONGTYPE Operation against a key holding the wrong kind of value", RCAUSE_OTHER},
         {"ERR unknown command 'FOO'", RCAUSE_OTHER},
         {"", RCAUSE_OTHER},
@@ -474,6 +484,29 @@ START_TEST(test_oom_named_counted_cleared)
     ck_assert_int_eq(eval_wait(rc, &r), 0);
     ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_NONE);
     ck_assert_int_eq(rconn_process_error(&e), RCAUSE_NONE);
+    finish(rc);
+}
+END_TEST
+
+/* Redis full when a connection is made: FUNCTION LOAD is refused (OOM), the library being
+ * there already (loaded before memory ran out). The connection comes up all the same, a call is
+ * refused as OOM (named, not "down"), and works once memory is freed. */
+START_TEST(test_setup_on_a_full_redis_comes_up)
+{
+    struct rconn *rc = start_at("127.0.0.1", 1000);
+    atomic_store(&F.loaded, 1);
+    atomic_store(&F.full, 1);
+    fake_set_error("OOM command not allowed when used memory > 'maxmemory'.");
+    ck_assert_msg(RUN_UNTIL(rconn_is_up(rc), 2000), "a full Redis kept the connection down");
+    ck_assert_int_ge(atomic_load(&F.loads), 1);
+    struct result r;
+    ck_assert_int_eq(eval_wait(rc, &r), -1);
+    struct rconn_error e;
+    ck_assert_int_eq(rconn_last_error(rc, &e), RCAUSE_OOM);
+    atomic_store(&F.full, 0);
+    fake_set_error(NULL); /* memory freed */
+    ck_assert_int_eq(eval_wait(rc, &r), 0);
+    ck_assert_int_eq(r.value, 42);
     finish(rc);
 }
 END_TEST
@@ -871,6 +904,7 @@ int main(void)
 #ifndef RCONN_OLD_API
     tcase_add_test(tc, test_classify);
     tcase_add_test(tc, test_oom_named_counted_cleared);
+    tcase_add_test(tc, test_setup_on_a_full_redis_comes_up);
     tcase_add_test(tc, test_script_error_is_not_down);
     tcase_add_test(tc, test_cluster_errors_passed_on);
     tcase_add_test(tc, test_readonly_reconnects_until_master);

@@ -1,4 +1,5 @@
 -- deadlist.lua — list a topic's dead jobs, oldest death first.
+-- flags: no-writes  (it only reads: it still runs while Redis is full)
 -- KEYS[1] = <prefix>:{<shard>}:jobs   (the topic's shard)
 -- ARGV    = topic, limit
 -- Returns a list of {idkey, diedAt, attempts, priority, ttr, tries, runAt, bizKey, body[,

@@ -1,4 +1,5 @@
 -- groups.lua — a page of a topic's groups with their counts (GET /topics/{topic}/groups), from
+-- flags: no-writes  (it only reads: it still runs while Redis is full)
 -- the two places a group with jobs shows (lib.lua "Flow control by key"): the topic's group
 -- hash ("gs:": every group with something delayed or reserved, or ready on the topic's ready
 -- zset), walked first with HSCAN, then its groups' ranges ("gr:"), group after group by

@@ -1,5 +1,6 @@
--- guard.lua — put before lib.lua and the script in cluster mode (scripts/embed-lua.sh; the
--- guarded texts are used when the shard tags are cluster tags, scripts.h), never run alone.
+-- guard.lua — the first line of every function of the guarded library, before begin
+-- (scripts/embed-lua.py; the guarded library is used when the shard tags are cluster tags,
+-- scripts.h), never run alone.
 -- While a script's slot migrates, Redis checks its undeclared keys only when the script
 -- reaches them: one that moved fails the script there, after its earlier writes stayed
 -- (docs/architecture.md, "Scripts while their slot migrates"). This line makes every script

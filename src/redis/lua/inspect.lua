@@ -1,4 +1,5 @@
 -- inspect.lua — read one job (no change).
+-- flags: no-writes  (it only reads: it still runs while Redis is full)
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = idkey
 -- Returns {} when absent, else {state, ver, attempts, priority, ttr, tries, runAt, topic,

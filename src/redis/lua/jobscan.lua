@@ -1,4 +1,5 @@
 -- jobscan.lua — read a page of the jobs a shard holds, with their versions (no change).
+-- flags: no-writes  (it only reads: it still runs while Redis is full)
 -- The first step of a two-way restore: the daemon compares each with its MySQL row.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = cursor (HSCAN's; "0" to start), count (a hint, as HSCAN's COUNT)

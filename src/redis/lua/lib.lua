@@ -1,4 +1,8 @@
--- lib.lua — prelude prepended to every script (scripts/embed-lua.sh).
+-- lib.lua — the shared part of the scripts' Redis Functions library (scripts/embed-lua.py): its
+-- top level runs once, when Redis loads the library, so its helpers are made once; every other
+-- file is one function whose body starts with begin(KEYS) (the end of this file), which sets the
+-- shard's keys and clears what a call gathers. Nothing here may keep state from one call to the
+-- next except through begin.
 --
 -- Every script runs on ONE shard: KEYS[1] is "<prefix>:{<shard>}:jobs" and every other key
 -- it touches shares the "{<shard>}" hash tag, so the layout is Redis Cluster ready. The tag is
@@ -58,10 +62,9 @@ local FAR = 8 -- MySQL only: a job due beyond the horizon (src/core/job.h); neve
 local FENCE_RETRY_MS = 500 -- a fenced shard's mover looks again this soon (mark.lua, move.lua)
 local PRIO_SCALE = 10000000000000 -- 1e13 ms: later than year 2286, so priority always dominates
 
-local base = string.sub(KEYS[1], 1, -5) -- strip "jobs"
-local prefix = string.match(base, "^(.*):{")
-local shard = string.match(base, ":{(%d+)}:$") or string.match(base, ":{(%d+)%.%d+}:$")
-local K_JOBS, K_DELAY, K_COUNT = KEYS[1], base .. "delay", base .. "count"
+-- The shard a call works on, its keys made from KEYS[1] by begin (the end of this file) at the
+-- start of every call.
+local base, prefix, shard, K_JOBS, K_DELAY, K_COUNT, K_TALLY, K_LOG
 
 local function ready_key(topic) return base .. "ready:" .. topic end
 local function dead_key(topic) return base .. "dead:" .. topic end
@@ -174,7 +177,6 @@ end
 -- are their differences over time. what = "pushed" (new jobs), "delivered" (deliveries,
 -- redeliveries included), "redelivered" and "late" (the ms past due of the first deliveries,
 -- summed). Counted so that a first delivery on time, the common case, costs one HINCRBY.
-local K_TALLY = base .. "tally"
 local function tally(topic, what, n)
     redis.call("HINCRBY", K_TALLY, what .. ":" .. topic, n)
 end
@@ -215,9 +217,12 @@ local function call_in_chunks(cmd, key, list)
     end
 end
 
--- Topics made ready by this script run; published once each at the end.
-local ready_topics = {}
-local function notify_ready(topic) ready_topics[topic] = true end
+-- Topics made ready by this call (nil: none yet); published once each at the end.
+local ready_topics = nil
+local function notify_ready(topic)
+    if not ready_topics then ready_topics = {} end
+    ready_topics[topic] = true
+end
 
 -- Writes gathered over a script's jobs and made at the end by a few multi-element commands
 -- (push.lua, restore.lua, move.lua, reserve.lua): a command per job is most of a big call's
@@ -227,7 +232,7 @@ local function notify_ready(topic) ready_topics[topic] = true end
 --   records   id key -> packed record (HSET)       delayed  score, id key (ZADD delay zset)
 --   ready     topic -> score, id key (ZADD)       gone     id keys whose records leave (HDEL)
 --   counted   "<state>:<topic>" -> delta, applied once per field (a field at 0 or below goes).
-local G = nil -- made on first use: most scripts never gather, and every script runs this
+local G = nil -- made on first use: most calls never gather (begin resets it)
 local function gathered()
     if not G then G = { records = {}, delayed = {}, ready = {}, gone = {}, counted = {} } end
     return G
@@ -293,6 +298,7 @@ local function write_gathered()
     return g.counted
 end
 local function publish_ready()
+    if not ready_topics then return end
     for topic in pairs(ready_topics) do
         redis.call("PUBLISH", prefix .. ":ready", topic)
     end
@@ -396,25 +402,26 @@ end
 -- comes back when a slot frees; a group held by its rate is in "gt:" (scored by its theoretical
 -- arrival time, GCRA), brought back by reserve's sweep once due.
 -- Ungrouped jobs, and every job of a topic without group settings, go as they always went.
--- The group library (GL) is built on first use, in the script run that meets a group: a
--- script runs its prelude (this file) on every call, and the library's ~16 closures would cost
--- every call, grouped or not, about 2 us of Redis CPU (an EVALSHA of the prelude alone: 40,800
--- calls/s with them made here against 44,100 without). Topics without group settings pay for
--- GL's two tables and one closure.
+-- The group library: made once, when the library is loaded, like every function here.
 local GL = {}
-local function group_lib()
+do
     function GL.gready_key(topic) return base .. "gr:" .. topic end
     function GL.gq_key(topic) return base .. "gq:" .. topic end
     function GL.gs_key(topic) return base .. "gs:" .. topic end
     function GL.gt_key(topic) return base .. "gt:" .. topic end
     function GL.gmember(g, ord, idkey) return g .. "\0" .. string.format("%014d", ord) .. idkey end
 
-    GL.gconfs = {} -- topic -> its settings, read once per script run (grouped jobs only)
+    GL.gconfs = nil -- topic -> its settings, read once per call (grouped jobs only; begin resets it)
     function GL.gconf(topic)
-        local c = GL.gconfs[topic]
+        local confs = GL.gconfs
+        if not confs then
+            confs = {}
+            GL.gconfs = confs
+        end
+        local c = confs[topic]
         if not c then
             c = topic_conf(topic)
-            GL.gconfs[topic] = c
+            confs[topic] = c
         end
         return c
     end
@@ -500,11 +507,6 @@ local function group_lib()
         end
     end
 end
-setmetatable(GL, { __index = function(t, name)
-    setmetatable(t, nil)
-    group_lib()
-    return rawget(t, name)
-end })
 
 -- Put job `idkey` on the delay zset (due > now) or its topic's ready zset — a grouped job of a
 -- topic with group settings on its group's range instead. `at` (default j.runat) is the time
@@ -604,7 +606,6 @@ end
 
 local function is_live(st) return st == DELAYED or st == READY or st == RESERVED end
 
-local K_LOG = base .. "log"
 local function log_transition(idkey, from, to, j, now, key, who)
     redis.call("XADD", K_LOG, "*", "t",
         idkey .. " " .. from .. " " .. to .. " " .. j.ver .. " " .. j.att .. " " .. j.runat .. " " .. now .. " " .. key,
@@ -623,4 +624,21 @@ local function delete_job(idkey, j, now, who)
     j.ver = j.ver + 1
     log_transition(idkey, from, DELETED, j, now, "jobs", who)
     return from
+end
+
+-- The start of every call (each function's first line, scripts/embed-lua.py): the shard's keys
+-- from KEYS[1], and what a call gathers set back to nothing. The keys are made again only when
+-- the shard differs from the last call's (strings are interned: one pointer comparison).
+local last_key = nil
+local function begin(keys)
+    local k = keys[1]
+    if k ~= last_key then
+        last_key = k
+        base = string.sub(k, 1, -5) -- strip "jobs"
+        prefix = string.match(base, "^(.*):{")
+        shard = string.match(base, ":{(%d+)}:$") or string.match(base, ":{(%d+)%.%d+}:$")
+        K_JOBS, K_DELAY, K_COUNT = k, base .. "delay", base .. "count"
+        K_TALLY, K_LOG = base .. "tally", base .. "log"
+    end
+    ready_topics, G, tombstones_wanted, GL.gconfs = nil, nil, nil, nil
 end

@@ -1,4 +1,5 @@
 -- topicjobs.lua — a page of one topic's jobs in one state, in the order that state keeps
+-- flags: no-writes  (it only reads: it still runs while Redis is full)
 -- them (no change): delayed (next due first) and reserved (lease ending first) from the
 -- shard's delay zset, which they share with each other and with every topic of the shard;
 -- ready (next to be delivered first) and dead (oldest death first) from the topic's zsets.
