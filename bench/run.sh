@@ -1056,7 +1056,10 @@ if has_phase groups; then
         fi
         scrape "$g_tag" 0
         "$LATENESS" drain "127.0.0.1:$HPORT" --prefix "$g_prefix" --jobs "$CONSUME_N" --consumers "$CONSUMERS" \
-            --count 1 --topics 4 --max-seconds 900 >"$RAW/$g_tag.txt" 2>"$RAW/$g_tag.err" || cat "$RAW/$g_tag.err" >&2
+            --count 1 --topics 4 --max-seconds 900 >"$RAW/$g_tag.txt" 2>"$RAW/$g_tag.err" || {
+            cat "$RAW/$g_tag.err" >&2
+            rec "${g_tag}_tool_failed" 1 # figure 17's ratio rows fail on it (bench/report.py)
+        }
         scrape "$g_tag" 1
         rec_prefixed "$g_tag" <"$RAW/$g_tag.txt"
         say "groups: $g_tag $(getv "${g_tag}_rate") jobs/s"
