@@ -53,7 +53,9 @@
 # Results: bench/results/<UTC timestamp>.json and latest.json (same content), latency-cdf.png,
 # latency-tail.png, lateness-time.png, <timestamp>-perf.txt and <timestamp>-perf-restore.txt
 # (full), and the raw data (samples, wrk output, /metrics snapshots) under
-# bench/results/<timestamp>/. bench/results/ is git-ignored.
+# bench/results/<timestamp>/. bench/results/ is git-ignored. A full run of every phase (no
+# HG_BENCH_PHASES) then rewrites the summary block docs/performance.md opens with
+# (bench/summary.py: each figure's target, value, result, the commit and the date).
 #
 # Servers: a fresh Redis (no persistence) and MariaDB (innodb_flush_log_at_trx_commit=1, no
 # binlog, 1 GiB buffer pool) on free loopback ports under a mktemp -d directory, removed on
@@ -200,6 +202,13 @@ CONSUME_N=${HG_BENCH_CONSUME_N:-$CONSUME_N} # an A/B of the consume path wants a
 
 START=$(date +%s)
 TS=$(date -u +%Y%m%dT%H%M%SZ)
+# The commit docs/performance.md's summary names (a full run's, at the end): taken now, as the
+# binary was built from it; "+dirty" when a tracked file differs, the doc itself aside (the last
+# full run rewrote it)
+SUMMARY_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no -- . ':!docs/performance.md' 2>/dev/null)" ]; then
+    SUMMARY_COMMIT="$SUMMARY_COMMIT+dirty"
+fi
 RESULTS=$BENCH/results
 RAW=$RESULTS/$TS
 mkdir -p "$RAW"
@@ -881,6 +890,7 @@ has_phase() { case " $PHASES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 # ------------------------------------------------------------------ phases
 
 rec mode "$MODE"
+rec phases "$PHASES" # bench/summary.py names what a run left out
 rec wrk_secs "$WRK_SECS"
 rec wrk_conns "$WRK_CONNS"
 rec wrk_threads "$WRK_THREADS"
@@ -1713,6 +1723,12 @@ rec binary "$BIN_SRC (sha256 $BIN_SHA, built $BIN_BUILT)"
 
 python3 "$BENCH/report.py" "$ENV" "$RESULTS/$TS.json" "$RAW"
 cp "$RESULTS/$TS.json" "$RESULTS/latest.json"
+# docs/performance.md opens with the latest full run of every phase (bench/summary.py); quick runs
+# and runs of a subset of the phases (HG_BENCH_PHASES) leave it as it was
+if [ "$MODE" = full ] && [ -z "${HG_BENCH_PHASES:-}" ]; then
+    python3 "$BENCH/summary.py" "$RESULTS/$TS.json" "$ROOT/docs/performance.md" --commit "$SUMMARY_COMMIT" \
+        --date "$(getv date)" || echo "bench: docs/performance.md's summary was not rewritten (above)" >&2
+fi
 BIGN=$(python3 -c 'import sys; print(f"{int(sys.argv[1]):,}")' "$BACKLOG_N")
 if gnuplot -e "raw='$RAW'; out='$RESULTS'; bigN='$BIGN'" "$BENCH/plot.gp" 2>"$WORK/gnuplot.err"; then
     echo "plots: $RESULTS/latency-cdf.png $RESULTS/latency-tail.png $RESULTS/lateness-time.png"
