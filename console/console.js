@@ -524,22 +524,38 @@
   // Ask in the modal dialog: resolves true when the user confirms. Focus goes to Cancel (the
   // safe answer); Cancel, Escape or the confirm button close it, and focus goes back to what
   // had it (or the view's heading when that is gone).
+  // The answer is taken from the dialog's close event, which the browser may deliver late:
+  // Chromium fires it at its next rendering opportunity, so under load the close of one
+  // question (Escape) arrived after the next question was open, and answered that one "no" —
+  // its real "yes" then went unheard (seen in the browser test). So a close event counts only
+  // while the dialog is closed, for the question asked last (settleDialog, one at a time).
+  let settleDialog = null;
   function confirmDialog({title, text, confirm}) {
     const dlg = $('#confirm');
     const opener = document.activeElement;
+    // an earlier question whose close event has not come yet: its answer is the dialog's now
+    if (settleDialog) settleDialog(!dlg.open && dlg.returnValue === 'ok');
     $('#confirm-title').textContent = title;
     $('#confirm-text').textContent = text;
     $('[data-action="confirm"]', dlg).textContent = confirm;
     dlg.returnValue = '';
     return new Promise((resolve) => {
-      dlg.addEventListener('close', () => {
-        if (opener && opener.isConnected) opener.focus();
-        else focusView();
-        resolve(dlg.returnValue === 'ok');
-      }, {once: true});
+      settleDialog = (answer) => {
+        settleDialog = null;
+        if (!dlg.open) { // (an earlier question superseded by an open one leaves focus alone)
+          if (opener && opener.isConnected) opener.focus();
+          else focusView();
+        }
+        resolve(answer);
+      };
       dlg.showModal();
       $('[data-action="cancel"]', dlg).focus();
     });
+  }
+  function onDialogClose() {
+    const dlg = $('#confirm');
+    if (dlg.open || !settleDialog) return; // a late close of an earlier question: the dialog is open again
+    settleDialog(dlg.returnValue === 'ok');
   }
 
   // A button that asks in the dialog before it acts (for what cannot be undone).
@@ -1501,6 +1517,7 @@
     const dlg = $('#confirm');
     $('[data-action="cancel"]', dlg).addEventListener('click', () => dlg.close('cancel'));
     $('[data-action="confirm"]', dlg).addEventListener('click', () => dlg.close('ok'));
+    dlg.addEventListener('close', onDialogClose);
     // "Pause updates": every refresh, the plots' sampling and the ticking times stop until
     // pressed again (WCAG 2.2.2: what updates by itself can be paused)
     const liveButton = $('#live');
