@@ -86,12 +86,7 @@ def bucket_problems(env, tag, n):
     dup = int(num(env, f"{tag}_duplicates") or 0)
     if dup:
         out.append(f"{dup:,} duplicate deliveries")
-    e = int((num(env, f"{tag}_get_errors") or 0) + (num(env, f"{tag}_finish_errors") or 0))
-    if e:
-        out.append(f"{e:,} HTTP errors")
-    if not out and (num(env, f"{tag}_tool_failed") == 1 or num(env, f"{tag}_ok") == 0):
-        out.append("the load tool reported a failure: see the run's log")
-    return out
+    return consumer_problems(env, tag, out)
 
 
 def drain_problems(env, tag, jobs=None):
@@ -103,6 +98,12 @@ def drain_problems(env, tag, jobs=None):
     fin = num(env, f"{tag}_finished")
     if jobs and fin is not None and fin < jobs:
         out.append(f"{jobs - fin:,.0f} jobs not finished ({fin:,.0f} of {jobs:,.0f})")
+    return consumer_problems(env, tag, out)
+
+
+def consumer_problems(env, tag, out):
+    """`out` (what a consuming run already found wrong) and its get/finish errors, or, when
+    nothing else is wrong, the tool's own verdict."""
     e = int((num(env, f"{tag}_get_errors") or 0) + (num(env, f"{tag}_finish_errors") or 0))
     if e:
         out.append(f"{e:,} HTTP errors")
