@@ -74,6 +74,8 @@ enum layout_verdict layout_check_blocking(redisContext *c, const char *prefix, i
     script_call_head(SCRIPT_LAYOUT, call.argv, call.lens);
     redisReply *r = redisCommandArgv(c, 6, call.argv, call.lens);
     enum layout_verdict v = verdict(r, shards, found);
+    if (r && r->type == REDIS_REPLY_ERROR) /* (a full Redis: OOM) why, for the caller */
+        snprintf(c->errstr, sizeof c->errstr, "%s", r->str);
     if (r)
         freeReplyObject(r);
     return v;

@@ -66,6 +66,14 @@ static int map_sources(const struct config *cfg, char (*out)[CLUSTER_ADDR_MAX], 
     return n;
 }
 
+/* FUNCTION LOAD's answer: loaded, or loaded already, or refused by a full Redis — whose calls
+ * will say so themselves (OOM, named), as rconn.c's set-up does. */
+static int library_loaded(const redisReply *r)
+{
+    return r != NULL && (r->type != REDIS_REPLY_ERROR || script_library_present(r->str, r->len) ||
+                         rcause_classify(r->str, r->len) == RCAUSE_OOM);
+}
+
 /* Connect to one server: address, db (0 for a cluster node), the scripts' library. */
 static redisContext *connect_to(const struct config *cfg, const char *address, int db, int load_scripts,
                                 enum rblock_failure *why, char *err, size_t errlen)
@@ -98,17 +106,17 @@ static redisContext *connect_to(const struct config *cfg, const char *address, i
         step[n++] = "SELECT failed (check [redis] db)";
     }
     if (load_scripts) {
-        const char *argv[] = {"FUNCTION", "LOAD", script_library()};
-        size_t lens[] = {8, 4, strlen(argv[2])};
+        const char *argv[3];
+        size_t lens[3];
+        script_load_argv(argv, lens);
         redisAppendCommandArgv(c, 3, argv, lens);
         library_step = n;
         step[n++] = "FUNCTION LOAD failed";
     }
     for (int i = 0; i < n; i++) {
         redisReply *r = rblock_reply(c);
-        if (r != NULL && r->type == REDIS_REPLY_ERROR && i == library_step &&
-            (script_library_present(r->str, r->len) || rcause_classify(r->str, r->len) == RCAUSE_OOM)) {
-            freeReplyObject(r); /* loaded already; or Redis is full, and the calls will say so (rconn.c) */
+        if (i == library_step && library_loaded(r)) {
+            freeReplyObject(r);
             continue;
         }
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
@@ -357,10 +365,11 @@ int rblock_drain(redisContext *c, int n)
 
 int rblock_load_library(redisContext *c, char *err, size_t errlen)
 {
-    const char *argv[] = {"FUNCTION", "LOAD", script_library()};
-    size_t lens[] = {8, 4, strlen(argv[2])};
+    const char *argv[3];
+    size_t lens[3];
+    script_load_argv(argv, lens);
     redisReply *r = redisCommandArgv(c, 3, argv, lens);
-    int ok = r != NULL && (r->type != REDIS_REPLY_ERROR || script_library_present(r->str, r->len));
+    int ok = library_loaded(r);
     if (!ok)
         snprintf(err, errlen, "FUNCTION LOAD failed: %s", r ? r->str : c->errstr);
     if (r)

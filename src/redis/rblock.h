@@ -76,7 +76,8 @@ redisReply *rblock_shard_reply(redisContext *c);
 /* Queue FCALL of `script` (argv[0..2] reserved, as rconn_eval). Send with rblock_reply. */
 int rblock_append_eval(redisContext *c, enum script_id script, int argc, const char **argv, size_t *lens);
 
-/* FUNCTION LOAD the scripts' library on `c` (loaded already is fine). 0, or -1 with err. */
+/* FUNCTION LOAD the scripts' library on `c` (loaded already, or refused by a full Redis, is
+ * fine: the calls then say OOM themselves). 0, or -1 with err. */
 int rblock_load_library(redisContext *c, char *err, size_t errlen);
 
 /* Read the next reply (caller frees with freeReplyObject). NULL on connection error;

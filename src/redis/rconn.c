@@ -476,16 +476,24 @@ static int send_pending(struct rconn *rc, struct pending *p, int argc, const cha
     return 0;
 }
 
-static int send_argv(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, const char **argv, const size_t *lens)
+/* Send a plain command; `library_load`: it is FUNCTION LOAD ("already exists" answers it). */
+static int send_argv_as(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, const char **argv, const size_t *lens,
+                        int library_load)
 {
     struct pending *p = pending_new(rc, fn, arg, -1);
     if (p == NULL)
         return -1;
+    p->library_load = library_load;
     if (send_pending(rc, p, argc, argv, lens) < 0) {
         free_pending(p);
         return -1;
     }
     return 0;
+}
+
+static int send_argv(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, const char **argv, const size_t *lens)
+{
+    return send_argv_as(rc, fn, arg, argc, argv, lens, 0);
 }
 
 int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, const char **argv, const size_t *lens)
@@ -534,17 +542,11 @@ static void on_reload_reply(redisReply *reply, void *arg)
  * found" are re-sent behind this load without asking for another one. */
 static int load_library(struct rconn *rc, rconn_reply_fn fn)
 {
-    const char *text = script_library();
-    const char *argv[] = {"FUNCTION", "LOAD", text};
-    size_t lens[] = {8, 4, strlen(text)};
-    struct pending *p = pending_new(rc, fn, rc, -1);
-    if (p == NULL)
+    const char *argv[3];
+    size_t lens[3];
+    script_load_argv(argv, lens);
+    if (send_argv_as(rc, fn, rc, 3, argv, lens, 1) < 0)
         return -1;
-    p->library_load = 1;
-    if (send_pending(rc, p, 3, argv, lens) < 0) {
-        free_pending(p);
-        return -1;
-    }
     rc->reload_seq = rc->seq;
     return 0;
 }

@@ -69,6 +69,16 @@ void script_call_head(enum script_id id, const char **argv, size_t *lens)
     lens[2] = 1;
 }
 
+void script_load_argv(const char **argv, size_t *lens)
+{
+    argv[0] = "FUNCTION";
+    lens[0] = 8;
+    argv[1] = "LOAD";
+    lens[1] = 4;
+    argv[2] = script_library();
+    lens[2] = strlen(argv[2]);
+}
+
 void scripts_guard(int on)
 {
     guarded = on != 0;

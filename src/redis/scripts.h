@@ -66,6 +66,9 @@ void scripts_guard(int on);
  * shard's. */
 void script_call_head(enum script_id id, const char **argv, size_t *lens);
 
+/* Fill argv[0..2] (and lens) with "FUNCTION LOAD <library in use>": loading it, whoever loads. */
+void script_load_argv(const char **argv, size_t *lens);
+
 /* The function's name, once scripts_init succeeded. */
 const char *script_function(enum script_id id);
 
