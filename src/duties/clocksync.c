@@ -15,7 +15,6 @@ struct clocksync {
     int64_t sent_us;                             /* this host's clock when the TIME in flight was sent */
     struct clock_bound window[CLOCKSYNC_WINDOW]; /* a ring, newest at next - 1 */
     int nsamples, next;
-    int64_t offset_us; /* in use (0 before the first sample) */
     int64_t logged_offset_us;
     int logged;
 };
@@ -68,8 +67,9 @@ static void on_time(redisReply *r, void *arg)
     struct clock_bound newest_first[CLOCKSYNC_WINDOW];
     for (int i = 0; i < cs->nsamples; i++)
         newest_first[i] = cs->window[(cs->next - 1 - i + CLOCKSYNC_WINDOW) % CLOCKSYNC_WINDOW];
-    int64_t offset_us = clocksync_choose(newest_first, cs->nsamples, cs->offset_us);
-    cs->offset_us = offset_us;
+    /* the offset in use is the process's (base/clock.h; 0 before the first sample) */
+    int64_t in_use = atomic_load_explicit(&clock_fleet_offset_us, memory_order_relaxed);
+    int64_t offset_us = clocksync_choose(newest_first, cs->nsamples, in_use);
     clock_fleet_set(offset_us);
     metrics_gauge_set(MG_CLOCK_OFFSET_MS, offset_us / 1000);
     note(cs, offset_us);
