@@ -1049,6 +1049,14 @@ if has_phase groups; then
             die "groups: PUT /topics/grp.$t failed"
     done
     sleep 1 # every shard's topic hash has it (topics.h: within 1 s)
+    group_bytes() { # MEMORY USAGE of the grp.* topics' group structures: counts hash, round, rate zset
+        gb=0
+        for k in $(rcli --scan --pattern "hg:*:gs:grp.*") $(rcli --scan --pattern "hg:*:gq:grp.*") \
+            $(rcli --scan --pattern "hg:*:gt:grp.*"); do
+            gb=$((gb + $(rcli memory usage "$k" samples 0)))
+        done
+        echo "$gb"
+    }
     g_drain() { # TAG PREFIX [--groups N]: fill CONSUME_N ready jobs, drain them as figure 3 does
         g_tag=$1 g_prefix=$2
         shift 2
@@ -1058,11 +1066,7 @@ if has_phase groups; then
             die "groups: fill of $g_tag failed"
         rec "${g_tag}_mem" "$(($(redis_mem) - m0))"
         if [ "$g_tag" = grouped ]; then # the group structures alone, before anything is delivered
-            g_bytes=0
-            for k in $(rcli --scan --pattern "hg:*:gs:grp.*") $(rcli --scan --pattern "hg:*:gq:grp.*"); do
-                g_bytes=$((g_bytes + $(rcli memory usage "$k" samples 0)))
-            done
-            rec groups_struct_bytes "$g_bytes"
+            rec groups_struct_bytes "$(group_bytes)"
         fi
         scrape "$g_tag" 0
         "$LATENESS" drain "127.0.0.1:$HPORT" --prefix "$g_prefix" --jobs "$CONSUME_N" --consumers "$CONSUMERS" \
@@ -1096,11 +1100,7 @@ if has_phase groups; then
             g_held=$((g_held + n))
         done
     done
-    g_bytes=0
-    for k in $(rcli --scan --pattern "hg:*:gs:grp.*") $(rcli --scan --pattern "hg:*:gq:grp.*") \
-        $(rcli --scan --pattern "hg:*:gt:grp.*"); do
-        g_bytes=$((g_bytes + $(rcli memory usage "$k" samples 0)))
-    done
+    g_bytes=$(group_bytes)
     rec groups_busy_struct_bytes "$g_bytes"
     rec groups_busy_held "$g_held"
     say "groups: 1,000 groups with $g_held jobs in flight: $g_bytes bytes of group structures"
