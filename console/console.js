@@ -569,6 +569,38 @@
     return b;
   }
 
+  // A dead job's Requeue and a job's Delete (asked in the dialog), as a row of a topic's jobs
+  // and the job's own view show them; `then` follows a success (the list reloaded, or the view),
+  // `attrs` what the place adds (a row's buttons name their job: the view's heading does there).
+  function requeueButton(j, then, attrs = {}) {
+    return h('button', {type: 'button', 'data-action': 'requeue', ...attrs, onclick: async (ev) => {
+      const b = ev.currentTarget;
+      if (!busy(b, true)) return;
+      try {
+        await requeue(j.id);
+        announce(`Job ${j.id} requeued: ready now.`);
+        then();
+      } catch (e) {
+        showError(e);
+        busy(b, false);
+      }
+    }}, 'Requeue');
+  }
+  function deleteButton(j, topic, then, attrs = {}) {
+    return confirmButton('Delete', {'data-action': 'delete', ...attrs}, {
+      title: `Delete job ${j.id}?`,
+      text: `It leaves ${topic} for good and is journaled as deleted. This cannot be undone.`,
+    }, async () => {
+      try {
+        await deleteJob(j.id);
+        announce(`Job ${j.id} deleted.`);
+        then();
+      } catch (e) {
+        showError(e);
+      }
+    });
+  }
+
   async function requeue(id) {
     return api(`/reStore/${enc(id)}`);
   }
@@ -762,31 +794,8 @@
         h('td', {'data-field': 'group'}, j.group ?? ''),
         h('td', {}, bodyPreview(j.body)),
         h('td', {class: 'actions'},
-          state === 'dead' ? h('button', {type: 'button', class: 'small', 'data-action': 'requeue',
-            'aria-label': `Requeue job ${j.id}`, onclick: async (ev) => {
-              const b = ev.currentTarget;
-              if (!busy(b, true)) return;
-              try {
-                await requeue(j.id);
-                announce(`Job ${j.id} requeued: ready now.`);
-                reload();
-              } catch (e) {
-                showError(e);
-                busy(b, false);
-              }
-            }}, 'Requeue') : null,
-          confirmButton('Delete', {'data-action': 'delete', 'aria-label': `Delete job ${j.id}`}, {
-            title: `Delete job ${j.id}?`,
-            text: `It leaves ${topic} for good and is journaled as deleted. This cannot be undone.`,
-          }, async () => {
-            try {
-              await deleteJob(j.id);
-              announce(`Job ${j.id} deleted.`);
-              reload();
-            } catch (e) {
-              showError(e);
-            }
-          }))));
+          state === 'dead' ? requeueButton(j, reload, {class: 'small', 'aria-label': `Requeue job ${j.id}`}) : null,
+          deleteButton(j, topic, reload, {'aria-label': `Delete job ${j.id}`}))));
       list.replaceChildren(scroller('Jobs table',
         h('table', {class: 'grid jobs'},
           h('caption', {class: 'vh'}, `${(TABS.find(([k]) => k === state) || [])[1]} jobs of ${topic}`),
@@ -882,30 +891,8 @@
     ].filter(([, v]) => v != null && v !== '');
     const live_ = ['delayed', 'ready', 'reserved', 'dead'].includes(j.state);
     const actions = h('div', {class: 'buttons'},
-      j.state === 'dead' ? h('button', {type: 'button', 'data-action': 'requeue', onclick: async (ev) => {
-        const b = ev.currentTarget;
-        if (!busy(b, true)) return;
-        try {
-          await requeue(j.id);
-          announce(`Job ${j.id} requeued: ready now.`);
-          route();
-        } catch (e) {
-          showError(e);
-          busy(b, false);
-        }
-      }}, 'Requeue') : null,
-      live_ ? confirmButton('Delete', {'data-action': 'delete'}, {
-        title: `Delete job ${j.id}?`,
-        text: `It leaves ${j.topic} for good and is journaled as deleted. This cannot be undone.`,
-      }, async () => {
-        try {
-          await deleteJob(j.id);
-          announce(`Job ${j.id} deleted.`);
-          route();
-        } catch (e) {
-          showError(e);
-        }
-      }) : null);
+      j.state === 'dead' ? requeueButton(j, route) : null,
+      live_ ? deleteButton(j, j.topic, route) : null);
     const history = j.history || [];
     const timeline = h('ol', {class: 'timeline', 'data-history': history.length},
       history.map((t, i) => h('li', {'data-state': t.state},
