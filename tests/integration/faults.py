@@ -392,8 +392,9 @@ def cluster_fleet(cluster: Any, seed: str | None = None) -> Fleet:
 class Fault:
     """One fault. inject() starts it, hold() lets it last (`hold_s`), heal() ends it; 503s are
     allowed from inject until heal + `bound_s`, only on `target` when set (the other instances
-    are bystanders; `strict`: every instance is). `losses` collects the moments Redis lost
-    acknowledged writes; `needs_restore`: the runbook's /reStore follows the heal."""
+    are bystanders; `strict`: every instance is). `losses` collects the spans within which Redis
+    lost acknowledged writes (lost_redis_writes); `needs_restore`: the runbook's /reStore follows
+    the heal."""
 
     name = "fault"
     hold_s = 2.0
@@ -403,9 +404,19 @@ class Fault:
 
     def __init__(self, target: str | None = None) -> None:
         self.target = target
-        self.losses: list[float] = []
+        self.losses: list[tuple[float, float]] = []
         self.notes: list[str] = []
         self.extra: list[Violation] = []
+
+    def lost_redis_writes(self, lose: Callable[[], Any]) -> Any:
+        """Run `lose` (what makes Redis lose acknowledged writes) and note the span it took: the
+        loss is somewhere inside it (a request the daemon ran while `lose` was still starting
+        ran before it). Returns what `lose` returned."""
+        start = time.monotonic()
+        try:
+            return lose()
+        finally:
+            self.losses.append((start, time.monotonic()))
 
     def prepare(self, fleet: Fleet) -> None:
         """Before the workload starts: check the fault can be made (raise FaultError if not)."""
@@ -611,8 +622,7 @@ class RedisSnapshot(Fault):
     def inject(self, fleet: Fleet) -> None:
         fleet.redis.cli("SAVE", timeout=30)
         time.sleep(self.lead_s)
-        self.losses.append(time.monotonic())
-        fleet.redis.kill()
+        self.lost_redis_writes(fleet.redis.kill)
 
     def heal(self, fleet: Fleet) -> None:
         fleet.redis.start()
@@ -730,8 +740,9 @@ class ClusterMasterKill(Kill):
         super().__init__(hold_s)
 
     def inject(self, fleet: Fleet) -> None:
-        self.losses.append(time.monotonic())
-        self.victim, heir, took = fleet.cluster.kill_master(self.master)
+        start = time.monotonic()
+        self.victim, heir, took = fleet.cluster.kill_master(
+            self.master, killed=lambda: self.losses.append((start, time.monotonic())))
         self.notes.append(f"{heir.address} took over from {self.victim.address} in {took:.1f} s")
 
 

@@ -474,8 +474,7 @@ class GaleraFullRestart(Fault):
         self.notes.append(f"bootstrapped from {first.name} in {time.monotonic() - t0:.1f} s")
 
     def heal(self, fleet: Fleet) -> None:
-        self.losses.append(time.monotonic())
-        n = fleet.namespace.flush_redis()
+        n = self.lost_redis_writes(fleet.namespace.flush_redis)
         self.notes.append(f"{n} Redis keys dropped")
         # the runbook: the operator sees the loss named by /health, then runs /reStore (a loss
         # an instance notices only after the restore stays named until the next one)

@@ -22,7 +22,7 @@ Properties (PROPERTIES, each reported under its name):
   after_delete  nothing delivered by a get sent after its delete was answered 200
   after_finish  nothing delivered by a get sent after its finish was answered 200 — unless Redis
                 lost acknowledged writes (a Window's `losses`) between the finish and
-                FINISH_JOURNAL_S after it (the contract's at-least-once after a Redis loss)
+                FINISH_JOURNAL_S after it (a loss span overlapping that time) (the contract's at-least-once after a Redis loss)
   lease         no second delivery answered before the first one's leaseUntil (-10 ms), unless
                 Redis lost writes in between
   unique        one id per push, one push per id, no id twice in one answer, one MySQL row per push
@@ -106,15 +106,17 @@ class Op:
 @dataclass
 class Window:
     """One fault of a run, on the monotonic clock: injected at `inject`, healed at `heal`;
-    503s are allowed from inject until heal + bound, except on `bystanders`. `losses`: moments
-    Redis lost acknowledged writes (a master killed, a restart from an old snapshot).
+    503s are allowed from inject until heal + bound, except on `bystanders`. `losses`: spans
+    (start, end) within which Redis lost acknowledged writes (a master killed, a restart from an
+    old snapshot, its data deleted): the fault cannot name the instant, only that it came after
+    `start` and before `end` — a request sent before `end` may have run before the loss.
     `recovered`: seconds from heal until every instance's /health was 200 (None: never)."""
 
     name: str
     inject: float
     heal: float
     bound: float
-    losses: list[float] = field(default_factory=list)
+    losses: list[tuple[float, float]] = field(default_factory=list)
     bystanders: list[str] = field(default_factory=list)
     recovered: float | None = 0.0
     restored: bool | None = None   # /reStore answered 200 (None: the fault needs none)
@@ -537,7 +539,7 @@ def check(ops: Iterable[Op], windows: Iterable[Window] = (), rows: Iterable[Iter
         v("lost", f"{_op_str(p, w0)} (runAt {p.run_at}) was never delivered")
 
     def loss_between(a: float, b: float) -> bool:
-        return any(a <= t <= b for w in windows for t in w.losses)
+        return any(start <= b and a <= end for w in windows for start, end in w.losses)
 
     # early, after_delete, after_finish, lease
     late: list[float] = []

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Any
+from typing import Any, Callable
 
 import harness
 from harness import HOST, HarnessError, RedisServer, free_port, wait_until
@@ -313,14 +313,18 @@ class RedisCluster:
         wait_until(lambda: self.stable(replicas), timeout, 0.1, "the cluster to agree on its slot map")
 
     # -- faults
-    def kill_master(self, i: int, timeout: float = 20.0) -> tuple[ClusterNode, ClusterNode, float]:
+    def kill_master(self, i: int, timeout: float = 20.0,
+                    killed: Callable[[], None] | None = None) -> tuple[ClusterNode, ClusterNode, float]:
         """SIGKILL masters()[i]; wait until one of its replicas serves its slots and the cluster
-        is ok again on every live node. Returns (the dead master, the promoted replica, seconds
-        from the kill until every live node agreed)."""
+        is ok again on every live node. `killed` is called once the master is dead, before the
+        wait. Returns (the dead master, the promoted replica, seconds from the kill until every
+        live node agreed)."""
         victim = self.masters()[i]
         slots = [(a, b) for a, b, nid in self.slot_owners() if nid == victim.node_id]
         t0 = time.monotonic()
         victim.kill()
+        if killed is not None:
+            killed()
 
         def promoted() -> ClusterNode | None:
             if not self.stable():

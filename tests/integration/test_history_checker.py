@@ -134,9 +134,9 @@ class CheckerTest(unittest.TestCase):
     def test_after_finish_excused_by_a_redis_loss_just_after_it(self):
         h = clean()
         h.get(6.0, ("11", 1))
-        self.assertEqual(self.props(h, window(losses=[1.21 + FINISH_JOURNAL_S / 2])), set())
+        self.assertEqual(self.props(h, window(losses=[(1.21 + FINISH_JOURNAL_S / 2,) * 2])), set())
         # a loss long after the finish was journaled does not excuse it
-        self.assertEqual(self.props(h, window(losses=[1.21 + FINISH_JOURNAL_S + 1])), {"after_finish"})
+        self.assertEqual(self.props(h, window(losses=[(1.21 + FINISH_JOURNAL_S + 1,) * 2])), {"after_finish"})
 
     def test_lease(self):
         h = Hist()
@@ -146,7 +146,7 @@ class CheckerTest(unittest.TestCase):
         h.finish("11", 2.1)
         h.row("11", "finished", 1)
         self.assertOnly(h, "lease")
-        self.assertEqual(self.props(h, window(losses=[1.0])), set(), "a Redis loss in between excuses it")
+        self.assertEqual(self.props(h, window(losses=[(1.0, 1.0)])), set(), "a Redis loss in between excuses it")
 
     def test_unique_two_rows_for_one_push(self):
         h = clean()
