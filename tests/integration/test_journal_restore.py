@@ -34,6 +34,29 @@ def count_sum(res: dict) -> int:
             + sum(res.get(k, 0) for k in EXTRA_COUNTS))
 
 
+def lock_transitions(tc, ns) -> str:
+    """LOCK TABLES transition WRITE in a session of its own (the journal's next cycle waits for
+    it); unlocked when the test ends. Returns its connection id, for unlock()."""
+    sql = "LOCK TABLES transition WRITE; SELECT SLEEP(600); UNLOCK TABLES;"
+    locker = subprocess.Popen(
+        [harness._which("mariadb"), "--no-defaults", "-uroot", f"--socket={ns.mariadb.socket}",
+         "-D", ns.database, "-e", sql],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tc.addCleanup(lambda: locker.poll() is None and (locker.kill(), locker.wait()))
+    find = ("SELECT ID FROM information_schema.PROCESSLIST "
+            f"WHERE DB = '{ns.database}' AND INFO = 'SELECT SLEEP(600)'")
+    rows = wait_or_fail(tc, lambda: ns.mariadb.query(find), 10, "the table lock")
+    conn_id = rows[0][0]
+    tc.addCleanup(unlock, ns, conn_id)
+    return conn_id
+
+
+def unlock(ns, conn_id: str) -> None:
+    """KILL the locking session: its locks go with it."""
+    if ns.mariadb.query(f"SELECT ID FROM information_schema.PROCESSLIST WHERE ID = {conn_id}"):
+        ns.mariadb.execute(f"KILL {conn_id}")
+
+
 class RestoreAfterRedisLossTest(HourglassTestCase):
     """10,000 jobs in every state, the journal caught up, Redis flushed, /reStore?expire=true.
     Every pending job in Redis ([queue] horizon = 0): restoring a deep far backlog, which
@@ -385,26 +408,6 @@ class RestoreFlagRenewalTest(HourglassTestCase):
     FILLERS = 1200
     RESERVED_FILLERS = 1100        # past [mysql] backlog = 1000
 
-    def lock_transitions(self, ns) -> str:
-        """LOCK TABLES transition WRITE in a session of its own; returns its connection id."""
-        sql = "LOCK TABLES transition WRITE; SELECT SLEEP(600); UNLOCK TABLES;"
-        locker = subprocess.Popen(
-            [harness._which("mariadb"), "--no-defaults", "-uroot", f"--socket={ns.mariadb.socket}",
-             "-D", ns.database, "-e", sql],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.addCleanup(lambda: locker.poll() is None and (locker.kill(), locker.wait()))
-        find = ("SELECT ID FROM information_schema.PROCESSLIST "
-                f"WHERE DB = '{ns.database}' AND INFO = 'SELECT SLEEP(600)'")
-        rows = wait_or_fail(self, lambda: ns.mariadb.query(find), 10, "the table lock")
-        conn_id = rows[0][0]
-        self.addCleanup(self.unlock, ns, conn_id)
-        return conn_id
-
-    def unlock(self, ns, conn_id: str) -> None:
-        """KILL the locking session: its locks go with it."""
-        if ns.mariadb.query(f"SELECT ID FROM information_schema.PROCESSLIST WHERE ID = {conn_id}"):
-            ns.mariadb.execute(f"KILL {conn_id}")
-
     def flag_pttls(self, ns) -> dict:
         """{flag key: PTTL ms} for every shard's restoring flag that exists."""
         return {k: int(ns.redis_cli("PTTL", k)) for k in ns.redis_keys("*:restoring")}
@@ -437,7 +440,7 @@ class RestoreFlagRenewalTest(HourglassTestCase):
                      lambda: f"{state_counts(ns.query)}")
 
         # ---- back-pressure: the journal cannot write, the outbox fills past [mysql] backlog
-        lock_id = self.lock_transitions(ns)
+        lock_id = lock_transitions(self, ns)
         reserved = 0
         while reserved < self.RESERVED_FILLERS:
             r = d.get("rn.f", timeout=0, count=min(100, self.RESERVED_FILLERS - reserved))
@@ -486,7 +489,7 @@ class RestoreFlagRenewalTest(HourglassTestCase):
                      "the deletes to wait for the journal", lambda: f"{stats(d)['journal']} {deletes_out}")
 
         # ---- release the journal: the deletes end the jobs in Redis, the restore goes on
-        self.unlock(ns, lock_id)
+        unlock(ns, lock_id)
         deletes.join(60)
         restore.join(60)
         self.assertFalse(deletes.is_alive() or restore.is_alive(), "deletes or restore still running")
@@ -638,6 +641,40 @@ class RestoreOneTest(HourglassTestCase):
             self.assertEqual(r.json()["error"], "not_found")
             self.assertStatus(d.restore_one(i, force=True), 404)
         self.assertStatus(d.restore_one("not-a-number"), 400)
+
+
+class DeleteAcrossARedisLossTest(HourglassTestCase):
+    """A delete is committed in MySQL before Redis is changed. When the job leaves Redis in the
+    moment between the two (Redis lost its data, or the job ended), the commit still holds: the
+    delete is answered `deleted`, and no restore brings the job back. Found by the fault suite's
+    Galera restart: its flush came while a delete's commit was on its way, the delete was
+    answered 404, and the history checker counted the push as lost."""
+
+    def test_delete_whose_job_redis_lost_before_the_commit_returned(self):
+        d = start_ready(self)
+        ns = d.namespace
+        gone, kept = (expect_ok(d.push({"topic": "dl.loss", "body": i, "delay": 600_000}), "push")["id"]
+                      for i in range(2))
+        wait_or_fail(self, lambda: journal_idle(d) and state_counts(ns.query) == {"delayed": 2}, 15, "the journal",
+                     lambda: f"{state_counts(ns.query)}")
+        lock_id = lock_transitions(self, ns)
+        out: dict = {}
+        th = threading.Thread(target=lambda: out.update(r=d.delete(gone, timeout=60)), daemon=True)
+        th.start()
+        waiting = ("SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+                   f"WHERE DB = '{ns.database}' AND STATE LIKE 'Waiting for table%'")
+        wait_or_fail(self, lambda: ns.mariadb.query(waiting) != [("0",)], 10,
+                     "the delete's commit to wait for the table lock", lambda: d.log_tail(20))
+        self.assertGreater(ns.flush_redis(), 0)
+        unlock(ns, lock_id)
+        th.join(60)
+        self.assertEqual(expect_ok(out.get("r"), "the delete"), {"id": gone, "state": "deleted"})
+        self.assertEqual(ns.query(f"SELECT state FROM message WHERE id = {gone}"), [("deleted",)])
+
+        res = expect_ok(d.restore(expire=True), "/reStore")
+        self.assertEqual((res["scanned"], res["restored"]), (1, 1), res)
+        self.assertEqual(expect_ok(d.job(gone), "/jobs of the deleted job")["state"], "deleted")
+        self.assertEqual(expect_ok(d.job(kept), "/jobs of the other job")["state"], "delayed")
 
 
 class RestoreAdminAuthTest(HourglassTestCase):
