@@ -536,7 +536,9 @@ def check(ops: Iterable[Op], windows: Iterable[Window] = (), rows: Iterable[Iter
             continue
         if any(d.status in (200,) + UNAVAILABLE for d in deletes.get(p.id, [])):
             continue
-        v("lost", f"{_op_str(p, w0)} (runAt {p.run_at}) was never delivered")
+        dels = deletes.get(p.id, [])
+        v("lost", f"{_op_str(p, w0)} (runAt {p.run_at}) was never delivered"
+                  + (f"; its deletes: {', '.join(_op_str(d, w0) for d in dels)}" if dels else ""))
 
     def loss_between(a: float, b: float) -> bool:
         return any(start <= b and a <= end for w in windows for start, end in w.losses)
