@@ -39,7 +39,7 @@ def groups_of(tc: CoreTestCase, d: Daemon, topic: str, limit: int | None = None)
 
 def group_keys(d: Daemon, topic: str) -> list[str]:
     """The topic's group keys in Redis (lib.lua "Flow control by key")."""
-    return [k for k in d.namespace.redis_keys("*") if any(f"}}:{p}:{topic}" in k for p in ("gr", "gq", "gs", "gt"))]
+    return [k for k in d.namespace.redis_keys("*") if any(f"}}:{p}:{topic}" in k for p in ("gr", "gq", "gs", "gt", "gz"))]
 
 
 def topic_value(d: Daemon, topic: str) -> str:
@@ -284,6 +284,21 @@ class GroupsDeliveryTest(CoreTestCase):
         self.assertNotIn(" g", topic_value(d, "gl"))
         self.assertTrue(topic_value(d, "gl"))
 
+    def test_a_group_held_by_its_rate_is_served_at_once_when_the_rate_goes(self):
+        d = self.daemon(default_ttr=30000)
+        self.assertJsonOk(put(d, "gh", {"groupConcurrency": 2, "groupRate": 1}))  # one a second
+        ids = [self.push(d, "gh", i, group="a") for i in range(2)]
+        self.assertEqual(self.get_one(d, "gh")["id"], ids[0])
+        self.assertNothing(d, "gh")  # a slot is free, its token is not: held until a second has passed
+        # the rate goes (the concurrency stays): the held group is looked at again at once,
+        # not left waiting on the list of rate waits, which nothing sweeps without a rate
+        self.assertJsonOk(put(d, "gh", {"groupConcurrency": 2, "groupRate": 0}))
+        got = self.assertJsonOk(d.get("gh", count=10, timeout=0))
+        self.assertEqual([j["id"] for j in got], [ids[1]])
+        for j in ids:
+            self.assertJsonOk(d.finish(j))
+        self.assertEqual(group_keys(d, "gh"), [])
+
     def test_groups_listing_pages_through_both_places(self):
         d = self.daemon(default_ttr=30000)
         self.assertJsonOk(put(d, "gk", {"groupConcurrency": 1}))
@@ -296,11 +311,14 @@ class GroupsDeliveryTest(CoreTestCase):
         want["late"] = (1, 0, 0)
         for limit in (7, 1000):
             self.assertEqual(groups_of(self, d, "gk", limit=limit), want, f"limit {limit}")
-        # a group whose jobs only wait on its range has no field of the group hash (its place in
-        # the round is all it costs); the held ones and the one with a delayed job have one
+        # every group with something has a field of the group hash; the 200 whose jobs wait on
+        # their ranges are on the round (a list of names), the 100 held ones are not (at their limit)
         fields = [k for k in d.namespace.redis_keys("*:gs:gk")]
         self.assertEqual(len(fields), 1)
-        self.assertEqual(int(d.namespace.redis_cli("HLEN", fields[0])), 101)
+        self.assertEqual(int(d.namespace.redis_cli("HLEN", fields[0])), 301)
+        round_ = fields[0].replace(":gs:", ":gq:")
+        self.assertEqual(sorted(d.namespace.redis_cli("LRANGE", round_, 0, -1).split()),
+                         sorted(f"g{i:03}" for i in range(300) if f"g{i:03}" not in held))
 
     def test_ready_listing_shows_grouped_jobs_page_by_page(self):
         d = self.daemon(default_ttr=30000)

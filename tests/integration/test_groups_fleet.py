@@ -396,14 +396,26 @@ class ClusterGroupsTest(ClusterCase):
         for t in topics:
             self.assertEqual(sorted(j["group"] for j in firsts[t]), ["a", "b", "c"], t)
             self.push(d, t, "waits its turn", group="e")  # in the round, not taken yet
+        # a group held by its rate (on "gt:"), and one with nothing left whose rate still
+        # remembers its delivery (on "gz:" until its tat passes)
+        rated = "gcl.rate"
+        self.assertJsonOk(put(d, rated, {"groupConcurrency": 2, "groupRate": 1}))
+        time.sleep(0.6)
+        self.assertJsonOk(d.push([{"topic": rated, "group": "h", "body": i, "ttr": 30000} for i in range(2)]
+                                 + [{"topic": rated, "group": "z", "body": 0, "ttr": 30000}]))
+        got = self.assertJsonOk(d.get(rated, count=10))
+        self.assertEqual(sorted(j["group"] for j in got), ["h", "z"], "the rate holds h's second job")
+        self.assertJsonOk(d.finish(next(j["id"] for j in got if j["group"] == "z")))
         # every key of a topic's groups carries its shard's tag, on the master serving that slot
         by_node = self.keys_by_node(prefix)
-        for t in topics:
+        want = {t: ["gq", "gr", "gs"] for t in topics}
+        want[rated] = ["gr", "gs", "gt", "gz"]
+        for t in topics + [rated]:
             tag = CLUSTER_TAGS[topic_shard(t)]
             owner = self.owner(shard_slot(topic_shard(t)))
             mine = [k for keys in by_node.values() for k in keys if k.endswith(":" + t) and
-                    any(f":{p}:" in k for p in ("gr", "gq", "gs", "gt"))]
-            self.assertEqual(sorted(k.split("}:")[1].split(":")[0] for k in mine), ["gq", "gr", "gs", "gt"], t)
+                    any(f":{p}:" in k for p in ("gr", "gq", "gs", "gt", "gz"))]
+            self.assertEqual(sorted(k.split("}:")[1].split(":")[0] for k in mine), want[t], t)
             for k in mine:
                 self.assertTrue(k.startswith(f"{prefix}:{{{tag}}}:"), k)
                 self.assertIn(k, by_node[owner], f"{k} is not on the master of its slot")

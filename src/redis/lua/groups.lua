@@ -2,9 +2,9 @@
 -- flags: no-writes  (it only reads: it still runs while Redis is full)
 -- the two places a group with jobs shows (lib.lua "Flow control by key"): the topic's group
 -- hash ("gs:": every group with something delayed or reserved, or ready on the topic's ready
--- zset), walked first with HSCAN, then its groups' ranges ("gr:"), group after group by
--- ZRANGEBYLEX, each group not already met in the hash. A group with nothing has neither, so the
--- walk never meets an idle one. Positions: "h<HSCAN cursor>" in the hash (a group there for the
+-- zset, or waiting its turn), walked first with HSCAN, then its groups' ranges ("gr:"), group
+-- after group by ZRANGEBYLEX, each group not already met in the hash. A group with nothing has
+-- neither (or a field that says so, for a moment), so the walk lists no idle one. Positions: "h<HSCAN cursor>" in the hash (a group there for the
 -- whole walk is listed at least once), "r<group>" on the ranges (after that group); a group
 -- that changes place during the walk may be listed twice or not at all. A hash page holds about
 -- `limit` groups (a small hash answers all of its fields at once), a ranges page at most `limit`;
@@ -24,10 +24,12 @@ if pos == "" or string.sub(pos, 1, 1) == "h" then
         local r = redis.call("HSCAN", hkey, cursor, "COUNT", limit)
         cursor = r[1]
         for i = 1, #r[2], 2 do
-            local _, res, del, rdy = string.match(r[2][i + 1], "^(%d+) (%d+) (%d+) (%d+)$")
+            local _, res, del, rdy = string.match(r[2][i + 1], "^(%d+) (%d+) (%d+) (%d+)")
             if res then
                 local g = r[2][i]
-                found[#found + 1] = { g, tonumber(del), tonumber(rdy) + on_range(g), tonumber(res) }
+                local ready = tonumber(rdy) + on_range(g)
+                -- (a field may stay a moment for a group with nothing: lib.lua GL says when)
+                if res + del + ready > 0 then found[#found + 1] = { g, tonumber(del), ready, tonumber(res) } end
             end
         end
         if cursor == "0" or #found >= limit then break end

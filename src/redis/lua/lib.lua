@@ -35,9 +35,10 @@
 --   base.."bucket:"..topic hash  the topic's rate token bucket (take_tokens below)
 --   base.."tally"         hash   "<what>:<topic>" -> a running total for the console's rates (below)
 --   base.."gr:"..topic    zset   a grouped topic's ready jobs of groups (flow control by key, below)
---   base.."gq:"..topic    zset   its groups that may deliver now, in round-robin order
---   base.."gs:"..topic    hash   group -> "<held> <reserved> <delayed> <ready>"
---   base.."gt:"..topic    zset   group -> when its rate lets it deliver (groupRate)
+--   base.."gq:"..topic    list   its groups that may deliver now, in round-robin order
+--   base.."gs:"..topic    hash   group -> "<held> <reserved> <delayed> <ready>[ <lists> <tat>]"
+--   base.."gt:"..topic    list   its groups held by their rate (groupRate), in the order held
+--   base.."gz:"..topic    list   its groups with nothing left whose rate's tat is still ahead
 -- Channels: "<prefix>:ready" (payload: topic) and "<prefix>:wake" (payload: "<shard> <due ms>").
 --
 -- The outbox: every script that changes a job appends the change to its shard's stream in
@@ -386,21 +387,30 @@ end
 -- ---- Flow control by key (contract "Flow control by key"; docs/architecture.md "Groups") ----
 -- A job may belong to a group of its topic (j.grp). Every grouped job, whatever its topic's
 -- settings, is counted in its group's field of base.."gs:"..topic: "<held> <reserved> <delayed>
--- <ready>" (held = slots in use: jobs delivered under the group's limit and not yet finished,
--- dead or deleted; under fifo also a failed one waiting out its retry; ready = its ready jobs on
--- the topic's ready zset — those on the group's range, below, are counted by the range itself).
--- The field goes when all four are 0: an idle group costs nothing, and a group whose jobs only
--- wait on its range costs its place in the round alone.
+-- <ready>[ <lists> <tat>]" (held = slots in use: jobs delivered under the group's limit and not
+-- yet finished, dead or deleted; under fifo also a failed one waiting out its retry; ready = its
+-- ready jobs on the topic's ready zset — those on the group's range, below, are counted by the
+-- range itself; lists = which of the three lists below hold the group, a sum of G_ROUND,
+-- G_HELD, G_IDLE; tat = its groupRate's theoretical arrival time, GCRA, in ms). The two last
+-- are written only when not 0. The field goes when the group has nothing counted, is on no
+-- list and its rate remembers nothing (tat passed): an idle group costs nothing.
 -- A topic with group settings (conf.groups) keeps its groups' ready jobs apart from its ready
 -- zset, in one zset per topic ("gr:") whose members all score 0 and sort by bytes:
 -- "<group>\0<ord, 14 digits><idkey>", ord the ready score (priority * 1e13 + due ms) — so a
 -- group's jobs are one range, in the order the ready zset would keep them, and its head is a
 -- ZRANGEBYLEX ... LIMIT 0 1 away (O(log n)). The job's record keeps its ord so that it can be
--- found again. Groups that have ready jobs, a free slot and (groupRate) a token wait their turn
--- in "gq:", scored by a sequence number that only grows: reserve takes the lowest, and puts a
--- group that can deliver again at the back (round robin). A group at its limit leaves "gq:" and
--- comes back when a slot frees; a group held by its rate is in "gt:" (scored by its theoretical
--- arrival time, GCRA), brought back by reserve's sweep once due.
+-- found again. Groups wait their turn on lists of names, each entry a few bytes (a zset member
+-- would cost ~100): groups that may deliver (ready jobs, a free slot, a token) on the round
+-- ("gq:"): reserve serves its head and puts the group back at its tail when it may deliver
+-- again (round robin); a group held by its rate on "gt:", in the order they were held — each
+-- was held right after a delivery, until at most one interval later, so the head comes due
+-- first (to within the burst, which the group's tat makes up for) and reserve's sweep brings
+-- due groups back to the round; a group with nothing left whose tat is still ahead on "gz:",
+-- until the sweep finds its tat passed and drops its field. Entries are never looked for: a
+-- group that stops being able to deliver (its last ready job deleted, say) keeps its entry,
+-- and whoever pops an entry that no longer holds drops it — each entry is pushed once and
+-- popped once, so the work stays O(1) per change; the field's lists say whether an entry is
+-- there, so a group is never on a list twice.
 -- Ungrouped jobs, and every job of a topic without group settings, go as they always went.
 -- The group library: made once, when the library is loaded, like every function here.
 local GL = {}
@@ -409,6 +419,7 @@ do
     function GL.gq_key(topic) return base .. "gq:" .. topic end
     function GL.gs_key(topic) return base .. "gs:" .. topic end
     function GL.gt_key(topic) return base .. "gt:" .. topic end
+    function GL.gz_key(topic) return base .. "gz:" .. topic end
     function GL.gmember(g, ord, idkey) return g .. "\0" .. string.format("%014d", ord) .. idkey end
 
     GL.gconfs = nil -- topic -> its settings, read once per call (grouped jobs only; begin resets it)
@@ -434,6 +445,21 @@ do
         return GL.SLOT[st]
     end
 
+    -- The lists a group is on (s[5], a sum of these), and their keys.
+    local G_ROUND, G_HELD, G_IDLE = 1, 2, 4
+    local LIST_KEY = { [G_ROUND] = GL.gq_key, [G_HELD] = GL.gt_key, [G_IDLE] = GL.gz_key }
+    local function on(s, list) return math.floor(s[5] / list) % 2 == 1 end
+    -- Put the group on a list it is not on (the caller writes its field).
+    local function enlist(topic, g, s, list)
+        s[5] = s[5] + list
+        return redis.call("RPUSH", LIST_KEY[list](topic), g)
+    end
+    -- The group's entry at the head of a list was just popped.
+    local function unlist(s, list)
+        if on(s, list) then s[5] = s[5] - list end
+    end
+    GL.G_ROUND, GL.G_HELD, GL.G_IDLE, GL.g_on, GL.g_unlist = G_ROUND, G_HELD, G_IDLE, on, unlist
+
     -- Has group g ready jobs on its range? (one lookup in the topic's "gr:", O(log n))
     function GL.g_has_ready(topic, g)
         return redis.call("ZRANGEBYLEX", GL.gready_key(topic), "[" .. g .. "\0", "(" .. g .. "\1", "LIMIT", 0, 1)[1] ~= nil
@@ -441,19 +467,39 @@ do
     function GL.gs_get(topic, g)
         local v = redis.call("HGET", GL.gs_key(topic), g)
         if v then
-            local h, r, d, q = string.match(v, "^(%d+) (%d+) (%d+) (%d+)$")
-            if h then return { tonumber(h), tonumber(r), tonumber(d), tonumber(q) } end
+            local h, r, d, q, l, t = string.match(v, "^(%d+) (%d+) (%d+) (%d+) ?(%d*) ?([%d.]*)$")
+            if h then
+                return { tonumber(h), tonumber(r), tonumber(d), tonumber(q), tonumber(l) or 0, tonumber(t) or 0 }
+            end
         end
-        return { 0, 0, 0, 0 }
+        return { 0, 0, 0, 0, 0, 0 }
     end
-    function GL.gs_put(topic, g, s)
+    -- Write the group's field back. One with nothing counted and on no list goes — unless its rate
+    -- still remembers a tat ahead of now (nil: Redis's clock): then it waits on "gz:" for it to pass.
+    function GL.gs_put(topic, g, s, now)
         for i = 1, 4 do
             if s[i] < 0 then s[i] = 0 end
         end
-        if s[1] + s[2] + s[3] + s[4] == 0 then
+        if s[1] + s[2] + s[3] + s[4] + s[5] == 0 and s[6] > 0 then
+            if GL.gconf(topic).grate == 0 then now = math.huge end -- no rate: its tat means nothing
+            if not now then
+                local t = redis.call("TIME")
+                now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            end
+            if s[6] > now then
+                enlist(topic, g, s, G_IDLE)
+            else
+                s[6] = 0
+            end
+        end
+        if s[1] + s[2] + s[3] + s[4] + s[5] == 0 then
             redis.call("HDEL", GL.gs_key(topic), g)
-        else
+        elseif s[5] + s[6] == 0 then
             redis.call("HSET", GL.gs_key(topic), g, s[1] .. " " .. s[2] .. " " .. s[3] .. " " .. s[4])
+        else
+            redis.call("HSET", GL.gs_key(topic), g,
+                s[1] .. " " .. s[2] .. " " .. s[3] .. " " .. s[4] .. " " .. s[5] .. " "
+                .. string.format(s[6] % 1 == 0 and "%d" or "%.2f", s[6])) -- a rate's interval may be fractional
         end
     end
 
@@ -461,41 +507,41 @@ do
     -- tokens (at least one), as the topic's own bucket (take_tokens).
     function GL.g_interval(conf) return 1000 / conf.grate end
     function GL.g_burst(conf) return (math.max(1, math.floor(conf.grate / 10)) - 1) * 1000 / conf.grate end
-    function GL.g_rate_ok(topic, g, conf, now)
-        if conf.grate == 0 then return true end
-        local tat = redis.call("ZSCORE", GL.gt_key(topic), g)
-        return not tat or tonumber(tat) - GL.g_burst(conf) <= now
+    function GL.g_rate_ok(s, conf, now)
+        return conf.grate == 0 or s[6] - GL.g_burst(conf) <= now
     end
 
-    -- Put group g at the back of the round when it may deliver: ready jobs, a free slot, a token.
-    -- A round that was empty is announced on "<prefix>:ready" (consumers park only when they found
-    -- nothing, so with groups in the round nobody waits for one more); `quiet`: not even then
-    -- (reserve.lua putting back the group it just served: its caller is not parked).
+    -- Put group g at the back of the round when it may deliver: ready jobs, a free slot, a token;
+    -- with ready jobs and a slot but no token, on "gt:" for reserve's sweep. A round that was empty
+    -- is announced on "<prefix>:ready" (consumers park only when they found nothing, so with groups
+    -- in the round nobody waits for one more); `quiet`: not even then (reserve.lua putting back
+    -- the group it just served: its caller is not parked). Writes the field when a list took the
+    -- group, and then says so (true).
     function GL.g_wake(topic, g, conf, s, now, quiet)
-        if not (conf.groups or conf.drain) or (conf.gconc > 0 and s[1] >= conf.gconc) then return end
-        if not GL.g_rate_ok(topic, g, conf, now) then return end -- reserve's sweep brings it back
-        local q = GL.gq_key(topic)
-        if redis.call("ZSCORE", q, g) or not GL.g_has_ready(topic, g) then return end
-        local last = redis.call("ZRANGE", q, -1, -1, "WITHSCORES")
-        redis.call("ZADD", q, last[2] and tonumber(last[2]) + 1 or 1, g)
-        if not last[2] and not quiet then notify_ready(topic) end
+        if not (conf.groups or conf.drain) or (conf.gconc > 0 and s[1] >= conf.gconc) then return false end
+        if on(s, G_ROUND) or not GL.g_has_ready(topic, g) then return false end
+        if not GL.g_rate_ok(s, conf, now) then
+            if on(s, G_HELD) then return false end
+            enlist(topic, g, s, G_HELD)
+        elseif enlist(topic, g, s, G_ROUND) == 1 and not quiet then
+            notify_ready(topic)
+        end
+        GL.gs_put(topic, g, s, now)
+        return true
     end
 
     -- A grouped job leaves state `from` and/or enters `to` (nil: none of the counted states), its
-    -- hold changing by `hold` (-1, 0, +1): its group's counts follow, and the group's turn.
+    -- hold changing by `hold` (-1, 0, +1): its group's counts follow, and the group's turn. A group
+    -- whose last ready job left its range keeps its place in the round until the round reaches it.
     function GL.g_change(j, from, to, hold, now)
         local s = GL.gs_get(j.topic, j.grp)
         local out_of, into = GL.g_slot(j, from), GL.g_slot(j, to)
         if out_of then s[out_of] = s[out_of] - 1 end
         if into then s[into] = s[into] + 1 end
         s[1] = s[1] + hold
-        if out_of or into or hold ~= 0 then GL.gs_put(j.topic, j.grp, s) end
-        if from == READY and j.ord then
-            -- left its range: the group leaves the round with its last ready job
-            if not GL.g_has_ready(j.topic, j.grp) then redis.call("ZREM", GL.gq_key(j.topic), j.grp) end
-        elseif now then
-            GL.g_wake(j.topic, j.grp, GL.gconf(j.topic), s, now)
-        end
+        local woke = false -- g_wake wrote the field
+        if now and not (from == READY and j.ord) then woke = GL.g_wake(j.topic, j.grp, GL.gconf(j.topic), s, now) end
+        if not woke and (out_of or into or hold ~= 0) then GL.gs_put(j.topic, j.grp, s, now) end
         return s
     end
 
@@ -505,6 +551,35 @@ do
             j.hold = nil
             GL.g_change(j, nil, nil, -1, now)
         end
+    end
+
+    -- The topic's group settings changed (topicset.lua): every group on a list goes back on the
+    -- round, where reserve looks at it again under the new settings (one that cannot deliver is
+    -- dropped as the round reaches it), its rate started afresh (a tat of the old rate would hold
+    -- it to that rate for one more interval); with no group settings left and no grouped ready
+    -- job (`keep` false), the lists go and no group is on one. Linear in the groups on the
+    -- lists, once per change of settings. (A group on no list — at its limit — keeps its tat: once a
+    -- slot frees it may wait up to one interval of the old rate.)
+    function GL.g_relist(topic, keep)
+        local gs, q = GL.gs_key(topic), GL.gq_key(topic)
+        local groups, seen = {}, {}
+        for _, list in ipairs({ G_ROUND, G_HELD, G_IDLE }) do
+            local key = LIST_KEY[list](topic)
+            for _, g in ipairs(redis.call("LRANGE", key, 0, -1)) do
+                if not seen[g] then
+                    seen[g] = true
+                    groups[#groups + 1] = g
+                end
+            end
+            redis.call("DEL", key)
+        end
+        for _, g in ipairs(groups) do
+            local s = GL.gs_get(topic, g)
+            s[5], s[6] = 0, 0
+            if keep then enlist(topic, g, s, G_ROUND) end
+            GL.gs_put(topic, g, s, 0)
+        end
+        return #groups
     end
 end
 

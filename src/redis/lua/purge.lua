@@ -43,8 +43,36 @@ if want == READY and string.sub(after_score, 1, 1) == "g" then
             if deleted >= limit or scanned >= scan then break end
         end
     end
-    if reached_end then return { "", "", deleted } end
+    if reached_end then
+        -- the round's groups whose ready jobs this purge took are left to look at
+        local left = redis.call("LLEN", GL.gq_key(topic))
+        if left == 0 then return { "", "", deleted } end
+        return { "c" .. left, "c", deleted }
+    end
     return { "g" .. rank, "g", deleted }
+end
+
+-- Then the round, once over, `scan` entries a batch ("c<entries left>"): a group whose ready
+-- jobs went leaves it, as reserve would drop it when the round reached it (lib.lua), so that a
+-- purged topic keeps nothing of its groups even with no consumer to reach them; one with ready
+-- jobs pushed since goes back at the tail.
+if want == READY and string.sub(after_score, 1, 1) == "c" then
+    local q = GL.gq_key(topic)
+    local left = tonumber(string.sub(after_score, 2)) or 0
+    local conf = GL.gconf(topic)
+    for _ = 1, math.min(left, scan) do
+        local g = redis.call("LPOP", q)
+        if not g then
+            left = 0
+            break
+        end
+        left = left - 1
+        local s = GL.gs_get(topic, g)
+        GL.g_unlist(s, GL.G_ROUND)
+        if not GL.g_wake(topic, g, conf, s, now, true) then GL.gs_put(topic, g, s, now) end
+    end
+    if left <= 0 then return { "", "", 0 } end
+    return { "c" .. left, "c", 0 }
 end
 
 local key = K_DELAY

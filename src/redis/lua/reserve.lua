@@ -70,20 +70,45 @@ local first_conf = topic_conf_of(first[2])
 local reserve_grouped = nil
 if #ARGV > 5 or first_conf.groups or first_conf.drain then
     reserve_grouped = function(topic, conf, limit)
-        local rkey, gr, q, gt = ready_key(topic), GL.gready_key(topic), GL.gq_key(topic), GL.gt_key(topic)
+        local rkey, gr, q = ready_key(topic), GL.gready_key(topic), GL.gq_key(topic)
         local delivered, again, late = 0, 0, 0
         if conf.grate > 0 then
-            -- the sweep: groups whose token is due take their turn again (a bounded step a call)
+            -- the sweeps, a bounded step a call: groups held by their rate come back to the round
+            -- once due (the head first: lib.lua says why it comes due first), and groups with
+            -- nothing left drop their field once their tat has passed; an entry that no longer
+            -- holds (the group left the list meanwhile) just goes
             local burst = GL.g_burst(conf)
-            for _, g in ipairs(redis.call("ZRANGEBYSCORE", gt, "-inf", now + burst, "LIMIT", 0, 100)) do
-                if tonumber(redis.call("ZSCORE", gt, g)) <= now then redis.call("ZREM", gt, g) end
-                GL.g_wake(topic, g, conf, GL.gs_get(topic, g), now)
+            local gt, gz = GL.gt_key(topic), GL.gz_key(topic)
+            for _ = 1, 100 do
+                local g = redis.call("LINDEX", gt, 0)
+                if not g then break end
+                local s = GL.gs_get(topic, g)
+                local held = GL.g_on(s, GL.G_HELD)
+                if held and s[6] - burst > now then break end
+                redis.call("LPOP", gt)
+                if held then
+                    GL.g_unlist(s, GL.G_HELD)
+                    if not GL.g_wake(topic, g, conf, s, now) then GL.gs_put(topic, g, s, now) end
+                end
+            end
+            for _ = 1, 100 do
+                local g = redis.call("LINDEX", gz, 0)
+                if not g then break end
+                local s = GL.gs_get(topic, g)
+                local idle = GL.g_on(s, GL.G_IDLE)
+                if idle and s[6] > now and s[1] + s[2] + s[3] + s[4] == 0 then break end
+                redis.call("LPOP", gz)
+                if idle then
+                    GL.g_unlist(s, GL.G_IDLE)
+                    GL.gs_put(topic, g, s, now)
+                end
             end
         end
         local plain_left = true -- the ready zset had entries when last looked at (nothing adds to it here)
         while got() < limit and budget > 0 do
             budget = budget - 1
-            local g = redis.call("ZRANGE", q, 0, 0)[1]
+            local g = redis.call("LINDEX", q, 0)
+            local from_round = g ~= nil
             if not g and conf.drain then
                 -- settings gone: a group left out of the round (it was at its limit, or waited for
                 -- its rate) is served too, the first range at a time
@@ -95,7 +120,12 @@ if #ARGV > 5 or first_conf.groups or first_conf.drain then
             plain_left = plain[1] ~= nil
             local gord = member and tonumber(string.sub(member, #g + 2, #g + 15))
             if g and not member then
-                redis.call("ZREM", q, g) -- a group whose jobs went meanwhile (deleted, drained)
+                -- the round's head has no ready job any more (its jobs were deleted, moved, drained):
+                -- it leaves the round, and its field follows
+                redis.call("LPOP", q)
+                local s = GL.gs_get(topic, g)
+                GL.g_unlist(s, GL.G_ROUND)
+                GL.gs_put(topic, g, s, now)
             elseif plain[1] and (not gord or tonumber(plain[2]) <= gord) then
                 local idkey = plain[1]
                 redis.call("ZREM", rkey, idkey)
@@ -111,11 +141,10 @@ if #ARGV > 5 or first_conf.groups or first_conf.drain then
                     -- by the range from now on, no longer in its group's field)
                     local s = GL.gs_get(topic, j.grp)
                     s[4] = s[4] - 1
-                    GL.gs_put(topic, j.grp, s)
                     j.ord = tonumber(plain[2])
                     redis.call("ZADD", gr, 0, GL.gmember(j.grp, j.ord, idkey))
                     save_job(idkey, j)
-                    GL.g_wake(topic, j.grp, conf, s, now)
+                    if not GL.g_wake(topic, j.grp, conf, s, now) then GL.gs_put(topic, j.grp, s, now) end
                 elseif j.st == READY then
                     count_later(READY, topic, -1)
                     deliver(idkey, j, topic, false)
@@ -135,16 +164,15 @@ if #ARGV > 5 or first_conf.groups or first_conf.drain then
                     delivered = delivered + 1
                     if j.att > 1 then again = again + 1 elseif now > j.runat then late = late + (now - j.runat) end
                     local s = GL.gs_get(topic, g)
-                    if j.st == RESERVED then
-                        s[2], s[1] = s[2] + 1, s[1] + 1
-                        GL.gs_put(topic, g, s)
+                    if j.st == RESERVED then s[2], s[1] = s[2] + 1, s[1] + 1 end
+                    if conf.grate > 0 then s[6] = math.max(s[6], now) + GL.g_interval(conf) end
+                    if from_round then
+                        -- to the back of the round, if it may deliver again (else out of it, or
+                        -- held by its rate)
+                        redis.call("LPOP", q)
+                        GL.g_unlist(s, GL.G_ROUND)
                     end
-                    if conf.grate > 0 then
-                        local tat = tonumber(redis.call("ZSCORE", gt, g) or 0)
-                        redis.call("ZADD", gt, math.max(tat, now) + GL.g_interval(conf), g)
-                    end
-                    redis.call("ZREM", q, g) -- to the back of the round, if it may deliver again
-                    GL.g_wake(topic, g, conf, s, now, true)
+                    if not GL.g_wake(topic, g, conf, s, now, true) then GL.gs_put(topic, g, s, now) end
                 end
             else
                 break
@@ -154,12 +182,15 @@ if #ARGV > 5 or first_conf.groups or first_conf.drain then
             -- the grouped ready jobs left when the settings went are all out: an ordinary topic again
             local v = redis.call("HGET", base .. "topic", topic)
             if v then redis.call("HSET", base .. "topic", topic, (string.gsub(v, " g0 0 0 ", " ", 1))) end
-            redis.call("DEL", q, gt)
+            GL.g_relist(topic, false)
         end
         local held_back = 0
         if conf.grate > 0 and got() < limit then
-            local head = redis.call("ZRANGE", gt, 0, 0, "WITHSCORES")
-            if head[2] then held_back = math.max(1, math.ceil(tonumber(head[2]) - GL.g_burst(conf) - now)) end
+            local g = redis.call("LINDEX", GL.gt_key(topic), 0)
+            if g then
+                local s = GL.gs_get(topic, g)
+                held_back = math.max(1, math.ceil(GL.g_on(s, GL.G_HELD) and s[6] - GL.g_burst(conf) - now or 1))
+            end
         end
         return delivered, again, late, held_back
     end

@@ -5,9 +5,11 @@
 -- off is announced on "<prefix>:ready": consumers parked on it try again.
 -- Group settings (lib.lua "Flow control by key"): a topic whose settings go while its groups
 -- still have ready jobs on their ranges ("gr:") keeps " g0 0 0 " in its value — no limits, but
--- reserve.lua serves those ranges until they are empty and then drops the mark itself; its
--- rate waits ("gt:") go at once. A topic that gains settings finds its grouped ready jobs on
--- its ready zset, and reserve.lua moves them to their groups as it meets them.
+-- reserve.lua serves those ranges until they are empty and then drops the mark itself. When a
+-- topic's group settings change or go, every group waiting on one of its lists (the round, rate
+-- waits) goes back on the round, to be looked at again under the new settings (lib.lua
+-- GL.g_relist). A topic that gains settings finds its grouped ready jobs on its ready zset, and
+-- reserve.lua moves them to their groups as it meets them.
 -- KEYS[1] = <prefix>:{<shard>}:jobs
 -- ARGV    = synced (0, or the settings sequence this shard now holds every change up to),
 --           topic1, value1, topic2, value2, ...
@@ -20,13 +22,14 @@ for a = 2, #ARGV, 2 do
     local old = redis.call("HGET", K_TOPIC, topic)
     local old_seq = old and tonumber(string.match(old, "(%d+)$")) or -1
     if seq and seq > old_seq then
-        if old and string.find(old, " g%d+ %d %d+ ") and not string.find(value, " g%d+ %d %d+ ") then
-            redis.call("DEL", base .. "gt:" .. topic)
-            if redis.call("EXISTS", base .. "gr:" .. topic) == 1 then
-                value = string.gsub(value, " (%d+)$", " g0 0 0 %1", 1)
-            else
-                redis.call("DEL", base .. "gq:" .. topic)
-            end
+        local old_groups = old and string.match(old, " (g%d+ %d %d+) ")
+        local new_groups = string.match(value, " (g%d+ %d %d+) ")
+        if old_groups and not new_groups then
+            local draining = redis.call("EXISTS", GL.gready_key(topic)) == 1
+            if draining then value = string.gsub(value, " (%d+)$", " g0 0 0 %1", 1) end
+            GL.g_relist(topic, draining)
+        elseif old_groups and new_groups ~= old_groups then
+            GL.g_relist(topic, true)
         end
         redis.call("HSET", K_TOPIC, topic, value)
         written = written + 1
