@@ -42,6 +42,31 @@ def group_keys(d: Daemon, topic: str) -> list[str]:
     return [k for k in d.namespace.redis_keys("*") if any(f"}}:{p}:{topic}" in k for p in ("gr", "gq", "gs", "gt", "gz"))]
 
 
+def lists_disagree(d: Daemon, topic: str) -> list[str]:
+    """Where a topic's group lists and its groups' fields disagree (lib.lua GL: a group is on the
+    round, the rate waits or the idle list exactly once when its field says so, else not at all);
+    [] when they agree."""
+    ns = d.namespace
+    flags: dict[str, int] = {}
+    for key in ns.redis_keys(f"*:gs:{topic}"):
+        kv = ns.redis_cli("HGETALL", key).split("\n")
+        for g, v in zip(kv[0::2], kv[1::2]):
+            nums = v.split()
+            flags[g] = int(nums[4]) if len(nums) > 4 else 0
+    out = []
+    for kind, bit in (("gq", 1), ("gt", 2), ("gz", 4)):
+        entries: dict[str, int] = {}
+        for key in ns.redis_keys(f"*:{kind}:{topic}"):
+            for g in ns.redis_cli("LRANGE", key, 0, -1).split("\n"):
+                if g:
+                    entries[g] = entries.get(g, 0) + 1
+        for g in set(entries) | {g for g, f in flags.items() if f & bit}:
+            want = 1 if flags.get(g, 0) & bit else 0
+            if entries.get(g, 0) != want:
+                out.append(f"{kind}: group {g} has {entries.get(g, 0)} entries, its field says {want}")
+    return out
+
+
 def topic_value(d: Daemon, topic: str) -> str:
     """What the scripts read for a topic's settings (lib.lua topic_conf), '' when none."""
     return d.namespace.redis_cli("EVAL", "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
@@ -259,6 +284,7 @@ class GroupsDeliveryTest(CoreTestCase):
         for state in ("ready", "delayed"):
             r = self.assertJsonOk(d.request("POST", "/topics/gd/purge", params={"state": state}))
             self.assertEqual(r["deleted"], 5, r)
+        self.assertEqual(lists_disagree(d, "gd"), [])
         self.assertEqual(groups_of(self, d, "gd"), {})
         self.assertEqual(group_keys(d, "gd"), [])
         self.assertNothing(d, "gd")
@@ -316,6 +342,7 @@ class GroupsDeliveryTest(CoreTestCase):
         fields = [k for k in d.namespace.redis_keys("*:gs:gk")]
         self.assertEqual(len(fields), 1)
         self.assertEqual(int(d.namespace.redis_cli("HLEN", fields[0])), 301)
+        self.assertEqual(lists_disagree(d, "gk"), [])
         round_ = fields[0].replace(":gs:", ":gq:")
         self.assertEqual(sorted(d.namespace.redis_cli("LRANGE", round_, 0, -1).split()),
                          sorted(f"g{i:03}" for i in range(300) if f"g{i:03}" not in held))

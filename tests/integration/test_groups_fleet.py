@@ -29,10 +29,7 @@ from cluster_common import CLUSTER_TAGS, ClusterCase, shard_slot
 from core_common import CoreTestCase, wait_until
 from harness import HOST, Daemon, now_ms, shared_rabbitmq, topic_shard, unique_name
 from receiver import WebhookReceiver
-
-
-def put(d: Daemon, topic: str, settings):
-    return d.request("PUT", "/topics/" + topic, body=settings)
+from test_groups import lists_disagree, put
 
 
 class Delivery:
@@ -208,6 +205,7 @@ class FifoFleetTest(CoreTestCase):
         self.assertEqual({d.id for d in seen if d.finish_sent is not None}, set(ids))
         self.assertGreater(sum(1 for d in seen if d.attempt > 1), 0, "no lease ran out: the test proved less")
         self.assertEqual(self.assertJsonOk(a.request("GET", "/topics/ff/groups"))["groups"], [])
+        self.assertEqual(lists_disagree(a, "ff"), [])
 
     def all_finished(self, d: Daemon, ids: list[str]) -> bool:
         c = self.assertJsonOk(d.request("GET", "/topics/ff"))["counts"]
@@ -258,6 +256,7 @@ class ConcurrencyFleetTest(CoreTestCase):
         self.assertLessEqual(max(peaks.values()), n, peaks)
         self.assertEqual(max(peaks.values()), n, f"the limit never bound: {peaks}")  # so the test proves it
         self.assertEqual({d.id for d in log if d.finish_sent}, set(ids))
+        self.assertEqual(lists_disagree(a, "gn"), [])
 
 
 class RateFleetTest(CoreTestCase):
@@ -296,6 +295,7 @@ class RateFleetTest(CoreTestCase):
         for g in ("x", "y", "z"):
             n = window_got.count(g)
             self.assertLessEqual(abs(n - rate * window), rate * window * 0.1, f"group {g}: {n} in {window} s")
+        self.assertEqual(lists_disagree(a, "gt"), [])
 
 
 class WebhookGroupsTest(CoreTestCase):

@@ -519,9 +519,10 @@ do
     -- group, and then says so (true).
     function GL.g_wake(topic, g, conf, s, now, quiet)
         if not (conf.groups or conf.drain) or (conf.gconc > 0 and s[1] >= conf.gconc) then return false end
-        if on(s, G_ROUND) or not GL.g_has_ready(topic, g) then return false end
+        -- (a group on "gt:" waits for the sweep even once its token is due: served before it, it
+        -- would leave an entry there older than its new tat, ahead of groups due sooner)
+        if on(s, G_ROUND) or on(s, G_HELD) or not GL.g_has_ready(topic, g) then return false end
         if not GL.g_rate_ok(s, conf, now) then
-            if on(s, G_HELD) then return false end
             enlist(topic, g, s, G_HELD)
         elseif enlist(topic, g, s, G_ROUND) == 1 and not quiet then
             notify_ready(topic)
