@@ -691,14 +691,14 @@ def groups_figure(env, row, consume_n):
     b = num(env, "groups_struct_bytes")
     if b is not None:
         per = b / 1000
-        row(17, "Redis bytes per active group beside its jobs (group hash + round-robin zset)", per,
+        row(17, "Redis bytes per active group beside its jobs (group hash + round)", per,
             f"{per:.0f} B", "<= 100 B", "PASS" if per <= 100 else "FAIL", "B")
     b, held = num(env, "groups_busy_struct_bytes"), num(env, "groups_busy_held")
     if b is not None and held is not None:
         per = b / 1000
         ok = held == 2000  # two jobs of every group in flight, else the state measured is not the one named
         row(17, "Redis bytes per active group at groupConcurrency 4 + groupRate, 2 jobs in flight each "
-            "(group hash + round + rate zset)", per, f"{per:.0f} B", "<= 100 B",
+            "(group hash + round + rate lists)", per, f"{per:.0f} B", "<= 100 B",
             ("PASS" if per <= 100 else "FAIL") if ok else "FAIL", "B",
             "" if ok else f"{held:.0f} jobs in flight, not 2,000")
     gm, pm = num(env, "grouped_mem"), num(env, "plain_mem")

@@ -1049,10 +1049,10 @@ if has_phase groups; then
             die "groups: PUT /topics/grp.$t failed"
     done
     sleep 1 # every shard's topic hash has it (topics.h: within 1 s)
-    group_bytes() { # MEMORY USAGE of the grp.* topics' group structures: counts hash, round, rate zset
+    group_bytes() { # MEMORY USAGE of the grp.* topics' group structures: group hash, round, rate lists
         gb=0
         for k in $(rcli --scan --pattern "hg:*:gs:grp.*") $(rcli --scan --pattern "hg:*:gq:grp.*") \
-            $(rcli --scan --pattern "hg:*:gt:grp.*"); do
+            $(rcli --scan --pattern "hg:*:gt:grp.*") $(rcli --scan --pattern "hg:*:gz:grp.*"); do
             gb=$((gb + $(rcli memory usage "$k" samples 0)))
         done
         echo "$gb"
@@ -1084,7 +1084,7 @@ if has_phase groups; then
     g_drain grouped2 grp --groups 250
     # An active group at its busiest: groupConcurrency 4 and a groupRate, two jobs of each group
     # in flight and more waiting — its field of the group hash ("<held> <reserved> <delayed>
-    # <ready>"), its place in the round and its GCRA entry, per group.
+    # <ready> <lists> <tat>") and its entry on the round (or on the rate waits), per group.
     for t in 0 1 2 3; do
         curl -s -m 10 -XPUT "$URL/topics/grp.$t" -d '{"groupConcurrency":4,"groupRate":50}' >/dev/null ||
             die "groups: PUT /topics/grp.$t failed"
