@@ -98,6 +98,7 @@ struct conn {
     int nids, nfin;
     double retry_at; /* bucket: a consumer whose get failed asks again at this mono() time */
     int had_empty;   /* consumer: has had a 204 (drain: its topic is empty) */
+    int finishing;   /* consumer: its get in flight finishes the last job it held (--finish-next) */
 };
 
 struct dvec {
@@ -131,6 +132,7 @@ static struct {
     int prefetch;             /* amqp: basic.qos prefetch count */
     double grace;             /* steady: seconds past the last push's answer + delay-max for every job to arrive */
     int finish;               /* consumers finish what they get (bucket --finish 0: ttr 0 jobs, nothing to finish) */
+    int finish_next;          /* drain: the last job of an answer is finished by the next get (?finish=) */
     int dedupe;               /* bucket: sample each id once, count the rest as duplicates */
     double from_ms, until_ms; /* bucket: first and last due time of the jobs (epoch ms) */
     /* state */
@@ -328,7 +330,8 @@ static void producer_send(struct conn *c)
     send_request(c, R_PUSH, "POST", "/push", body, (size_t)n);
 }
 
-static void consumer_get(struct conn *c)
+/* The next get; `finish` (NULL: none) names the job it finishes first (GET /get?finish=). */
+static void consumer_get(struct conn *c, const char *finish)
 {
     char path[2048];
     int off = snprintf(path, sizeof path, "/get/");
@@ -337,19 +340,30 @@ static void consumer_get(struct conn *c)
         topic_name(topic, sizeof topic, (c->index + t) % G.topics); /* rotated: spread first choices */
         off += snprintf(path + off, sizeof path - (size_t)off, "%s%s", t ? "," : "", topic);
     }
-    snprintf(path + off, sizeof path - (size_t)off, "?timeout=%d&count=%d", G.poll_timeout, G.count);
+    /* a get that finishes a job does not wait (a 204 is followed by a plain long-poll): the
+     * drain counts a finish when its answer comes, which a long-poll would hold at the end */
+    off +=
+        snprintf(path + off, sizeof path - (size_t)off, "?timeout=%d&count=%d", finish ? 0 : G.poll_timeout, G.count);
+    if (finish)
+        snprintf(path + off, sizeof path - (size_t)off, "&finish=%s", finish);
+    c->finishing = finish != NULL;
     send_request(c, R_GET, "GET", path, NULL, 0);
 }
 
 static void consumer_next(struct conn *c)
 {
-    if (G.finish && c->nfin < c->nids) {
+    if (G.finish && G.finish_next && c->nids > 0 && c->nfin == c->nids - 1) {
+        char last[24];
+        memcpy(last, c->ids[c->nfin], sizeof last);
+        c->nids = c->nfin = 0;
+        consumer_get(c, last);
+    } else if (G.finish && c->nfin < c->nids) {
         char path[96];
         snprintf(path, sizeof path, "/finish?id=%s", c->ids[c->nfin]);
         send_request(c, R_FINISH, "GET", path, NULL, 0);
     } else {
         c->nids = c->nfin = 0;
-        consumer_get(c);
+        consumer_get(c, NULL);
     }
 }
 
@@ -463,6 +477,16 @@ static void on_response(struct conn *c, int status, const char *body, size_t ble
         G.last_push_done = now;
         return; /* the main loop hands out the next job */
     case R_GET:
+        if (c->finishing) { /* a 200 or a 204 says the finish held (a 4xx: refused, nothing taken) */
+            c->finishing = 0;
+            if (status == 200 || status == 204) {
+                G.finished++;
+                G.last_finish_done = now;
+            } else if (G.finish_errors++ < 5) {
+                fprintf(stderr, "lateness: get?finish= answered %d: %.*s\n", status, (int)(blen > 300 ? 300 : blen),
+                        body);
+            }
+        }
         if (status == 200) {
             on_jobs(c, body, blen, real_ms());
         } else if (status == 204) {
@@ -1132,7 +1156,7 @@ static int run_steady(enum sink_kind sink)
     }
     for (int i = 0; i < G.nconns; i++)
         if (G.conns[i].role == CONSUMER)
-            consumer_get(&G.conns[i]);
+            consumer_get(&G.conns[i], NULL);
     /* let the consumers park before the first job is pushed */
     double settle = mono() + 0.2;
     while (mono() < settle)
@@ -1264,7 +1288,7 @@ static int run_drain(void)
     G.delay_max = 0;
     G.duration = 1e9; /* no sampling window: nothing is recorded */
     for (int i = 0; i < G.nconns; i++)
-        consumer_get(&G.conns[i]);
+        consumer_get(&G.conns[i], NULL);
     /* A 204 means nothing was ready on the consumer's topic for a whole long-poll timeout: once
      * every consumer has had one, the backlog is gone (short of --jobs: the run fails below).
      * Every consumer, not as many 204s as consumers: the topics need not drain at the same pace
@@ -1298,7 +1322,7 @@ static int run_bucket(void)
     G.delay_min = G.delay_max = 0;
     G.duration = 1e9;
     for (int i = 0; i < G.nconns; i++)
-        consumer_get(&G.conns[i]);
+        consumer_get(&G.conns[i], NULL);
     int ok = 1;
     for (;;) {
         if (G.received >= G.jobs && (!G.finish || G.finished + G.finish_errors >= G.received))
@@ -1309,7 +1333,7 @@ static int run_bucket(void)
             struct conn *c = &G.conns[i];
             if (c->retry_at > 0 && now >= c->retry_at) {
                 c->retry_at = 0;
-                consumer_get(c);
+                consumer_get(c, NULL);
             }
         }
         if (real_ms() > G.until_ms + G.grace * 1e3) {
@@ -1372,6 +1396,7 @@ static void usage(void)
             "          --count K --topics T --prefix P --ttr MS --samples FILE --series FILE\n"
             "          --consumer-topics one|all\n"
             "  drain:  --jobs N --consumers N --count K --topics T --prefix P --consumer-topics one|all\n"
+            "          --finish-next 0|1 (1: each answer's last job finished by the next get, ?finish=)\n"
             "  fill:   --jobs N --batch B --producers N --topics T --prefix P --delay MS --body-bytes B [--groups G]\n"
             "  webhook: the steady options but --consumers, --count, --consumer-topics; and\n"
             "          --concurrency N --timeout MS (the route's)\n"
@@ -1454,6 +1479,8 @@ int main(int argc, char **argv)
             G.prefetch = atoi(v);
         else if (!strcmp(o, "--grace"))
             G.grace = atof(v);
+        else if (!strcmp(o, "--finish-next"))
+            G.finish_next = atoi(v);
         else if (!strcmp(o, "--finish"))
             G.finish = atoi(v);
         else if (!strcmp(o, "--from-ms"))

@@ -829,6 +829,12 @@ def main():
             per = us / consume_n
             row(3, f"Redis script time per job, get+finish count={k}", per, f"{per:.1f} us", "-", "info", "us",
                 "FCALL time in INFO commandstats over the drain, divided by its jobs")
+    # the same drain, count=1, each get finishing the job before (GET /get?finish=): one request a job
+    v, v1 = num(env, "consumefn_rate"), num(env, "consume_rate")
+    if v is not None:
+        row(3, f"get?finish= jobs/s (one request a job), count=1, backlog {consume_n:,}", v,
+            f"{fmt_int(v)}/s" + (f" = {v / v1:.2f}x get+finish" if v1 else ""), "-", "info", "jobs/s",
+            problems=drain_problems(env, "consumefn", consume_n))
 
     # ---- figure 4: backlog scaling
     lat_row(4, "latbig", 1000, f"lateness p50/p99/max @ 1,000/s, {backlog:,} pending", None)

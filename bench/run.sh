@@ -8,7 +8,7 @@
 #   1  durable pushes/s vs a bare libevent server (bench/hello.c): both at each connection count
 #      of a sweep, same wrk settings; the figure is peak against peak
 #   2  delivery lateness p50/p99/max at steady 1,000 and 5,000 jobs/s (bench/lateness.c)
-#   3  consume throughput (get + finish) from a ready backlog
+#   3  consume throughput (get + finish, and get?finish= one request a job) from a ready backlog
 #   4  lateness p99 and push throughput with a large delayed backlog vs 1,000 pending
 #   5  /reStore of that backlog into an emptied Redis
 #   6  Redis bytes per pending job beyond its body
@@ -1037,6 +1037,13 @@ if has_phase consume; then
     rec_prefixed consume10 <"$RAW/consume10.txt"
     rec consume10_script_usec "$(script_usec)"
     say "consume: $(getv consume10_rate) jobs/s (count=10)"
+    # count=1 again, each get finishing the job before it (GET /get?finish=): one request a job.
+    fill drainfn "$CONSUME_N" 0 4 "$MEM_BODY"
+    "$LATENESS" drain "127.0.0.1:$HPORT" --prefix drainfn --jobs "$CONSUME_N" --consumers "$CONSUMERS" \
+        --count 1 --finish-next 1 --topics 4 --max-seconds 900 >"$RAW/consumefn.txt" 2>"$RAW/consumefn.err" ||
+        cat "$RAW/consumefn.err" >&2
+    rec_prefixed consumefn <"$RAW/consumefn.txt"
+    say "consume: $(getv consumefn_rate) jobs/s (count=1, get?finish=)"
 fi
 
 if has_phase groups; then

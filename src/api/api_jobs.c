@@ -69,45 +69,6 @@ static struct id_state *begin(struct request *r, const char *const *allowed, int
     return id_state_new(r, id);
 }
 
-static int param_attempt(struct request *r, int *attempt)
-{
-    char err[128];
-    int64_t v;
-    if (param_int(&r->params, "attempt", 1, 1000000, 0, &v, err, sizeof err) < 0) {
-        respond_error(r, 400, "bad_request", "%s", err);
-        return -1;
-    }
-    *attempt = (int)v;
-    return 0;
-}
-
-/* Answer the outcomes every by-id endpoint shares; returns 1 when it answered. */
-static int answer_common(struct id_state *st, const struct id_outcome *o, const char *need)
-{
-    struct request *r = st->r;
-    if (o == NULL) {
-        respond_unavailable(r, "Redis");
-        return 1;
-    }
-    switch (o->status) {
-    case ID_OK:
-        return 0;
-    case ID_MISSING:
-        respond_error(r, 404, "not_found", "no live job with this id (unknown, finished or deleted)");
-        return 1;
-    case ID_WRONG_STATE:
-        respond_error(r, 404, "not_found", "the job is %s, not %s", job_state_name(o->state), need);
-        return 1;
-    case ID_STALE:
-        respond_error(r, 409, "conflict", "your lease expired: the job was delivered again (attempt %u)", o->attempts);
-        return 1;
-    case ID_BIZ_HELD:
-        respond_error(r, 409, "conflict", "another live job holds this job's bizKey");
-        return 1;
-    }
-    return 1;
-}
-
 static void answer_state(struct id_state *st, const char *state, const char *extra_key, int64_t extra)
 {
     struct sbuf sb = SBUF_INIT;
@@ -129,7 +90,7 @@ static void answer_state(struct id_state *st, const char *state, const char *ext
 static void on_finished(const struct id_outcome *o, void *arg)
 {
     struct id_state *st = arg;
-    if (answer_common(st, o, "reserved"))
+    if (api_answer_outcome(st->r, o, "reserved"))
         return;
     metrics_transition(JS_RESERVED, JS_FINISHED, 1);
     answer_state(st, "finished", NULL, 0);
@@ -140,7 +101,7 @@ void api_finish(struct request *r)
     static const char *const allowed[] = {"id", "attempt", NULL};
     struct id_state *st = begin(r, allowed, 1);
     int attempt;
-    if (st == NULL || param_attempt(r, &attempt) < 0)
+    if (st == NULL || api_param_attempt(r, &attempt) < 0)
         return;
     if (store_finish(&r->ctx->store, st->id, clock_unix_ms(), attempt, st->who, on_finished, st) < 0)
         respond_unavailable(r, "Redis");
@@ -151,7 +112,7 @@ void api_finish(struct request *r)
 static void on_released(const struct id_outcome *o, void *arg)
 {
     struct id_state *st = arg;
-    if (answer_common(st, o, "reserved"))
+    if (api_answer_outcome(st->r, o, "reserved"))
         return;
     metrics_transition(JS_RESERVED, o->state, 1);
     struct sbuf sb = SBUF_INIT;
@@ -169,7 +130,7 @@ void api_release(struct request *r)
     int attempt;
     int64_t delay;
     char err[128];
-    if (st == NULL || param_attempt(r, &attempt) < 0)
+    if (st == NULL || api_param_attempt(r, &attempt) < 0)
         return;
     /* no delay: after the topic's backoff (0 unless configured: at once, as before) */
     if (param_int(&r->params, "delay", 0, r->ctx->app->cfg.max_delay, -1, &delay, err, sizeof err) < 0) {
@@ -185,7 +146,7 @@ void api_release(struct request *r)
 static void on_touched(const struct id_outcome *o, void *arg)
 {
     struct id_state *st = arg;
-    if (answer_common(st, o, "reserved"))
+    if (api_answer_outcome(st->r, o, "reserved"))
         return;
     answer_state(st, NULL, "leaseUntil", o->lease_until);
 }
@@ -195,7 +156,7 @@ void api_touch(struct request *r)
     static const char *const allowed[] = {"id", "attempt", NULL};
     struct id_state *st = begin(r, allowed, 0);
     int attempt;
-    if (st == NULL || param_attempt(r, &attempt) < 0)
+    if (st == NULL || api_param_attempt(r, &attempt) < 0)
         return;
     if (store_touch(&r->ctx->store, st->id, clock_unix_ms(), attempt, on_touched, st) < 0)
         respond_unavailable(r, "Redis");
@@ -449,7 +410,7 @@ static void on_rescheduled(const struct id_outcome *o, void *arg)
                       job_state_name(o->state));
         return;
     }
-    if (answer_common(st, o, "delayed or ready"))
+    if (api_answer_outcome(st->r, o, "delayed or ready"))
         return;
     metrics_transition(o->from_state, o->state, 1);
     answer_state(st, NULL, "runAt", o->run_at);

@@ -10,18 +10,61 @@
 
 #include <string.h>
 
+int api_param_id_opt(struct request *r, const char *name, uint64_t *id)
+{
+    const char *v = params_get(&r->params, name);
+    if (v == NULL)
+        return 0;
+    if (id_parse(v, strlen(v), id) < 0) {
+        respond_error(r, 400, "bad_request", "%s must be a job id: a decimal number of up to 19 digits", name);
+        return -1;
+    }
+    return 1;
+}
+
 int api_param_id(struct request *r, uint64_t *id)
 {
-    const char *v = params_get(&r->params, "id");
-    if (v == NULL) {
+    int got = api_param_id_opt(r, "id", id);
+    if (got == 0)
         respond_error(r, 400, "bad_request", "id is required");
+    return got == 1 ? 0 : -1;
+}
+
+int api_param_attempt(struct request *r, int *attempt)
+{
+    char err[128];
+    int64_t v;
+    if (param_int(&r->params, "attempt", 1, 1000000, 0, &v, err, sizeof err) < 0) {
+        respond_error(r, 400, "bad_request", "%s", err);
         return -1;
     }
-    if (id_parse(v, strlen(v), id) < 0) {
-        respond_error(r, 400, "bad_request", "id must be a job id: a decimal number of up to 19 digits");
-        return -1;
-    }
+    *attempt = (int)v;
     return 0;
+}
+
+int api_answer_outcome(struct request *r, const struct id_outcome *o, const char *need)
+{
+    if (o == NULL) {
+        respond_unavailable(r, "Redis");
+        return 1;
+    }
+    switch (o->status) {
+    case ID_OK:
+        return 0;
+    case ID_MISSING:
+        respond_error(r, 404, "not_found", "no live job with this id (unknown, finished or deleted)");
+        return 1;
+    case ID_WRONG_STATE:
+        respond_error(r, 404, "not_found", "the job is %s, not %s", job_state_name(o->state), need);
+        return 1;
+    case ID_STALE:
+        respond_error(r, 409, "conflict", "your lease expired: the job was delivered again (attempt %u)", o->attempts);
+        return 1;
+    case ID_BIZ_HELD:
+        respond_error(r, 409, "conflict", "another live job holds this job's bizKey");
+        return 1;
+    }
+    return 1;
 }
 
 int api_param_topicish(struct request *r, const char *name, const char **out, size_t *len)

@@ -13,6 +13,18 @@
 /* The required "id" parameter. 0, or -1 after answering 400. */
 int api_param_id(struct request *r, uint64_t *id);
 
+/* An optional job-id parameter `name`: 1 with *id set, 0 when absent, -1 after answering 400. */
+int api_param_id_opt(struct request *r, const char *name, uint64_t *id);
+
+/* The optional "attempt" parameter (1..1000000; 0 when absent: any attempt). 0, or -1 after
+ * answering 400. */
+int api_param_attempt(struct request *r, int *attempt);
+
+/* Answer the outcome of a script acting on one job (store.h id_outcome), unless it is ID_OK:
+ * 503 for no answer, 404 for a job missing or not in state `need`, 409 for a lease that ran out
+ * or a bizKey held. 1 when it answered, 0 for ID_OK. */
+int api_answer_outcome(struct request *r, const struct id_outcome *o, const char *need);
+
 /* Only these parameter names are allowed (NULL-terminated). 0, or -1 after answering 400. */
 int api_params_only(struct request *r, const char *const *allowed);
 

@@ -42,6 +42,7 @@ struct parked {
     struct event *retry;     /* a topic's rate held its jobs back: try again when a token comes */
     int64_t wait_ms;         /* the shortest such wait this round, 0 = none */
     struct parkbook_entry e; /* reserving, finished and rewake live there */
+    uint64_t finish_id;      /* finish=: the job finished before the get began */
 };
 
 struct longpoll {
@@ -323,9 +324,25 @@ static void release_taken(struct parked *p)
                      (unsigned long long)p->taken[i].id);
 }
 
+static void get_begin(struct parked *p);
+
+/* finish=: the job is finished first; refused, the get takes nothing and answers why. Every
+ * answer after it says that it was finished (Hourglass-Finished), a 503 of the get part too. */
+static void on_finished_first(const struct id_outcome *o, void *arg)
+{
+    struct parked *p = arg;
+    if (api_answer_outcome(p->r, o, "reserved"))
+        return;
+    metrics_transition(JS_RESERVED, JS_FINISHED, 1);
+    char id[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)p->finish_id);
+    evhttp_add_header(evhttp_request_get_output_headers(p->r->req), "Hourglass-Finished", id);
+    get_begin(p);
+}
+
 void api_get(struct request *r)
 {
-    static const char *const allowed[] = {"timeout", "count", NULL};
+    static const char *const allowed[] = {"timeout", "count", "finish", "attempt", NULL};
     if (api_params_only(r, allowed) < 0)
         return;
     struct hctx *ctx = r->ctx;
@@ -337,6 +354,15 @@ void api_get(struct request *r)
         param_seconds(&r->params, "timeout", max_ms, 30000 < max_ms ? 30000 : max_ms, &timeout_ms, err, sizeof err) <
             0) {
         respond_error(r, 400, "bad_request", "%s", err);
+        return;
+    }
+    uint64_t finish_id = 0;
+    int finish_attempt = 0;
+    int finishing = api_param_id_opt(r, "finish", &finish_id);
+    if (finishing < 0 || api_param_attempt(r, &finish_attempt) < 0)
+        return;
+    if (!finishing && finish_attempt) {
+        respond_error(r, 400, "bad_request", "attempt goes with finish (the attempt of the job it finishes)");
         return;
     }
 
@@ -367,7 +393,24 @@ void api_get(struct request *r)
         respond_unavailable(r, "the fleet's clock (not measured yet)");
         return;
     }
-    if (timeout_ms > 0) {
+    if (finishing) {
+        p->finish_id = finish_id;
+        char who[STORE_WHO_MAX];
+        api_who(r, who, sizeof who);
+        if (store_finish(&ctx->store, finish_id, clock_unix_ms(), finish_attempt, who, on_finished_first, p) < 0)
+            respond_unavailable(r, "Redis");
+        return;
+    }
+    get_begin(p);
+}
+
+/* The get itself: park (a long-poll) and make the first reservation. */
+static void get_begin(struct parked *p)
+{
+    struct request *r = p->r;
+    struct hctx *ctx = r->ctx;
+    const struct config *cfg = &ctx->app->cfg;
+    if (p->timeout_ms > 0) {
         if (atomic_load(&ctx->app->parked) >= cfg->max_parked) {
             respond_error(r, 503, "unavailable", "too many consumers are waiting on this instance (max_parked)");
             return;

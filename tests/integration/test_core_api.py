@@ -514,6 +514,73 @@ class GetTest(CoreTestCase):
         self.assertEqual([j["id"] for j in self.assertJsonOk(r)], [id2])
 
 
+class GetFinishTest(CoreTestCase):
+    """GET /get/{topic}?finish=<id>: finish the job held, then take the next, in one request."""
+
+    def test_finish_and_take_the_next_in_one_request(self):
+        d = self.daemon()
+        ids = [self.push(d, "gf", i) for i in range(3)]
+        first = self.get_one(d, "gf")
+        self.assertEqual(first["id"], ids[0])
+        r = d.get("gf", params={"finish": ids[0], "attempt": first["attempt"]})
+        self.assertEqual(self.assertJsonOk(r)["id"], ids[1])
+        self.assertEqual(r.headers.get("Hourglass-Finished"), ids[0])
+        self.assertEqual(self.state(d, ids[0]), "finished")
+        # with count, and fewer jobs left than asked: the one there is
+        r = d.get("gf", count=5, params={"finish": ids[1]})
+        self.assertEqual([j["id"] for j in self.assertJsonOk(r)], [ids[2]])
+        self.assertEqual(r.headers.get("Hourglass-Finished"), ids[1])
+        # as a form in a POST's body too; with nothing left, 204 after the finish
+        r = d.request("POST", "/get/gf", body=f"finish={ids[2]}&timeout=0",
+                      headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual((r.status, r.headers.get("Hourglass-Finished")), (204, ids[2]))
+        # every finish reaches MySQL as GET /finish's would
+        wait_until(lambda: all(d.namespace.query(f"SELECT state FROM message WHERE id = {i}") == [("finished",)]
+                               for i in ids), 10, 0.05, "the finished rows")
+
+    def test_a_refused_finish_takes_nothing(self):
+        d = self.daemon()
+        ids = [self.push(d, "gr", i) for i in range(2)]
+        self.assertEqual(self.get_one(d, "gr")["id"], ids[0])
+        self.assertJsonOk(d.finish(ids[0]))
+        r = d.get("gr", params={"finish": ids[0]})  # finished already
+        self.assertStatus(r, 404)
+        self.assertIsNone(r.headers.get("Hourglass-Finished"))
+        self.assertEqual(self.state(d, ids[1]), "ready", "a refused finish took the next job")
+        held = self.get_one(d, "gr")
+        self.assertEqual(held["id"], ids[1])
+        r = d.get("gr", params={"finish": ids[1], "attempt": held["attempt"] + 1})  # not this delivery
+        self.assertStatus(r, 409)
+        self.assertEqual(r.json()["error"], "conflict")
+        self.assertEqual(self.state(d, ids[1]), "reserved")
+        for params, why in (({"finish": "x"}, "finish must be a job id"), ({"attempt": 1}, "attempt goes with finish"),
+                            ({"finish": ids[1], "attempt": 0}, "attempt")):
+            r = d.get("gr", params=params)
+            self.assertStatus(r, 400)
+            self.assertIn(why, r.json()["message"])
+        self.assertEqual(self.state(d, ids[1]), "reserved")
+
+    def test_a_long_poll_after_the_finish_waits_and_says_so(self):
+        d = self.daemon()
+        jid = self.push(d, "gw", 1)
+        self.assertEqual(self.get_one(d, "gw")["id"], jid)
+        t = time.monotonic()
+        r = d.get("gw", timeout=1, params={"finish": jid})
+        self.assertEqual((r.status, r.headers.get("Hourglass-Finished")), (204, jid))
+        self.assertGreaterEqual(time.monotonic() - t, 0.9, "answered before its timeout")
+        self.assertEqual(self.state(d, jid), "finished")
+        # parked after its finish, it gets a job pushed meanwhile
+        held = self.push(d, "gw", 2)
+        self.assertEqual(self.get_one(d, "gw")["id"], held)
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(d.get, "gw", timeout=5, params={"finish": held})
+            wait_until(lambda: self.state(d, held) == "finished", 5, 0.02, "the finish before the wait")
+            later = self.push(d, "gw", 3)
+            r = waiting.result(10)
+        self.assertEqual(self.assertJsonOk(r)["id"], later)
+        self.assertEqual(r.headers.get("Hourglass-Finished"), held)
+
+
 class ByIdTest(CoreTestCase):
     def test_finish(self):
         d = self.daemon()

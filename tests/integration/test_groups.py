@@ -310,6 +310,20 @@ class GroupsDeliveryTest(CoreTestCase):
         self.assertNotIn(" g", topic_value(d, "gl"))
         self.assertTrue(topic_value(d, "gl"))
 
+    def test_a_get_that_finishes_first_frees_the_slot_for_its_own_group(self):
+        d = self.daemon(default_ttr=30000)
+        self.assertJsonOk(put(d, "gx", {"groupOrder": "fifo"}))
+        ids = [self.push(d, "gx", i, group="a") for i in range(3)]
+        self.assertEqual(self.get_one(d, "gx")["id"], ids[0])
+        self.assertNothing(d, "gx")  # the group's one slot is taken
+        for done, nxt in ((ids[0], ids[1]), (ids[1], ids[2])):
+            r = d.get("gx", params={"finish": done})
+            self.assertEqual(self.assertJsonOk(r)["id"], nxt, "the finish did not come before the get")
+            self.assertEqual(r.headers.get("Hourglass-Finished"), done)
+        r = d.get("gx", params={"finish": ids[2]})
+        self.assertEqual((r.status, r.headers.get("Hourglass-Finished")), (204, ids[2]))
+        self.assertEqual(group_keys(d, "gx"), [])
+
     def test_a_group_held_by_its_rate_is_served_at_once_when_the_rate_goes(self):
         d = self.daemon(default_ttr=30000)
         self.assertJsonOk(put(d, "gh", {"groupConcurrency": 2, "groupRate": 1}))  # one a second
