@@ -129,6 +129,25 @@ static void on_groups(const struct group_count *groups, int n, const char *next,
     sb_free(&sb);
 }
 
+/* A position groups.lua gave: "" (the start), "h<HSCAN cursor>", "h<cursor>:<group>" (inside
+ * the batch at that cursor, after that group) or "r<group>" (a group: job_group_valid). */
+static int groups_position_valid(const char *s, size_t len)
+{
+    if (len == 0)
+        return 1;
+    if (s[0] == 'r')
+        return len == 1 || job_group_valid(s + 1, len - 1);
+    if (s[0] != 'h')
+        return 0;
+    size_t digits = 0;
+    while (1 + digits < len && s[1 + digits] >= '0' && s[1 + digits] <= '9')
+        digits++;
+    if (digits == 0 || digits > 20)
+        return 0;
+    size_t rest = 1 + digits;
+    return rest == len || (s[rest] == ':' && job_group_valid(s + rest + 1, len - rest - 1));
+}
+
 void api_topic_groups(struct request *r)
 {
     static const char *const allowed[] = {"after", "limit", NULL};
@@ -138,18 +157,10 @@ void api_topic_groups(struct request *r)
         respond_error(r, 400, "bad_request", "topic must be 1-%d characters of A-Z a-z 0-9 _ . : -", TOPIC_MAX);
         return;
     }
-    /* a position groups.lua gave: "h<HSCAN cursor>" or "r<group>" (a group: job_group_valid) */
     const char *after = params_get(&r->params, "after");
     if (after == NULL)
         after = "";
-    size_t alen = strlen(after);
-    int ok = alen == 0 || (after[0] == 'r' && (alen == 1 || job_group_valid(after + 1, alen - 1)));
-    if (alen > 1 && alen <= 21 && after[0] == 'h') {
-        ok = 1;
-        for (size_t i = 1; i < alen; i++)
-            ok = ok && after[i] >= '0' && after[i] <= '9';
-    }
-    if (!ok) {
+    if (!groups_position_valid(after, strlen(after))) {
         respond_error(r, 400, "bad_request", "after must be a previous answer's next");
         return;
     }

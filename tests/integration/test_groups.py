@@ -27,6 +27,8 @@ def groups_of(tc: CoreTestCase, d: Daemon, topic: str, limit: int | None = None)
         page = tc.assertJsonOk(d.request("GET", f"/topics/{topic}/groups",
                                          params={"after": after, "limit": limit}))
         tc.assertEqual(set(page), {"groups", "next"}, page)
+        tc.assertLessEqual(len(page["groups"]), limit or 100, f"a page of limit {limit}")
+        tc.assertEqual(page["groups"], sorted(page["groups"], key=lambda g: g["group"].encode()), "sorted by name")
         for g in page["groups"]:
             tc.assertEqual(set(g), {"group", "delayed", "ready", "reserved"}, g)
             tc.assertNotIn(g["group"], out, "listed twice (nothing changed during the walk)")

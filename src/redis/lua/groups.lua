@@ -4,11 +4,13 @@
 -- hash ("gs:": every group with something delayed or reserved, or ready on the topic's ready
 -- zset, or waiting its turn), walked first with HSCAN, then its groups' ranges ("gr:"), group
 -- after group by ZRANGEBYLEX, each group not already met in the hash. A group with nothing has
--- neither (or a field that says so, for a moment), so the walk lists no idle one. Positions: "h<HSCAN cursor>" in the hash (a group there for the
--- whole walk is listed at least once), "r<group>" on the ranges (after that group); a group
--- that changes place during the walk may be listed twice or not at all. A hash page holds about
--- `limit` groups (a small hash answers all of its fields at once), a ranges page at most `limit`;
--- each page is sorted by name.
+-- neither (or a field that says so, for a moment), so the walk lists no idle one. Positions:
+-- "h<HSCAN cursor>" in the hash (a group there for the whole walk is listed at least once;
+-- "h<cursor>:<group>" when the page ended inside the batch
+-- HSCAN answered at that cursor — a small hash answers all of its fields at once —, after that
+-- group of it), "r<group>" on the ranges (after that group); a group that changes place during
+-- the walk may be listed twice or not at all. A page holds at most `limit` groups, each sorted by
+-- name.
 -- KEYS[1] = <prefix>:{<shard>}:jobs   (the topic's shard)
 -- ARGV    = topic, position ('' = from the start), limit
 -- Returns {next position ('' when the walk is done), {group, delayed, ready, reserved}, ...}
@@ -19,22 +21,39 @@ local function on_range(g)
 end
 local found, next_pos = {}, ""
 if pos == "" or string.sub(pos, 1, 1) == "h" then
-    local cursor = pos == "" and "0" or string.sub(pos, 2)
+    local cursor, after = "0", nil
+    if pos ~= "" then
+        local c, a = string.match(pos, "^h(%d+):(.*)$")
+        if c then cursor, after = c, a else cursor = string.sub(pos, 2) end
+    end
     for _ = 1, 20 do -- bounded: a sparse table may take a few steps to fill a page
         local r = redis.call("HSCAN", hkey, cursor, "COUNT", limit)
-        cursor = r[1]
+        -- the batch's groups with something, by name, after the last one already listed from it
+        local batch = {}
         for i = 1, #r[2], 2 do
+            local g = r[2][i]
             local _, res, del, rdy = string.match(r[2][i + 1], "^(%d+) (%d+) (%d+) (%d+)")
-            if res then
-                local g = r[2][i]
+            if res and (not after or bytes_after(g, after)) then
                 local ready = tonumber(rdy) + on_range(g)
                 -- (a field may stay a moment for a group with nothing: lib.lua GL says when)
-                if res + del + ready > 0 then found[#found + 1] = { g, tonumber(del), ready, tonumber(res) } end
+                if res + del + ready > 0 then batch[#batch + 1] = { g, tonumber(del), ready, tonumber(res) } end
             end
         end
+        table.sort(batch, function(a, b) return bytes_after(b[1], a[1]) end)
+        local room = limit - #found
+        if #batch > room then
+            -- a batch bigger than the page (a small hash answers all of its fields at once): the
+            -- page ends inside it, and the next one starts again from this batch, after its last
+            for i = 1, room do found[#found + 1] = batch[i] end
+            next_pos = "h" .. cursor .. ":" .. found[#found][1]
+            break
+        end
+        for _, g in ipairs(batch) do found[#found + 1] = g end
+        after = nil
+        cursor = r[1]
+        next_pos = cursor == "0" and "r" or ("h" .. cursor)
         if cursor == "0" or #found >= limit then break end
     end
-    next_pos = cursor == "0" and "r" or ("h" .. cursor)
 else
     local last = string.sub(pos, 2)
     local from = last == "" and "-" or ("[" .. last .. "\1")
