@@ -291,13 +291,19 @@ static void on_deleted(const struct id_outcome *o, void *arg)
         respond_unavailable(st->r, "Redis");
         return;
     }
+    if (o->status != ID_OK && !o->lost && atomic_load(&st->r->ctx->app->redis_loss_at) == 0) {
+        /* it ended meanwhile (a finish, another delete): that transition is newer than this
+         * delete's commit and wins in MySQL, so the delete did not happen */
+        respond_error(st->r, 404, "not_found", "the job ended before it could be deleted");
+        return;
+    }
     if (o->status != ID_OK) {
-        /* Redis lost the job between the pre-check and now: it ended meanwhile (a finish, a
-         * delete), or Redis lost its data. The delete is committed in MySQL all the same, so
-         * no restore can bring the job back: the delete holds, and a 404 would tell the client
-         * it did not (a restore after such a loss left the job deleted, its delete answered
-         * 404: CI of stop 39). */
-        log_debug("delete: job %llu left Redis before delete.lua ran; deleted in MySQL", (unsigned long long)st->id);
+        /* Redis lost the job with its data (the shard's marks gone, or a loss this instance saw
+         * and no restore has repaired yet) between the pre-check and now: no newer transition
+         * can follow, the delete's commit holds and no restore brings the job back — a 404
+         * would say it did not happen (CI of stop 39) */
+        log_debug("delete: job %llu went with Redis's data before delete.lua ran; deleted in MySQL",
+                  (unsigned long long)st->id);
         metrics_transition(st->rec.from, JS_DELETED, 1);
         answer_state(st, "deleted", NULL, 0);
         return;

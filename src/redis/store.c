@@ -367,6 +367,11 @@ int store_decode_id(const redisReply *r, enum store_id_shape shape, struct id_ou
         o->status = ID_MISSING;
         return 0;
     }
+    if (rreply_is(r, 0, "lost")) {
+        o->status = ID_MISSING;
+        o->lost = 1;
+        return 0;
+    }
     if (rreply_is(r, 0, "state") && r->elements >= 2) {
         o->status = ID_WRONG_STATE;
         o->state = (int)rreply_int(r, 1);

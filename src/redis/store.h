@@ -86,6 +86,7 @@ int store_reserve(struct store *s, int shard, const char *const *topics, const s
 enum id_status { ID_OK, ID_MISSING, ID_WRONG_STATE, ID_STALE, ID_BIZ_HELD };
 struct id_outcome {
     enum id_status status;
+    int lost;       /* MISSING, delete only: Redis lost its data too (the shard's marks are gone) */
     int state;      /* OK: state after; WRONG_STATE: the state it is in */
     int from_state; /* OK: state before (delete, reschedule, release) */
     int64_t run_at, lease_until;
