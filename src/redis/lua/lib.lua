@@ -531,6 +531,12 @@ do
         return true
     end
 
+    -- The group's field changed (s): the group goes on the list it now belongs on (g_wake, which
+    -- writes the field), or else its field is written as it stands.
+    function GL.g_wake_or_put(topic, g, conf, s, now, quiet)
+        if not GL.g_wake(topic, g, conf, s, now, quiet) then GL.gs_put(topic, g, s, now) end
+    end
+
     -- A grouped job leaves state `from` and/or enters `to` (nil: none of the counted states), its
     -- hold changing by `hold` (-1, 0, +1): its group's counts follow, and the group's turn. A group
     -- whose last ready job left its range keeps its place in the round until the round reaches it.

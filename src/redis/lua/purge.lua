@@ -69,7 +69,7 @@ if want == READY and string.sub(after_score, 1, 1) == "c" then
         left = left - 1
         local s = GL.gs_get(topic, g)
         GL.g_unlist(s, GL.G_ROUND)
-        if not GL.g_wake(topic, g, conf, s, now, true) then GL.gs_put(topic, g, s, now) end
+        GL.g_wake_or_put(topic, g, conf, s, now, true)
     end
     if left <= 0 then return { "", "", 0 } end
     return { "c" .. left, "c", 0 }

@@ -88,7 +88,7 @@ if #ARGV > 5 or first_conf.groups or first_conf.drain then
                 redis.call("LPOP", gt)
                 if held then
                     GL.g_unlist(s, GL.G_HELD)
-                    if not GL.g_wake(topic, g, conf, s, now) then GL.gs_put(topic, g, s, now) end
+                    GL.g_wake_or_put(topic, g, conf, s, now)
                 end
             end
             for _ = 1, 100 do
@@ -144,7 +144,7 @@ if #ARGV > 5 or first_conf.groups or first_conf.drain then
                     j.ord = tonumber(plain[2])
                     redis.call("ZADD", gr, 0, GL.gmember(j.grp, j.ord, idkey))
                     save_job(idkey, j)
-                    if not GL.g_wake(topic, j.grp, conf, s, now) then GL.gs_put(topic, j.grp, s, now) end
+                    GL.g_wake_or_put(topic, j.grp, conf, s, now)
                 elseif j.st == READY then
                     count_later(READY, topic, -1)
                     deliver(idkey, j, topic, false)
@@ -172,7 +172,7 @@ if #ARGV > 5 or first_conf.groups or first_conf.drain then
                         redis.call("LPOP", q)
                         GL.g_unlist(s, GL.G_ROUND)
                     end
-                    if not GL.g_wake(topic, g, conf, s, now, true) then GL.gs_put(topic, g, s, now) end
+                    GL.g_wake_or_put(topic, g, conf, s, now, true)
                 end
             else
                 break
