@@ -103,29 +103,47 @@ void loopq_close(struct loopq *q)
 
 int loopq_post(struct loopq *q, loopq_fn fn, void *arg)
 {
-    struct node *n = malloc(sizeof *n);
-    if (n == NULL)
-        return -1;
-    n->next = NULL;
-    n->fn = fn;
-    n->arg = arg;
+    return loopq_post_many(q, fn, &arg, 1) == 1 ? 0 : -1;
+}
+
+int loopq_post_many(struct loopq *q, loopq_fn fn, void *const *args, int n)
+{
+    struct node *first = NULL, *last = NULL;
+    int made = 0;
+    for (; made < n; made++) {
+        struct node *node = malloc(sizeof *node);
+        if (node == NULL)
+            break;
+        *node = (struct node){.fn = fn, .arg = args[made]};
+        if (last)
+            last->next = node;
+        else
+            first = node;
+        last = node;
+    }
+    if (made == 0)
+        return 0;
     pthread_mutex_lock(&q->lock);
     if (q->closed) {
         pthread_mutex_unlock(&q->lock);
-        free(n);
-        return -1;
+        while (first) {
+            struct node *next = first->next;
+            free(first);
+            first = next;
+        }
+        return 0;
     }
     int was_empty = q->head == NULL;
     if (q->tail)
-        q->tail->next = n;
+        q->tail->next = first;
     else
-        q->head = n;
-    q->tail = n;
+        q->head = first;
+    q->tail = last;
     pthread_mutex_unlock(&q->lock);
     if (was_empty) {
         uint64_t one = 1;
         if (write(q->fd, &one, sizeof one) < 0)
             log_error("loopq: eventfd write failed");
     }
-    return 0;
+    return made;
 }

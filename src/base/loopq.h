@@ -30,4 +30,11 @@ void loopq_free(struct loopq *q);
  * (then the caller still owns arg). */
 int loopq_post(struct loopq *q, loopq_fn fn, void *arg) __attribute__((warn_unused_result));
 
+/* Queue fn(args[0]) .. fn(args[n-1]) at once: one lock and at most one wake for the lot, so
+ * the loop runs them in one drain (a journal cycle's completions for one worker: posted one
+ * by one, a loop that drains between two posts is woken once per push). Returns how many
+ * were queued: all n, or 0 when closed; a node that could not be allocated ends the run early
+ * (the caller still owns args[returned..n)). */
+int loopq_post_many(struct loopq *q, loopq_fn fn, void *const *args, int n) __attribute__((warn_unused_result));
+
 #endif

@@ -1,6 +1,7 @@
 /* test_loopq.c — the one cross-thread hand-off: functions posted from several threads all
  * run on the loop's thread, in each poster's order, none lost; the after-drain hook runs after
- * a batch; close runs what is queued and refuses later posts (their senders keep ownership). */
+ * a batch; close runs what is queued and refuses later posts (their senders keep ownership); a
+ * run posted at once is queued in order and drained in one batch. */
 #include "base/loopq.h"
 
 #include <check.h>
@@ -121,6 +122,38 @@ START_TEST(close_runs_the_queue_and_refuses_later_posts)
 }
 END_TEST
 
+static int order[8], ordered;
+static void note_order(void *arg)
+{
+    order[ordered++] = *(int *)arg;
+}
+
+START_TEST(post_many_queues_a_run_in_order_as_one_batch)
+{
+    struct event_base *base = event_base_new();
+    struct loopq *q = loopq_new(base);
+    loopq_after_each_drain(q, after_drain, NULL);
+    atomic_store(&drains, 0);
+    ordered = 0;
+    int values[5] = {1, 2, 3, 4, 5};
+    void *args[5] = {&values[0], &values[1], &values[2], &values[3], &values[4]};
+    ck_assert_int_eq(loopq_post_many(q, note_order, args, 3), 3);
+    ck_assert_int_eq(loopq_post(q, note_order, &values[3]), 0);
+    ck_assert_int_eq(loopq_post_many(q, note_order, args + 4, 1), 1);
+    ck_assert_int_eq(ordered, 0); /* not before the loop runs them */
+    event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    ck_assert_int_eq(ordered, 5); /* one wake: every queued function in one drain */
+    ck_assert_int_eq(atomic_load(&drains), 1);
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(order[i], i + 1);
+    loopq_close(q);
+    ck_assert_int_eq(loopq_post_many(q, note_order, args, 2), 0); /* closed: none queued */
+    ck_assert_int_eq(ordered, 5);
+    loopq_free(q);
+    event_base_free(base);
+}
+END_TEST
+
 static Suite *loopq_suite(void)
 {
     Suite *s = suite_create("loopq");
@@ -128,6 +161,7 @@ static Suite *loopq_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, posts_from_many_threads_run_in_order_on_the_loop);
     tcase_add_test(tc, close_runs_the_queue_and_refuses_later_posts);
+    tcase_add_test(tc, post_many_queues_a_run_in_order_as_one_batch);
     suite_add_tcase(s, tc);
     return s;
 }
