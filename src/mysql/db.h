@@ -49,6 +49,11 @@ int db_exec(MYSQL *db, const char *sql, size_t len) __attribute__((warn_unused_r
  * the answer was lost, i.e. the outcome is unknown). */
 int db_commit(MYSQL *db) __attribute__((warn_unused_result));
 
+/* Execute a prepared statement (its parameters bound; an array of them for a bulk operation):
+ * a statement to the fault seam, as db_exec. Logs a failure as `what` and returns -1; the
+ * error is then the connection's too (mysql_errno(db)). */
+int db_stmt_execute(MYSQL *db, MYSQL_STMT *stmt, const char *what) __attribute__((warn_unused_result));
+
 /* Run several statements separated by ';' in one round trip (needs db_enable_scripts).
  * The server stops at the first failing one; logs it and returns -1. 0 when all succeeded,
  * with *affected (unless NULL) set to the rows the last statement without a result set

@@ -1,0 +1,333 @@
+/* journal_bulk.c — see journal_bulk.h.
+ *
+ * Column-wise array binding: every parameter is an array of n values (a pointer array and a
+ * length array for strings), with an indicator array where a column may be NULL. The arrays
+ * live in one arena per chunk, sized for its rows. */
+#include "mysql/journal_bulk.h"
+#include "mysql/db.h"
+#include "base/log.h"
+#include "core/job.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(MARIADB_PACKAGE_VERSION_ID) && MARIADB_PACKAGE_VERSION_ID >= 30000
+#define HAVE_ARRAY_BINDING 1
+#include <mariadb_com.h>
+#endif
+
+/* The columns of MESSAGE_COLUMNS with a parameter each, except attempts (0 for a new job). */
+static const char MESSAGE_INSERT[] = "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
+                                     "(?,?,?,?,?,?,?,?,0,?,?,?,?,?,?,?,?,?,?)";
+enum {
+    M_ID,
+    M_TOPIC,
+    M_BIZ,
+    M_BODY,
+    M_RUN_AT,
+    M_PRIORITY,
+    M_TTR,
+    M_TRIES,
+    M_BACKOFF,
+    M_STATE,
+    M_VERSION,
+    M_CREATED,
+    M_UPDATED,
+    M_FAR_SHARD,
+    M_FAR_RUN_AT,
+    M_TRACEPARENT,
+    M_TRACESTATE,
+    M_GROUP,
+    M_COLUMNS
+};
+
+static const char TRANSITION_INSERT[] = "INSERT IGNORE INTO transition (" TRANSITION_COLUMNS ") VALUES "
+                                        "(?,?,?,?,?,?,?,?,?)";
+enum { T_ID, T_VERSION, T_FROM, T_TO, T_AT, T_ACTOR, T_HOST, T_INSTANCE, T_ATTEMPTS, T_COLUMNS };
+
+struct journal_bulk {
+    MYSQL *db;
+    MYSQL_STMT *message, *transition;
+};
+
+#ifdef HAVE_ARRAY_BINDING
+
+/* One column's arrays: numbers, or strings (pointer + length), and NULL indicators. */
+struct column {
+    long long *num;
+    char **str;
+    unsigned long *len;
+    char *ind;
+};
+
+static MYSQL_STMT *prepare(MYSQL *db, const char *sql, size_t len)
+{
+    MYSQL_STMT *st = mysql_stmt_init(db);
+    if (st == NULL)
+        return NULL;
+    if (mysql_stmt_prepare(st, sql, (unsigned long)len) != 0) {
+        log_warn("mysql: cannot prepare the journal's bulk insert (%s): %.60s", mysql_stmt_error(st), sql);
+        mysql_stmt_close(st);
+        return NULL;
+    }
+    return st;
+}
+
+struct journal_bulk *journal_bulk_new(MYSQL *db, const char **why)
+{
+    unsigned long ext = 0;
+    if (mariadb_get_infov(db, MARIADB_CONNECTION_EXTENDED_SERVER_CAPABILITIES, &ext) != 0 ||
+        !(ext & (unsigned long)(MARIADB_CLIENT_STMT_BULK_OPERATIONS >> 32))) {
+        *why = "the server does not offer bulk operations (MariaDB 10.2+ does)";
+        return NULL;
+    }
+    struct journal_bulk *jb = calloc(1, sizeof *jb);
+    if (jb == NULL) {
+        *why = "out of memory";
+        return NULL;
+    }
+    jb->db = db;
+    jb->message = prepare(db, MESSAGE_INSERT, sizeof MESSAGE_INSERT - 1);
+    jb->transition = jb->message ? prepare(db, TRANSITION_INSERT, sizeof TRANSITION_INSERT - 1) : NULL;
+    if (jb->transition == NULL) {
+        *why = "a statement could not be prepared";
+        journal_bulk_free(jb);
+        return NULL;
+    }
+    return jb;
+}
+
+void journal_bulk_free(struct journal_bulk *jb)
+{
+    if (jb == NULL)
+        return;
+    if (jb->message)
+        mysql_stmt_close(jb->message);
+    if (jb->transition)
+        mysql_stmt_close(jb->transition);
+    free(jb);
+}
+
+/* Carve the arrays of `ncols` columns for n rows out of one allocation: every column gets a
+ * number array, a string pointer array, a length array and an indicator array (a few bytes
+ * more than each needs, for one free). */
+static void *columns_alloc(struct column *cols, int ncols, size_t n)
+{
+    size_t per_col = n * (sizeof(long long) + sizeof(char *) + sizeof(unsigned long) + 1);
+    char *arena = malloc((size_t)ncols * per_col);
+    if (arena == NULL)
+        return NULL;
+    char *p = arena;
+    for (int c = 0; c < ncols; c++) {
+        cols[c].num = (long long *)(void *)p;
+        p += n * sizeof(long long);
+        cols[c].str = (char **)(void *)p;
+        p += n * sizeof(char *);
+        cols[c].len = (unsigned long *)(void *)p;
+        p += n * sizeof(unsigned long);
+        cols[c].ind = p;
+        p += n;
+        memset(cols[c].ind, STMT_INDICATOR_NONE, n);
+    }
+    return arena;
+}
+
+static void set_str(struct column *c, size_t row, const char *s, size_t len)
+{
+    c->str[row] = (char *)(uintptr_t)s; /* bound for sending only: never written through */
+    c->len[row] = (unsigned long)len;
+}
+
+static void set_null(struct column *c, size_t row)
+{
+    c->ind[row] = STMT_INDICATOR_NULL;
+    c->str[row] = NULL;
+    c->len[row] = 0;
+    c->num[row] = 0;
+}
+
+static void bind_num(MYSQL_BIND *b, struct column *c, enum enum_field_types type, int is_unsigned)
+{
+    *b = (MYSQL_BIND){.buffer_type = type, .buffer = c->num, .is_unsigned = (my_bool)is_unsigned};
+    b->u.indicator = c->ind;
+}
+
+static void bind_str(MYSQL_BIND *b, struct column *c, enum enum_field_types type)
+{
+    *b = (MYSQL_BIND){.buffer_type = type, .buffer = c->str, .length = c->len};
+    b->u.indicator = c->ind;
+}
+
+static int execute(MYSQL *db, MYSQL_STMT *st, MYSQL_BIND *binds, size_t n, const char *what)
+{
+    unsigned int rows = (unsigned int)n;
+    if (mysql_stmt_attr_set(st, STMT_ATTR_ARRAY_SIZE, &rows) != 0 || mysql_stmt_bind_param(st, binds) != 0) {
+        log_warn("mysql: cannot bind the journal's bulk %s: %s", what, mysql_stmt_error(st));
+        return -1;
+    }
+    return db_stmt_execute(db, st, what);
+}
+
+static int insert_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n)
+{
+    struct column cols[M_COLUMNS];
+    void *arena = columns_alloc(cols, M_COLUMNS, n);
+    if (arena == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct jobchange *r = recs[i];
+        const struct job_spec *j = r->job;
+        cols[M_ID].num[i] = (long long)r->id;
+        set_str(&cols[M_TOPIC], i, j->topic, j->topic_len);
+        if (j->biz_key)
+            set_str(&cols[M_BIZ], i, j->biz_key, j->biz_len);
+        else
+            set_null(&cols[M_BIZ], i);
+        set_str(&cols[M_BODY], i, j->body, j->body_len);
+        cols[M_RUN_AT].num[i] = j->run_at;
+        cols[M_PRIORITY].num[i] = j->priority;
+        cols[M_TTR].num[i] = j->ttr;
+        cols[M_TRIES].num[i] = j->tries;
+        if (j->has_backoff)
+            cols[M_BACKOFF].num[i] = j->backoff;
+        else
+            set_null(&cols[M_BACKOFF], i);
+        const char *state = job_state_name(r->to);
+        set_str(&cols[M_STATE], i, state, strlen(state));
+        cols[M_VERSION].num[i] = r->ver;
+        cols[M_CREATED].num[i] = r->at;
+        cols[M_UPDATED].num[i] = r->at;
+        if (r->to == JS_FAR) { /* its far key (far_shard, far_run_at): the pager's index */
+            cols[M_FAR_SHARD].num[i] = r->shard;
+            cols[M_FAR_RUN_AT].num[i] = j->run_at;
+        } else {
+            set_null(&cols[M_FAR_SHARD], i);
+            set_null(&cols[M_FAR_RUN_AT], i);
+        }
+        if (j->traceparent[0] == '\0') {
+            set_null(&cols[M_TRACEPARENT], i);
+            set_null(&cols[M_TRACESTATE], i);
+        } else {
+            set_str(&cols[M_TRACEPARENT], i, j->traceparent, TRACE_PARENT_LEN);
+            if (j->tracestate)
+                set_str(&cols[M_TRACESTATE], i, j->tracestate, j->tracestate_len);
+            else
+                set_null(&cols[M_TRACESTATE], i);
+        }
+        if (j->group)
+            set_str(&cols[M_GROUP], i, j->group, j->group_len);
+        else
+            set_null(&cols[M_GROUP], i);
+    }
+    MYSQL_BIND b[M_COLUMNS];
+    bind_num(&b[M_ID], &cols[M_ID], MYSQL_TYPE_LONGLONG, 1);
+    bind_str(&b[M_TOPIC], &cols[M_TOPIC], MYSQL_TYPE_STRING);
+    bind_str(&b[M_BIZ], &cols[M_BIZ], MYSQL_TYPE_STRING);
+    bind_str(&b[M_BODY], &cols[M_BODY], MYSQL_TYPE_BLOB);
+    bind_num(&b[M_RUN_AT], &cols[M_RUN_AT], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_PRIORITY], &cols[M_PRIORITY], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_TTR], &cols[M_TTR], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_TRIES], &cols[M_TRIES], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_BACKOFF], &cols[M_BACKOFF], MYSQL_TYPE_LONGLONG, 0);
+    bind_str(&b[M_STATE], &cols[M_STATE], MYSQL_TYPE_STRING);
+    bind_num(&b[M_VERSION], &cols[M_VERSION], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_CREATED], &cols[M_CREATED], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_UPDATED], &cols[M_UPDATED], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_FAR_SHARD], &cols[M_FAR_SHARD], MYSQL_TYPE_LONGLONG, 0);
+    bind_num(&b[M_FAR_RUN_AT], &cols[M_FAR_RUN_AT], MYSQL_TYPE_LONGLONG, 0);
+    bind_str(&b[M_TRACEPARENT], &cols[M_TRACEPARENT], MYSQL_TYPE_STRING);
+    bind_str(&b[M_TRACESTATE], &cols[M_TRACESTATE], MYSQL_TYPE_STRING);
+    bind_str(&b[M_GROUP], &cols[M_GROUP], MYSQL_TYPE_STRING);
+    int rc = execute(jb->db, jb->message, b, n, "INSERT INTO message (bulk)");
+    free(arena);
+    return rc;
+}
+
+static int insert_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
+                              const char *instance)
+{
+    struct column cols[T_COLUMNS];
+    void *arena = columns_alloc(cols, T_COLUMNS, n);
+    if (arena == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct jobchange *r = recs[i];
+        cols[T_ID].num[i] = (long long)r->id;
+        cols[T_VERSION].num[i] = r->ver;
+        const char *from = job_state_name(r->from), *to = job_state_name(r->to);
+        set_str(&cols[T_FROM], i, from, strlen(from));
+        set_str(&cols[T_TO], i, to, strlen(to));
+        cols[T_AT].num[i] = r->at;
+        set_str(&cols[T_ACTOR], i, r->actor, strnlen(r->actor, sizeof r->actor));
+        set_str(&cols[T_HOST], i, r->host, strnlen(r->host, sizeof r->host));
+        const char *inst = r->instance[0] ? r->instance : instance;
+        set_str(&cols[T_INSTANCE], i, inst, strnlen(inst, sizeof r->instance));
+        cols[T_ATTEMPTS].num[i] = r->attempts;
+    }
+    MYSQL_BIND b[T_COLUMNS];
+    bind_num(&b[T_ID], &cols[T_ID], MYSQL_TYPE_LONGLONG, 1);
+    bind_num(&b[T_VERSION], &cols[T_VERSION], MYSQL_TYPE_LONGLONG, 0);
+    bind_str(&b[T_FROM], &cols[T_FROM], MYSQL_TYPE_STRING);
+    bind_str(&b[T_TO], &cols[T_TO], MYSQL_TYPE_STRING);
+    bind_num(&b[T_AT], &cols[T_AT], MYSQL_TYPE_LONGLONG, 0);
+    bind_str(&b[T_ACTOR], &cols[T_ACTOR], MYSQL_TYPE_STRING);
+    bind_str(&b[T_HOST], &cols[T_HOST], MYSQL_TYPE_STRING);
+    bind_str(&b[T_INSTANCE], &cols[T_INSTANCE], MYSQL_TYPE_STRING);
+    bind_num(&b[T_ATTEMPTS], &cols[T_ATTEMPTS], MYSQL_TYPE_LONGLONG, 0);
+    int rc = execute(jb->db, jb->transition, b, n, "INSERT IGNORE INTO transition (bulk)");
+    free(arena);
+    return rc;
+}
+
+/* The bytes of values a new job's two rows carry (the server's packet limit is what a chunk must
+ * stay well under; numbers and states are a few dozen bytes a row). */
+static size_t row_bytes(const struct jobchange *r)
+{
+    const struct job_spec *j = r->job;
+    return 256 + j->topic_len + j->body_len + (j->biz_key ? j->biz_len : 0) + j->tracestate_len + j->group_len;
+}
+
+int journal_bulk_insert(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
+                        size_t chunk_bytes)
+{
+    /* Message rows of every chunk first, then the transition rows: the order of the text
+     * script, so two writers meet the tables' locks in one order. */
+    for (int pass = 0; pass < 2; pass++) {
+        size_t start = 0;
+        while (start < n) {
+            size_t end = start, bytes = 0;
+            while (end < n && (end == start || bytes + row_bytes(recs[end]) <= chunk_bytes))
+                bytes += row_bytes(recs[end++]);
+            int rc = pass == 0 ? insert_messages(jb, recs + start, end - start)
+                               : insert_transitions(jb, recs + start, end - start, instance);
+            if (rc < 0)
+                return -1;
+            start = end;
+        }
+    }
+    return 0;
+}
+
+#else /* a client library without array binding: the journal writes text */
+
+struct journal_bulk *journal_bulk_new(MYSQL *db, const char **why)
+{
+    (void)db;
+    *why = "the client library has no array binding (libmariadb 3 has)";
+    return NULL;
+}
+
+void journal_bulk_free(struct journal_bulk *jb)
+{
+    (void)jb;
+}
+
+int journal_bulk_insert(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
+                        size_t chunk_bytes)
+{
+    (void)jb, (void)recs, (void)n, (void)instance, (void)chunk_bytes;
+    return -1;
+}
+
+#endif
