@@ -15,6 +15,7 @@
 #define CONFIG_STR_MAX         256
 #define CONFIG_HOSTS_MAX       1024 /* [mysql] hosts: a list of host:port */
 #define CONFIG_MYSQL_NODES_MAX 16   /* nodes [mysql] hosts may name */
+#define JOURNAL_LANES_MAX      4    /* [mysql] journal_lanes */
 
 struct config {
     /* [http] */
@@ -57,6 +58,8 @@ struct config {
     int mysql_timeout;      /* seconds, connect/read/write */
     int journal_batch;      /* max records per MySQL transaction */
     int journal_backlog;    /* max queued transition records while MySQL is slow or down */
+    int journal_lanes;      /* journal transactions in flight at once (journal.h) */
+    int journal_bulk;       /* 1 = new jobs' rows through the bulk binary protocol (journal_bulk.h) */
     int journal_per_row;    /* 1 = one transaction per record (benchmark baseline only) */
 
     /* [queue] */

@@ -4,11 +4,23 @@
  * one); batched records live in a ring that grows up to the backlog limit (and a little
  * past it: records that describe transitions already made in Redis are never dropped).
  *
- * One cycle of the thread: take every durable group and up to [mysql] batch records from
- * the ring, write them in one transaction, commit, then report to the durable submitters
- * and pop the batched records. On failure the durable submitters are told "not committed"
- * (their clients get 503) and the batched records stay at the head of the ring to be
- * retried after a reconnect: nothing already true in Redis is lost from the journal.
+ * One cycle of a lane: take every durable group and up to [mysql] batch records from the
+ * ring, write them in one transaction, commit, then report to the durable submitters and pop
+ * the batched records. On failure the durable submitters are told "not committed" (their
+ * clients get 503) and the batched records stay at the head of the ring to be retried after
+ * a reconnect: nothing already true in Redis is lost from the journal.
+ *
+ * Lanes ([mysql] journal_lanes): that many threads, each with its own connection, run cycles
+ * side by side. With one, a push that arrives while a cycle is being written waits for that
+ * cycle and then its own (about two cycle times); with two, an idle lane takes it at once, so
+ * it waits for its own cycle only, and MariaDB executes one cycle's statements while the
+ * other's COMMIT flushes (docs/performance.md, figure 1). Records of one job never need the
+ * order of two lanes: a job's row is committed before its job reaches Redis (so no later
+ * record of it can be in an earlier cycle), message updates apply only when newer (version
+ * order), and transition rows are INSERT IGNORE on their key. Rows two cycles both lock
+ * (far_count, biz_latest) are locked in one order by every writer (job_topic_cmp); a deadlock
+ * all the same is written again (lock_conflict_victim). The local ring is taken by one lane at
+ * a time, since its records leave it from the head, in order, once committed.
  *
  * Message-row updates are ordered by the job's version: updates are staged in a MEMORY
  * temporary table and applied with one UPDATE ... JOIN ... WHERE newer, so a batch that
@@ -26,6 +38,7 @@
 #include "base/clock.h"
 #include "mysql/db.h"
 #include "durable/doubt.h"
+#include "mysql/journal_bulk.h"
 #include "mysql/journal_sql.h"
 #include "base/log.h"
 #include "base/loopq.h"
@@ -40,6 +53,18 @@
 
 #define SCRIPT_FLUSH_BYTES  (1u << 20) /* send the statements built so far past this */
 #define DURABLE_MAX_RECORDS 200000     /* durable records queued before refusing */
+
+/* One lane: a thread, its connection, and what its last failed cycle left to know. */
+struct lane {
+    int index;
+    MYSQL *db;
+    struct journal_bulk *bulk; /* new jobs' rows in binary (journal_bulk.h); NULL: as text */
+    /* The last failed write broke the connection during COMMIT (its pushes may have committed
+     * although they were answered 503: doubt.h). */
+    int commit_in_doubt;
+    char last_error[512]; /* the server's words for the last batch it refused */
+    unsigned last_errno;  /* and its number */
+};
 
 struct jsync {
     struct jsync *next;
@@ -64,15 +89,12 @@ static struct {
     long sync_records;
     long outbox_backlog; /* entries waiting in the Redis outbox streams (last measured) */
 
-    int up;
+    int up;         /* a lane is connected (connected > 0), as last reported */
+    int connected;  /* lanes with a connection */
+    int ring_taken; /* a lane is writing records of the ring's head */
     const struct config *cfg;
     char instance[64];
-
-    /* Journal thread only: the last failed write broke the connection during COMMIT, and
-     * the ids of pushes whose rows may have been committed although they were answered 503. */
-    int commit_in_doubt;
-    char last_error[512]; /* the server's words for the last batch it refused */
-    unsigned last_errno;  /* and its number */
+    struct lane lanes[JOURNAL_LANES_MAX];
 } journal = {.lock = PTHREAD_MUTEX_INITIALIZER,
              .cond = PTHREAD_COND_INITIALIZER,
              .bg = BGTHREAD_INIT(&journal.lock, &journal.cond, NULL)};
@@ -158,7 +180,7 @@ void journal_submit(const struct jobchange *recs, int n)
         }
     }
     metrics_gauge_set(MG_JOURNAL_BACKLOG, (int64_t)journal.count);
-    pthread_cond_signal(&journal.cond);
+    pthread_cond_broadcast(&journal.cond); /* every lane: one may be waiting to reconnect */
     pthread_mutex_unlock(&journal.lock);
 }
 
@@ -187,7 +209,7 @@ static int submit_group(struct jobchange *recs, int n, int split, struct loopq *
     journal.sync_tail = s;
     journal.sync_records += n;
     metrics_gauge_set(MG_JOURNAL_INFLIGHT, journal.sync_records);
-    pthread_cond_signal(&journal.cond);
+    pthread_cond_broadcast(&journal.cond); /* every lane: one may be waiting to reconnect */
     pthread_mutex_unlock(&journal.lock);
     return 0;
 }
@@ -224,20 +246,69 @@ static void deliver(void *arg)
     free(s);
 }
 
-/* Report the outcome of a list of durable groups to their submitters. */
+/* Report the outcome of a list of durable groups to their submitters: those of one event loop
+ * in one post (loopq_post_many), so a loop hears a whole cycle in one drain and sends its
+ * pushes to Redis together rather than one wake and one script call per push. */
+#define COMPLETE_LOOPS_MAX 16 /* distinct loops gathered per pass: a worker's and a few others' */
+
 static void complete(struct jsync *list, int ok)
 {
     while (list) {
-        struct jsync *next = list->next;
-        list->ok = ok;
-        list->next = NULL;
-        if (list->reply_to == NULL) {
-            deliver(list); /* the submitter waits on its own thread (the outbox) */
-        } else if (loopq_post(list->reply_to, deliver, list) < 0) {
-            log_error("journal: cannot report a commit outcome (out of memory)");
-            free(list);
+        struct loopq *loops[COMPLETE_LOOPS_MAX];
+        struct jsync *heads[COMPLETE_LOOPS_MAX];
+        int counts[COMPLETE_LOOPS_MAX], nloops = 0;
+        struct jsync *rest = NULL, **rest_tail = &rest;
+        while (list) { /* sort this pass's groups by loop, in order; the rest wait for the next pass */
+            struct jsync *g = list;
+            list = g->next;
+            g->next = NULL;
+            g->ok = ok;
+            if (g->reply_to == NULL) {
+                deliver(g); /* the submitter waits on its own thread (the outbox) */
+                continue;
+            }
+            int k = 0;
+            while (k < nloops && loops[k] != g->reply_to)
+                k++;
+            if (k == nloops && nloops == COMPLETE_LOOPS_MAX) {
+                *rest_tail = g;
+                rest_tail = &g->next;
+                continue;
+            }
+            if (k == nloops) {
+                loops[k] = g->reply_to;
+                heads[k] = NULL;
+                counts[k] = 0;
+                nloops++;
+            }
+            g->next = heads[k]; /* reversed here, set right below */
+            heads[k] = g;
+            counts[k]++;
         }
-        list = next;
+        for (int k = 0; k < nloops; k++) {
+            void *few[64], **args = counts[k] <= 64 ? few : malloc((size_t)counts[k] * sizeof *args);
+            int i = counts[k], posted = 0;
+            for (struct jsync *g = heads[k], *next; g; g = next) {
+                next = g->next;
+                g->next = NULL;
+                if (args)
+                    args[--i] = g; /* back in submission order */
+                else if (loopq_post(loops[k], deliver, g) == 0)
+                    posted++;
+                else
+                    free(g);
+            }
+            if (args) {
+                posted = loopq_post_many(loops[k], deliver, args, counts[k]);
+                for (i = posted; i < counts[k]; i++)
+                    free(args[i]);
+                if (args != few)
+                    free(args);
+            }
+            if (posted < counts[k])
+                log_error("journal: cannot report %d commit outcomes (out of memory)", counts[k] - posted);
+        }
+        list = rest;
     }
 }
 
@@ -256,9 +327,10 @@ static int is_far_change(const struct jobchange *r)
 
 /* Write durable groups and batched records in one transaction. 0 = committed; on failure
  * *lost_connection tells whether the connection broke (retry) or the server refused it. */
-static int write_batch(MYSQL *db, struct jsync *groups, struct jobchange *recs, size_t nrecs, const char *instance,
+static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *recs, size_t nrecs, const char *instance,
                        int *lost_connection)
 {
+    MYSQL *db = l->db;
     struct journal_sql b;
     journal_sql_init(&b, db, SCRIPT_FLUSH_BYTES, send_script, db);
     size_t nupdates = 0, cap = nrecs;
@@ -272,22 +344,27 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jobchange *recs, 
     if (updates == NULL)
         goto out;
 
+    /* New jobs first: their message rows, then their first transition rows — in binary when the
+     * connection can (journal_bulk.h), else as the script's first statements. */
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++)
-            if (g->recs[i].kind == JC_INSERT && journal_sql_message_row(&b, &g->recs[i]) < 0)
-                goto out;
+            if (g->recs[i].kind == JC_INSERT)
+                inserts[nnew++] = &g->recs[i];
+    if (l->bulk != NULL && nnew > 0 && journal_bulk_insert(l->bulk, inserts, nnew, instance, SCRIPT_FLUSH_BYTES) < 0)
+        goto out;
+    for (size_t i = 0; l->bulk == NULL && i < nnew; i++)
+        if (journal_sql_message_row(&b, inserts[i]) < 0)
+            goto out;
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
             const struct jobchange *r = &g->recs[i];
-            if (r->kind == JC_INSERT)
-                inserts[nnew++] = r;
             if (r->to == JS_ABORTED)
                 aborts[naborts++] = r;
             if (is_far_change(r)) {
                 far_changes[nchanges++] = r;
                 continue;
             }
-            if (journal_sql_transition_row(&b, r, instance) < 0)
+            if ((l->bulk == NULL || r->kind != JC_INSERT) && journal_sql_transition_row(&b, r, instance) < 0)
                 goto out;
             if (r->kind != JC_INSERT)
                 updates[nupdates++] = r;
@@ -322,7 +399,7 @@ static int write_batch(MYSQL *db, struct jsync *groups, struct jobchange *recs, 
     if (db_commit(db) < 0) {
         /* A deadlock at COMMIT is Galera's certification failure: rolled back on every node, so
          * not in doubt — the cycle is simply written again (lock_conflict_victim). */
-        journal.commit_in_doubt =
+        l->commit_in_doubt =
             (db_error_is_connection(db) && !db_errno_is_lock_conflict(mysql_errno(db))) || mysql_errno(db) == 0;
         goto out;
     }
@@ -331,8 +408,8 @@ out:
     if (rc < 0) {
         *lost_connection = db_error_is_connection(db) || mysql_errno(db) == 0;
         /* the rollback clears the error: keep what the server said, for refused_record */
-        journal.last_errno = mysql_errno(db);
-        snprintf(journal.last_error, sizeof journal.last_error, "%u: %s", mysql_errno(db), mysql_error(db));
+        l->last_errno = mysql_errno(db);
+        snprintf(l->last_error, sizeof l->last_error, "%u: %s", mysql_errno(db), mysql_error(db));
         mysql_rollback(db);
     }
     free(updates);
@@ -378,6 +455,30 @@ static MYSQL *connect_db(void)
     return db;
 }
 
+/* Connect the lane, with its bulk statements unless [mysql] bulk_inserts is off or the server
+ * cannot (said once per process: every lane meets the same server). */
+static int lane_connect(struct lane *l)
+{
+    static int said;
+    l->db = connect_db();
+    if (l->db == NULL)
+        return -1;
+    const char *why = "[mysql] bulk_inserts = false";
+    l->bulk = journal.cfg->journal_bulk ? journal_bulk_new(l->db, &why) : NULL;
+    if (l->bulk == NULL && !said++)
+        log_info("journal: new jobs are written as SQL text (%s)", why);
+    return 0;
+}
+
+static void lane_close(struct lane *l)
+{
+    journal_bulk_free(l->bulk);
+    l->bulk = NULL;
+    if (l->db)
+        mysql_close(l->db);
+    l->db = NULL;
+}
+
 static void wait_locked(int64_t us)
 {
     clock_cond_wait_us(&journal.cond, &journal.lock, us);
@@ -386,10 +487,10 @@ static void wait_locked(int64_t us)
 /* Write taken[0..n) and the groups in one transaction; on success the groups are told. In
  * the benchmark baseline mode, one transaction per group and per record: each group is told
  * as soon as it is committed, and those not yet written stay in *groups on failure. */
-static int write_all(MYSQL *db, struct jsync **groups, struct jobchange *taken, size_t n, int *lost)
+static int write_all(struct lane *l, struct jsync **groups, struct jobchange *taken, size_t n, int *lost)
 {
     if (!journal.cfg->journal_per_row) {
-        if (write_batch(db, *groups, taken, n, journal.instance, lost) < 0)
+        if (write_batch(l, *groups, taken, n, journal.instance, lost) < 0)
             return -1;
         complete(*groups, 1);
         *groups = NULL;
@@ -398,9 +499,9 @@ static int write_all(MYSQL *db, struct jsync **groups, struct jobchange *taken, 
     while (*groups) {
         struct jsync *g = *groups, *next = g->next;
         g->next = NULL;
-        int rc = g->split ? 0 : write_batch(db, g, NULL, 0, journal.instance, lost);
+        int rc = g->split ? 0 : write_batch(l, g, NULL, 0, journal.instance, lost);
         for (int i = 0; g->split && i < g->n && rc == 0; i++)
-            rc = write_batch(db, NULL, &g->recs[i], 1, journal.instance, lost);
+            rc = write_batch(l, NULL, &g->recs[i], 1, journal.instance, lost);
         if (rc < 0) {
             g->next = next; /* g and the rest stay in *groups, to be answered by the caller */
             return rc;
@@ -409,7 +510,7 @@ static int write_all(MYSQL *db, struct jsync **groups, struct jobchange *taken, 
         complete(g, 1); /* g alone: complete() walks the list it is given */
     }
     for (size_t i = 0; i < n; i++)
-        if (write_batch(db, NULL, &taken[i], 1, journal.instance, lost) < 0)
+        if (write_batch(l, NULL, &taken[i], 1, journal.instance, lost) < 0)
             return -1;
     return 0;
 }
@@ -463,22 +564,23 @@ static int park_refused(MYSQL *db, const struct jobchange *r, const char *error)
 #define LOCK_RETRIES        3
 #define LOCK_RETRY_PAUSE_US 50000 /* times the attempt: 50, 100, 150 ms, 300 ms in all */
 
-static int lock_conflict_victim(void)
+static int lock_conflict_victim(const struct lane *l)
 {
-    return !journal.commit_in_doubt && db_errno_is_lock_conflict(journal.last_errno);
+    return !l->commit_in_doubt && db_errno_is_lock_conflict(l->last_errno);
 }
 
 /* Write records one by one; those the server refuses go to refused_record, counted (so one
  * bad record cannot block the journal, and none is lost silently). -1 only when the
  * connection broke meanwhile. */
-static int write_each(MYSQL *db, struct jobchange *recs, size_t n, int *lost)
+static int write_each(struct lane *l, struct jobchange *recs, size_t n, int *lost)
 {
+    MYSQL *db = l->db;
     for (size_t i = 0; i < n; i++) {
-        if (write_batch(db, NULL, &recs[i], 1, journal.instance, lost) == 0)
+        if (write_batch(l, NULL, &recs[i], 1, journal.instance, lost) == 0)
             continue;
         if (*lost)
             return -1;
-        const char *error = journal.last_error;
+        const char *error = l->last_error;
         log_error("journal: MySQL refused the record for job %llu (%s -> %s): %s; kept in refused_record",
                   (unsigned long long)recs[i].id, job_state_name(recs[i].from), job_state_name(recs[i].to), error);
         metrics_inc(MC_MYSQL_ERRORS, 1);
@@ -495,14 +597,14 @@ static int write_each(MYSQL *db, struct jobchange *recs, size_t n, int *lost)
  * rows stand or fall together (its client gets 503); an outbox batch is split so only the
  * records refused alone are dropped. Returns -1 if the connection broke meanwhile, with the
  * groups not yet settled left in *groups. */
-static int settle_refused(MYSQL *db, struct jsync **groups, struct jobchange *taken, size_t n, int *lost)
+static int settle_refused(struct lane *l, struct jsync **groups, struct jobchange *taken, size_t n, int *lost)
 {
     while (*groups) {
         struct jsync *g = *groups, *next = g->next;
         g->next = NULL;
-        int rc = write_batch(db, g, NULL, 0, journal.instance, lost);
+        int rc = write_batch(l, g, NULL, 0, journal.instance, lost);
         if (rc < 0 && !*lost && g->split)
-            rc = write_each(db, g->recs, (size_t)g->n, lost);
+            rc = write_each(l, g->recs, (size_t)g->n, lost);
         if (rc < 0 && *lost) {
             g->next = next;
             return -1;
@@ -510,13 +612,27 @@ static int settle_refused(MYSQL *db, struct jsync **groups, struct jobchange *ta
         *groups = next;
         complete(g, rc == 0);
     }
-    return write_each(db, taken, n, lost);
+    return write_each(l, taken, n, lost);
 }
 
-static void *journal_main(void *unused)
+/* This lane's connection is gone (or was never made): when no lane has one any more, refuse
+ * durable submissions and answer the queued ones 503 (mark_down_locked); while another lane is
+ * connected, the queue is left to it. Caller holds the lock. */
+static void lane_down_locked(struct lane *l, int was_connected)
 {
-    log_set_thread_name("journal");
-    MYSQL *db = NULL;
+    if (was_connected)
+        journal.connected--;
+    if (journal.connected == 0)
+        mark_down_locked();
+    (void)l;
+}
+
+static void *journal_main(void *arg)
+{
+    struct lane *l = arg;
+    char name[16];
+    snprintf(name, sizeof name, l->index == 0 ? "journal" : "journal-%d", l->index);
+    log_set_thread_name(name);
     int64_t last_connect_try = 0;
     int warned_down = 0;
     size_t batch_cap = (size_t)journal.cfg->journal_batch;
@@ -528,11 +644,12 @@ static void *journal_main(void *unused)
 
     pthread_mutex_lock(&journal.lock);
     for (;;) {
-        int has_work = journal.sync_head != NULL || journal.count > 0;
+        int ring_work = journal.count > 0 && !journal.ring_taken;
+        int has_work = journal.sync_head != NULL || ring_work;
         if (bgthread_stop_due_locked(&journal.bg, !has_work))
             break;
 
-        if (db == NULL) {
+        if (l->db == NULL) {
             int64_t now = clock_mono_us();
             if (now - last_connect_try < 1000000) {
                 wait_locked(1000000 - (now - last_connect_try));
@@ -540,34 +657,35 @@ static void *journal_main(void *unused)
             }
             last_connect_try = now;
             pthread_mutex_unlock(&journal.lock);
-            db = connect_db();
+            (void)lane_connect(l); /* l->db stays NULL when it failed */
             pthread_mutex_lock(&journal.lock);
-            if (db == NULL) {
-                if (!warned_down)
+            if (l->db == NULL) {
+                if (!warned_down && journal.connected == 0)
                     log_warn("journal: MySQL is unreachable; pushes and deletes get 503 until it is back; "
                              "transitions wait in the Redis outbox");
                 warned_down = 1;
-                mark_down_locked(); /* durable submissions cannot wait for a reconnect: 503 */
+                lane_down_locked(l, 0); /* durable submissions cannot wait for a reconnect: 503 */
                 continue;
             }
             if (warned_down)
                 metrics_inc(MC_MYSQL_RECONNECTS, 1);
-            log_info("journal: connected to MySQL");
+            log_info("journal: connected to MySQL"); /* the log line's thread names the lane */
             warned_down = 0;
+            journal.connected++;
             journal.up = 1;
             metrics_gauge_set(MG_MYSQL_UP, 1);
             continue;
         }
 
-        if (db_stale(db)) {
+        if (db_stale(l->db)) {
             /* [mysql] hosts: another thread moved the process to the next node (dbnode.h). Between
              * cycles nothing is open: reconnect now, without a 503, to where the others write. */
             pthread_mutex_unlock(&journal.lock);
             log_info("journal: following the other connections to the MySQL node now in use");
-            mysql_close(db);
-            db = NULL;
+            lane_close(l);
             last_connect_try = 0;
             pthread_mutex_lock(&journal.lock);
+            journal.connected--;
             continue;
         }
 
@@ -576,30 +694,35 @@ static void *journal_main(void *unused)
             continue;
         }
 
-        /* Take every durable group and a batch of the local records. */
+        /* Take every durable group and, unless another lane holds the ring's head, a batch of
+         * the local records. */
         struct jsync *groups = journal.sync_head;
         long group_records = journal.sync_records;
         journal.sync_head = journal.sync_tail = NULL;
         journal.sync_records = 0;
-        size_t n = journal.count < batch_cap ? journal.count : batch_cap;
-        for (size_t i = 0; i < n; i++)
-            taken[i] = journal.ring[(journal.head + i) % journal.cap];
+        size_t n = 0;
+        if (ring_work) {
+            n = journal.count < batch_cap ? journal.count : batch_cap;
+            for (size_t i = 0; i < n; i++)
+                taken[i] = journal.ring[(journal.head + i) % journal.cap];
+            journal.ring_taken = 1;
+        }
         pthread_mutex_unlock(&journal.lock);
 
         int64_t t0 = clock_mono_us();
         int lost = 0;
-        journal.commit_in_doubt = 0;
-        int rc = write_all(db, &groups, taken, n, &lost);
-        for (int again = 1; again <= LOCK_RETRIES && rc < 0 && lost && lock_conflict_victim(); again++) {
-            log_warn("journal: MySQL rolled this cycle back on a lock (%s); writing it again (%d of %d)",
-                     journal.last_error, again, LOCK_RETRIES);
+        l->commit_in_doubt = 0;
+        int rc = write_all(l, &groups, taken, n, &lost);
+        for (int again = 1; again <= LOCK_RETRIES && rc < 0 && lost && lock_conflict_victim(l); again++) {
+            log_warn("journal: MySQL rolled this cycle back on a lock (%s); writing it again (%d of %d)", l->last_error,
+                     again, LOCK_RETRIES);
             metrics_inc(MC_JOURNAL_LOCK_RETRIES, 1);
             /* On Galera the winner of a certification conflict committed on another node and may
              * not be applied on this one yet: written again at once, the cycle would be certified
              * against the same write and fail again. */
             usleep((useconds_t)(LOCK_RETRY_PAUSE_US * again));
             lost = 0;
-            rc = write_all(db, &groups, taken, n, &lost);
+            rc = write_all(l, &groups, taken, n, &lost);
         }
         int64_t t1 = clock_mono_us();
         if (rc == 0) {
@@ -608,21 +731,21 @@ static void *journal_main(void *unused)
             metrics_inc(MC_JOURNAL_RECORDS, (uint64_t)group_records + n);
             metrics_inc(MC_JOURNAL_BATCHES, 1);
         } else if (!lost) { /* refused, not lost: write_batch left commit_in_doubt at 0 */
-            rc = settle_refused(db, &groups, taken, n, &lost);
+            rc = settle_refused(l, &groups, taken, n, &lost);
         }
 
         if (lost) {
             /* The connection broke: the unsettled durable submitters get their 503 now, the
              * local records stay queued for the next connection. */
-            if (journal.commit_in_doubt)
+            if (l->commit_in_doubt)
                 note_in_doubt(groups);
-            mysql_close(db);
-            db = NULL;
+            lane_close(l);
             last_connect_try = clock_mono_us();
             pthread_mutex_lock(&journal.lock);
+            journal.ring_taken = n > 0 ? 0 : journal.ring_taken;
             /* Down first, then the 503s: a client that heard its 503 and asks /health must
              * not be told MySQL is up (FaultSeamTest waits for health to come back). */
-            mark_down_locked();
+            lane_down_locked(l, 1);
             complete(groups, 0);
         } else {
             for (size_t i = 0; i < n; i++)
@@ -630,8 +753,11 @@ static void *journal_main(void *unused)
             pthread_mutex_lock(&journal.lock);
             journal.head = (journal.head + n) % (journal.cap ? journal.cap : 1);
             journal.count -= n;
+            journal.ring_taken = n > 0 ? 0 : journal.ring_taken;
         }
         publish_backlog_locked();
+        if (n > 0 && journal.count > 0)
+            pthread_cond_broadcast(&journal.cond); /* the ring's head is free for any lane */
     }
 
     if (journal.count > 0 || journal.sync_head)
@@ -639,9 +765,10 @@ static void *journal_main(void *unused)
     complete(journal.sync_head, 0);
     journal.sync_head = journal.sync_tail = NULL;
     journal.up = 0;
+    if (l->db)
+        journal.connected--;
     pthread_mutex_unlock(&journal.lock);
-    if (db)
-        mysql_close(db);
+    lane_close(l);
     free(taken);
     mysql_thread_end();
     return NULL;
@@ -651,7 +778,22 @@ int journal_start(const struct config *cfg, const char *instance)
 {
     journal.cfg = cfg;
     snprintf(journal.instance, sizeof journal.instance, "%s", instance);
-    return bgthread_start(&journal.bg, journal_main, NULL);
+    /* The per-row baseline measures one transaction after another: one lane. */
+    int lanes = cfg->journal_per_row ? 1 : cfg->journal_lanes;
+    if (lanes < 1)
+        lanes = 1;
+    if (lanes > JOURNAL_LANES_MAX)
+        lanes = JOURNAL_LANES_MAX;
+    for (int i = 0; i < lanes; i++) {
+        journal.lanes[i] = (struct lane){.index = i};
+        if (bgthread_start(&journal.bg, journal_main, &journal.lanes[i]) < 0) {
+            if (i == 0)
+                return -1;
+            log_warn("journal: could not start lane %d; writing with %d", i + 1, i);
+            break;
+        }
+    }
+    return 0;
 }
 
 void journal_stop(int deadline_ms)

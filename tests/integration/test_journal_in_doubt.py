@@ -30,6 +30,8 @@ import unittest
 from harness import HourglassTestCase, id_key, wait_until
 
 COM_QUERY = 0x03
+COM_STMT_BULK_EXECUTE = 0xFA  # the journal's new jobs in binary ([mysql] bulk_inserts, journal_bulk.h)
+PUSH_TRIGGER = b"INSERT INTO MESSAGE"
 SERVER_MORE_RESULTS_EXISTS = 0x0008
 
 
@@ -80,8 +82,11 @@ def _read_script_answers(server: socket.socket) -> list[bytes]:
 
 
 def _is_push_statements(payload: bytes) -> bool:
-    """A journal cycle's statements that insert message rows (a push)."""
-    return payload[:1] == bytes([COM_QUERY]) and payload[1:].lstrip().upper().startswith(b"INSERT INTO MESSAGE")
+    """A journal cycle's statements that insert message rows (a push): as SQL text, or the
+    first of the cycle's bulk executions (its message rows; the daemon's default)."""
+    if payload[:1] == bytes([COM_STMT_BULK_EXECUTE]):
+        return True
+    return payload[:1] == bytes([COM_QUERY]) and payload[1:].lstrip().upper().startswith(PUSH_TRIGGER)
 
 
 def _shutdown(*socks: socket.socket) -> None:
@@ -172,7 +177,7 @@ class CommitAnswerDropper(_MySQLProxy):
     by the server, then loses the answer and its connection (the server has committed; the
     client cannot know). rearm() sets it up for another drop."""
 
-    def __init__(self, upstream_port: int, trigger: bytes = b"INSERT INTO MESSAGE") -> None:
+    def __init__(self, upstream_port: int, trigger: bytes = PUSH_TRIGGER) -> None:
         super().__init__(upstream_port)
         self.trigger = trigger
         self.dropped = threading.Event()
@@ -186,6 +191,9 @@ class CommitAnswerDropper(_MySQLProxy):
 
     def _intercept(self, client: socket.socket, server: socket.socket, packet: bytes) -> bool:
         payload = packet[4:]
+        if self.trigger == PUSH_TRIGGER and _is_push_statements(payload):
+            self.inserted.add(id(client))
+            return False
         if payload[:1] != bytes([COM_QUERY]):
             return False
         text = payload[1:].lstrip().upper()
@@ -253,12 +261,13 @@ def start_behind_dropper(tc: HourglassTestCase):
     ns = tc.namespace()
     proxy = CommitAnswerDropper(ns.mariadb.port)
     tc.addCleanup(proxy.close)
-    d = tc.start_daemon({"mysql": {"port": proxy.port, "timeout": 3}}, namespace=ns)
+    d = tc.start_daemon({"mysql": {"port": proxy.port, "timeout": 3, **getattr(tc, "MYSQL", {})}}, namespace=ns)
     wait_until(lambda: d.health().status == 200, 15, 0.05, "the daemon to be healthy")
     return ns, proxy, d
 
 
 class CommitInDoubtTest(HourglassTestCase):
+    MYSQL: dict = {}  # the daemon's defaults: new jobs through the bulk protocol
 
     def test_pushes_answered_503_after_a_lost_commit_answer_leave_aborted_rows(self):
         ns, proxy, d = start_behind_dropper(self)
@@ -360,12 +369,13 @@ class InDoubtAcrossKillTest(HourglassTestCase):
 
 
 class HeldScriptTest(HourglassTestCase):
+    MYSQL: dict = {}
 
     def test_a_script_left_in_the_old_connection_cannot_commit_after_the_reconnect(self):
         ns = self.namespace()
         proxy = ScriptHolder(ns.mariadb.port)
         self.addCleanup(proxy.close)
-        d = self.start_daemon({"mysql": {"port": proxy.port, "timeout": 3}}, namespace=ns)
+        d = self.start_daemon({"mysql": {"port": proxy.port, "timeout": 3, **self.MYSQL}}, namespace=ns)
         d.wait_ready()
         self.assertStatus(d.push({"topic": "held", "body": "before", "delay": 600000}), 200, "a push before")
 
@@ -390,6 +400,16 @@ class HeldScriptTest(HourglassTestCase):
         self.assertIn(rows, ([], [("aborted",)]), f"the refused push's row must not be live: {rows}")
         self.assertEqual(ns.query("SELECT COUNT(*) FROM message WHERE body = '\"after\"' AND state = 'delayed'"),
                          [("1",)], "the push after the reconnect")
+
+
+# The same with new jobs as SQL text ([mysql] bulk_inserts = false; what a server without bulk
+# operations gets): their statements and COMMIT are as exposed to a lost answer.
+class CommitInDoubtTextTest(CommitInDoubtTest):
+    MYSQL = {"bulk_inserts": "false"}
+
+
+class HeldScriptTextTest(HeldScriptTest):
+    MYSQL = {"bulk_inserts": "false"}
 
 
 if __name__ == "__main__":
