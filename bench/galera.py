@@ -16,7 +16,8 @@ three nodes in [mysql] hosts and so writes through node 1.
    alternating, two runs each, the best of each kept. Recorded: requests/s, p50/p99, the
    journal's commit time (hourglass_mysql_commit_seconds: the write and COMMIT of one batch)
    and records per batch, and the CPU of the MariaDB processes per push — what the difference
-   is made of.
+   is made of. A third daemon on the cluster runs with [mysql] journal_lanes = 2 ("lanes2"):
+   two journal cycles in flight, each waiting for its own certification.
 2. The journal's ceiling: bench/lateness.c's fill (array pushes of 1,000 jobs, 4 producers,
    due in an hour) of --fill-jobs jobs through the daemon on the single MariaDB: journal
    records/s (hourglass_journal_records_total over the fill) and the CPU mariadbd used meanwhile;
@@ -88,11 +89,11 @@ class Bench:
     def say(self, text: str) -> None:
         print(f"[galera] {text}", file=sys.stderr, flush=True)
 
-    def daemon(self, stack: Stack) -> Daemon:
+    def daemon(self, stack: Stack, lanes: int = 1) -> Daemon:
         ns = stack.fresh_namespace()
         d = Daemon(namespace=ns, binary=self.args.binary, overrides={
             "http": {"threads": self.args.http_threads, "max_body": 4194304},
-            "mysql": {"retention_days": 0},
+            "mysql": {"retention_days": 0, "journal_lanes": lanes},
             "queue": {"horizon": 0},
             "log": {"level": "warn"}})
         d.start()
@@ -152,11 +153,14 @@ class Bench:
         gal = GaleraStack(redis, cluster)
         cluster.start()
         self.rec("cluster_start_s", round(time.monotonic() - t0, 1))
-        targets = {"single": (one, [single.pid]), "cluster": (gal, [n.pid for n in cluster.nodes])}
-        runs: dict[str, list[dict[str, float]]] = {"single": [], "cluster": []}
+        # "lanes2": the cluster again with two journal lanes ([mysql] journal_lanes), whose
+        # cycles overlap each other's wait for certification
+        targets = {"single": (one, [single.pid], 1), "cluster": (gal, [n.pid for n in cluster.nodes], 1),
+                   "lanes2": (gal, [n.pid for n in cluster.nodes], 2)}
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
         for npass in (1, 2):
-            for name, (stack, pids) in targets.items():
-                d = self.daemon(stack)
+            for name, (stack, pids, lanes) in targets.items():
+                d = self.daemon(stack, lanes)
                 try:
                     r = self.wrk(d, f"{name}{npass}", pids)
                 finally:
@@ -171,7 +175,7 @@ class Bench:
             for k, v in best.items():
                 self.rec(f"{name}_{k}", round(v, 3))
             self.rec(f"{name}_runs", " ".join(f"{r['rps']:.0f}" for r in rs))
-        for name, (stack, pids) in (("ceiling", targets["single"]), ("ceilgal", targets["cluster"])):
+        for name, (stack, pids, _) in (("ceiling", targets["single"]), ("ceilgal", targets["cluster"])):
             d = self.daemon(stack)
             try:
                 r = self.fill(d, pids)

@@ -617,7 +617,8 @@ def galera_figure(env, row):
     """Figure 16 (issue 32, bench/galera.py): figure 0's pushes on one MariaDB and on a 3-node
     Galera cluster on this machine, what the difference is made of, and the journal's ceiling."""
     for tag, name in (("gal_single", "pushes/s, one MariaDB (figure 0's load)"),
-                      ("gal_cluster", "pushes/s, 3-node Galera cluster, writes through node 1")):
+                      ("gal_cluster", "pushes/s, 3-node Galera cluster, writes through node 1"),
+                      ("gal_lanes2", "pushes/s, 3-node Galera cluster, [mysql] journal_lanes = 2")):
         v = num(env, f"{tag}_rps")
         if v is None:
             row(16, name, None, "n/a", "-", "skip")
@@ -645,6 +646,13 @@ def galera_figure(env, row):
             f"nodes apply every write set on the same {num(env, 'nproc') or '?'} cores as the daemon and the load "
             f"({u1:.0f} -> {u3:.0f} us of MariaDB CPU per push); on three machines the CPU is spread and the "
             f"commit's extra network round trip remains")
+    s2 = num(env, "gal_lanes2_rps")
+    if s3 and s2:
+        row(16, "pushes/s on Galera, 2 journal lanes / 1", s2 / s3, f"{fmt_int(s2)} / {fmt_int(s3)} = {s2 / s3:.2f}x",
+            "-", "info", "x",
+            "two cycles in flight, each waiting for its own certification; here the three nodes share the machine's "
+            "cores, so the wait is CPU and a second lane only halves the rows per commit (docs/architecture.md, "
+            "\"Lanes\")")
     for tag, name in (("gal_ceiling", "journal ceiling, one MariaDB: records per MariaDB core-second"),
                       ("gal_ceilgal", "journal ceiling, 3-node Galera: records per core-second of the 3 nodes")):
         v = num(env, f"{tag}_records_per_core_s")
