@@ -111,10 +111,11 @@ void journal_bulk_free(struct journal_bulk *jb)
 
 /* Carve the arrays of `ncols` columns for n rows out of one allocation: every column gets a
  * number array, a string pointer array, a length array and an indicator array (a few bytes
- * more than each needs, for one free). */
+ * more than each needs, for one free), each array aligned for its type. */
 static void *columns_alloc(struct column *cols, int ncols, size_t n)
 {
-    size_t per_col = n * (sizeof(long long) + sizeof(char *) + sizeof(unsigned long) + 1);
+    size_t ind_bytes = (n + 7) & ~(size_t)7; /* so the next column's arrays stay 8-byte aligned */
+    size_t per_col = n * (sizeof(long long) + sizeof(char *) + sizeof(unsigned long)) + ind_bytes;
     char *arena = malloc((size_t)ncols * per_col);
     if (arena == NULL)
         return NULL;
@@ -127,7 +128,7 @@ static void *columns_alloc(struct column *cols, int ncols, size_t n)
         cols[c].len = (unsigned long *)(void *)p;
         p += n * sizeof(unsigned long);
         cols[c].ind = p;
-        p += n;
+        p += ind_bytes;
         memset(cols[c].ind, STMT_INDICATOR_NONE, n);
     }
     return arena;
