@@ -798,6 +798,10 @@ def peers_figure(env, row, lat_row, noise):
                   f"BullMQ's Redis {num(env, 'bmqwrk_cpu_server') or 0:.2f} cores, node "
                   f"{num(env, 'bmqwrk_cpu_loadgen') or 0:.2f}", quick), bmq_problems("bmqwrk", n))
 
+    if not bmq_skip and (num(env, "bmqlat1k_lat_ms_p99") is not None or num(env, "bmqlat1k_tool_failed") == 1):
+        lat_row(18, "bmqlat1k", 1000, f"BullMQ lateness p50/p99/max @ 1,000 jobs/s (Worker of concurrency {conns}, "
+                "figure 2's delays 1-3 s)", None)
+
     # -- lateness vs beanstalkd with its binlog fsynced on every put
     name = "lateness p99 @ 1,000 jobs/s, hourglass / beanstalkd (binlog fsync every put)"
     hg, bs = num(env, "lat1k_lat_ms_p99"), num(env, "bslat1k_lat_ms_p99")

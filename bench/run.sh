@@ -53,7 +53,8 @@
 #      (bench/peers/bullmq_worker.mjs), PEERS_N ready jobs each (50,000, quick too), and get +
 #      finish likewise; figure 2's lateness p99 at 1,000 jobs/s against beanstalkd's with a binlog
 #      fsynced on every put (bench/beanstalk.c lateness, delay 2 s: beanstalkd's delays are whole
-#      seconds), its 5,000/s and its put/s (64 connections) with and without the binlog. BullMQ comes
+#      seconds), its 5,000/s and its put/s (64 connections) with and without the binlog, and BullMQ's
+#      lateness at 1,000 jobs/s (bench/peers/bullmq_lateness.mjs, figure 2's schedule). BullMQ comes
 #      from the npm registry (bench/peers/package-lock.json, `npm ci` when bench/peers/node_modules is
 #      missing), beanstalkd from Debian; a peer that cannot run is skipped, its rows saying why
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
@@ -1819,6 +1820,18 @@ if has_phase peers; then
         done
         peer_best bmqadd
         peer_best bmqwrk
+        # lateness (information): figure 2's schedule at 1,000 jobs/s, delays 1-3 s, into a Worker
+        redis-cli -h 127.0.0.1 -p "$P_RPORT" flushall >/dev/null
+        cpu_begin "$PEER_PID"
+        (cd "$PEERS_NODE" && node bullmq_lateness.mjs --port "$P_RPORT" --rate 1000 --duration "$LAT_SECS" \
+            --delay-min "$LAT_DMIN" --delay-max "$LAT_DMAX" --concurrency "$PEERS_CONNS") >"$RAW/peers-bmqlat1k.txt" \
+            2>"$RAW/peers-bmqlat1k.err" || {
+            cat "$RAW/peers-bmqlat1k.err" >&2
+            rec bmqlat1k_tool_failed 1
+        }
+        cpu_end bmqlat1k
+        rec_prefixed bmqlat1k <"$RAW/peers-bmqlat1k.txt"
+        say "peers: bmqlat1k: lateness p50 $(getv bmqlat1k_lat_ms_p50) p99 $(getv bmqlat1k_lat_ms_p99) max $(getv bmqlat1k_lat_ms_max) ms; added at $(getv bmqlat1k_push_rate)/s, $(getv bmqlat1k_received) of $(getv bmqlat1k_pushed) processed"
         kill -TERM "$PEER_PID" 2>/dev/null || true
         wait "$PEER_PID" 2>/dev/null || true
         PEER_PID=""

@@ -275,6 +275,14 @@ class ReportTest(unittest.TestCase):
         self.assertIn("npm ci in bench/peers failed", self.row(rows, 18, "durable pushes/s / BullMQ")["notes"])
         self.assertIn("not installed", self.row(rows, 18, "lateness p99 @ 1,000 jobs/s, hour")["notes"])
 
+    def test_figure18_bullmq_lateness_is_information_unless_its_load_was_unsound(self):
+        name = "BullMQ lateness p50/p99/max @ 1,000 jobs/s"
+        r = self.row(self.report(peers(), steady("bmqlat1k", 1000, 90.0)), 18, name)
+        self.assertEqual((r["result"], r["value"]["p99"]), ("info", 90.0))
+        r = self.row(self.report(peers(), steady("bmqlat1k", 1000, 90.0, push_rate=800)), 18, name)
+        self.assertEqual(r["result"], "FAIL")
+        self.assertIn("producers at 80 % of the asked 1,000/s", r["notes"])
+
     def test_figure18_is_not_printed_when_the_phase_did_not_run(self):
         rows = self.report(wrk("push", 30000), steady("lat1k", 1000, 1.0))
         self.assertEqual([r for r in rows if r["figure"] == 18], [])
