@@ -1142,8 +1142,9 @@ def main():
               f"seeds, 8 shards as with one Redis; figure 0's wrk load (best of two, alternating) and figure 3's "
               f"consume on each")
     if "peers_n" in env:
-        print(f"peers (figure 18): BullMQ {env.get('peers_bullmq_version') or 'not run'} (node "
-              f"{env.get('peers_node_version', '?')}) on a Redis of its own; {env.get('peers_beanstalkd_version') or 'beanstalkd not run'} "
+        bmq = (f"BullMQ {env['peers_bullmq_version']} (node {env.get('peers_node_version', '?')}) on a Redis of its own"
+               if env.get("peers_bullmq_version") else "BullMQ not run")
+        print(f"peers (figure 18): {bmq}; {env.get('peers_beanstalkd_version') or 'beanstalkd not run'} "
               f"(-b, -f 0: fsync every binlog write); hourglass's side from figures 0 and 2 of this run and its own "
               f"{int(num(env, 'peers_conns') or 64)}-consumer drains of {int(num(env, 'peers_n') or 0):,} jobs")
     if mode == "quick":

@@ -1785,7 +1785,11 @@ if has_phase peers; then
     else
         say "peers: npm ci in bench/peers (BullMQ, pinned by package-lock.json)"
         if ! (cd "$PEERS_NODE" && npm ci --no-audit --no-fund --loglevel=error) >"$RAW/peers-npm.txt" 2>&1; then
-            p_skip="npm ci in bench/peers failed (the npm registry unreachable?): $(grep -v '^ *$' "$RAW/peers-npm.txt" | tail -n 1 | cut -c1-160)"
+            # its reason, not the closing "a complete log is in ..." line
+            p_why=$(grep -m 1 -E 'reason:|Error:' "$RAW/peers-npm.txt" || grep -m 1 'error code' "$RAW/peers-npm.txt" ||
+                grep -v '^ *$' "$RAW/peers-npm.txt" | tail -n 1)
+            p_skip="npm ci in bench/peers failed (the npm registry unreachable?): $(echo "$p_why" | sed 's/^npm error *//' |
+                cut -c1-160) ($RAW/peers-npm.txt)"
         fi
     fi
     if [ -z "$p_skip" ]; then
