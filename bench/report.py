@@ -721,6 +721,133 @@ def groups_figure(env, row, consume_n):
             f"{per:.0f} B", "-", "info", "B")
 
 
+def peers_figure(env, row, lat_row, noise):
+    """Figure 18 (issue 34): hourglass beside BullMQ 5 and beanstalkd on this machine, in this run.
+    Each ratio takes hourglass's side from the same run (figure 0's pushes, figure 2's 1,000/s, the
+    peers phase's own 64-consumer drains) and stands only when the runs on both sides are sound."""
+    n = int(num(env, "peers_n") or 0)
+    conns = int(num(env, "peers_conns") or 64)
+    quick = f"{n:,} jobs, not the figure's 50,000" if n and n != 50000 else ""
+    bmq_skip = env.get("peers_bullmq_skipped", "")
+    bs_skip = env.get("peers_beanstalk_skipped", "")
+
+    def best_of(tag):
+        runs = env.get(f"{tag}_runs", "").split()
+        return f"best of {', '.join(fmt_int(float(x)) for x in runs)}" if len(runs) > 1 else ""
+
+    def bmq_problems(tag, jobs=None):
+        """A BullMQ run (bench/peers/*.mjs) that failed adds or jobs, or did not finish its work."""
+        if num(env, f"{tag}_rate") is None:
+            return ["the node script failed: see the run's log"] if num(env, f"{tag}_tool_failed") == 1 else []
+        out = []
+        if num(env, f"{tag}_add_errors"):
+            out.append(f"{int(num(env, f'{tag}_add_errors')):,} adds failed")
+        done = num(env, f"{tag}_completed")
+        if jobs and done is not None and done < jobs:
+            out.append(f"{jobs - done:,.0f} jobs not completed ({done:,.0f} of {jobs:,})")
+        if num(env, f"{tag}_failed"):
+            out.append(f"{int(num(env, f'{tag}_failed')):,} jobs failed")
+        if not out and (num(env, f"{tag}_tool_failed") == 1 or num(env, f"{tag}_ok") == 0):
+            out.append("the node script reported a failure: see the run's log")
+        return out
+
+    def notes(*xs):
+        return "; ".join(x for x in xs if x)
+
+    def noisy(who, tag):  # noise() of one side of a ratio, saying which
+        return f"{who}: {noise(tag)}" if noise(tag) else ""
+
+    # -- durable pushes vs BullMQ's Queue.add
+    name = f"durable pushes/s / BullMQ Queue.add/s, {conns} producers"
+    push, add = num(env, "push_rps"), num(env, "bmqadd_rate")
+    if bmq_skip:
+        row(18, name, None, "n/a", ">= 1.0x", "skip", notes=f"BullMQ skipped: {bmq_skip}")
+    elif push is None:
+        row(18, name, None, "n/a", ">= 1.0x", "skip", notes="figure 0 (phase push) was not measured in this run")
+    elif add is None:
+        row(18, name, None, "n/a", ">= 1.0x", "FAIL", notes="; ".join(bmq_problems("bmqadd")) or "BullMQ not measured")
+    else:
+        r = push / add
+        row(18, name, r, f"{fmt_int(push)} / {fmt_int(add)} = {r:.2f}x", ">= 1.0x", "PASS" if r >= 1.0 else "FAIL",
+            "x", notes(f"hourglass: figure 0, {best_of('push')}", f"BullMQ: {best_of('bmqadd')}",
+                       noisy("hourglass", "push"), noisy("BullMQ", "bmqadd")),
+            of_runs(("hourglass push", wrk_problems(env, "push")), ("BullMQ add", bmq_problems("bmqadd"))))
+    if add is not None and not bmq_skip:
+        p99 = num(env, "bmqadd_add_ms_p99")
+        row(18, f"BullMQ {env.get('peers_bullmq_version', '?')} Queue.add/s ({conns} producers, one node process, "
+            f"its own Redis, no persistence)", add,
+            f"{fmt_int(add)}/s" + (f" (p99 {fmt_ms(p99)} ms)" if p99 is not None else ""), "-", "info", "adds/s",
+            notes(best_of("bmqadd"), f"BullMQ's Redis {num(env, 'bmqadd_cpu_server') or 0:.2f} cores, node "
+                  f"{num(env, 'bmqadd_cpu_loadgen') or 0:.2f}", noise("bmqadd")), bmq_problems("bmqadd"))
+
+    # -- deliveries vs BullMQ's Worker
+    wrk_rate, fn, gf = num(env, "bmqwrk_rate"), num(env, "pfn_rate"), num(env, "pgf_rate")
+    for tag, what, target in (("pfn", "get?finish=", ">= 0.7x"), ("pgf", "get+finish", "-")):
+        v = fn if tag == "pfn" else gf
+        name = f"{what} jobs/s / BullMQ Worker jobs/s, {conns} consumers / concurrency {conns}, {n:,} ready jobs"
+        if bmq_skip:
+            row(18, name, None, "n/a", target, "skip", notes=f"BullMQ skipped: {bmq_skip}")
+            continue
+        probs = of_runs((f"hourglass {what}", drain_problems(env, tag, n)), ("BullMQ Worker",
+                                                                          bmq_problems("bmqwrk", n)))
+        if v is None or wrk_rate is None:
+            row(18, name, None, "n/a", target, "FAIL" if probs else "skip", notes=quick, problems=probs)
+            continue
+        r = v / wrk_rate
+        result = ("PASS" if r >= 0.7 else "FAIL") if target != "-" else "info"
+        row(18, name, r, f"{fmt_int(v)} / {fmt_int(wrk_rate)} = {r:.2f}x", target, result, "x",
+            notes(best_of(tag) if tag == "pfn" else "", f"BullMQ: {best_of('bmqwrk')}" if best_of("bmqwrk") else "",
+                  quick, noisy("hourglass", tag), noisy("BullMQ", "bmqwrk")), probs)
+    if wrk_rate is not None and not bmq_skip:
+        fs = num(env, "bmqwrk_rate_from_start")
+        row(18, f"BullMQ Worker jobs/s (concurrency {conns}, no-op, one node process; first to last completion)",
+            wrk_rate, f"{fmt_int(wrk_rate)}/s", "-", "info", "jobs/s",
+            notes(f"{fmt_int(fs)}/s from the Worker's start" if fs else "", "removeOnComplete",
+                  f"BullMQ's Redis {num(env, 'bmqwrk_cpu_server') or 0:.2f} cores, node "
+                  f"{num(env, 'bmqwrk_cpu_loadgen') or 0:.2f}", quick), bmq_problems("bmqwrk", n))
+
+    if not bmq_skip and (num(env, "bmqlat1k_lat_ms_p99") is not None or num(env, "bmqlat1k_tool_failed") == 1):
+        lat_row(18, "bmqlat1k", 1000, f"BullMQ lateness p50/p99/max @ 1,000 jobs/s (Worker of concurrency {conns}, "
+                "figure 2's delays 1-3 s)", None)
+
+    # -- lateness vs beanstalkd with its binlog fsynced on every put
+    name = "lateness p99 @ 1,000 jobs/s, hourglass / beanstalkd (binlog fsync every put)"
+    hg, bs = num(env, "lat1k_lat_ms_p99"), num(env, "bslat1k_lat_ms_p99")
+    if bs_skip:
+        row(18, name, None, "n/a", "<= beanstalkd p99 + 1 ms", "skip", notes=f"beanstalkd skipped: {bs_skip}")
+    elif hg is None:
+        row(18, name, None, "n/a", "<= beanstalkd p99 + 1 ms", "skip",
+            notes="figure 2 (phase lateness) was not measured in this run")
+    else:
+        probs = of_runs(("hourglass", load_problems(env, "lat1k", 1000)), ("beanstalkd",
+                                                                          load_problems(env, "bslat1k", 1000)))
+        if bs is None:
+            row(18, name, None, "n/a", "<= beanstalkd p99 + 1 ms", "FAIL",
+                notes="beanstalkd's run gave no lateness: see the run's log", problems=probs)
+        else:
+            row(18, name, {"hourglass": hg, "beanstalkd": bs}, f"{fmt_ms(hg)} / {fmt_ms(bs)} ms", "<= beanstalkd p99 + 1 ms",
+                "PASS" if hg <= bs + 1.0 else "FAIL", "ms",
+                notes("hourglass: figure 2 (delays 1-3 s)", "beanstalkd: delay 2 s, due = put sent + 2 s",
+                      noisy("hourglass", "lat1k"), noisy("beanstalkd", "bslat1k")), probs)
+    if not bs_skip:
+        for tag, rate in (("bslat1k", 1000), ("bslat5k", 5000)):
+            if num(env, f"{tag}_lat_ms_p99") is not None or num(env, f"{tag}_tool_failed") == 1:
+                lat_row(18, tag, rate, f"beanstalkd lateness p50/p99/max @ {rate:,} jobs/s (binlog, fsync every put; "
+                        f"delay 2 s)", None)
+        for tag, how in (("bsputfsync", "binlog, fsync every put"), ("bsputnobinlog", "no binlog")):
+            v = num(env, f"{tag}_rate")
+            if v is None and num(env, f"{tag}_tool_failed") != 1:
+                continue
+            errs_n = int(num(env, f"{tag}_put_errors") or 0)
+            probs = [f"{errs_n:,} puts failed"] if errs_n else (
+                ["the load tool failed: see the run's log"] if v is None else [])
+            p99 = num(env, f"{tag}_put_ms_p99")
+            row(18, f"beanstalkd put/s, {conns} connections ({how}; delay 1 h)", v,
+                "n/a" if v is None else f"{fmt_int(v)}/s" + (f" (p99 {fmt_ms(p99)} ms)" if p99 is not None else ""),
+                "-", "info", "puts/s", notes(f"beanstalkd {num(env, f'{tag}_cpu_server') or 0:.2f} cores", noise(tag)),
+                probs)
+
+
 def main():
     env_path, out_path, raw_dir = sys.argv[1:4]
     env = load(env_path)
@@ -981,6 +1108,10 @@ def main():
     if any(num(env, f"{t}_rate") is not None for t in ("plain", "grouped", "idle1")):
         groups_figure(env, row, consume_n)
 
+    # ---- figure 18: hourglass beside BullMQ and beanstalkd (issue 34)
+    if "peers_n" in env:
+        peers_figure(env, row, lat_row, noise)
+
     # ---- the daemon's own view of each measurement
     daemon = {}
     for tag in ["push", "perrow", "pushbig", "lat1k", "lat5k", "latbig", "restore", "whlat1k", "whdrain",
@@ -1018,6 +1149,12 @@ def main():
               f"up in {env.get('cluster_start_s', '?')} s), the daemon with [redis] cluster = true and the six as "
               f"seeds, 8 shards as with one Redis; figure 0's wrk load (best of two, alternating) and figure 3's "
               f"consume on each")
+    if "peers_n" in env:
+        bmq = (f"BullMQ {env['peers_bullmq_version']} (node {env.get('peers_node_version', '?')}) on a Redis of its own"
+               if env.get("peers_bullmq_version") else "BullMQ not run")
+        print(f"peers (figure 18): {bmq}; {env.get('peers_beanstalkd_version') or 'beanstalkd not run'} "
+              f"(-b, -f 0: fsync every binlog write); hourglass's side from figures 0 and 2 of this run and its own "
+              f"{int(num(env, 'peers_conns') or 64)}-consumer drains of {int(num(env, 'peers_n') or 0):,} jobs")
     if mode == "quick":
         print(f"QUICK MODE: reduced sizes — wrk {env.get('wrk_secs')} s (full: 10 s), lateness {env.get('lat_secs')} s "
               f"(full: 30 s), consume backlog {consume_n:,} (full: 100,000), delayed backlog {backlog:,} "

@@ -45,6 +45,18 @@
 #      cost unchanged: within noise), and the
 #      Redis bytes of an active group's structures beside its jobs (MEMORY USAGE of the topics'
 #      group hash and round-robin zset over the groups), and of a grouped job over a plain one
+# Peers (issue 34; horizon 0 as figures 0-8; phase "peers"):
+#  18  hourglass beside BullMQ 5 and beanstalkd on this machine, in this run: figure 0's durable
+#      pushes/s against BullMQ's Queue.add/s (bench/peers/bullmq_add.mjs: 64 producers in one node
+#      process, delay 1 h, WRK_SECS; its own private Redis without persistence; best of two each);
+#      get?finish= jobs/s with 64 consumers against a BullMQ Worker of concurrency 64
+#      (bench/peers/bullmq_worker.mjs), PEERS_N ready jobs each (50,000, quick too), and get +
+#      finish likewise; figure 2's lateness p99 at 1,000 jobs/s against beanstalkd's with a binlog
+#      fsynced on every put (bench/beanstalk.c lateness, delay 2 s: beanstalkd's delays are whole
+#      seconds), its 5,000/s and its put/s (64 connections) with and without the binlog, and BullMQ's
+#      lateness at 1,000 jobs/s (bench/peers/bullmq_lateness.mjs, figure 2's schedule). BullMQ comes
+#      from the npm registry (bench/peers/package-lock.json, `npm ci` when bench/peers/node_modules is
+#      missing), beanstalkd from Debian; a peer that cannot run is skipped, its rows saying why
 # Ratios compare numbers measured in this same run (the machine is small and noisy).
 # quick: every size and duration cut down (said in the output), 4-5 minutes.
 # full:  the real sizes (1,000,000 backlog, 10,000,000 far jobs), ~20 minutes, plus perf profiles of
@@ -70,8 +82,9 @@
 # HG_BENCH_LAT_PRODUCERS [128], HG_BENCH_LAT_CONSUMERS [64], HG_BENCH_LAT_COUNT [10],
 # HG_BENCH_LAT_CONSUMER_TOPICS [one] (figures 2, 4: "one" = consumer i polls topic i mod 4, "all"),
 # HG_BENCH_PHASES [all] (space-separated subset of: hello perrow push lateness consume backlog
-# webhook amqp farpush farbacklog bucket purge cluster galera groups; farpush, farbacklog and bucket are the tiers'
-# figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15; galera is figure 16), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
+# webhook amqp farpush farbacklog bucket purge cluster galera groups peers; farpush, farbacklog and bucket are the tiers'
+# figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15; galera is figure 16; groups is figure 17; peers
+# is figure 18, whose ratios take figures 0 and 2 from the push and lateness phases), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run], HG_BENCH_CONSUME_N
 # [100,000 in full, 10,000 in quick: figure 3's ready backlog],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
@@ -137,7 +150,7 @@ BASE_CONNS=$WRK_CONNS
 # Both servers run with their defaults: one HTTP thread per core.
 HTTP_THREADS=${HG_BENCH_HTTP_THREADS:-$NPROC}
 HELLO_THREADS=${HG_BENCH_HELLO_THREADS:-$NPROC}
-PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge cluster galera groups}
+PHASES=${HG_BENCH_PHASES:-hello perrow push lateness consume backlog webhook amqp farpush farbacklog bucket purge cluster galera groups peers}
 PURGE_N=100000       # figure 14: delayed jobs of one topic purged beside figure 2's load (both modes),
 PURGE_LAT_SECS=20    # measured for this long before and after the purge, twice as long during it (both modes: a p99 of 6 s is noise)
 PREFILL=1000         # delayed jobs pending during the "1,000 pending" measurements
@@ -196,6 +209,8 @@ else
     GAL_FILL=200000
     PROFILE=${HG_BENCH_PROFILE:-0}
 fi
+PEERS_CONNS=64       # figure 18: BullMQ's producers and Worker concurrency, hourglass's consumers, beanstalkd's put connections
+PEERS_N=50000        # figure 18: ready jobs of each delivery run (both modes: a drain takes seconds)
 CONSUME_N=${HG_BENCH_CONSUME_N:-$CONSUME_N} # an A/B of the consume path wants a longer drain than quick's
 
 # ------------------------------------------------------------------ bookkeeping
@@ -228,11 +243,12 @@ HELLO_PID=""
 RABBIT_PID=""
 EPMD_PID=""
 SAMPLER_PID=""
+PEER_PID="" # figure 18: BullMQ's Redis or a beanstalkd
 CL_PIDS="" CL_PORTS="" CL_SEEDS="" CL_MASTER_PORTS="" CL_MASTER_PIDS="" # figure 15's Redis Cluster
 # shellcheck disable=SC2317 # runs from a trap
 cleanup() {
     trap - EXIT INT TERM HUP
-    for p in $SAMPLER_PID $DPID $HELLO_PID $RABBIT_PID $EPMD_PID; do
+    for p in $SAMPLER_PID $DPID $HELLO_PID $RABBIT_PID $EPMD_PID $PEER_PID; do
         kill -TERM "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
@@ -296,6 +312,7 @@ cc -O2 -g -Wall -Wextra -o "$WORK/hello" "$BENCH/hello.c" $LEV -pthread || die "
 cc -O2 -g -Wall -Wextra -o "$WORK/lateness" "$BENCH/lateness.c" -lm -lrabbitmq -pthread ||
     die "building bench/lateness.c failed (it needs librabbitmq-dev: sh scripts/deps.sh bench)"
 LATENESS=$WORK/lateness
+cc -O2 -g -Wall -Wextra -o "$WORK/beanstalk" "$BENCH/beanstalk.c" -lm || die "building bench/beanstalk.c failed"
 # A private copy of the daemon: a rebuild of build/hourglassd during the run (others work in
 # this tree) must not change the binary between phases.
 cp "$BIN" "$WORK/hourglassd"
@@ -1711,6 +1728,182 @@ if has_phase galera; then
         rec gal_failed "bench/galera.py failed ($RAW/galera.log)"
     }
     grep '^\[galera\]' "$RAW/galera.log" >&2 || true
+fi
+
+if has_phase peers; then
+    # Figure 18 (issue 34): hourglass beside its peers, on this machine in this run. BullMQ 5
+    # (bench/peers: Queue.add from 64 producers against figure 0's pushes; a Worker of concurrency
+    # 64 against get?finish= with 64 consumers) on a private Redis of its own, and beanstalkd
+    # (bench/beanstalk.c: lateness with a binlog fsynced on every put, against figure 2's 1,000/s;
+    # put/s with and without the binlog). Each peer is skipped, saying why, when it cannot run.
+    stop_daemon
+    PEERS=$WORK/peers
+    mkdir -p "$PEERS"
+    rec peers_n "$PEERS_N"
+    rec peers_conns "$PEERS_CONNS"
+    peer_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+    # peer_best TAG: of TAG1 and TAG2 (key=value runs with a "rate"), the faster becomes TAG
+    peer_best() {
+        r1=$(getv "${1}1_rate") r2=$(getv "${1}2_rate")
+        best=$(echo "$r1 $r2" | awk -v t="$1" '{ print ($2 + 0 > $1 + 0) ? t "2" : t "1" }')
+        grep "^${best}_" "$ENV" | sed "s/^${best}_/${1}_/" >"$WORK/best.env"
+        cat "$WORK/best.env" >>"$ENV"
+        rec "${1}_runs" "$r1 $r2"
+    }
+
+    # -- hourglass: figure 3's drain, but with PEERS_CONNS consumers on PEERS_N jobs (figure 3 runs
+    # 16 consumers): get?finish= (one request a job) twice, the better counts; get + finish once
+    for p_tag in pfn1 pfn2 pgf; do
+        reset_data
+        start_daemon false
+        say "peers: $p_tag: filling $PEERS_N ready jobs (100-byte bodies, 4 topics)"
+        fill "$p_tag" "$PEERS_N" 0 4 100
+        p_fn=1
+        [ "$p_tag" != pgf ] || p_fn=0
+        cpu_begin "$DPID"
+        "$LATENESS" drain "127.0.0.1:$HPORT" --prefix "$p_tag" --jobs "$PEERS_N" --consumers "$PEERS_CONNS" \
+            --count 1 --finish-next "$p_fn" --topics 4 --max-seconds 900 >"$RAW/peers-$p_tag.txt" \
+            2>"$RAW/peers-$p_tag.err" || {
+            cat "$RAW/peers-$p_tag.err" >&2
+            rec "${p_tag}_tool_failed" 1
+        }
+        cpu_end "$p_tag"
+        rec_prefixed "$p_tag" <"$RAW/peers-$p_tag.txt"
+        say "peers: $p_tag: $(getv "${p_tag}_rate") jobs/s ($PEERS_CONNS consumers, count=1, finish-next $p_fn); $(cores "$p_tag")"
+    done
+    peer_best pfn
+    stop_daemon
+
+    # -- BullMQ: its own Redis (the same redis-server binary, no persistence) on a free port
+    p_skip=""
+    PEERS_NODE=$BENCH/peers
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        p_skip="node or npm not found (sh scripts/deps.sh bench installs them)"
+    elif [ -n "$(find "$PEERS_NODE/node_modules/.package-lock.json" -newer "$PEERS_NODE/package-lock.json" \
+        2>/dev/null)" ]; then
+        : # node_modules holds what the lockfile says (npm writes .package-lock.json as it installs)
+    else
+        say "peers: npm ci in bench/peers (BullMQ, pinned by package-lock.json)"
+        if ! (cd "$PEERS_NODE" && npm ci --no-audit --no-fund --loglevel=error) >"$RAW/peers-npm.txt" 2>&1; then
+            # its reason, not the closing "a complete log is in ..." line
+            p_why=$(grep -m 1 -E 'reason:|Error:' "$RAW/peers-npm.txt" || grep -m 1 'error code' "$RAW/peers-npm.txt" ||
+                grep -v '^ *$' "$RAW/peers-npm.txt" | tail -n 1)
+            p_skip="npm ci in bench/peers failed (the npm registry unreachable?): $(echo "$p_why" | sed 's/^npm error *//' |
+                cut -c1-160) ($RAW/peers-npm.txt)"
+        fi
+    fi
+    if [ -z "$p_skip" ]; then
+        rec peers_bullmq_version "$(sed -n 's/^ *"version": "\(.*\)".*/\1/p' "$PEERS_NODE/node_modules/bullmq/package.json" | head -n 1)"
+        rec peers_node_version "$(node --version)"
+        P_RPORT=$(peer_port)
+        mkdir -p "$PEERS/redis"
+        redis-server --port "$P_RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$PEERS/redis" \
+            --logfile "$PEERS/redis/redis.log" </dev/null >/dev/null 2>&1 &
+        PEER_PID=$!
+        n=0
+        until [ "$(redis-cli -h 127.0.0.1 -p "$P_RPORT" ping 2>/dev/null)" = PONG ]; do
+            n=$((n + 1))
+            [ $n -lt 300 ] || die "BullMQ's redis did not start ($PEERS/redis/redis.log)"
+            sleep 0.1
+        done
+        say "peers: BullMQ $(getv peers_bullmq_version) (node $(getv peers_node_version)) on its own redis :$P_RPORT"
+        for p_tag in bmqadd1 bmqadd2 bmqwrk1 bmqwrk2; do
+            redis-cli -h 127.0.0.1 -p "$P_RPORT" flushall >/dev/null
+            case $p_tag in
+            bmqadd*) set -- bullmq_add.mjs --producers "$PEERS_CONNS" --duration "$WRK_SECS" --delay 3600000 ;;
+            *) set -- bullmq_worker.mjs --jobs "$PEERS_N" --concurrency "$PEERS_CONNS" --max-seconds 600 ;;
+            esac
+            cpu_begin "$PEER_PID"
+            (cd "$PEERS_NODE" && node "$@" --port "$P_RPORT") >"$RAW/peers-$p_tag.txt" 2>"$RAW/peers-$p_tag.err" || {
+                cat "$RAW/peers-$p_tag.err" >&2
+                rec "${p_tag}_tool_failed" 1
+            }
+            cpu_end "$p_tag"
+            rec_prefixed "$p_tag" <"$RAW/peers-$p_tag.txt"
+            say "peers: $p_tag: $(getv "${p_tag}_rate")/s; cores: BullMQ's redis $(getv "${p_tag}_cpu_server") node $(getv "${p_tag}_cpu_loadgen") other $(getv "${p_tag}_cpu_other")"
+        done
+        peer_best bmqadd
+        peer_best bmqwrk
+        # lateness (information): figure 2's schedule at 1,000 jobs/s, delays 1-3 s, into a Worker
+        redis-cli -h 127.0.0.1 -p "$P_RPORT" flushall >/dev/null
+        cpu_begin "$PEER_PID"
+        (cd "$PEERS_NODE" && node bullmq_lateness.mjs --port "$P_RPORT" --rate 1000 --duration "$LAT_SECS" \
+            --delay-min "$LAT_DMIN" --delay-max "$LAT_DMAX" --concurrency "$PEERS_CONNS") >"$RAW/peers-bmqlat1k.txt" \
+            2>"$RAW/peers-bmqlat1k.err" || {
+            cat "$RAW/peers-bmqlat1k.err" >&2
+            rec bmqlat1k_tool_failed 1
+        }
+        cpu_end bmqlat1k
+        rec_prefixed bmqlat1k <"$RAW/peers-bmqlat1k.txt"
+        say "peers: bmqlat1k: lateness p50 $(getv bmqlat1k_lat_ms_p50) p99 $(getv bmqlat1k_lat_ms_p99) max $(getv bmqlat1k_lat_ms_max) ms; added at $(getv bmqlat1k_push_rate)/s, $(getv bmqlat1k_received) of $(getv bmqlat1k_pushed) processed"
+        kill -TERM "$PEER_PID" 2>/dev/null || true
+        wait "$PEER_PID" 2>/dev/null || true
+        PEER_PID=""
+    else
+        say "peers: BullMQ skipped: $p_skip"
+        rec peers_bullmq_skipped "$p_skip"
+    fi
+
+    # -- beanstalkd (Debian's): a fresh one per measurement, on a free port, its binlog (if any)
+    # under the run's temp dir; -f 0 = fsync after every binlog write (each put and delete)
+    if command -v beanstalkd >/dev/null 2>&1; then
+        rec peers_beanstalkd_version "$(beanstalkd -v 2>&1 | head -n 1)"
+        bs_start() { # fsync|nobinlog
+            P_BPORT=$(peer_port)
+            if [ "$1" = fsync ]; then
+                rm -rf "$PEERS/binlog"
+                mkdir -p "$PEERS/binlog"
+                beanstalkd -l 127.0.0.1 -p "$P_BPORT" -b "$PEERS/binlog" -f 0 </dev/null >>"$PEERS/beanstalkd.log" 2>&1 &
+            else
+                beanstalkd -l 127.0.0.1 -p "$P_BPORT" </dev/null >>"$PEERS/beanstalkd.log" 2>&1 &
+            fi
+            PEER_PID=$!
+            n=0
+            until python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' \
+                "$P_BPORT" 2>/dev/null; do
+                n=$((n + 1))
+                [ $n -lt 100 ] || die "beanstalkd did not start ($PEERS/beanstalkd.log)"
+                sleep 0.1
+            done
+        }
+        bs_stop() {
+            kill -TERM "$PEER_PID" 2>/dev/null || true
+            wait "$PEER_PID" 2>/dev/null || true
+            PEER_PID=""
+        }
+        bs_run() { # TAG MODE [beanstalk.c's options]
+            p_tag=$1 p_mode=$2
+            shift 2
+            cpu_begin "$PEER_PID"
+            "$WORK/beanstalk" "$p_mode" "127.0.0.1:$P_BPORT" "$@" >"$RAW/peers-$p_tag.txt" 2>"$RAW/peers-$p_tag.err" || {
+                cat "$RAW/peers-$p_tag.err" >&2
+                rec "${p_tag}_tool_failed" 1
+            }
+            cpu_end "$p_tag"
+            rec_prefixed "$p_tag" <"$RAW/peers-$p_tag.txt"
+        }
+        # lateness: figure 2's rates, producers and consumers; delay 2 s (whole seconds only)
+        bs_start fsync
+        for p_rate in 1000 5000; do
+            p_tag=bslat$((p_rate / 1000))k
+            say "peers: beanstalkd (binlog, fsync every put): steady $p_rate jobs/s for ${LAT_SECS}s, delay 2 s"
+            bs_run "$p_tag" lateness --rate "$p_rate" --duration "$LAT_SECS" --delay 2 --producers "$LAT_PRODUCERS" \
+                --consumers "$LAT_CONSUMERS" --body-bytes 100 --tube "lat$p_rate" --samples "$RAW/lat-$p_tag.cdf"
+            say "peers: $p_tag: lateness p50 $(getv "${p_tag}_lat_ms_p50") p99 $(getv "${p_tag}_lat_ms_p99") max $(getv "${p_tag}_lat_ms_max") ms; put at $(getv "${p_tag}_push_rate")/s, $(getv "${p_tag}_received") of $(getv "${p_tag}_pushed") received"
+        done
+        bs_stop
+        # put/s: PEERS_CONNS connections for figure 0's wrk duration, due in an hour as push.lua's
+        for p_how in fsync nobinlog; do
+            p_tag=bsput$p_how
+            bs_start "$p_how"
+            bs_run "$p_tag" put --conns "$PEERS_CONNS" --duration "$WRK_SECS" --delay 3600 --body-bytes 100
+            say "peers: beanstalkd put/s ($p_how): $(getv "${p_tag}_rate")"
+            bs_stop
+        done
+    else
+        say "peers: beanstalkd skipped: not installed"
+        rec peers_beanstalk_skipped "beanstalkd is not installed (sh scripts/deps.sh bench installs it)"
+    fi
 fi
 
 stop_daemon

@@ -34,7 +34,7 @@ FIGURES = {
     5: "restore", 6: "Redis bytes per job", 7: "webhook delivery", 8: "amqp delivery",
     9: "Redis bytes per far job", 10: "far vs near pushes", 11: "a far backlog", 12: "restore beside far jobs",
     13: "paging a bucket", 14: "a purge beside live traffic", 15: "Redis Cluster", 16: "Galera",
-    17: "flow control by key",
+    17: "flow control by key", 18: "peers: BullMQ and beanstalkd",
 }
 
 
@@ -90,7 +90,9 @@ def render(doc, commit=None, date=None, source=None):
         "|---|---|---|---|---|",
     ]
     for r in pick(rows):
-        value = "not measured in this run" if r["result"] == "skip" else r["display"]
+        value = r["display"]
+        if r["result"] == "skip":  # and why, when the row says (figure 18: a peer that could not run)
+            value = "not measured in this run" + (f": {r['notes']}" if r.get("notes") else "")
         target = "–" if r["target"] == "-" else r["target"]
         lines.append(f"| {r['figure']} | {cell(r['name'])} | {cell(target)} | {cell(value)} | "
                      f"{cell(result_cell(r))} |")

@@ -17,7 +17,9 @@
 #          and rsync (a private 3-node MariaDB Galera cluster, tests/integration/galera.py: the
 #          provider library, and rsync for its state transfers; `ss` from iproute2 and lsof watch its
 #          port)
-#   bench  core + load generator and profilers, galera-4 and rsync (the Galera figure)
+#   bench  core + load generator and profilers, galera-4 and rsync (the Galera figure),
+#          beanstalkd, and node and npm for BullMQ (figure 18's peers; bench/peers installs BullMQ
+#          from its lockfile)
 #   fuzz   core + clang and its sanitizer/fuzzer runtime
 #
 # When everything is installed this prints one line and exits 0 without touching apt.
@@ -37,7 +39,7 @@ set_name=${1:-core}
 case "$set_name" in
     core)  pkgs="$core" ;;
     test)  pkgs="$core chromium nodejs npm faketime iptables clang-format systemd man-db adduser galera-4 rsync lsof" ;;
-    bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind galera-4 rsync lsof" ;;
+    bench) pkgs="$core wrk gnuplot-nox linux-perf valgrind galera-4 rsync lsof beanstalkd nodejs npm" ;;
     fuzz)  pkgs="$core clang libclang-rt-14-dev" ;;
     *)
         echo "usage: scripts/deps.sh [core|test|bench|fuzz]  (got '$set_name')" >&2

@@ -60,6 +60,16 @@ def wrk(tag, rps, non2xx=0):
             f"{tag}_socket_errors": "0", f"{tag}_lat_p99_ms": "5.0"}
 
 
+def peers(add=40000.0, add_errors=0, worker=20000.0, completed=50000, failed=0):
+    """What bench/run.sh's peers phase records from BullMQ's two scripts (the better run of each
+    under the plain tag) and its own 64-consumer drains, figure 18."""
+    return {"peers_n": "50000", "peers_conns": "64", "peers_bullmq_version": "5.81.5",
+            "bmqadd_adds": str(int(add * 10)), "bmqadd_add_errors": str(add_errors), "bmqadd_rate": f"{add:.1f}",
+            "bmqadd_ok": str(int(not add_errors)), "bmqadd_runs": f"{add - 500:.1f} {add:.1f}",
+            "bmqwrk_jobs": "50000", "bmqwrk_completed": str(completed), "bmqwrk_failed": str(failed),
+            "bmqwrk_rate": f"{worker:.1f}", "bmqwrk_ok": str(int(completed == 50000 and not failed))}
+
+
 class ReportTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory(prefix="hg-bench-report-")
@@ -206,6 +216,77 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(r["result"], "FAIL")
         self.assertIn("hello at 64: 5 non-2xx/socket errors", r["notes"])
 
+    # ---- figure 18: hourglass beside BullMQ and beanstalkd
+
+    def test_figure18_pushes_against_queue_add(self):
+        rows = self.report(wrk("push", 30000), peers(add=25000))
+        r = self.row(rows, 18, "durable pushes/s / BullMQ Queue.add/s")
+        self.assertEqual(r["result"], "PASS")
+        self.assertAlmostEqual(r["value"], 1.2, places=3)
+        r = self.row(self.report(wrk("push", 30000), peers(add=40000)), 18, "durable pushes/s / BullMQ")
+        self.assertEqual(r["result"], "FAIL")
+        self.assertAlmostEqual(r["value"], 0.75, places=3)
+
+    def test_figure18_push_ratio_fails_when_an_add_failed(self):
+        r = self.row(self.report(wrk("push", 30000), peers(add=25000, add_errors=4)), 18, "durable pushes/s / BullMQ")
+        self.assertEqual(r["result"], "FAIL")  # 1.2x would pass on the rates alone
+        self.assertIn("BullMQ add: 4 adds failed", r["notes"])
+
+    def test_figure18_deliveries_against_the_worker(self):
+        parts = (peers(worker=20000), drain("pfn", 50000, 15000), drain("pgf", 50000, 12000))
+        rows = self.report(*parts)
+        self.assertEqual(self.row(rows, 18, "get?finish= jobs/s / BullMQ Worker")["result"], "PASS")  # 0.75x
+        self.assertEqual(self.row(rows, 18, "get+finish jobs/s / BullMQ Worker")["result"], "info")
+        r = self.row(self.report(*parts, drain("pfn", 50000, 13000)), 18, "get?finish= jobs/s / BullMQ Worker")
+        self.assertEqual(r["result"], "FAIL")  # 0.65x
+        r = self.row(self.report(*parts, peers(worker=20000, completed=49990)), 18,
+                     "get?finish= jobs/s / BullMQ Worker")
+        self.assertEqual(r["result"], "FAIL")
+        self.assertIn("BullMQ Worker: 10 jobs not completed (49,990 of 50,000)", r["notes"])
+
+    def beanstalk(self, hg_p99, bs_p99, **bs):
+        return (steady("lat1k", 1000, hg_p99), steady("bslat1k", 1000, bs_p99, **bs), steady("bslat5k", 5000, 40.0),
+                {"peers_n": "50000", "bsputfsync_rate": "10000.0", "bsputfsync_put_errors": "0",
+                 "bsputnobinlog_rate": "120000.0", "bsputnobinlog_put_errors": "0"})
+
+    def test_figure18_lateness_within_beanstalkd_p99_plus_1ms(self):
+        name = "lateness p99 @ 1,000 jobs/s, hourglass / beanstalkd"
+        self.assertEqual(self.row(self.report(*self.beanstalk(2.9, 2.0)), 18, name)["result"], "PASS")
+        self.assertEqual(self.row(self.report(*self.beanstalk(3.1, 2.0)), 18, name)["result"], "FAIL")
+        rows = self.report(*self.beanstalk(0.9, 2.0))
+        self.assertEqual(self.row(rows, 18, "beanstalkd lateness p50/p99/max @ 5,000")["result"], "info")
+        self.assertEqual(self.row(rows, 18, "beanstalkd put/s, 64 connections (binlog")["value"], 10000.0)
+
+    def test_figure18_lateness_fails_when_beanstalkd_lost_jobs(self):
+        rows = self.report(*self.beanstalk(0.9, 2.0, pushed=6000, received=5990))
+        r = self.row(rows, 18, "lateness p99 @ 1,000 jobs/s, hourglass / beanstalkd")
+        self.assertEqual(r["result"], "FAIL")
+        self.assertIn("beanstalkd: 10 jobs lost (pushed 6,000, delivered 5,990)", r["notes"])
+        self.assertEqual(self.row(rows, 18, "beanstalkd lateness p50/p99/max @ 1,000")["result"], "FAIL")
+
+    def test_figure18_a_peer_that_could_not_run_is_skipped_with_the_reason(self):
+        rows = self.report(wrk("push", 30000), steady("lat1k", 1000, 1.0),
+                           {"peers_n": "50000", "peers_bullmq_skipped": "npm ci in bench/peers failed",
+                            "peers_beanstalk_skipped": "beanstalkd is not installed"})
+        for name in ("durable pushes/s / BullMQ", "get?finish= jobs/s / BullMQ", "lateness p99 @ 1,000 jobs/s, hour"):
+            r = self.row(rows, 18, name)
+            self.assertEqual(r["result"], "skip", name)
+            self.assertIn("skipped: ", r["notes"])
+        self.assertIn("npm ci in bench/peers failed", self.row(rows, 18, "durable pushes/s / BullMQ")["notes"])
+        self.assertIn("not installed", self.row(rows, 18, "lateness p99 @ 1,000 jobs/s, hour")["notes"])
+
+    def test_figure18_bullmq_lateness_is_information_unless_its_load_was_unsound(self):
+        name = "BullMQ lateness p50/p99/max @ 1,000 jobs/s"
+        r = self.row(self.report(peers(), steady("bmqlat1k", 1000, 90.0)), 18, name)
+        self.assertEqual((r["result"], r["value"]["p99"]), ("info", 90.0))
+        r = self.row(self.report(peers(), steady("bmqlat1k", 1000, 90.0, push_rate=800)), 18, name)
+        self.assertEqual(r["result"], "FAIL")
+        self.assertIn("producers at 80 % of the asked 1,000/s", r["notes"])
+
+    def test_figure18_is_not_printed_when_the_phase_did_not_run(self):
+        rows = self.report(wrk("push", 30000), steady("lat1k", 1000, 1.0))
+        self.assertEqual([r for r in rows if r["figure"] == 18], [])
+
     def test_table_prints_the_reason(self):
         self.report(steady("lat1k", 1000, 2.0), steady("latbig", 1000, 2.2, pushed=30000, received=29988))
         line = [x for x in self.table.splitlines() if x.startswith("4  p99 lateness")][0]
@@ -237,10 +318,10 @@ class SummaryTest(unittest.TestCase):
         with open(self.doc, "w", encoding="utf-8") as f:
             f.write(DOC)
 
-    def results(self, mode="full"):
+    def results(self, mode="full", *more):
         env = dict(BASE, mode=mode)
         for p in (steady("lat1k", 1000, 2.0), steady("latbig", 1000, 2.2, pushed=30000, received=29988),
-                  steady("lat5k", 5000, 8.0), wrk("push", 20000), wrk("hello", 70000)):
+                  steady("lat5k", 5000, 8.0), wrk("push", 20000), wrk("hello", 70000)) + more:
             env.update(p)
         path = os.path.join(self.dir.name, "results.env")
         with open(path, "w") as f:
@@ -278,6 +359,18 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("not measured in this run", rows["restore into an empty Redis"])
         self.assertTrue(any(ln.startswith("Not measured in this run: ") and "14 (a purge beside live traffic)" in ln
                             for ln in lines), block)
+
+    def test_figure18_rows_and_a_skipped_peers_reason(self):
+        res = self.results("full", peers(add=25000), drain("pfn", 50000, 15000), drain("pgf", 50000, 12000),
+                           {"peers_beanstalk_skipped": "beanstalkd is not installed"})
+        self.assertEqual(self.summary(res, self.doc).returncode, 0)
+        with open(self.doc, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        self.assertIn("| 18 | durable pushes/s / BullMQ Queue.add/s, 64 producers | ≥ 1.0x | 20,000 / 25,000 = "
+                      "0.80x | **FAIL** |", lines)
+        self.assertIn("| 18 | lateness p99 @ 1,000 jobs/s, hourglass / beanstalkd (binlog fsync every put) | ≤ "
+                      "beanstalkd p99 + 1 ms | not measured in this run: beanstalkd skipped: beanstalkd is not "
+                      "installed | – |", lines)
 
     def test_rewriting_twice_gives_the_same_file(self):
         res = self.results()
