@@ -44,6 +44,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_TOOL "beanstalk"
+#include "benchutil.h"
+
 enum role { PRODUCER, CONSUMER };
 enum cmd { C_NONE, C_PUT, C_RESERVE, C_DELETE };
 
@@ -58,11 +61,6 @@ struct conn {
     int want_out;          /* EPOLLOUT registered */
     double sent_mono;      /* when the command went out */
     unsigned long long id; /* consumer: the reserved job being deleted */
-};
-
-struct dvec {
-    double *v;
-    size_t n, cap;
 };
 
 static struct {
@@ -96,75 +94,11 @@ static struct {
     .pri = 1024,
 };
 
-static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "beanstalk: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(1);
-}
-
 /* The first few unexpected answers are printed: a run that counts errors says which. */
 static void report(const char *what, const char *line, size_t len)
 {
     if (G.reported++ < 5)
         fprintf(stderr, "beanstalk: %s: unexpected answer '%.*s'\n", what, (int)(len > 80 ? 80 : len), line);
-}
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double real_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void dpush(struct dvec *d, double x)
-{
-    if (d->n == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 4096;
-        d->v = realloc(d->v, d->cap * sizeof *d->v);
-        if (d->v == NULL)
-            die("out of memory");
-    }
-    d->v[d->n++] = x;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of a sorted vector. */
-static double pct(const struct dvec *d, double q)
-{
-    if (d->n == 0)
-        return NAN;
-    size_t k = (size_t)ceil(q * (double)d->n);
-    if (k < 1)
-        k = 1;
-    if (k > d->n)
-        k = d->n;
-    return d->v[k - 1];
-}
-
-static void print_dist(const char *prefix, struct dvec *d)
-{
-    qsort(d->v, d->n, sizeof *d->v, cmp_double);
-    printf("%s_n=%zu\n%s_p50=%.3f\n%s_p90=%.3f\n%s_p99=%.3f\n%s_p999=%.3f\n%s_max=%.3f\n", prefix, d->n, prefix,
-           pct(d, 0.50), prefix, pct(d, 0.90), prefix, pct(d, 0.99), prefix, pct(d, 0.999), prefix,
-           d->n ? d->v[d->n - 1] : NAN);
 }
 
 /* ------------------------------------------------------------------ connections */
