@@ -191,7 +191,7 @@ fuzz:
 # The formatter: Debian 12's clang-format 14 with .clang-format; `make lint` (run by `make test`)
 # fails on any drift, so run this before committing C.
 FORMAT_FILES = $(wildcard src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/fuzz/*.c \
-                          tests/fuzz/*.h bench/*.c)
+                          tests/fuzz/*.h bench/*.c bench/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 
