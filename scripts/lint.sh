@@ -25,7 +25,7 @@ case "$version" in
 esac
 
 files=$(ls src/*/*.c src/*/*.h tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/fuzz/*.c tests/fuzz/*.h \
-    bench/*.c 2>/dev/null)
+    bench/*.c bench/*.h 2>/dev/null)
 drift=""
 for f in $files; do
     if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
