@@ -10,11 +10,11 @@
  * clients get 503) and the batched records stay at the head of the ring to be retried after
  * a reconnect: nothing already true in Redis is lost from the journal.
  *
- * Lanes ([mysql] journal_lanes): that many threads, each with its own connection, run cycles
- * side by side. With one, a push that arrives while a cycle is being written waits for that
- * cycle and then its own (about two cycle times); with two, an idle lane takes it at once, so
- * it waits for its own cycle only, and MariaDB executes one cycle's statements while the
- * other's COMMIT flushes (docs/performance.md, figure 1). Records of one job never need the
+ * Lanes ([mysql] journal_lanes, default 1): that many threads, each with its own connection,
+ * run cycles side by side; an idle lane takes what is queued at once instead of waiting for the
+ * cycle in progress. On one machine with a local MariaDB they were measured not to pay (cycles
+ * of fewer rows at the same fixed cost; docs/architecture.md, "Lanes"): they are for a commit
+ * that waits on the network, as on Galera across machines. Records of one job never need the
  * order of two lanes: a job's row is committed before its job reaches Redis (so no later
  * record of it can be in an earlier cycle), message updates apply only when newer (version
  * order), and transition rows are INSERT IGNORE on their key. Rows two cycles both lock
@@ -248,66 +248,37 @@ static void deliver(void *arg)
 
 /* Report the outcome of a list of durable groups to their submitters: those of one event loop
  * in one post (loopq_post_many), so a loop hears a whole cycle in one drain and sends its
- * pushes to Redis together rather than one wake and one script call per push. */
-#define COMPLETE_LOOPS_MAX 16 /* distinct loops gathered per pass: a worker's and a few others' */
+ * pushes to Redis together rather than one wake and one script call per push. Each pass posts
+ * the groups of the first loop it meets, in submission order, and keeps the others for the
+ * next pass (a cycle's completions go to a handful of loops). */
+#define COMPLETE_POST_MAX 256 /* outcomes posted to one loop at once */
 
 static void complete(struct jsync *list, int ok)
 {
     while (list) {
-        struct loopq *loops[COMPLETE_LOOPS_MAX];
-        struct jsync *heads[COMPLETE_LOOPS_MAX];
-        int counts[COMPLETE_LOOPS_MAX], nloops = 0;
+        void *batch[COMPLETE_POST_MAX];
+        struct loopq *loop = NULL;
+        int n = 0;
         struct jsync *rest = NULL, **rest_tail = &rest;
-        while (list) { /* sort this pass's groups by loop, in order; the rest wait for the next pass */
-            struct jsync *g = list;
-            list = g->next;
+        for (struct jsync *g = list, *next; g; g = next) {
+            next = g->next;
             g->next = NULL;
             g->ok = ok;
             if (g->reply_to == NULL) {
                 deliver(g); /* the submitter waits on its own thread (the outbox) */
-                continue;
-            }
-            int k = 0;
-            while (k < nloops && loops[k] != g->reply_to)
-                k++;
-            if (k == nloops && nloops == COMPLETE_LOOPS_MAX) {
+            } else if (n < COMPLETE_POST_MAX && (loop == NULL || g->reply_to == loop)) {
+                loop = g->reply_to;
+                batch[n++] = g;
+            } else {
                 *rest_tail = g;
                 rest_tail = &g->next;
-                continue;
             }
-            if (k == nloops) {
-                loops[k] = g->reply_to;
-                heads[k] = NULL;
-                counts[k] = 0;
-                nloops++;
-            }
-            g->next = heads[k]; /* reversed here, set right below */
-            heads[k] = g;
-            counts[k]++;
         }
-        for (int k = 0; k < nloops; k++) {
-            void *few[64], **args = counts[k] <= 64 ? few : malloc((size_t)counts[k] * sizeof *args);
-            int i = counts[k], posted = 0;
-            for (struct jsync *g = heads[k], *next; g; g = next) {
-                next = g->next;
-                g->next = NULL;
-                if (args)
-                    args[--i] = g; /* back in submission order */
-                else if (loopq_post(loops[k], deliver, g) == 0)
-                    posted++;
-                else
-                    free(g);
-            }
-            if (args) {
-                posted = loopq_post_many(loops[k], deliver, args, counts[k]);
-                for (i = posted; i < counts[k]; i++)
-                    free(args[i]);
-                if (args != few)
-                    free(args);
-            }
-            if (posted < counts[k])
-                log_error("journal: cannot report %d commit outcomes (out of memory)", counts[k] - posted);
-        }
+        int posted = n > 0 ? loopq_post_many(loop, deliver, batch, n) : 0;
+        if (posted < n)
+            log_error("journal: cannot report %d commit outcomes (out of memory)", n - posted);
+        for (int i = posted; i < n; i++)
+            free(batch[i]);
         list = rest;
     }
 }
@@ -615,16 +586,15 @@ static int settle_refused(struct lane *l, struct jsync **groups, struct jobchang
     return write_each(l, taken, n, lost);
 }
 
-/* This lane's connection is gone (or was never made): when no lane has one any more, refuse
+/* A lane's connection is gone (or was never made): when no lane has one any more, refuse
  * durable submissions and answer the queued ones 503 (mark_down_locked); while another lane is
  * connected, the queue is left to it. Caller holds the lock. */
-static void lane_down_locked(struct lane *l, int was_connected)
+static void lane_down_locked(int was_connected)
 {
     if (was_connected)
         journal.connected--;
     if (journal.connected == 0)
         mark_down_locked();
-    (void)l;
 }
 
 static void *journal_main(void *arg)
@@ -664,7 +634,7 @@ static void *journal_main(void *arg)
                     log_warn("journal: MySQL is unreachable; pushes and deletes get 503 until it is back; "
                              "transitions wait in the Redis outbox");
                 warned_down = 1;
-                lane_down_locked(l, 0); /* durable submissions cannot wait for a reconnect: 503 */
+                lane_down_locked(0); /* durable submissions cannot wait for a reconnect: 503 */
                 continue;
             }
             if (warned_down)
@@ -742,10 +712,9 @@ static void *journal_main(void *arg)
             lane_close(l);
             last_connect_try = clock_mono_us();
             pthread_mutex_lock(&journal.lock);
-            journal.ring_taken = n > 0 ? 0 : journal.ring_taken;
             /* Down first, then the 503s: a client that heard its 503 and asks /health must
              * not be told MySQL is up (FaultSeamTest waits for health to come back). */
-            lane_down_locked(l, 1);
+            lane_down_locked(1);
             complete(groups, 0);
         } else {
             for (size_t i = 0; i < n; i++)
@@ -753,11 +722,13 @@ static void *journal_main(void *arg)
             pthread_mutex_lock(&journal.lock);
             journal.head = (journal.head + n) % (journal.cap ? journal.cap : 1);
             journal.count -= n;
-            journal.ring_taken = n > 0 ? 0 : journal.ring_taken;
+        }
+        if (n > 0) { /* written or left for the next connection: the ring's head is free for any lane */
+            journal.ring_taken = 0;
+            if (journal.count > 0)
+                pthread_cond_broadcast(&journal.cond);
         }
         publish_backlog_locked();
-        if (n > 0 && journal.count > 0)
-            pthread_cond_broadcast(&journal.cond); /* the ring's head is free for any lane */
     }
 
     if (journal.count > 0 || journal.sync_head)
