@@ -148,20 +148,33 @@ static void set_null(struct column *c, size_t row)
     c->num[row] = 0;
 }
 
-static void bind_num(MYSQL_BIND *b, struct column *c, enum enum_field_types type, int is_unsigned)
-{
-    *b = (MYSQL_BIND){.buffer_type = type, .buffer = c->num, .is_unsigned = (my_bool)is_unsigned};
-    b->u.indicator = c->ind;
-}
+/* A column's kind: a number (an id: unsigned), bound by its number array, or a string (a blob),
+ * bound by its pointer and length arrays. */
+enum column_kind { NUM, ID, STR, BLOB };
+static const enum column_kind MESSAGE_KINDS[M_COLUMNS] = {
+    [M_ID] = ID,           [M_TOPIC] = STR,      [M_BIZ] = STR,     [M_BODY] = BLOB,     [M_RUN_AT] = NUM,
+    [M_PRIORITY] = NUM,    [M_TTR] = NUM,        [M_TRIES] = NUM,   [M_BACKOFF] = NUM,   [M_STATE] = STR,
+    [M_VERSION] = NUM,     [M_CREATED] = NUM,    [M_UPDATED] = NUM, [M_FAR_SHARD] = NUM, [M_FAR_RUN_AT] = NUM,
+    [M_TRACEPARENT] = STR, [M_TRACESTATE] = STR, [M_GROUP] = STR};
+static const enum column_kind TRANSITION_KINDS[T_COLUMNS] = {
+    [T_ID] = ID,     [T_VERSION] = NUM, [T_FROM] = STR,     [T_TO] = STR,      [T_AT] = NUM,
+    [T_ACTOR] = STR, [T_HOST] = STR,    [T_INSTANCE] = STR, [T_ATTEMPTS] = NUM};
 
-static void bind_str(MYSQL_BIND *b, struct column *c, enum enum_field_types type)
+/* Bind cols[0..ncols) by their kinds and execute `st` once for their n rows. */
+static int execute(MYSQL *db, MYSQL_STMT *st, struct column *cols, const enum column_kind *kinds, int ncols, size_t n,
+                   const char *what)
 {
-    *b = (MYSQL_BIND){.buffer_type = type, .buffer = c->str, .length = c->len};
-    b->u.indicator = c->ind;
-}
-
-static int execute(MYSQL *db, MYSQL_STMT *st, MYSQL_BIND *binds, size_t n, const char *what)
-{
+    static const enum enum_field_types types[] = {
+        [NUM] = MYSQL_TYPE_LONGLONG, [ID] = MYSQL_TYPE_LONGLONG, [STR] = MYSQL_TYPE_STRING, [BLOB] = MYSQL_TYPE_BLOB};
+    MYSQL_BIND binds[(int)M_COLUMNS > (int)T_COLUMNS ? (int)M_COLUMNS : (int)T_COLUMNS];
+    for (int c = 0; c < ncols; c++) {
+        int is_str = kinds[c] == STR || kinds[c] == BLOB;
+        binds[c] = (MYSQL_BIND){.buffer_type = types[kinds[c]],
+                                .buffer = is_str ? (void *)cols[c].str : (void *)cols[c].num,
+                                .length = is_str ? cols[c].len : NULL,
+                                .is_unsigned = kinds[c] == ID};
+        binds[c].u.indicator = cols[c].ind;
+    }
     unsigned int rows = (unsigned int)n;
     if (mysql_stmt_attr_set(st, STMT_ATTR_ARRAY_SIZE, &rows) != 0 || mysql_stmt_bind_param(st, binds) != 0) {
         log_warn("mysql: cannot bind the journal's bulk %s: %s", what, mysql_stmt_error(st));
@@ -221,26 +234,7 @@ static int insert_messages(struct journal_bulk *jb, const struct jobchange *cons
         else
             set_null(&cols[M_GROUP], i);
     }
-    MYSQL_BIND b[M_COLUMNS];
-    bind_num(&b[M_ID], &cols[M_ID], MYSQL_TYPE_LONGLONG, 1);
-    bind_str(&b[M_TOPIC], &cols[M_TOPIC], MYSQL_TYPE_STRING);
-    bind_str(&b[M_BIZ], &cols[M_BIZ], MYSQL_TYPE_STRING);
-    bind_str(&b[M_BODY], &cols[M_BODY], MYSQL_TYPE_BLOB);
-    bind_num(&b[M_RUN_AT], &cols[M_RUN_AT], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_PRIORITY], &cols[M_PRIORITY], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_TTR], &cols[M_TTR], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_TRIES], &cols[M_TRIES], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_BACKOFF], &cols[M_BACKOFF], MYSQL_TYPE_LONGLONG, 0);
-    bind_str(&b[M_STATE], &cols[M_STATE], MYSQL_TYPE_STRING);
-    bind_num(&b[M_VERSION], &cols[M_VERSION], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_CREATED], &cols[M_CREATED], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_UPDATED], &cols[M_UPDATED], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_FAR_SHARD], &cols[M_FAR_SHARD], MYSQL_TYPE_LONGLONG, 0);
-    bind_num(&b[M_FAR_RUN_AT], &cols[M_FAR_RUN_AT], MYSQL_TYPE_LONGLONG, 0);
-    bind_str(&b[M_TRACEPARENT], &cols[M_TRACEPARENT], MYSQL_TYPE_STRING);
-    bind_str(&b[M_TRACESTATE], &cols[M_TRACESTATE], MYSQL_TYPE_STRING);
-    bind_str(&b[M_GROUP], &cols[M_GROUP], MYSQL_TYPE_STRING);
-    int rc = execute(jb->db, jb->message, b, n, "INSERT INTO message (bulk)");
+    int rc = execute(jb->db, jb->message, cols, MESSAGE_KINDS, M_COLUMNS, n, "INSERT INTO message (bulk)");
     free(arena);
     return rc;
 }
@@ -266,17 +260,8 @@ static int insert_transitions(struct journal_bulk *jb, const struct jobchange *c
         set_str(&cols[T_INSTANCE], i, inst, strnlen(inst, sizeof r->instance));
         cols[T_ATTEMPTS].num[i] = r->attempts;
     }
-    MYSQL_BIND b[T_COLUMNS];
-    bind_num(&b[T_ID], &cols[T_ID], MYSQL_TYPE_LONGLONG, 1);
-    bind_num(&b[T_VERSION], &cols[T_VERSION], MYSQL_TYPE_LONGLONG, 0);
-    bind_str(&b[T_FROM], &cols[T_FROM], MYSQL_TYPE_STRING);
-    bind_str(&b[T_TO], &cols[T_TO], MYSQL_TYPE_STRING);
-    bind_num(&b[T_AT], &cols[T_AT], MYSQL_TYPE_LONGLONG, 0);
-    bind_str(&b[T_ACTOR], &cols[T_ACTOR], MYSQL_TYPE_STRING);
-    bind_str(&b[T_HOST], &cols[T_HOST], MYSQL_TYPE_STRING);
-    bind_str(&b[T_INSTANCE], &cols[T_INSTANCE], MYSQL_TYPE_STRING);
-    bind_num(&b[T_ATTEMPTS], &cols[T_ATTEMPTS], MYSQL_TYPE_LONGLONG, 0);
-    int rc = execute(jb->db, jb->transition, b, n, "INSERT IGNORE INTO transition (bulk)");
+    int rc =
+        execute(jb->db, jb->transition, cols, TRANSITION_KINDS, T_COLUMNS, n, "INSERT IGNORE INTO transition (bulk)");
     free(arena);
     return rc;
 }
