@@ -323,11 +323,15 @@ BIN=$WORK/hourglassd
 
 # ------------------------------------------------------------------ servers
 
-set -- $(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(3)]
+free_ports() { # N: N free loopback ports, held together while they are picked so all differ
+    python3 -c '
+import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+}
+
+set -- $(free_ports 3)
 RPORT=$1 MPORT=$2 HPORT=$3
 URL=http://127.0.0.1:$HPORT
 MSOCK=$WORK/mysql/mysqld.sock
@@ -494,11 +498,7 @@ reset_data() { # a clean slate: no daemon, empty Redis, empty tables
 start_rabbit() {
     RQ=$WORK/rabbitmq
     mkdir -p "$RQ/mnesia" "$RQ/log"
-    set -- $(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')
+    set -- $(free_ports 3)
     AMQP_PORT=$1 EPMD_PORT=$2 DIST_PORT=$3
     printf '%s\n' "listeners.tcp.default = 127.0.0.1:$AMQP_PORT" "disk_free_limit.absolute = 1MB" \
         "log.console = true" "log.console.level = warning" "log.file = false" >"$RQ/rabbitmq.conf"
@@ -565,11 +565,7 @@ start_rcluster() {
     CL=$WORK/rcluster
     mkdir -p "$CL"
     # shellcheck disable=SC2046 # six client ports and six bus ports
-    set -- $(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(12)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))')
+    set -- $(free_ports 12)
     CL_PORTS="" CL_SEEDS=""
     while [ $# -ge 2 ]; do
         mkdir -p "$CL/$1"
@@ -756,16 +752,22 @@ run_wrk() {
     say "$tag: $(getv "${tag}_rps") req/s, p99 $(getv "${tag}_lat_p99_ms") ms, non-2xx $(getv "${tag}_non2xx"); $(cores "$tag")"
 }
 
+# pick_best TAG KEY: of the two runs TAG1 and TAG2, the one with the larger TAG?_KEY becomes TAG
+# (its recorded figures copied under TAG; $best names it); TAG_runs records both values.
+pick_best() {
+    r1=$(getv "${1}1_$2") r2=$(getv "${1}2_$2")
+    best=$(echo "$r1 $r2" | awk -v t="$1" '{ print ($2 + 0 > $1 + 0) ? t "2" : t "1" }')
+    grep "^${best}_" "$ENV" | sed "s/^${best}_/${1}_/" >"$WORK/best.env"
+    cat "$WORK/best.env" >>"$ENV"
+    rec "${1}_runs" "$r1 $r2"
+}
+
 # keep_best TAG: of the two runs TAG1 and TAG2, the one with more requests/s becomes TAG (its
 # figures, daemon metrics and wrk output); TAG_runs records both. A single wrk run of either
 # server on this VM can come out tens of percent slow (hello alone measured 60,900-80,600
 # req/s in one morning), and figures 0 and 1 are ratios of such runs.
 keep_best() {
-    r1=$(getv "${1}1_rps") r2=$(getv "${1}2_rps")
-    best=$(echo "$r1 $r2" | awk -v t="$1" '{ print ($2 + 0 > $1 + 0) ? t "2" : t "1" }')
-    grep "^${best}_" "$ENV" | sed "s/^${best}_/${1}_/" >"$WORK/best.env"
-    cat "$WORK/best.env" >>"$ENV"
-    rec "${1}_runs" "$r1 $r2"
+    pick_best "$1" rps
     cp "$RAW/wrk-$best.txt" "$RAW/wrk-$1.txt"
     for i in 0 1; do
         for f in metrics-$best-$i.txt metrics-$best-$i.time redis-$best-$i.txt threads-$best-$i.txt; do
@@ -1741,15 +1743,6 @@ if has_phase peers; then
     mkdir -p "$PEERS"
     rec peers_n "$PEERS_N"
     rec peers_conns "$PEERS_CONNS"
-    peer_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-    # peer_best TAG: of TAG1 and TAG2 (key=value runs with a "rate"), the faster becomes TAG
-    peer_best() {
-        r1=$(getv "${1}1_rate") r2=$(getv "${1}2_rate")
-        best=$(echo "$r1 $r2" | awk -v t="$1" '{ print ($2 + 0 > $1 + 0) ? t "2" : t "1" }')
-        grep "^${best}_" "$ENV" | sed "s/^${best}_/${1}_/" >"$WORK/best.env"
-        cat "$WORK/best.env" >>"$ENV"
-        rec "${1}_runs" "$r1 $r2"
-    }
 
     # -- hourglass: figure 3's drain, but with PEERS_CONNS consumers on PEERS_N jobs (figure 3 runs
     # 16 consumers): get?finish= (one request a job) twice, the better counts; get + finish once
@@ -1771,7 +1764,7 @@ if has_phase peers; then
         rec_prefixed "$p_tag" <"$RAW/peers-$p_tag.txt"
         say "peers: $p_tag: $(getv "${p_tag}_rate") jobs/s ($PEERS_CONNS consumers, count=1, finish-next $p_fn); $(cores "$p_tag")"
     done
-    peer_best pfn
+    pick_best pfn rate
     stop_daemon
 
     # -- BullMQ: its own Redis (the same redis-server binary, no persistence) on a free port
@@ -1795,7 +1788,7 @@ if has_phase peers; then
     if [ -z "$p_skip" ]; then
         rec peers_bullmq_version "$(sed -n 's/^ *"version": "\(.*\)".*/\1/p' "$PEERS_NODE/node_modules/bullmq/package.json" | head -n 1)"
         rec peers_node_version "$(node --version)"
-        P_RPORT=$(peer_port)
+        P_RPORT=$(free_ports 1)
         mkdir -p "$PEERS/redis"
         redis-server --port "$P_RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$PEERS/redis" \
             --logfile "$PEERS/redis/redis.log" </dev/null >/dev/null 2>&1 &
@@ -1822,8 +1815,8 @@ if has_phase peers; then
             rec_prefixed "$p_tag" <"$RAW/peers-$p_tag.txt"
             say "peers: $p_tag: $(getv "${p_tag}_rate")/s; cores: BullMQ's redis $(getv "${p_tag}_cpu_server") node $(getv "${p_tag}_cpu_loadgen") other $(getv "${p_tag}_cpu_other")"
         done
-        peer_best bmqadd
-        peer_best bmqwrk
+        pick_best bmqadd rate
+        pick_best bmqwrk rate
         # lateness (information): figure 2's schedule at 1,000 jobs/s, delays 1-3 s, into a Worker
         redis-cli -h 127.0.0.1 -p "$P_RPORT" flushall >/dev/null
         cpu_begin "$PEER_PID"
@@ -1849,7 +1842,7 @@ if has_phase peers; then
     if command -v beanstalkd >/dev/null 2>&1; then
         rec peers_beanstalkd_version "$(beanstalkd -v 2>&1 | head -n 1)"
         bs_start() { # fsync|nobinlog
-            P_BPORT=$(peer_port)
+            P_BPORT=$(free_ports 1)
             if [ "$1" = fsync ]; then
                 rm -rf "$PEERS/binlog"
                 mkdir -p "$PEERS/binlog"
