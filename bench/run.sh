@@ -1753,6 +1753,7 @@ if has_phase peers; then
         fill "$p_tag" "$PEERS_N" 0 4 100
         p_fn=1
         [ "$p_tag" != pgf ] || p_fn=0
+        rcli config resetstat >/dev/null
         cpu_begin "$DPID"
         "$LATENESS" drain "127.0.0.1:$HPORT" --prefix "$p_tag" --jobs "$PEERS_N" --consumers "$PEERS_CONNS" \
             --count 1 --finish-next "$p_fn" --topics 4 --max-seconds 900 >"$RAW/peers-$p_tag.txt" \
@@ -1763,6 +1764,11 @@ if has_phase peers; then
         cpu_end "$p_tag"
         rec_prefixed "$p_tag" <"$RAW/peers-$p_tag.txt"
         say "peers: $p_tag: $(getv "${p_tag}_rate") jobs/s ($PEERS_CONNS consumers, count=1, finish-next $p_fn); $(cores "$p_tag")"
+        # where Redis's time went, per delivered job (the drain's commands: its scripts and the
+        # journal's outbox reads, acknowledgements and deletes)
+        rcli info commandstats >"$RAW/peers-$p_tag-commandstats.txt"
+        say "peers: $p_tag: redis µs a job: $(tr -d '\r' <"$RAW/peers-$p_tag-commandstats.txt" |
+            awk -F'[:=,]' -v n="$PEERS_N" '/^cmdstat_/ { u = $5 / n; if (u >= 0.5) printf "%s %.1f  ", substr($1, 9), u }')"
     done
     pick_best pfn rate
     stop_daemon
