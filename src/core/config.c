@@ -104,7 +104,8 @@ static const struct cfg_key keys[] = {
     {"mysql", "journal_lanes", CT_INT, "1", 1, JOURNAL_LANES_MAX, F(journal_lanes), 0,
      "journal transactions in flight at once, each on its own connection (1 = one at a time)"},
     {"mysql", "bulk_inserts", CT_BOOL, "true", 0, 1, F(journal_bulk), 0,
-     "write new jobs' rows through MariaDB's bulk binary protocol (false: as SQL text)"},
+     "write the journal's rows (new jobs, transitions, message updates) through MariaDB's bulk binary protocol (false: "
+     "as SQL text)"},
     {"mysql", "per_row_commit", CT_BOOL, "false", 0, 1, F(journal_per_row), 0,
      "commit each record alone (slow; only for benchmarking group commit)"},
 

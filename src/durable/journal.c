@@ -58,7 +58,7 @@
 struct lane {
     int index;
     MYSQL *db;
-    struct journal_bulk *bulk; /* new jobs' rows in binary (journal_bulk.h); NULL: as text */
+    struct journal_bulk *bulk; /* the cycle's rows in binary (journal_bulk.h); NULL: as text */
     /* The last failed write broke the connection during COMMIT (its pushes may have committed
      * although they were answered 503: doubt.h). */
     int commit_in_doubt;
@@ -307,25 +307,22 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
     size_t nupdates = 0, cap = nrecs;
     for (struct jsync *g = groups; g; g = g->next)
         cap += (size_t)g->n;
-    const struct jobchange **updates = malloc((cap ? cap : 1) * 5 * sizeof *updates);
-    const struct jobchange **far_inserts = updates + (cap ? cap : 1), **far_changes = far_inserts + (cap ? cap : 1);
-    const struct jobchange **inserts = far_changes + (cap ? cap : 1), **aborts = inserts + (cap ? cap : 1);
-    size_t ninserts = 0, nchanges = 0, nnew = 0, naborts = 0;
+    if (cap == 0)
+        cap = 1;
+    const struct jobchange **updates = malloc(cap * 6 * sizeof *updates);
+    const struct jobchange **far_inserts = updates + cap, **far_changes = far_inserts + cap;
+    const struct jobchange **inserts = far_changes + cap, **aborts = inserts + cap, **transitions = aborts + cap;
+    size_t ninserts = 0, nchanges = 0, nnew = 0, naborts = 0, ntransitions = 0;
     int rc = -1;
     if (updates == NULL)
         goto out;
 
-    /* New jobs first: their message rows, then their first transition rows — in binary when the
-     * connection can (journal_bulk.h), else as the script's first statements. */
+    /* Who goes where: new jobs' message rows, every record's transition row (a far job's change
+     * writes its own), the message rows' updates, and the bizKey and far-tier bookkeeping. */
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++)
             if (g->recs[i].kind == JC_INSERT)
                 inserts[nnew++] = &g->recs[i];
-    if (l->bulk != NULL && nnew > 0 && journal_bulk_insert(l->bulk, inserts, nnew, instance, SCRIPT_FLUSH_BYTES) < 0)
-        goto out;
-    for (size_t i = 0; l->bulk == NULL && i < nnew; i++)
-        if (journal_sql_message_row(&b, inserts[i]) < 0)
-            goto out;
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
             const struct jobchange *r = &g->recs[i];
@@ -335,8 +332,7 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
                 far_changes[nchanges++] = r;
                 continue;
             }
-            if ((l->bulk == NULL || r->kind != JC_INSERT) && journal_sql_transition_row(&b, r, instance) < 0)
-                goto out;
+            transitions[ntransitions++] = r;
             if (r->kind != JC_INSERT)
                 updates[nupdates++] = r;
             else if (r->to == JS_FAR)
@@ -349,12 +345,32 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
             far_changes[nchanges++] = &recs[i];
             continue;
         }
-        if (journal_sql_transition_row(&b, &recs[i], instance) < 0)
-            goto out;
+        transitions[ntransitions++] = &recs[i];
         updates[nupdates++] = &recs[i];
     }
-    if (journal_sql_update_messages(&b, updates, nupdates) < 0 || journal_sql_biz_latest(&b, inserts, nnew) < 0 ||
-        journal_sql_biz_aborted(&b, aborts, naborts) < 0 || journal_sql_far_inserts(&b, far_inserts, ninserts) < 0)
+
+    /* The rows, in binary when the connection can (journal_bulk.h), else as the script's first
+     * statements; either way message rows, transition rows, then the updates. */
+    if (l->bulk != NULL) {
+        journal_sql_sort_updates(updates, nupdates);
+        if ((nnew > 0 && journal_bulk_messages(l->bulk, inserts, nnew, SCRIPT_FLUSH_BYTES) < 0) ||
+            (ntransitions > 0 &&
+             journal_bulk_transitions(l->bulk, transitions, ntransitions, instance, SCRIPT_FLUSH_BYTES) < 0) ||
+            (nupdates > 0 && journal_bulk_updates(l->bulk, updates, nupdates, SCRIPT_FLUSH_BYTES) < 0) ||
+            journal_sql_replacements(&b, updates, nupdates) < 0)
+            goto out;
+    } else {
+        for (size_t i = 0; i < nnew; i++)
+            if (journal_sql_message_row(&b, inserts[i]) < 0)
+                goto out;
+        for (size_t i = 0; i < ntransitions; i++)
+            if (journal_sql_transition_row(&b, transitions[i], instance) < 0)
+                goto out;
+        if (journal_sql_update_messages(&b, updates, nupdates) < 0)
+            goto out;
+    }
+    if (journal_sql_biz_latest(&b, inserts, nnew) < 0 || journal_sql_biz_aborted(&b, aborts, naborts) < 0 ||
+        journal_sql_far_inserts(&b, far_inserts, ninserts) < 0)
         goto out;
     for (size_t k = 0; k < nchanges; k++)
         if (journal_sql_far_change(&b, far_changes[k], k, instance) < 0)
@@ -437,7 +453,7 @@ static int lane_connect(struct lane *l)
     const char *why = "[mysql] bulk_inserts = false";
     l->bulk = journal.cfg->journal_bulk ? journal_bulk_new(l->db, &why) : NULL;
     if (l->bulk == NULL && !said++)
-        log_info("journal: new jobs are written as SQL text (%s)", why);
+        log_info("journal: rows are written as SQL text (%s)", why);
     return 0;
 }
 

@@ -5,6 +5,7 @@
  * live in one arena per chunk, sized for its rows. */
 #include "mysql/journal_bulk.h"
 #include "mysql/db.h"
+#include "mysql/journal_sql.h"
 #include "base/log.h"
 #include "core/job.h"
 
@@ -46,9 +47,16 @@ static const char TRANSITION_INSERT[] = "INSERT IGNORE INTO transition (" TRANSI
                                         "(?,?,?,?,?,?,?,?,?)";
 enum { T_ID, T_VERSION, T_FROM, T_TO, T_AT, T_ACTOR, T_HOST, T_INSTANCE, T_ATTEMPTS, T_COLUMNS };
 
+/* A job's newest change in a cycle applied to its message row, only where it is newer than the
+ * row (or forced: a delete, an abort) — the text path's UPDATE ... JOIN journal_update, row by
+ * row: the version is bound twice, once to set and once to compare. */
+static const char MESSAGE_UPDATE[] = "UPDATE message SET state = ?, attempts = ?, run_at = ?, updated_at = ?, "
+                                     "version = ? WHERE id = ? AND (version < ? OR ? = 1)";
+enum { U_STATE, U_ATTEMPTS, U_RUN_AT, U_AT, U_VERSION, U_ID, U_OLDER_THAN, U_FORCE, U_COLUMNS };
+
 struct journal_bulk {
     MYSQL *db;
-    MYSQL_STMT *message, *transition;
+    MYSQL_STMT *message, *transition, *update;
 };
 
 #ifdef HAVE_ARRAY_BINDING
@@ -90,7 +98,8 @@ struct journal_bulk *journal_bulk_new(MYSQL *db, const char **why)
     jb->db = db;
     jb->message = prepare(db, MESSAGE_INSERT, sizeof MESSAGE_INSERT - 1);
     jb->transition = jb->message ? prepare(db, TRANSITION_INSERT, sizeof TRANSITION_INSERT - 1) : NULL;
-    if (jb->transition == NULL) {
+    jb->update = jb->transition ? prepare(db, MESSAGE_UPDATE, sizeof MESSAGE_UPDATE - 1) : NULL;
+    if (jb->update == NULL) {
         *why = "a statement could not be prepared";
         journal_bulk_free(jb);
         return NULL;
@@ -106,6 +115,8 @@ void journal_bulk_free(struct journal_bulk *jb)
         mysql_stmt_close(jb->message);
     if (jb->transition)
         mysql_stmt_close(jb->transition);
+    if (jb->update)
+        mysql_stmt_close(jb->update);
     free(jb);
 }
 
@@ -159,6 +170,9 @@ static const enum column_kind MESSAGE_KINDS[M_COLUMNS] = {
 static const enum column_kind TRANSITION_KINDS[T_COLUMNS] = {
     [T_ID] = ID,     [T_VERSION] = NUM, [T_FROM] = STR,     [T_TO] = STR,      [T_AT] = NUM,
     [T_ACTOR] = STR, [T_HOST] = STR,    [T_INSTANCE] = STR, [T_ATTEMPTS] = NUM};
+static const enum column_kind UPDATE_KINDS[U_COLUMNS] = {
+    [U_STATE] = STR,   [U_ATTEMPTS] = NUM, [U_RUN_AT] = NUM,     [U_AT] = NUM,
+    [U_VERSION] = NUM, [U_ID] = ID,        [U_OLDER_THAN] = NUM, [U_FORCE] = NUM};
 
 /* Bind cols[0..ncols) by their kinds and execute `st` once for their n rows. */
 static int execute(MYSQL *db, MYSQL_STMT *st, struct column *cols, const enum column_kind *kinds, int ncols, size_t n,
@@ -166,7 +180,7 @@ static int execute(MYSQL *db, MYSQL_STMT *st, struct column *cols, const enum co
 {
     static const enum enum_field_types types[] = {
         [NUM] = MYSQL_TYPE_LONGLONG, [ID] = MYSQL_TYPE_LONGLONG, [STR] = MYSQL_TYPE_STRING, [BLOB] = MYSQL_TYPE_BLOB};
-    MYSQL_BIND binds[(int)M_COLUMNS > (int)T_COLUMNS ? (int)M_COLUMNS : (int)T_COLUMNS];
+    MYSQL_BIND binds[M_COLUMNS]; /* the widest statement */
     for (int c = 0; c < ncols; c++) {
         int is_str = kinds[c] == STR || kinds[c] == BLOB;
         binds[c] = (MYSQL_BIND){.buffer_type = types[kinds[c]],
@@ -183,8 +197,9 @@ static int execute(MYSQL *db, MYSQL_STMT *st, struct column *cols, const enum co
     return db_stmt_execute(db, st, what);
 }
 
-static int insert_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n)
+static int insert_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance)
 {
+    (void)instance; /* (a rows_fn: below) */
     struct column cols[M_COLUMNS];
     void *arena = columns_alloc(cols, M_COLUMNS, n);
     if (arena == NULL)
@@ -266,33 +281,91 @@ static int insert_transitions(struct journal_bulk *jb, const struct jobchange *c
     return rc;
 }
 
-/* The bytes of values a new job's two rows carry (the server's packet limit is what a chunk must
- * stay well under; numbers and states are a few dozen bytes a row). */
-static size_t row_bytes(const struct jobchange *r)
+static int update_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance)
+{
+    (void)instance;
+    struct column cols[U_COLUMNS];
+    void *arena = columns_alloc(cols, U_COLUMNS, n);
+    if (arena == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const struct jobchange *r = recs[i];
+        const char *state = job_state_name(r->to);
+        set_str(&cols[U_STATE], i, state, strlen(state));
+        cols[U_ATTEMPTS].num[i] = r->attempts;
+        cols[U_RUN_AT].num[i] = r->run_at;
+        cols[U_AT].num[i] = r->at;
+        cols[U_VERSION].num[i] = r->ver;
+        cols[U_ID].num[i] = (long long)r->id;
+        cols[U_OLDER_THAN].num[i] = r->ver;
+        cols[U_FORCE].num[i] = r->force;
+    }
+    int rc = execute(jb->db, jb->update, cols, UPDATE_KINDS, U_COLUMNS, n, "UPDATE message (bulk)");
+    free(arena);
+    return rc;
+}
+
+/* The bytes of values a row carries (the server's packet limit is what a chunk must stay well
+ * under; numbers and states are a few dozen bytes a row). */
+static size_t message_bytes(const struct jobchange *r)
 {
     const struct job_spec *j = r->job;
     return 256 + j->topic_len + j->body_len + (j->biz_key ? j->biz_len : 0) + j->tracestate_len + j->group_len;
 }
 
-int journal_bulk_insert(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
-                        size_t chunk_bytes)
+static size_t transition_bytes(const struct jobchange *r)
 {
-    /* Message rows of every chunk first, then the transition rows: the order of the text
-     * script, so two writers meet the tables' locks in one order. */
-    for (int pass = 0; pass < 2; pass++) {
-        size_t start = 0;
-        while (start < n) {
-            size_t end = start, bytes = 0;
-            while (end < n && (end == start || bytes + row_bytes(recs[end]) <= chunk_bytes))
-                bytes += row_bytes(recs[end++]);
-            int rc = pass == 0 ? insert_messages(jb, recs + start, end - start)
-                               : insert_transitions(jb, recs + start, end - start, instance);
-            if (rc < 0)
-                return -1;
-            start = end;
-        }
+    return 64 + strnlen(r->actor, sizeof r->actor) + strnlen(r->host, sizeof r->host) +
+           strnlen(r->instance, sizeof r->instance);
+}
+
+static size_t update_bytes(const struct jobchange *r)
+{
+    (void)r;
+    return 64;
+}
+
+typedef int (*rows_fn)(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance);
+
+/* write(recs[start..end)) for consecutive runs of about chunk_bytes each (one row at least). */
+static int in_chunks(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
+                     size_t chunk_bytes, size_t (*bytes_of)(const struct jobchange *), rows_fn write)
+{
+    size_t start = 0;
+    while (start < n) {
+        size_t end = start, bytes = 0;
+        while (end < n && (end == start || bytes + bytes_of(recs[end]) <= chunk_bytes))
+            bytes += bytes_of(recs[end++]);
+        if (write(jb, recs + start, end - start, instance) < 0)
+            return -1;
+        start = end;
     }
     return 0;
+}
+
+int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, size_t chunk_bytes)
+{
+    return in_chunks(jb, recs, n, NULL, chunk_bytes, message_bytes, insert_messages);
+}
+
+int journal_bulk_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
+                             const char *instance, size_t chunk_bytes)
+{
+    return in_chunks(jb, recs, n, instance, chunk_bytes, transition_bytes, insert_transitions);
+}
+
+int journal_bulk_updates(struct journal_bulk *jb, const struct jobchange *const *updates, size_t n, size_t chunk_bytes)
+{
+    const struct jobchange **newest = malloc((n ? n : 1) * sizeof *newest);
+    if (newest == NULL)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (journal_sql_newest_update(updates, n, i))
+            newest[k++] = updates[i];
+    int rc = in_chunks(jb, newest, k, NULL, chunk_bytes, update_bytes, update_messages);
+    free(newest);
+    return rc;
 }
 
 #else /* a client library without array binding: the journal writes text */
@@ -309,10 +382,22 @@ void journal_bulk_free(struct journal_bulk *jb)
     (void)jb;
 }
 
-int journal_bulk_insert(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
-                        size_t chunk_bytes)
+int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, size_t chunk_bytes)
+{
+    (void)jb, (void)recs, (void)n, (void)chunk_bytes;
+    return -1;
+}
+
+int journal_bulk_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
+                             const char *instance, size_t chunk_bytes)
 {
     (void)jb, (void)recs, (void)n, (void)instance, (void)chunk_bytes;
+    return -1;
+}
+
+int journal_bulk_updates(struct journal_bulk *jb, const struct jobchange *const *updates, size_t n, size_t chunk_bytes)
+{
+    (void)jb, (void)updates, (void)n, (void)chunk_bytes;
     return -1;
 }
 

@@ -1,16 +1,19 @@
-/* journal_bulk.h — a journal cycle's new jobs written through MariaDB's bulk binary protocol.
+/* journal_bulk.h — a journal cycle's rows written through MariaDB's bulk binary protocol.
  *
- * A push costs MySQL two rows: its message row and its first transition row. Sent as text
- * (journal_sql.h), the server parses every value of every row; about a quarter of MariaDB's
- * time under a push load went to its SQL parser (docs/performance.md, figure 1's profile).
- * Here the two INSERTs are prepared once per connection and executed once per cycle with the
- * rows bound as arrays (libmariadb's array binding, STMT_ATTR_ARRAY_SIZE, which sends them as
- * one COM_STMT_BULK_EXECUTE): the values travel in binary and nothing is parsed per row.
+ * A push costs MySQL two rows, its message row and its first transition row; a delivery two
+ * transition rows and two updates of its message row. Sent as text (journal_sql.h), the server
+ * parses every value of every row: about a quarter of MariaDB's time under a push load went to
+ * its SQL parser (docs/performance.md, figure 1's profile). Here three statements are prepared
+ * once per connection — INSERT INTO message, INSERT IGNORE INTO transition, and an UPDATE of one
+ * message row — and each is executed once per cycle (and ~1 MB chunk) with its rows bound as
+ * arrays (libmariadb's array binding, STMT_ATTR_ARRAY_SIZE, which sends them as one
+ * COM_STMT_BULK_EXECUTE): the values travel in binary and nothing is parsed per row.
  *
- * The rows are exactly those journal_sql_message_row and journal_sql_transition_row write
- * (tests/integration/test_journal_bulk.py compares the two paths row for row); the caller
- * leaves the new jobs out of its text script and runs these first, in the same transaction,
- * so the locks are taken in the same order as before (message rows, then transition rows).
+ * The rows are exactly those the text path writes (tests/integration/test_journal_bulk.py
+ * compares the two paths row for row); the caller runs these in the text script's order, in the
+ * same transaction — message rows, transition rows, then the message rows' updates (sorted by
+ * job, as the text path's UPDATE ... JOIN meets them) — so two writers meet the locks in one
+ * order.
  *
  * Only when the server and the client library can: MariaDB 10.2+ announces bulk operations
  * in its extended capabilities; against a server that does not (MySQL), or a client library
@@ -26,7 +29,7 @@
 
 struct journal_bulk;
 
-/* Prepare the two statements on `db` (a journal connection, after its schema check). NULL when
+/* Prepare the three statements on `db` (a journal connection, after its schema check). NULL when
  * the server or library cannot do bulk operations, or a statement could not be prepared (then
  * *why says which, for one line of the log). */
 struct journal_bulk *journal_bulk_new(MYSQL *db, const char **why);
@@ -34,11 +37,20 @@ struct journal_bulk *journal_bulk_new(MYSQL *db, const char **why);
 /* Close the statements (before the connection is closed) and free. NULL is fine. */
 void journal_bulk_free(struct journal_bulk *jb);
 
-/* Insert the message rows, then the first transition rows, of recs[0..n) (JC_INSERT records
- * with their job), in chunks of about `chunk_bytes` of values each; `instance` is written where a
- * record names none. 0, or -1 with the connection's error set (mysql_errno of the handle), as
- * a failed statement of the script would leave it. */
-int journal_bulk_insert(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
-                        size_t chunk_bytes);
+/* Each writes its rows in chunks of about `chunk_bytes` of values, and answers 0, or -1 with
+ * the connection's error set (mysql_errno of the handle), as a failed statement of the script
+ * would leave it. */
+
+/* The message rows of new jobs (JC_INSERT records with their job). */
+int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, size_t chunk_bytes);
+
+/* The transition rows of recs[0..n); `instance` is written where a record names none. */
+int journal_bulk_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
+                             const char *instance, size_t chunk_bytes);
+
+/* The newest of updates[0..n) per job (sorted by journal_sql_sort_updates) applied to its message
+ * row where it is newer than the row, or forced: the text path's journal_update rows and UPDATE
+ * ... JOIN. Replacements' bodies are the caller's (journal_sql_replacements). */
+int journal_bulk_updates(struct journal_bulk *jb, const struct jobchange *const *updates, size_t n, size_t chunk_bytes);
 
 #endif

@@ -216,17 +216,23 @@ static int cmp_update(const void *a, const void *b)
     return (int)x->force - (int)y->force;
 }
 
+void journal_sql_sort_updates(const struct jobchange **updates, size_t n)
+{
+    if (n > 1)
+        qsort(updates, n, sizeof *updates, cmp_update);
+}
+
 int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **updates, size_t n)
 {
     if (n == 0)
         return 0;
-    qsort(updates, n, sizeof *updates, cmp_update);
+    journal_sql_sort_updates(updates, n);
     static const char clear[] = "DELETE FROM journal_update";
     if (add_statement(b, clear, sizeof clear - 1) < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        if (i + 1 < n && updates[i + 1]->id == updates[i]->id)
-            continue; /* a newer update for this job follows */
+        if (!journal_sql_newest_update(updates, n, i))
+            continue;
         const struct jobchange *r = updates[i];
         if (begin_row(b, UPDATE_HEAD) < 0)
             return -1;
@@ -249,8 +255,12 @@ int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **
                                 "WHERE u.version > m.version OR u.force_apply = 1";
     if (add_statement(b, apply, sizeof apply - 1) < 0)
         return -1;
+    return journal_sql_replacements(b, updates, n);
+}
 
-    /* Replacements also change the job itself; they are rare, so one statement each. */
+int journal_sql_replacements(struct journal_sql *b, const struct jobchange *const *updates, size_t n)
+{
+    /* rare, so one statement each */
     for (size_t i = 0; i < n; i++) {
         const struct jobchange *r = updates[i];
         if (r->kind != JC_REPLACE || r->replacement == NULL)

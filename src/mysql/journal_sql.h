@@ -47,9 +47,23 @@ int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r);
 /* A record's transition row; `instance` is written when the record names none. 0 / -1. */
 int journal_sql_transition_row(struct journal_sql *b, const struct jobchange *r, const char *instance);
 
+/* Sort updates[0..n) in place by job, then version (a forced change after an unforced one of
+ * the same version): a job's newest change ends its run (journal_sql_newest_update). */
+void journal_sql_sort_updates(const struct jobchange **updates, size_t n);
+
+/* Whether sorted updates[i] is its job's newest: the one its message row takes. */
+static inline int journal_sql_newest_update(const struct jobchange *const *updates, size_t n, size_t i)
+{
+    return i + 1 == n || updates[i + 1]->id != updates[i]->id;
+}
+
 /* Apply the newest of updates[0..n) per job to its message row (the array is sorted in
- * place by job and version), plus the body/priority/ttr/tries of replacements. 0 / -1. */
+ * place), then journal_sql_replacements. 0 / -1. */
 int journal_sql_update_messages(struct journal_sql *b, const struct jobchange **updates, size_t n);
+
+/* The body/priority/ttr/tries (and trace context, group) of the replacements among
+ * updates[0..n), each applied only if its version is still the row's. 0 / -1. */
+int journal_sql_replacements(struct journal_sql *b, const struct jobchange *const *updates, size_t n);
 
 /* One refused_record row: the record as JSON with the server's error (its own statement). */
 int journal_sql_refused_row(struct journal_sql *b, const struct jobchange *r, const char *error, int64_t at,

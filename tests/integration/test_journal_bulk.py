@@ -1,15 +1,15 @@
-"""The journal's new-job rows through MariaDB's bulk binary protocol (src/mysql/journal_bulk.h).
+"""The journal's rows through MariaDB's bulk binary protocol (src/mysql/journal_bulk.h).
 
-A push's message row and first transition row go to MySQL as arrays bound to two prepared
-INSERTs ([mysql] bulk_inserts = true, the default) instead of SQL text. What lands in MySQL must
-be the same row for row: two daemons, one of each kind, push the same jobs of every shape (a
-bizKey, a backoff, trace context, a group, due now, delayed, far beyond the horizon, bodies with
-quotes, backslashes and non-ASCII text) and their rows are compared column by column, leaving out
-only what differs between two pushes by nature (ids, times, the instance's name, a far job's
-shard, which follows from its id). Rows larger than a bulk execution's chunk go in several
-executions of one transaction. A refused row still fails its push alone (the journal's
-group-by-group retry, as with text).
-"""
+A push's message row and first transition row, and every later transition row and update of a
+message row, go to MySQL as arrays bound to three prepared statements ([mysql] bulk_inserts =
+true, the default) instead of SQL text. What lands in MySQL must be the same row for row: two
+daemons, one of each kind, push the same jobs of every shape (a bizKey, a backoff, trace
+context, a group, due now, delayed, far beyond the horizon, bodies with quotes, backslashes and
+non-ASCII text), take them through every kind of later change, and their rows are compared
+column by column, leaving out only what differs between two runs by nature (ids, times, the
+instance's name, a far job's shard, which follows from its id). Rows larger than a bulk
+execution's chunk go in several executions of one transaction. A refused row still fails its
+push alone (the journal's group-by-group retry, as with text)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class BulkRowsTest(HourglassTestCase):
     def test_rows_are_the_same_as_text_rows(self):
         bulk, text = self.start(True), self.start(False)
         self.assertNotIn("written as SQL text", bulk.log(), "the bulk daemon uses the bulk protocol")
-        self.assertIn("new jobs are written as SQL text ([mysql] bulk_inserts = false)", text.log())
+        self.assertIn("journal: rows are written as SQL text ([mysql] bulk_inserts = false)", text.log())
         for d in (bulk, text):
             for job in job_shapes("one by one"):  # one job a cycle
                 self.assertStatus(d.push(job), 200, f"push {job}")
@@ -98,6 +98,63 @@ class BulkRowsTest(HourglassTestCase):
         self.assertEqual(sorted({r[2:5] for r in bt}), [("", "delayed", "0"), ("", "far", "0"), ("", "ready", "0"),
                                                         ("delayed", "aborted", None), ("far", "aborted", None)],
                          "each job's creation at its push time; the second pass's bizKey duplicates aborted")
+
+    def lifecycle(self, d: Daemon) -> None:
+        """Every kind of change a message row takes after its push, some in one journal cycle and
+        some alone: deliveries, a finish, a finish by the next get, releases (to later and to
+        now, then delivered again), a delete of a reserved job, a reschedule, a replace."""
+        jobs = [{"topic": "life", "body": {"n": n}, "ttr": 60000} for n in range(8)]
+        jobs.append({"topic": "life-later", "body": {"n": 8}, "delay": 300000, "bizKey": "k"})
+        self.assertStatus(d.push(jobs), 200, "the jobs")
+        got = self.assertStatus(d.get("life", count=8), 200, "a delivery of 8").json()
+        ids = {job["body"]["n"]: job["id"] for job in got}
+        self.assertEqual(sorted(ids), list(range(8)))
+        self.assertStatus(d.finish(ids[0]), 200, "finish")
+        self.assertStatus(d.release(ids[1], delay=300000), 200, "release to later")
+        self.assertStatus(d.reschedule(ids[1], delay=600000), 200, "reschedule")
+        self.assertStatus(d.release(ids[2], delay=0), 200, "release to now")
+        self.assertStatus(d.delete(ids[3]), 200, "delete a reserved job")
+        again = self.assertStatus(d.get("life", params={"finish": ids[4]}), 200, "get?finish=").json()
+        self.assertEqual(again["body"]["n"], 2, "the released job is delivered again")
+        self.assertStatus(d.push({"topic": "life-later", "body": {"n": 8, "replaced": True}, "delay": 400000,
+                                  "bizKey": "k", "replace": True}), 200, "a replace")
+        with cf.ThreadPoolExecutor(4) as pool:  # some in one cycle
+            answers = list(pool.map(d.finish, [ids[5], ids[6], ids[7], again["id"]]))
+        self.assertEqual([a.status for a in answers], [200] * 4, [a.text for a in answers])
+
+    def test_later_changes_are_the_same_as_text_rows(self):
+        """Transition rows and message-row updates (journal_bulk_transitions, journal_bulk_updates)
+        against the text path's, for every kind of change after the push."""
+        bulk, text = self.start(True), self.start(False)
+        compared = ("topic, body, priority, ttr, tries, attempts, state, version, backoff, biz_key, "
+                    "updated_at >= created_at, far_shard IS NULL")
+        rows = []
+        for d in (bulk, text):
+            self.lifecycle(d)
+            wait_until(lambda: journal_idle(d), 10, 0.05, "the journal to settle")
+            q = d.namespace.query
+            rows.append((sorted(q(f"SELECT {compared} FROM message")),
+                         sorted(q("SELECT m.body, t.version, t.from_state, t.to_state, t.attempts, t.actor FROM "
+                                  "transition t JOIN message m ON m.id = t.message_id")),
+                         q("SELECT run_at - updated_at FROM message WHERE topic = 'life-later' AND state = 'delayed'")))
+        (bm, bt, blater), (tm, tt, tlater) = rows
+        self.assertEqual(bm, tm, "message rows after their changes: bulk vs text")
+        prefix = {d: d.config["redis"]["prefix"] for d in (bulk, text)}
+        norm = [[r[:5] + (re.sub(r"\{\d+\}", "{shard}", r[5].replace(prefix[d], "PREFIX:")),) for r in t]
+                for d, t in ((bulk, bt), (text, tt))]
+        self.assertEqual(sorted(norm[0]), sorted(norm[1]), "transition rows: bulk vs text")
+        for later in (blater, tlater):  # the replace's delay, from its own time (a ms may pass between the two)
+            self.assertEqual(len(later), 1, later)
+            self.assertIn(int(later[0][0]), range(399_000, 400_001), "the replaced job's due time")
+        # the values themselves, not only their agreement
+        states = {json.loads(r[1])["n"]: (r[6], r[5], r[7]) for r in bm}  # n -> state, attempts, version
+        self.assertEqual(states, {0: ("finished", "1", "3"), 1: ("delayed", "1", "4"), 2: ("finished", "2", "5"),
+                                  3: ("deleted", "1", "3"), 4: ("finished", "1", "3"), 5: ("finished", "1", "3"),
+                                  6: ("finished", "1", "3"), 7: ("finished", "1", "3"), 8: ("delayed", "0", "2")},
+                         bm)
+        self.assertEqual(len(bt), 9 + 9 + 9 + 1 + 1 + 2, "9 pushes, 9 deliveries (one again), 9 finishes, "
+                         "releases and the delete, the reschedule, the replace of the holder, and the replacing "
+                         "push's own row: created, then aborted")
 
     def test_rows_larger_than_a_chunk(self):
         """30 jobs of 100 kB: several bulk executions (1 MB each) in one transaction."""

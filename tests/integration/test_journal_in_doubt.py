@@ -30,7 +30,8 @@ import unittest
 from harness import HourglassTestCase, id_key, wait_until
 
 COM_QUERY = 0x03
-COM_STMT_BULK_EXECUTE = 0xFA  # the journal's new jobs in binary ([mysql] bulk_inserts, journal_bulk.h)
+COM_STMT_PREPARE = 0x16
+COM_STMT_BULK_EXECUTE = 0xFA  # the journal's rows in binary ([mysql] bulk_inserts, journal_bulk.h)
 PUSH_TRIGGER = b"INSERT INTO MESSAGE"
 SERVER_MORE_RESULTS_EXISTS = 0x0008
 
@@ -81,14 +82,6 @@ def _read_script_answers(server: socket.socket) -> list[bytes]:
                 return answers
 
 
-def _is_push_statements(payload: bytes) -> bool:
-    """A journal cycle's statements that insert message rows (a push): as SQL text, or the
-    first of the cycle's bulk executions (its message rows; the daemon's default)."""
-    if payload[:1] == bytes([COM_STMT_BULK_EXECUTE]):
-        return True
-    return payload[:1] == bytes([COM_QUERY]) and payload[1:].lstrip().upper().startswith(PUSH_TRIGGER)
-
-
 def _shutdown(*socks: socket.socket) -> None:
     for s in socks:
         try:
@@ -112,6 +105,10 @@ class _MySQLProxy:
         self.port = self.listener.getsockname()[1]
         self.closing = False
         self.sockets: list[socket.socket] = []
+        # prepared statements, by client socket id: their texts by statement id, and the texts
+        # sent for preparing whose answer (with the id the server gave) has not come yet
+        self.prepared: dict[int, dict[int, bytes]] = {}
+        self.preparing: dict[int, list[bytes]] = {}
         threading.Thread(target=self._accept, daemon=True).start()
 
     def close(self) -> None:
@@ -137,6 +134,33 @@ class _MySQLProxy:
         """True when this packet was dealt with (and the connection with it)."""
         return False
 
+    def statement(self, client: socket.socket, payload: bytes) -> bytes:
+        """The SQL a packet runs, upper-cased: a query's text, or a bulk execution's prepared
+        statement (MariaDB numbers a connection's prepared statements 1, 2, ... in order); b""
+        for anything else."""
+        if payload[:1] == bytes([COM_QUERY]):
+            return payload[1:].lstrip().upper()
+        if payload[:1] == bytes([COM_STMT_BULK_EXECUTE]):
+            text = self.prepared.get(id(client), {}).get(int.from_bytes(payload[1:5], "little"), b"")
+            return text.lstrip().upper()
+        return b""
+
+    def _watch_answers(self, client: socket.socket, packets: list[bytes]) -> None:
+        """Learn the ids the server gives prepared statements: the first packet after a
+        COM_STMT_PREPARE is its answer (a client sends nothing else until it has it), and an OK
+        one carries the id."""
+        for packet in packets:
+            pending = self.preparing.get(id(client))
+            if pending:
+                text = pending.pop(0)
+                if packet[4:5] == b"\x00":
+                    self.prepared.setdefault(id(client), {})[int.from_bytes(packet[5:9], "little")] = text
+
+    def is_push_statements(self, client: socket.socket, payload: bytes) -> bool:
+        """A journal cycle's statements that insert message rows (a push): as SQL text, or as
+        the bulk execution of its message rows (the daemon's default)."""
+        return self.statement(client, payload).startswith(PUSH_TRIGGER)
+
     def _held(self, server: socket.socket) -> bool:
         """A server connection to keep open after its client is gone."""
         return False
@@ -146,6 +170,8 @@ class _MySQLProxy:
             packet = _read_packet(client)
             if packet is None:
                 break
+            if packet[4:5] == bytes([COM_STMT_PREPARE]):
+                self.preparing.setdefault(id(client), []).append(packet[5:])
             if self._intercept(client, server, packet):
                 return
             try:
@@ -157,6 +183,7 @@ class _MySQLProxy:
     def _server_to_client(self, server: socket.socket, client: socket.socket) -> None:
         # select first: a relay blocked in recv on a connection that gets held would take
         # (part of) the answers meant for ScriptHolder.release()
+        pending = b""  # the bytes of a packet not whole yet
         while not self._held(server):
             try:
                 if not select.select([server], [], [], 0.05)[0]:
@@ -164,6 +191,13 @@ class _MySQLProxy:
                 data = server.recv(65536)
                 if not data:
                     break
+                pending += data
+                packets = []
+                while len(pending) >= 4 and len(pending) >= 4 + int.from_bytes(pending[:3], "little"):
+                    end = 4 + int.from_bytes(pending[:3], "little")
+                    packets.append(pending[:end])
+                    pending = pending[end:]
+                self._watch_answers(client, packets)
                 client.sendall(data)
             except (OSError, ValueError):
                 break
@@ -191,12 +225,7 @@ class CommitAnswerDropper(_MySQLProxy):
 
     def _intercept(self, client: socket.socket, server: socket.socket, packet: bytes) -> bool:
         payload = packet[4:]
-        if self.trigger == PUSH_TRIGGER and _is_push_statements(payload):
-            self.inserted.add(id(client))
-            return False
-        if payload[:1] != bytes([COM_QUERY]):
-            return False
-        text = payload[1:].lstrip().upper()
+        text = self.statement(client, payload)
         if text.startswith(self.trigger):
             self.inserted.add(id(client))
         elif text.startswith(b"COMMIT") and id(client) in self.inserted and self.armed.is_set() \
@@ -246,7 +275,7 @@ class ScriptHolder(_MySQLProxy):
         return self.held_server is server
 
     def _intercept(self, client: socket.socket, server: socket.socket, packet: bytes) -> bool:
-        if not (_is_push_statements(packet[4:]) and self.armed.is_set() and not self.held.is_set()):
+        if not (self.is_push_statements(client, packet[4:]) and self.armed.is_set() and not self.held.is_set()):
             return False
         self.held_packet, self.held_server = packet, server
         self.held.set()
