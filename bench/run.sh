@@ -86,7 +86,7 @@
 # figures 9-10, 11-12, 13; purge is figure 14; cluster is figure 15; galera is figure 16; groups is figure 17; peers
 # is figure 18, whose ratios take figures 0 and 2 from the push and lateness phases), HG_BENCH_WH_CONCURRENCY [64: the route's concurrency in figure 7's deliveries/s],
 # HG_BENCH_WH_LAT_CONCURRENCY [16: per topic, in figure 7's lateness run], HG_BENCH_CONSUME_N
-# [100,000 in full, 10,000 in quick: figure 3's ready backlog],
+# [100,000 in full, 10,000 in quick: figure 3's ready backlog], HG_BENCH_PEERS_N [50,000: figure 18's ready jobs a delivery run],
 # HG_BENCH_BUCKET_GRACE [120] and HG_BENCH_BUCKET_NEAR [1] (figure 13: seconds past the bucket's last
 # due time for every job to arrive; 0 = no near jobs beside the bucket), HG_BENCH_BUCKET_HORIZON and
 # HG_BENCH_BUCKET_AHEAD [by mode, ms: figure 13's horizon, and when its first job is due after the
@@ -210,7 +210,7 @@ else
     PROFILE=${HG_BENCH_PROFILE:-0}
 fi
 PEERS_CONNS=64       # figure 18: BullMQ's producers and Worker concurrency, hourglass's consumers, beanstalkd's put connections
-PEERS_N=50000        # figure 18: ready jobs of each delivery run (both modes: a drain takes seconds)
+PEERS_N=${HG_BENCH_PEERS_N:-50000} # figure 18: ready jobs of each delivery run (both modes: a drain takes seconds)
 CONSUME_N=${HG_BENCH_CONSUME_N:-$CONSUME_N} # an A/B of the consume path wants a longer drain than quick's
 
 # ------------------------------------------------------------------ bookkeeping
