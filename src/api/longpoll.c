@@ -1,5 +1,6 @@
 /* longpoll.c — see longpoll.h. */
 #include "api/longpoll.h"
+#include "api/reservemerge.h"
 #include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
@@ -48,6 +49,7 @@ struct parked {
 struct longpoll {
     struct hctx *ctx;
     struct parkbook book;
+    struct reservemerge *merge; /* this pass's reservations, merged (reservemerge.h); made on first use */
 };
 
 static int link_parked(struct parked *p)
@@ -243,6 +245,20 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, int64_t
         arm_retry(p);
 }
 
+static int send_reserve(void *arg, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
+                        const char *who, store_reserve_fn fn, void *fn_arg)
+{
+    struct hctx *ctx = arg;
+    return store_reserve(&ctx->store, shard, topics, lens, ntopics, count, clock_unix_ms(), who, 0, fn, fn_arg);
+}
+
+static struct reservemerge *merge_of(struct longpoll *lp)
+{
+    if (lp->merge == NULL)
+        lp->merge = reservemerge_new(lp->ctx->base, send_reserve, lp->ctx);
+    return lp->merge;
+}
+
 static void try_reserve(struct parked *p)
 {
     struct hctx *ctx = p->lp->ctx;
@@ -260,15 +276,17 @@ static void try_reserve(struct parked *p)
     p->e.reserving = 1;
     char who[STORE_WHO_MAX];
     api_who(p->r, who, sizeof who);
-    if (store_reserve(&ctx->store, p->shards[p->segment], topics, lens, n, p->count - p->got, clock_unix_ms(), who, 0,
-                      on_reserved, p) < 0) {
+    struct reservemerge *merge = merge_of(p->lp);
+    if (merge == NULL ||
+        reservemerge_add(merge, p->shards[p->segment], topics, lens, n, p->count - p->got, who, on_reserved, p) < 0) {
+        /* out of memory (Redis's failures come back through on_reserved) */
         p->e.reserving = 0;
         p->segment = 0;
         if (p->got > 0)
             deliver(p, 1);
         else if (p->first_attempt) {
             unlink_parked(p);
-            respond_unavailable(p->r, "Redis");
+            respond_unavailable(p->r, "memory");
         }
     }
 }
@@ -454,6 +472,7 @@ void longpoll_free(struct hctx *ctx)
     if (lp == NULL)
         return;
     parkbook_free(&lp->book); /* entries left only after a loop broken at the shutdown deadline */
+    reservemerge_free(lp->merge);
     free(lp);
     ctx->parked = NULL;
 }
@@ -529,5 +548,7 @@ static void answer_drained(struct parkbook_entry *e, void *arg)
 
 void longpoll_drain(struct hctx *ctx)
 {
+    if (ctx->parked->merge)
+        reservemerge_flush(ctx->parked->merge); /* those queued answer when their call returns */
     parkbook_drain(&ctx->parked->book, answer_drained, NULL);
 }

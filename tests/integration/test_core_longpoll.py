@@ -287,6 +287,40 @@ class ConsumersTest(CoreTestCase):
         self.assertCounts(d, "shared")
 
 
+class MergedReservationsTest(CoreTestCase):
+    """Gets that reach a worker in one pass of its loop, for the same topics, share one reserve
+    call of their counts' sum (src/api/reservemerge.h); its jobs are handed out in order, each
+    get taking at most its count, none twice."""
+
+    def test_gets_of_one_pass_share_a_reservation(self):
+        ns = self.namespace()
+        d = self.start_daemon({"http": {"threads": 1}}, namespace=ns)
+        self.wait_healthy(d)
+        ids = self.assertJsonOk(d.push([{"topic": "merged", "body": i} for i in range(30)]))["ids"]
+        with RedisMonitor(ns.redis.port) as mon:
+            # twelve gets of 3 (36 asked, 30 ready) sent while the daemon is stopped, so that they
+            # are read together when it goes on
+            d.pause()
+            try:
+                gets = [Background(d.get, "merged", timeout=0, count=3) for _ in range(12)]
+                time.sleep(0.5)
+            finally:
+                d.resume()
+            answers = [g.join(15) for g in gets]
+        got = []
+        for r in answers:
+            if r.status == 204:
+                continue
+            jobs = self.assertJsonOk(r)
+            self.assertLessEqual(len(jobs), 3, "a get took more than its count")
+            got.extend(j["id"] for j in jobs)
+        self.assertEqual(sorted(got), sorted(ids), "every ready job delivered once")
+        self.assertEqual(len([r for r in answers if r.status == 204]), 12 - 10, "ten full answers, two empty")
+        reserves = mon.calls("reserve", ns.prefix)
+        self.assertLess(len(reserves), 12, f"every get made its own reserve call: {len(reserves)}")
+        self.assertCounts(d, "merged", reserved=30)
+
+
 class HangupAndShutdownTest(CoreTestCase):
     def test_client_hanging_up_releases_its_long_poll(self):
         d = self.daemon()
