@@ -7,6 +7,7 @@
  * means no restore can ever bring the job back. */
 #include "api/handlers.h"
 #include "api/api_util.h"
+#include "api/passmerge.h"
 #include "redis/jobjson.h"
 #include "base/clock.h"
 #include "mysql/dbtask.h"
@@ -103,8 +104,11 @@ void api_finish(struct request *r)
     int attempt;
     if (st == NULL || api_param_attempt(r, &attempt) < 0)
         return;
-    if (store_finish(&r->ctx->store, st->id, clock_unix_ms(), attempt, st->who, on_finished, st) < 0)
-        respond_unavailable(r, "Redis");
+    /* with the other finishes of this pass, in one call (passmerge.h) */
+    struct passmerge *merge = api_merged(r->ctx);
+    if (merge == NULL ||
+        passmerge_finish(merge, id_shard(st->id, r->ctx->store.shards), st->id, attempt, st->who, on_finished, st) < 0)
+        respond_unavailable(r, "memory");
 }
 
 /* ---- release ---- */

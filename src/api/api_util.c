@@ -1,5 +1,6 @@
 /* api_util.c — see api_util.h. */
 #include "api/api_util.h"
+#include "api/passmerge.h"
 #include "base/clock.h"
 #include "core/ids.h"
 #include "durable/journal.h"
@@ -157,4 +158,38 @@ void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, i
     rec->run_at = run_at;
     request_actor(r, shard, key, rec->actor, sizeof rec->actor);
     sb_str_put(rec->host, sizeof rec->host, 0, r->client);
+}
+
+static int send_reserve(void *arg, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
+                        const char *who, store_reserve_fn fn, void *fn_arg)
+{
+    struct hctx *ctx = arg;
+    return store_reserve(&ctx->store, shard, topics, lens, ntopics, count, clock_unix_ms(), who, 0, fn, fn_arg);
+}
+
+static int send_finish(void *arg, int shard, const uint64_t *ids, const int *attempts, int n, const char *who,
+                       store_ids_fn fn, void *fn_arg)
+{
+    struct hctx *ctx = arg;
+    return store_finish_many(&ctx->store, shard, ids, attempts, n, clock_unix_ms(), who, fn, fn_arg);
+}
+
+struct passmerge *api_merged(struct hctx *ctx)
+{
+    static const struct passmerge_sends sends = {send_reserve, send_finish};
+    if (ctx->merged == NULL)
+        ctx->merged = passmerge_new(ctx->base, &sends, ctx);
+    return ctx->merged;
+}
+
+void api_merged_drain(struct hctx *ctx)
+{
+    if (ctx->merged)
+        passmerge_flush(ctx->merged);
+}
+
+void api_merged_free(struct hctx *ctx)
+{
+    passmerge_free(ctx->merged);
+    ctx->merged = NULL;
 }

@@ -49,6 +49,12 @@ int api_require_mysql(struct request *r);
 /* Who acts, for the outbox (store_who): this instance, this worker, the client's address. */
 void api_who(const struct request *r, char *out, size_t cap);
 
+/* The worker's calls of one loop pass, merged (passmerge.h); made on first use, NULL when out
+ * of memory. api_merged_drain sends what is queued (shutdown); api_merged_free frees it. */
+struct passmerge *api_merged(struct hctx *ctx);
+void api_merged_drain(struct hctx *ctx);
+void api_merged_free(struct hctx *ctx);
+
 /* Fill a jobchange for a transition this request made (the durable paths: push rows, delete); counts nothing. */
 void api_fill_jobchange(struct jobchange *rec, struct request *r, uint64_t id, int shard, const char *key, int from,
                         int to, uint32_t ver, uint32_t attempts, int64_t run_at);

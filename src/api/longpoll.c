@@ -1,6 +1,6 @@
 /* longpoll.c — see longpoll.h. */
 #include "api/longpoll.h"
-#include "api/reservemerge.h"
+#include "api/passmerge.h"
 #include "api/handlers.h"
 #include "api/api_util.h"
 #include "redis/jobjson.h"
@@ -49,7 +49,6 @@ struct parked {
 struct longpoll {
     struct hctx *ctx;
     struct parkbook book;
-    struct reservemerge *merge; /* this pass's reservations, merged (reservemerge.h); made on first use */
 };
 
 static int link_parked(struct parked *p)
@@ -245,20 +244,6 @@ static void on_reserved(const struct delivered *jobs, int n, int failed, int64_t
         arm_retry(p);
 }
 
-static int send_reserve(void *arg, int shard, const char *const *topics, const size_t *lens, int ntopics, int count,
-                        const char *who, store_reserve_fn fn, void *fn_arg)
-{
-    struct hctx *ctx = arg;
-    return store_reserve(&ctx->store, shard, topics, lens, ntopics, count, clock_unix_ms(), who, 0, fn, fn_arg);
-}
-
-static struct reservemerge *merge_of(struct longpoll *lp)
-{
-    if (lp->merge == NULL)
-        lp->merge = reservemerge_new(lp->ctx->base, send_reserve, lp->ctx);
-    return lp->merge;
-}
-
 static void try_reserve(struct parked *p)
 {
     struct hctx *ctx = p->lp->ctx;
@@ -276,9 +261,9 @@ static void try_reserve(struct parked *p)
     p->e.reserving = 1;
     char who[STORE_WHO_MAX];
     api_who(p->r, who, sizeof who);
-    struct reservemerge *merge = merge_of(p->lp);
+    struct passmerge *merge = api_merged(ctx);
     if (merge == NULL ||
-        reservemerge_add(merge, p->shards[p->segment], topics, lens, n, p->count - p->got, who, on_reserved, p) < 0) {
+        passmerge_reserve(merge, p->shards[p->segment], topics, lens, n, p->count - p->got, who, on_reserved, p) < 0) {
         /* out of memory (Redis's failures come back through on_reserved) */
         p->e.reserving = 0;
         p->segment = 0;
@@ -415,8 +400,10 @@ void api_get(struct request *r)
         p->finish_id = finish_id;
         char who[STORE_WHO_MAX];
         api_who(r, who, sizeof who);
-        if (store_finish(&ctx->store, finish_id, clock_unix_ms(), finish_attempt, who, on_finished_first, p) < 0)
-            respond_unavailable(r, "Redis");
+        struct passmerge *merge = api_merged(ctx);
+        if (merge == NULL || passmerge_finish(merge, id_shard(finish_id, ctx->store.shards), finish_id, finish_attempt,
+                                              who, on_finished_first, p) < 0)
+            respond_unavailable(r, "memory");
         return;
     }
     get_begin(p);
@@ -472,7 +459,6 @@ void longpoll_free(struct hctx *ctx)
     if (lp == NULL)
         return;
     parkbook_free(&lp->book); /* entries left only after a loop broken at the shutdown deadline */
-    reservemerge_free(lp->merge);
     free(lp);
     ctx->parked = NULL;
 }
@@ -548,7 +534,5 @@ static void answer_drained(struct parkbook_entry *e, void *arg)
 
 void longpoll_drain(struct hctx *ctx)
 {
-    if (ctx->parked->merge)
-        reservemerge_flush(ctx->parked->merge); /* those queued answer when their call returns */
     parkbook_drain(&ctx->parked->book, answer_drained, NULL);
 }

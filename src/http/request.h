@@ -43,6 +43,7 @@ struct hctx {
     struct httpconn_registry *conns; /* the worker's HTTP connections (httpconn.h) */
     struct longpoll *parked;         /* long-polls parked on this worker (longpoll.h) */
     struct push_batch *pushes;       /* committed pushes on their way to Redis (api_push.c) */
+    struct passmerge *merged;        /* this pass's reservations and finishes, merged (api/passmerge.h) */
     /* requests */
     long inflight;                 /* made and not yet answered */
     struct request *free_requests; /* answered requests kept for reuse */

@@ -6,6 +6,7 @@
 #include "redis/layout.h"
 #include "base/log.h"
 #include "api/longpoll.h"
+#include "api/api_util.h"
 #include "base/loopq.h"
 #include "redis/rlink.h"
 
@@ -40,6 +41,8 @@ static const struct subsystem {
     {longpoll_tick, longpoll_tick, NULL, longpoll_drain, longpoll_free},
     /* pushes: committed ones go to Redis together */
     {NULL, NULL, api_push_flush, NULL, api_push_free},
+    /* reservations and finishes of one loop pass: merged calls (passmerge.h) */
+    {NULL, NULL, NULL, api_merged_drain, api_merged_free},
     /* connections: deadlines, and releasing those evhttp let go */
     {conn_tick, NULL, NULL, NULL, conn_free},
 };

@@ -35,6 +35,7 @@ static const char *const names[SCRIPT_COUNT] = {
     [SCRIPT_LAYOUT] = "layout",
     [SCRIPT_GONEEXPIRE] = "goneexpire",
     [SCRIPT_GROUPS] = "groups",
+    [SCRIPT_FINISHMANY] = "finishmany",
 };
 
 #define FUNCTION_NAME_MAX 64 /* "hg_" + 12 hex digits + "_" + a script's name */

@@ -42,6 +42,7 @@ enum script_id {
     SCRIPT_LAYOUT,
     SCRIPT_GONEEXPIRE,
     SCRIPT_GROUPS,
+    SCRIPT_FINISHMANY,
     SCRIPT_COUNT
 };
 

@@ -493,6 +493,58 @@ int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const c
     return id_call(s, SCRIPT_FINISH, SHAPE_FINISH, id, now, extra, 1, who, fn, arg);
 }
 
+struct ids_call {
+    store_ids_fn fn;
+    void *arg;
+    int n;
+};
+
+static void on_finished_many(redisReply *r, void *arg)
+{
+    struct ids_call *c = arg;
+    struct ids_call call = *c;
+    free(c);
+    struct id_outcome *outs = NULL;
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)call.n &&
+        (outs = malloc((size_t)call.n * sizeof *outs)) != NULL) {
+        for (int i = 0; i < call.n; i++)
+            if (store_decode_id(r->element[i], SHAPE_FINISH, &outs[i]) < 0) {
+                free(outs);
+                outs = NULL;
+                break;
+            }
+    }
+    if (outs == NULL && r != NULL)
+        shape_error("finishmany");
+    call.fn(outs, call.n, call.arg);
+    free(outs);
+}
+
+int store_finish_many(struct store *s, int shard, const uint64_t *ids, const int *attempts, int n, int64_t now,
+                      const char *who, store_ids_fn fn, void *arg)
+{
+    struct rargv b;
+    int rc = -1;
+    struct ids_call *c = malloc(sizeof *c);
+    if (c == NULL)
+        return -1;
+    *c = (struct ids_call){fn, arg, n};
+    if (rargv_init(&b, 6 + 2 * n, 1 + n, n) == 0) {
+        rargv_key(&b, s->prefix, shard, "jobs");
+        rargv_int(&b, now);
+        rargv_str(&b, who, strlen(who));
+        for (int i = 0; i < n; i++) {
+            rargv_id(&b, ids[i]);
+            rargv_int(&b, attempts[i]);
+        }
+        rc = rlink_eval(s->rc, SCRIPT_FINISHMANY, b.argc, b.argv, b.lens, on_finished_many, c);
+    }
+    rargv_free(&b);
+    if (rc < 0)
+        free(c);
+    return rc;
+}
+
 int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, const char *who,
                   store_id_fn fn, void *arg)
 {

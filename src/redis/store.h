@@ -95,6 +95,11 @@ struct id_outcome {
 typedef void (*store_id_fn)(const struct id_outcome *out, void *arg);
 int store_finish(struct store *s, uint64_t id, int64_t now, int attempt, const char *who, store_id_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* store_finish for n jobs of one shard in one call (finishmany.lua): `fn` hears outs[0..n) in
+ * order, or outs NULL when the call failed. */
+typedef void (*store_ids_fn)(const struct id_outcome *outs, int n, void *arg);
+int store_finish_many(struct store *s, int shard, const uint64_t *ids, const int *attempts, int n, int64_t now,
+                      const char *who, store_ids_fn fn, void *arg) __attribute__((warn_unused_result));
 /* delay -1: after the job's backoff (topic settings). */
 int store_release(struct store *s, uint64_t id, int64_t now, int64_t delay, int attempt, const char *who,
                   store_id_fn fn, void *arg) __attribute__((warn_unused_result));

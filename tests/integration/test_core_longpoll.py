@@ -289,7 +289,7 @@ class ConsumersTest(CoreTestCase):
 
 class MergedReservationsTest(CoreTestCase):
     """Gets that reach a worker in one pass of its loop, for the same topics, share one reserve
-    call of their counts' sum (src/api/reservemerge.h); its jobs are handed out in order, each
+    call of their counts' sum (src/api/passmerge.h); its jobs are handed out in order, each
     get taking at most its count, none twice."""
 
     def test_gets_of_one_pass_share_a_reservation(self):
@@ -319,6 +319,33 @@ class MergedReservationsTest(CoreTestCase):
         reserves = mon.calls("reserve", ns.prefix)
         self.assertLess(len(reserves), 12, f"every get made its own reserve call: {len(reserves)}")
         self.assertCounts(d, "merged", reserved=30)
+
+    def test_finishes_of_one_pass_share_a_call_and_each_hears_its_own(self):
+        ns = self.namespace()
+        d = self.start_daemon({"http": {"threads": 1}}, namespace=ns)
+        self.wait_healthy(d)
+        self.assertJsonOk(d.push([{"topic": "fin", "body": i} for i in range(10)]))
+        jobs = self.assertJsonOk(d.get("fin", timeout=0, count=10))
+        self.assertEqual(len(jobs), 10)
+        ids = [j["id"] for j in jobs]
+        with RedisMonitor(ns.redis.port) as mon:
+            d.pause()
+            try:
+                calls = [Background(d.finish, i) for i in ids[:8]]
+                calls.append(Background(d.request, "GET", "/finish", params={"id": ids[8], "attempt": 2}))  # stale
+                calls.append(Background(d.finish, "123456789"))  # no such job
+                time.sleep(0.5)
+            finally:
+                d.resume()
+            answers = [c.join(15) for c in calls]
+        self.assertEqual([a.status for a in answers], [200] * 8 + [409, 404], [a.text for a in answers])
+        self.assertEqual({a.json()["id"] for a in answers[:8]}, set(ids[:8]), "each hears its own job")
+        self.assertTrue(all(a.json()["state"] == "finished" for a in answers[:8]))
+        merged = mon.calls("finishmany", ns.prefix)
+        self.assertLess(len(merged) + len(mon.calls("finish", ns.prefix)), 10,
+                        "every finish made its own call")
+        self.assertCounts(d, "fin", reserved=2)
+        self.assertStatus(d.finish(ids[8]), 200, "the stale attempt's job is still reserved")
 
 
 class HangupAndShutdownTest(CoreTestCase):

@@ -700,6 +700,22 @@ local function log_transition(idkey, from, to, j, now, key, who)
         "w", who)
 end
 
+-- Finish reserved job `idkey` (finish.lua, finishmany.lua): it is done and leaves Redis.
+-- Returns {"ok", ver, attempts, runAt} | {"missing"} | {"state", state} | {"stale", attempts}.
+local function finish_job(idkey, now, attempt, who, key)
+    local j = load_job(idkey)
+    if not j then return { "missing" } end
+    if j.st ~= RESERVED then return { "state", j.st } end
+    if attempt ~= 0 and attempt ~= j.att then return { "stale", j.att } end
+    unplace(idkey, j, now) -- a grouped job's slot frees with it: its group's turn may come again
+    redis.call("HDEL", K_JOBS, idkey)
+    biz_release(idkey, j)
+    tombstone(idkey, now)
+    j.ver = j.ver + 1
+    log_transition(idkey, RESERVED, FINISHED, j, now, key, who)
+    return { "ok", j.ver, j.att, j.runat }
+end
+
 -- Delete job `idkey` (loaded as j) from Redis, as a delete does: out of its structure and the
 -- jobs hash, its bizKey released, a tombstone while a restore or a pager needs one, the
 -- transition logged. Returns the state it had.

@@ -1,9 +1,10 @@
-/* test_reservemerge.c — the reservations of one loop pass, merged: requests for the same shard,
+/* test_passmerge.c — the calls of one loop pass, merged: reservations for the same shard,
  * topics (by content, in order) and actor are one call of their counts' sum, sent once the
  * pass's callbacks have run; its jobs are handed out in the order asked, each request up to its
- * count; every request hears exactly once, also when the call cannot be sent; a reservation
- * queued from an answer goes into the next pass's call; a call stops growing at its cap. */
-#include "api/reservemerge.h"
+ * count; finishes of one shard and actor are one call, each hearing its own outcome; every
+ * request hears exactly once, also when the call cannot be sent; a call queued from an answer
+ * goes into the next pass's call; a call stops growing at its cap. */
+#include "api/passmerge.h"
 
 #include <check.h>
 #include <event2/event.h>
@@ -43,7 +44,7 @@ struct asker {
     int64_t wait_ms;
     uint64_t ids[8];
     /* queue this reservation when answered (a long-poll passing a notification on) */
-    struct reservemerge *requeue;
+    struct passmerge *requeue;
     struct asker *next_asker;
 };
 
@@ -59,25 +60,70 @@ static void on_answer(const struct delivered *jobs, int n, int failed, int64_t w
     if (a->requeue) {
         static const char *const t[] = {"orders"};
         static const size_t l[] = {6};
-        ck_assert_int_eq(reservemerge_add(a->requeue, 0, t, l, 1, 1, "w", on_answer, a->next_asker), 0);
+        ck_assert_int_eq(passmerge_reserve(a->requeue, 0, t, l, 1, 1, "w", on_answer, a->next_asker), 0);
     }
 }
 
+/* Finish calls the fake store was asked to send. */
+static struct finish_sent {
+    int shard, n;
+    uint64_t ids[8];
+    int attempts[8];
+    char who[32];
+    store_ids_fn fn;
+    void *arg;
+} fsent[CALLS_MAX];
+static int nfsent;
+
+static int fake_finish(void *send_arg, int shard, const uint64_t *ids, const int *attempts, int n, const char *who,
+                       store_ids_fn fn, void *arg)
+{
+    (void)send_arg;
+    if (refuse_sends)
+        return -1;
+    ck_assert_int_lt(nfsent, CALLS_MAX);
+    struct finish_sent *c = &fsent[nfsent++];
+    *c = (struct finish_sent){.shard = shard, .n = n, .fn = fn, .arg = arg};
+    for (int i = 0; i < n && i < 8; i++) {
+        c->ids[i] = ids[i];
+        c->attempts[i] = attempts[i];
+    }
+    strcpy(c->who, who);
+    return 0;
+}
+
+/* A finish request: what it heard. */
+struct finisher {
+    int heard, failed;
+    struct id_outcome out;
+};
+
+static void on_finish(const struct id_outcome *o, void *arg)
+{
+    struct finisher *f = arg;
+    f->heard++;
+    f->failed = o == NULL;
+    if (o)
+        f->out = *o;
+}
+
 static struct event_base *base;
-static struct reservemerge *m;
+static struct passmerge *m;
 
 static void setup(void)
 {
-    nsent = refuse_sends = 0;
+    static const struct passmerge_sends sends = {fake_send, fake_finish};
+    nsent = nfsent = refuse_sends = 0;
     memset(sent, 0, sizeof sent);
+    memset(fsent, 0, sizeof fsent);
     base = event_base_new();
-    m = reservemerge_new(base, fake_send, NULL);
+    m = passmerge_new(base, &sends, NULL);
     ck_assert_ptr_nonnull(m);
 }
 
 static void teardown(void)
 {
-    reservemerge_free(m);
+    passmerge_free(m);
     event_base_free(base);
 }
 
@@ -100,7 +146,7 @@ static int add(int shard, const char *t1, const char *t2, int count, const char 
 {
     const char *topics[2] = {t1, t2};
     size_t lens[2] = {strlen(t1), t2 ? strlen(t2) : 0};
-    return reservemerge_add(m, shard, topics, lens, t2 ? 2 : 1, count, who, on_answer, a);
+    return passmerge_reserve(m, shard, topics, lens, t2 ? 2 : 1, count, who, on_answer, a);
 }
 
 START_TEST(one_call_per_shard_topics_and_actor_answered_in_order)
@@ -185,11 +231,11 @@ END_TEST
 START_TEST(a_call_stops_growing_at_its_cap)
 {
     struct asker a = {0}, b = {0};
-    ck_assert_int_eq(add(0, "orders", NULL, RESERVEMERGE_COUNT_MAX - 1, "w", &a), 0);
+    ck_assert_int_eq(add(0, "orders", NULL, PASSMERGE_COUNT_MAX - 1, "w", &a), 0);
     ck_assert_int_eq(add(0, "orders", NULL, 2, "w", &b), 0);
     one_pass();
     ck_assert_int_eq(nsent, 2);
-    ck_assert_int_eq(sent[0].count, RESERVEMERGE_COUNT_MAX - 1);
+    ck_assert_int_eq(sent[0].count, PASSMERGE_COUNT_MAX - 1);
     ck_assert_int_eq(sent[1].count, 2);
     answer(0, 0, 0, 0);
     answer(1, 0, 0, 0);
@@ -201,7 +247,7 @@ START_TEST(flush_sends_at_once_and_free_drops_what_is_queued)
 {
     struct asker a = {0}, b = {0};
     ck_assert_int_eq(add(0, "orders", NULL, 1, "w", &a), 0);
-    reservemerge_flush(m);
+    passmerge_flush(m);
     ck_assert_int_eq(nsent, 1);
     answer(0, 1, 1, 0);
     ck_assert_int_eq(a.heard, 1);
@@ -210,9 +256,75 @@ START_TEST(flush_sends_at_once_and_free_drops_what_is_queued)
 }
 END_TEST
 
-static Suite *reservemerge_suite(void)
+START_TEST(finishes_of_one_shard_and_actor_are_one_call_each_hearing_its_own)
 {
-    Suite *s = suite_create("reservemerge");
+    struct finisher a = {0}, b = {0}, c = {0}, d = {0};
+    struct asker r = {0};
+    ck_assert_int_eq(passmerge_finish(m, 2, 11, 0, "w", on_finish, &a), 0);
+    ck_assert_int_eq(passmerge_finish(m, 3, 12, 0, "w", on_finish, &b), 0); /* another shard */
+    ck_assert_int_eq(passmerge_finish(m, 2, 13, 4, "w", on_finish, &c), 0);
+    ck_assert_int_eq(passmerge_finish(m, 2, 14, 0, "other", on_finish, &d), 0); /* another actor */
+    ck_assert_int_eq(add(2, "orders", NULL, 1, "w", &r), 0);                    /* a reservation: its own call */
+    ck_assert_int_eq(nfsent + nsent, 0);
+    one_pass();
+    ck_assert_int_eq(nfsent, 3);
+    ck_assert_int_eq(nsent, 1);
+    ck_assert_int_eq(fsent[0].shard, 2);
+    ck_assert_int_eq(fsent[0].n, 2);
+    ck_assert_uint_eq(fsent[0].ids[0], 11);
+    ck_assert_uint_eq(fsent[0].ids[1], 13);
+    ck_assert_int_eq(fsent[0].attempts[1], 4);
+    ck_assert_int_eq(fsent[1].shard, 3);
+    ck_assert_str_eq(fsent[2].who, "other");
+    struct id_outcome outs[2] = {{.status = ID_OK, .ver = 3}, {.status = ID_STALE, .attempts = 5}};
+    fsent[0].fn(outs, 2, fsent[0].arg);
+    ck_assert_int_eq(a.heard, 1);
+    ck_assert_int_eq(a.out.status, ID_OK);
+    ck_assert_uint_eq(a.out.ver, 3);
+    ck_assert_int_eq(c.heard, 1);
+    ck_assert_int_eq(c.out.status, ID_STALE);
+    fsent[1].fn(NULL, 1, fsent[1].arg); /* the call failed */
+    ck_assert_int_eq(b.heard, 1);
+    ck_assert_int_eq(b.failed, 1);
+    ck_assert_int_eq(d.heard, 0);
+    fsent[2].fn(outs, 1, fsent[2].arg);
+    ck_assert_int_eq(d.heard, 1);
+    answer(0, 1, 1, 0);
+    ck_assert_int_eq(r.heard, 1);
+}
+END_TEST
+
+START_TEST(a_finish_call_that_cannot_be_sent_fails_each_once)
+{
+    struct finisher a = {0}, b = {0};
+    ck_assert_int_eq(passmerge_finish(m, 0, 1, 0, "w", on_finish, &a), 0);
+    ck_assert_int_eq(passmerge_finish(m, 0, 2, 0, "w", on_finish, &b), 0);
+    refuse_sends = 1;
+    one_pass();
+    ck_assert_int_eq(a.heard + b.heard, 2);
+    ck_assert_int_eq(a.failed + b.failed, 2);
+}
+END_TEST
+
+START_TEST(a_finish_call_stops_growing_at_its_cap)
+{
+    static struct finisher f[PASSMERGE_FINISH_MAX + 1];
+    memset(f, 0, sizeof f);
+    for (int i = 0; i <= PASSMERGE_FINISH_MAX; i++)
+        ck_assert_int_eq(passmerge_finish(m, 0, (uint64_t)i + 1, 0, "w", on_finish, &f[i]), 0);
+    one_pass();
+    ck_assert_int_eq(nfsent, 2);
+    ck_assert_int_eq(fsent[0].n, PASSMERGE_FINISH_MAX);
+    ck_assert_int_eq(fsent[1].n, 1);
+    ck_assert_uint_eq(fsent[1].ids[0], PASSMERGE_FINISH_MAX + 1);
+    fsent[0].fn(NULL, 0, fsent[0].arg);
+    fsent[1].fn(NULL, 0, fsent[1].arg);
+}
+END_TEST
+
+static Suite *passmerge_suite(void)
+{
+    Suite *s = suite_create("passmerge");
     TCase *tc = tcase_create("merge");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, one_call_per_shard_topics_and_actor_answered_in_order);
@@ -220,13 +332,16 @@ static Suite *reservemerge_suite(void)
     tcase_add_test(tc, a_reservation_queued_from_an_answer_goes_into_the_next_call);
     tcase_add_test(tc, a_call_stops_growing_at_its_cap);
     tcase_add_test(tc, flush_sends_at_once_and_free_drops_what_is_queued);
+    tcase_add_test(tc, finishes_of_one_shard_and_actor_are_one_call_each_hearing_its_own);
+    tcase_add_test(tc, a_finish_call_that_cannot_be_sent_fails_each_once);
+    tcase_add_test(tc, a_finish_call_stops_growing_at_its_cap);
     suite_add_tcase(s, tc);
     return s;
 }
 
 int main(void)
 {
-    SRunner *sr = srunner_create(reservemerge_suite());
+    SRunner *sr = srunner_create(passmerge_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
