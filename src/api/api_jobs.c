@@ -7,7 +7,6 @@
  * means no restore can ever bring the job back. */
 #include "api/handlers.h"
 #include "api/api_util.h"
-#include "api/passmerge.h"
 #include "redis/jobjson.h"
 #include "base/clock.h"
 #include "mysql/dbtask.h"
@@ -105,9 +104,7 @@ void api_finish(struct request *r)
     if (st == NULL || api_param_attempt(r, &attempt) < 0)
         return;
     /* with the other finishes of this pass, in one call (passmerge.h) */
-    struct passmerge *merge = api_merged(r->ctx);
-    if (merge == NULL ||
-        passmerge_finish(merge, id_shard(st->id, r->ctx->store.shards), st->id, attempt, st->who, on_finished, st) < 0)
+    if (api_merged_finish(r->ctx, st->id, attempt, st->who, on_finished, st) < 0)
         respond_unavailable(r, "memory");
 }
 

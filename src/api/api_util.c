@@ -182,6 +182,12 @@ struct passmerge *api_merged(struct hctx *ctx)
     return ctx->merged;
 }
 
+int api_merged_finish(struct hctx *ctx, uint64_t id, int attempt, const char *who, store_id_fn fn, void *arg)
+{
+    struct passmerge *merge = api_merged(ctx);
+    return merge ? passmerge_finish(merge, id_shard(id, ctx->store.shards), id, attempt, who, fn, arg) : -1;
+}
+
 void api_merged_drain(struct hctx *ctx)
 {
     if (ctx->merged)

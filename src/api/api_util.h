@@ -53,6 +53,9 @@ void api_who(const struct request *r, char *out, size_t cap);
  * of memory. api_merged_drain sends what is queued (shutdown); api_merged_free frees it. */
 struct passmerge *api_merged(struct hctx *ctx);
 void api_merged_drain(struct hctx *ctx);
+/* Queue the finish of job `id` with the other finishes of this pass (passmerge_finish, on the
+ * id's shard). 0, or -1 when out of memory (then `fn` will not run). */
+int api_merged_finish(struct hctx *ctx, uint64_t id, int attempt, const char *who, store_id_fn fn, void *arg);
 void api_merged_free(struct hctx *ctx);
 
 /* Fill a jobchange for a transition this request made (the durable paths: push rows, delete); counts nothing. */

@@ -400,9 +400,7 @@ void api_get(struct request *r)
         p->finish_id = finish_id;
         char who[STORE_WHO_MAX];
         api_who(r, who, sizeof who);
-        struct passmerge *merge = api_merged(ctx);
-        if (merge == NULL || passmerge_finish(merge, id_shard(finish_id, ctx->store.shards), finish_id, finish_attempt,
-                                              who, on_finished_first, p) < 0)
+        if (api_merged_finish(ctx, finish_id, finish_attempt, who, on_finished_first, p) < 0)
             respond_unavailable(r, "memory");
         return;
     }

@@ -1,6 +1,5 @@
 /* passmerge.c — see passmerge.h. */
 #include "api/passmerge.h"
-#include "base/log.h"
 #include "core/job.h"
 
 #include <event2/event.h>

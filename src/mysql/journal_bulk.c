@@ -334,8 +334,13 @@ static int in_chunks(struct journal_bulk *jb, const struct jobchange *const *rec
     size_t start = 0;
     while (start < n) {
         size_t end = start, bytes = 0;
-        while (end < n && (end == start || bytes + bytes_of(recs[end]) <= chunk_bytes))
-            bytes += bytes_of(recs[end++]);
+        while (end < n) {
+            size_t row = bytes_of(recs[end]);
+            if (end > start && bytes + row > chunk_bytes)
+                break;
+            bytes += row;
+            end++;
+        }
         if (write(jb, recs + start, end - start, instance) < 0)
             return -1;
         start = end;
