@@ -59,6 +59,7 @@ struct lane {
     int index;
     MYSQL *db;
     struct journal_bulk *bulk; /* the cycle's rows in binary (journal_bulk.h); NULL: as text */
+    int galera;                /* on a Galera node: changes of existing rows wait for the cluster */
     /* The last failed write broke the connection during COMMIT (its pushes may have committed
      * although they were answered 503: doubt.h). */
     int commit_in_doubt;
@@ -349,6 +350,16 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
         updates[nupdates++] = &recs[i];
     }
 
+    /* On a Galera node, changes of rows that exist already (updates, bizKey and far-tier
+     * bookkeeping) need the node to have applied what the cluster committed before them. The
+     * row may have come from another instance through another node: its push committed there
+     * (certified everywhere, applied here a little later), went to Redis, was delivered and
+     * finished through this instance; the finish's UPDATE, run here before the push is applied,
+     * would match no row, certify without a conflict, and be lost ('delayed' for good in MySQL).
+     * One causal read first makes the cycle see it. Cycles of new jobs alone need none. */
+    if (l->galera && (nupdates > 0 || naborts > 0 || nchanges > 0) && db_wait_for_cluster(db) < 0)
+        goto out;
+
     /* The rows, in binary when the connection can (journal_bulk.h), else as the script's first
      * statements; either way message rows, transition rows, then the updates. */
     if (l->bulk != NULL) {
@@ -450,6 +461,7 @@ static int lane_connect(struct lane *l)
     l->db = connect_db();
     if (l->db == NULL)
         return -1;
+    l->galera = db_is_galera(l->db);
     const char *why = "[mysql] bulk_inserts = false";
     l->bulk = journal.cfg->journal_bulk ? journal_bulk_new(l->db, &why) : NULL;
     if (l->bulk == NULL && !said++)

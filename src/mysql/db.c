@@ -260,6 +260,28 @@ MYSQL_RES *db_query(MYSQL *db, struct sbuf *sql)
     return res;
 }
 
+int db_is_galera(MYSQL *db)
+{
+    /* node_prepare set the sync wait on every Galera session; both, or the read would not wait */
+    static const char q[] = "SELECT @@SESSION.wsrep_on = 1 AND (@@SESSION.wsrep_sync_wait & 1) = 1";
+    if (mysql_real_query(db, q, sizeof q - 1) != 0)
+        return 0; /* no such variables: MySQL without wsrep */
+    MYSQL_RES *res = mysql_store_result(db);
+    MYSQL_ROW row = res != NULL ? mysql_fetch_row(res) : NULL;
+    int waits = row != NULL && row[0] != NULL && atoi(row[0]) != 0;
+    if (res != NULL)
+        mysql_free_result(res);
+    return waits;
+}
+
+int db_wait_for_cluster(MYSQL *db)
+{
+    /* wsrep_sync_wait bit 1 covers BEGIN as well as reads; and it opens the transaction, which
+     * the cycle's statements would have opened anyway (autocommit is off) */
+    static const char q[] = "START TRANSACTION";
+    return db_exec(db, q, sizeof q - 1);
+}
+
 void db_cut(void *db)
 {
     shutdown((int)mysql_get_socket(db), SHUT_RDWR);

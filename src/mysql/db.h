@@ -36,6 +36,17 @@ MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen);
  * of an instance's connections come to agree on one node. 0 without a list, or for NULL. */
 int db_stale(MYSQL *db);
 
+/* Is this session on a Galera node, its reads waiting for the cluster (wsrep_sync_wait, set by
+ * db_connect)? Ask once per connection; 0 on a server without Galera, or when asking failed. */
+int db_is_galera(MYSQL *db);
+
+/* Begin a transaction once this Galera node has applied every write set the cluster had
+ * committed when it was called (START TRANSACTION, which wsrep_sync_wait makes wait as it does a
+ * read). Call it between transactions: a statement inside an active transaction does not wait.
+ * For writes that depend on rows another node committed: an UPDATE of a row this node has not
+ * applied yet matches nothing, and certifies without a conflict. 0 / -1 (as db_exec). */
+int db_wait_for_cluster(MYSQL *db) __attribute__((warn_unused_result));
+
 /* Is the schema there, new enough, and are its tables' columns the ones this binary writes?
  * 0; -1 with err saying to apply sql/schema.sql; -3 when a table lacks a column (made by an
  * older sql/schema.sql: applying it again does not change the table); -2 when the check
