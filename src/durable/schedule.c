@@ -508,9 +508,18 @@ void schedule_list_free(struct schedule *list, int n)
     free(list);
 }
 
-/* Run an UPDATE/DELETE and commit: the rows it matched (1 or 0), or -1. */
-static int change(MYSQL *db, struct sbuf *sql, char *err, size_t errlen)
+/* Run an UPDATE/DELETE and commit: the rows it matched (1 or 0), or -1. A change asked for
+ * through the API (`after_cluster`) first waits for what the cluster committed: on Galera a
+ * schedule just created through another node may not be applied on this one yet, and its
+ * DELETE or pause would match nothing and answer 404 (db_wait_for_cluster). */
+static int change(MYSQL *db, struct sbuf *sql, int after_cluster, char *err, size_t errlen)
 {
+    if (after_cluster && db_wait_for_cluster(db) < 0) {
+        sb_free(sql);
+        db_err(db, err, errlen);
+        mysql_rollback(db);
+        return -1;
+    }
     if (run(db, sql, err, errlen) < 0)
         return -1;
     my_ulonglong affected = mysql_affected_rows(db);
@@ -523,7 +532,7 @@ int schedule_db_delete(MYSQL *db, uint64_t id, char *err, size_t errlen)
 {
     struct sbuf sql = SBUF_INIT;
     sb_printf(&sql, "DELETE FROM schedule WHERE id = %llu", (unsigned long long)id);
-    return change(db, &sql, err, errlen);
+    return change(db, &sql, 1, err, errlen);
 }
 
 int schedule_db_set_paused(MYSQL *db, uint64_t id, int paused, int64_t now, char *err, size_t errlen)
@@ -535,7 +544,7 @@ int schedule_db_set_paused(MYSQL *db, uint64_t id, int paused, int64_t now, char
               "UPDATE schedule SET fired_through = IF(paused = 1 AND %d = 0, GREATEST(fired_through, %lld), "
               "fired_through), version = version + 1, updated_at = %lld, paused = %d WHERE id = %llu AND paused <> %d",
               paused, (long long)now, (long long)now, paused, (unsigned long long)id, paused);
-    int rc = change(db, &sql, err, errlen);
+    int rc = change(db, &sql, 1, err, errlen);
     if (rc != 0)
         return rc;
     struct schedule s; /* nothing changed: already so, or no such schedule */
@@ -553,7 +562,7 @@ int schedule_db_advance(MYSQL *db, uint64_t id, int64_t from, const struct sched
               "missed_skipped + %lld WHERE id = %llu AND fired_through = %lld",
               (long long)due->through, (long long)due->caught_up, (long long)due->skipped, (unsigned long long)id,
               (long long)from);
-    return change(db, &sql, err, errlen);
+    return change(db, &sql, 0, err, errlen); /* its row was read first, after the cluster */
 }
 
 int schedule_db_made(MYSQL *db, const struct schedule *s, const int64_t *at, int n, char *made, char *err,

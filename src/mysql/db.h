@@ -44,7 +44,9 @@ int db_is_galera(MYSQL *db);
  * committed when it was called (START TRANSACTION, which wsrep_sync_wait makes wait as it does a
  * read). Call it between transactions: a statement inside an active transaction does not wait.
  * For writes that depend on rows another node committed: an UPDATE of a row this node has not
- * applied yet matches nothing, and certifies without a conflict. 0 / -1 (as db_exec). */
+ * applied yet matches nothing, and certifies without a conflict. On a server without Galera it
+ * only begins the transaction. Not a statement to the fault seam (it counts as a read). 0 / -1,
+ * logged (the error is the connection's). */
 int db_wait_for_cluster(MYSQL *db) __attribute__((warn_unused_result));
 
 /* Is the schema there, new enough, and are its tables' columns the ones this binary writes?
