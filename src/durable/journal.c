@@ -60,6 +60,7 @@ struct lane {
     MYSQL *db;
     struct journal_bulk *bulk; /* the cycle's rows in binary (journal_bulk.h); NULL: as text */
     int galera;                /* on a Galera node: changes of existing rows wait for the cluster */
+    int after_conflict;        /* writing a cycle again after a lock conflict: every write waits */
     /* The last failed write broke the connection during COMMIT (its pushes may have committed
      * although they were answered 503: doubt.h). */
     int commit_in_doubt;
@@ -356,8 +357,11 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
      * (certified everywhere, applied here a little later), went to Redis, was delivered and
      * finished through this instance; the finish's UPDATE, run here before the push is applied,
      * would match no row, certify without a conflict, and be lost ('delayed' for good in MySQL).
-     * One causal read first makes the cycle see it. Cycles of new jobs alone need none. */
-    if (l->galera && (nupdates > 0 || naborts > 0 || nchanges > 0) && db_wait_for_cluster(db) < 0)
+     * One causal read first makes the cycle see it. Cycles of new jobs alone need none — unless
+     * they are written again after losing a certification conflict: the winner (another
+     * instance's bizKey row, say) may not be applied here yet, and without the wait the cycle
+     * would be certified against it, and fail, again. */
+    if (l->galera && (nupdates > 0 || naborts > 0 || nchanges > 0 || l->after_conflict) && db_wait_for_cluster(db) < 0)
         goto out;
 
     /* The rows, in binary when the connection can (journal_bulk.h), else as the script's first
@@ -710,6 +714,7 @@ static void *journal_main(void *arg)
         int64_t t0 = clock_mono_us();
         int lost = 0;
         l->commit_in_doubt = 0;
+        l->after_conflict = 0;
         int rc = write_all(l, &groups, taken, n, &lost);
         for (int again = 1; again <= LOCK_RETRIES && rc < 0 && lost && lock_conflict_victim(l); again++) {
             log_warn("journal: MySQL rolled this cycle back on a lock (%s); writing it again (%d of %d)", l->last_error,
@@ -717,9 +722,12 @@ static void *journal_main(void *arg)
             metrics_inc(MC_JOURNAL_LOCK_RETRIES, 1);
             /* On Galera the winner of a certification conflict committed on another node and may
              * not be applied on this one yet: written again at once, the cycle would be certified
-             * against the same write and fail again. */
+             * against the same write and fail again. So the attempt waits for the cluster first
+             * (after_conflict), and the pause spaces the attempts (on one server, two cycles that
+             * deadlocked would meet again at once). */
             usleep((useconds_t)(LOCK_RETRY_PAUSE_US * again));
             lost = 0;
+            l->after_conflict = 1;
             rc = write_all(l, &groups, taken, n, &lost);
         }
         int64_t t1 = clock_mono_us();
