@@ -360,6 +360,14 @@ static void db_err(MYSQL *db, char *err, size_t errlen)
     snprintf(err, errlen, "MySQL: %s", mysql_error(db));
 }
 
+/* A statement or COMMIT failed: its words into err, and the transaction rolled back. -1. */
+static int failed(MYSQL *db, char *err, size_t errlen)
+{
+    db_err(db, err, errlen);
+    mysql_rollback(db);
+    return -1;
+}
+
 /* Send one statement (sql is freed). Writes and commits go through db.h (db_exec, db_commit):
  * the fault seam's points, so a test can lose the watermark after the fires were pushed (the
  * window a crash leaves); reads do not, so the seam's arrivals on the scheduler thread count
@@ -370,12 +378,7 @@ static int send_sql(MYSQL *db, struct sbuf *sql, int is_write, char *err, size_t
              : is_write ? db_exec(db, sql->data, sql->len)
                         : mysql_real_query(db, sql->data, (unsigned long)sql->len);
     sb_free(sql);
-    if (rc != 0) {
-        db_err(db, err, errlen);
-        mysql_rollback(db);
-        return -1;
-    }
-    return 0;
+    return rc != 0 ? failed(db, err, errlen) : 0;
 }
 
 static int run(MYSQL *db, struct sbuf *sql, char *err, size_t errlen)
@@ -390,12 +393,7 @@ static int query(MYSQL *db, struct sbuf *sql, char *err, size_t errlen)
 
 static int commit(MYSQL *db, char *err, size_t errlen)
 {
-    if (db_commit(db) != 0) {
-        db_err(db, err, errlen);
-        mysql_rollback(db);
-        return -1;
-    }
-    return 0;
+    return db_commit(db) != 0 ? failed(db, err, errlen) : 0;
 }
 
 int schedule_db_insert(MYSQL *db, const struct schedule *s, char *err, size_t errlen)
@@ -516,9 +514,7 @@ static int change(MYSQL *db, struct sbuf *sql, int after_cluster, char *err, siz
 {
     if (after_cluster && db_wait_for_cluster(db) < 0) {
         sb_free(sql);
-        db_err(db, err, errlen);
-        mysql_rollback(db);
-        return -1;
+        return failed(db, err, errlen);
     }
     if (run(db, sql, err, errlen) < 0)
         return -1;

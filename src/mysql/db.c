@@ -280,7 +280,7 @@ int db_wait_for_cluster(MYSQL *db)
     /* wsrep_sync_wait bit 1 covers BEGIN as well as reads; and it opens the transaction, which
      * the cycle's statements would have opened anyway (autocommit is off) */
     static const char q[] = "START TRANSACTION";
-    if (mysql_real_query(db, q, sizeof q - 1) != 0) { /* a read to the fault seam: not counted */
+    if (mysql_real_query(db, q, sizeof q - 1) != 0) { /* as a read: not a statement to the fault seam */
         note_failure(db, "statement", 1, q);
         return -1;
     }
