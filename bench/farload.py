@@ -5,9 +5,8 @@
 
 Pushing ten million jobs through HTTP takes longer than the rest of the suite, so the far
 backlog is written the way the daemon would have written it, without the daemon: for each job
-a `message` row in state 'far' with its far key (far_shard, far_run_at), and per topic its
-`far_count`. No
-transition rows (the history of these jobs is not what is measured).
+a `message` row in state 'far' with its far key (far_shard, far_run_at) and its push (schema
+9's push_* columns, so that rows are as wide as the daemon's), and per topic its `far_count`.
 
 Ids follow src/core/ids.h (| 41 bits ms since 2024-01-01 | 10 bits worker | 12 bits k * shards +
 shard |), with shard = the topic's shard (FNV-1a of its name, mod shards), so every job lands
@@ -99,9 +98,11 @@ def main():
         w("START TRANSACTION;\n")
         farkey = f"m.shard, {runat}" if a.state == "far" else "NULL, NULL"
         w("INSERT INTO message (id, topic, biz_key, body, run_at, priority, ttr, tries, attempts, backoff, state, "
-          "version, created_at, updated_at, far_shard, far_run_at)\n")
+          "version, created_at, updated_at, far_shard, far_run_at, push_state, push_actor, push_host, "
+          "push_instance)\n")
         w(f"  SELECT {idexpr}, m.topic, NULL, '{body}', {runat}, 5, {a.ttr}, {a.tries}, 0, NULL, '{a.state}', 1, "
-          f"{now}, {now}, {farkey}\n")
+          f"{now}, {now}, {farkey}, '{a.state}', CONCAT('http-0 hg:{{', m.shard, '}}:jobs'), '127.0.0.1', "
+          f"'farload'\n")
         w(f"  FROM seq_0_to_{n - 1} s JOIN farload_topic m ON m.t = {i} MOD {a.topics};\n")
         w("COMMIT;\n")
     counts = [0] * a.topics

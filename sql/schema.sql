@@ -207,13 +207,36 @@ ALTER TABLE message ADD COLUMN IF NOT EXISTS traceparent VARCHAR(55) NULL AFTER 
 -- restore rebuilds a group's state in Redis from its jobs. NULL for a job without.
 ALTER TABLE message ADD COLUMN IF NOT EXISTS group_key VARBINARY(128) NULL AFTER tracestate;
 
+-- Schema 9: a job's push is recorded in its message row, not in a transition row of its own
+-- (issue 34: that row was a third of a push's work in MySQL, and everything in it but who
+-- pushed is in the message row already). `push_state` is the state the push gave the job
+-- ('delayed', 'ready', 'far', or 'aborted' for a bizKey duplicate), the push's actor, client
+-- address and instance beside it; its time is created_at, its version 1. NULL on rows written
+-- before schema 9, whose push has its transition row as before. A job's history is the view
+-- below: read it, not `transition`, which no longer holds pushes.
+ALTER TABLE message ADD COLUMN IF NOT EXISTS push_state VARCHAR(16) NULL AFTER group_key,
+    ADD COLUMN IF NOT EXISTS push_actor VARCHAR(200) NULL AFTER push_state,
+    ADD COLUMN IF NOT EXISTS push_host VARCHAR(64) NULL AFTER push_actor,
+    ADD COLUMN IF NOT EXISTS push_instance VARCHAR(64) NULL AFTER push_host;
+
+-- Every state change of every job, the push first: `transition` with each job's push made a
+-- row again. `WHERE message_id = N` reads one primary-key range of each table (MariaDB pushes
+-- the condition into both halves of the UNION).
+CREATE OR REPLACE VIEW job_history AS
+    SELECT id AS message_id, 1 AS version, '' AS from_state, push_state AS to_state, created_at AS at,
+           push_actor AS actor, push_host AS host, push_instance AS instance, 0 AS attempts
+      FROM message WHERE push_state IS NOT NULL
+    UNION ALL
+    SELECT message_id, version, from_state, to_state, at, actor, host, instance, attempts FROM transition;
+
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INT UNSIGNED    NOT NULL,
     applied_at  TIMESTAMP       NOT NULL DEFAULT CURRENT_TIMESTAMP,
     PRIMARY KEY (version)
 ) ENGINE=InnoDB;
 
-INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6), (7), (8);
+INSERT IGNORE INTO schema_version (version) VALUES (1), (2), (3), (4), (5), (6), (7), (8), (9);
 -- 2: refused_record, 3: topic settings, message.backoff, 4: tiers (state 'far', far_*),
 -- 5: schedules, biz_latest, 6: far keys in message (far_shard, far_run_at; far_job dropped),
--- 7: message.traceparent, message.tracestate, 8: message.group_key
+-- 7: message.traceparent, message.tracestate, 8: message.group_key, 9: message.push_* (a push's
+-- own transition row no longer written) and the job_history view

@@ -515,8 +515,10 @@ static void inspect_run(MYSQL *db, void *arg)
         if (res)
             mysql_free_result(res);
     }
+    /* job_history: the transitions with the push, which its message row records (sql/schema.sql,
+     * schema 9); the condition reaches both halves of the view, each one primary-key range */
     snprintf(sql, sizeof sql,
-             "SELECT from_state, to_state, at, actor, host, instance, attempts FROM transition "
+             "SELECT from_state, to_state, at, actor, host, instance, attempts FROM job_history "
              "WHERE message_id = %llu ORDER BY version, at LIMIT 1000",
              (unsigned long long)st->id);
     if (mysql_query(db, sql) != 0)

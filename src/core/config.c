@@ -135,7 +135,7 @@ static const struct cfg_key keys[] = {
      "milliseconds for a batch's publish and confirms (a delivery's lease is this plus a second)"},
 
     {"instance", "id", CT_STR, "", 0, 63, F(instance_id), 0,
-     "name in logs, metrics and the transition table; empty = hostname:port"},
+     "name in logs, metrics and job histories (MySQL); empty = hostname:port"},
     {"instance", "worker_id", CT_WORKER_ID, "auto", -1, 1023, F(worker_id), 0,
      "id-generator worker number 0..1023, or auto to lease one from Redis"},
     {"instance", "state_dir", CT_STR, "", 0, CONFIG_STR_MAX - 1, F(state_dir), 0,

@@ -319,8 +319,9 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
     if (updates == NULL)
         goto out;
 
-    /* Who goes where: new jobs' message rows, every record's transition row (a far job's change
-     * writes its own), the message rows' updates, and the bizKey and far-tier bookkeeping. */
+    /* Who goes where: new jobs' message rows (each records its push: no transition row), every
+     * other record's transition row (a far job's change writes its own), the message rows'
+     * updates, and the bizKey and far-tier bookkeeping. */
     for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++)
             if (g->recs[i].kind == JC_INSERT)
@@ -334,11 +335,12 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
                 far_changes[nchanges++] = r;
                 continue;
             }
-            transitions[ntransitions++] = r;
-            if (r->kind != JC_INSERT)
+            if (r->kind != JC_INSERT) {
+                transitions[ntransitions++] = r;
                 updates[nupdates++] = r;
-            else if (r->to == JS_FAR)
+            } else if (r->to == JS_FAR) {
                 far_inserts[ninserts++] = r;
+            }
         }
     for (size_t i = 0; i < nrecs; i++) {
         if (recs[i].to == JS_ABORTED)
@@ -368,7 +370,7 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
      * statements; either way message rows, transition rows, then the updates. */
     if (l->bulk != NULL) {
         journal_sql_sort_updates(updates, nupdates);
-        if ((nnew > 0 && journal_bulk_messages(l->bulk, inserts, nnew, SCRIPT_FLUSH_BYTES) < 0) ||
+        if ((nnew > 0 && journal_bulk_messages(l->bulk, inserts, nnew, instance, SCRIPT_FLUSH_BYTES) < 0) ||
             (ntransitions > 0 &&
              journal_bulk_transitions(l->bulk, transitions, ntransitions, instance, SCRIPT_FLUSH_BYTES) < 0) ||
             (nupdates > 0 && journal_bulk_updates(l->bulk, updates, nupdates, SCRIPT_FLUSH_BYTES) < 0) ||
@@ -376,7 +378,7 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
             goto out;
     } else {
         for (size_t i = 0; i < nnew; i++)
-            if (journal_sql_message_row(&b, inserts[i]) < 0)
+            if (journal_sql_message_row(&b, inserts[i], instance) < 0)
                 goto out;
         for (size_t i = 0; i < ntransitions; i++)
             if (journal_sql_transition_row(&b, transitions[i], instance) < 0)

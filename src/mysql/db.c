@@ -178,6 +178,7 @@ int db_check_schema(MYSQL *db, char *err, size_t errlen)
     static const char *const checks[][2] = {
         {"message", "SELECT " MESSAGE_COLUMNS " FROM message LIMIT 0"},
         {"transition", "SELECT " TRANSITION_COLUMNS " FROM transition LIMIT 0"},
+        {"job_history", "SELECT " TRANSITION_COLUMNS " FROM job_history LIMIT 0"},
         {"refused_record", "SELECT " REFUSED_COLUMNS " FROM refused_record LIMIT 0"},
         {"topic_setting", "SELECT " TOPIC_SETTING_COLUMNS " FROM topic_setting LIMIT 0"},
         {"topic_change", "SELECT " TOPIC_CHANGE_COLUMNS " FROM topic_change LIMIT 0"}};

@@ -11,14 +11,14 @@
 
 #include "core/config.h"
 
-#define SCHEMA_VERSION_REQUIRED 8
+#define SCHEMA_VERSION_REQUIRED 9
 
 /* The columns the journal writes, in the order its INSERTs list them; db_check_schema()
  * reads them all, so a table made by an older sql/schema.sql is refused at start rather than
  * failing every journal cycle. */
 #define MESSAGE_COLUMNS                                                                                                \
     "id,topic,biz_key,body,run_at,priority,ttr,tries,attempts,backoff,state,version,created_at,updated_at,"            \
-    "far_shard,far_run_at,traceparent,tracestate,group_key"
+    "far_shard,far_run_at,traceparent,tracestate,group_key,push_state,push_actor,push_host,push_instance"
 #define TRANSITION_COLUMNS    "message_id,version,from_state,to_state,at,actor,host,instance,attempts"
 #define REFUSED_COLUMNS       "message_id,at,error,record,instance"
 #define TOPIC_SETTING_COLUMNS "topic,settings,seq,updated_at"

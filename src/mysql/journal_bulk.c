@@ -20,7 +20,7 @@
 
 /* The columns of MESSAGE_COLUMNS with a parameter each, except attempts (0 for a new job). */
 static const char MESSAGE_INSERT[] = "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
-                                     "(?,?,?,?,?,?,?,?,0,?,?,?,?,?,?,?,?,?,?)";
+                                     "(?,?,?,?,?,?,?,?,0,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 enum {
     M_ID,
     M_TOPIC,
@@ -40,6 +40,10 @@ enum {
     M_TRACEPARENT,
     M_TRACESTATE,
     M_GROUP,
+    M_PUSH_STATE,
+    M_PUSH_ACTOR,
+    M_PUSH_HOST,
+    M_PUSH_INSTANCE,
     M_COLUMNS
 };
 
@@ -163,10 +167,11 @@ static void set_null(struct column *c, size_t row)
  * bound by its pointer and length arrays. */
 enum column_kind { NUM, ID, STR, BLOB };
 static const enum column_kind MESSAGE_KINDS[M_COLUMNS] = {
-    [M_ID] = ID,           [M_TOPIC] = STR,      [M_BIZ] = STR,     [M_BODY] = BLOB,     [M_RUN_AT] = NUM,
-    [M_PRIORITY] = NUM,    [M_TTR] = NUM,        [M_TRIES] = NUM,   [M_BACKOFF] = NUM,   [M_STATE] = STR,
-    [M_VERSION] = NUM,     [M_CREATED] = NUM,    [M_UPDATED] = NUM, [M_FAR_SHARD] = NUM, [M_FAR_RUN_AT] = NUM,
-    [M_TRACEPARENT] = STR, [M_TRACESTATE] = STR, [M_GROUP] = STR};
+    [M_ID] = ID,           [M_TOPIC] = STR,        [M_BIZ] = STR,     [M_BODY] = BLOB,      [M_RUN_AT] = NUM,
+    [M_PRIORITY] = NUM,    [M_TTR] = NUM,          [M_TRIES] = NUM,   [M_BACKOFF] = NUM,    [M_STATE] = STR,
+    [M_VERSION] = NUM,     [M_CREATED] = NUM,      [M_UPDATED] = NUM, [M_FAR_SHARD] = NUM,  [M_FAR_RUN_AT] = NUM,
+    [M_TRACEPARENT] = STR, [M_TRACESTATE] = STR,   [M_GROUP] = STR,   [M_PUSH_STATE] = STR, [M_PUSH_ACTOR] = STR,
+    [M_PUSH_HOST] = STR,   [M_PUSH_INSTANCE] = STR};
 static const enum column_kind TRANSITION_KINDS[T_COLUMNS] = {
     [T_ID] = ID,     [T_VERSION] = NUM, [T_FROM] = STR,     [T_TO] = STR,      [T_AT] = NUM,
     [T_ACTOR] = STR, [T_HOST] = STR,    [T_INSTANCE] = STR, [T_ATTEMPTS] = NUM};
@@ -197,9 +202,19 @@ static int execute(MYSQL *db, MYSQL_STMT *st, struct column *cols, const enum co
     return db_stmt_execute(db, st, what);
 }
 
+/* Who made a change: its actor, host and instance (`instance` when the record names none), into
+ * row `i` of three columns. */
+static void set_who(struct column *actor, struct column *host, struct column *inst, size_t i, const struct jobchange *r,
+                    const char *instance)
+{
+    set_str(actor, i, r->actor, strnlen(r->actor, sizeof r->actor));
+    set_str(host, i, r->host, strnlen(r->host, sizeof r->host));
+    const char *who = r->instance[0] ? r->instance : instance;
+    set_str(inst, i, who, strnlen(who, sizeof r->instance));
+}
+
 static int insert_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance)
 {
-    (void)instance; /* (a rows_fn: below) */
     struct column cols[M_COLUMNS];
     void *arena = columns_alloc(cols, M_COLUMNS, n);
     if (arena == NULL)
@@ -248,6 +263,8 @@ static int insert_messages(struct journal_bulk *jb, const struct jobchange *cons
             set_str(&cols[M_GROUP], i, j->group, j->group_len);
         else
             set_null(&cols[M_GROUP], i);
+        set_str(&cols[M_PUSH_STATE], i, state, strlen(state)); /* the push itself: its transition */
+        set_who(&cols[M_PUSH_ACTOR], &cols[M_PUSH_HOST], &cols[M_PUSH_INSTANCE], i, r, instance);
     }
     int rc = execute(jb->db, jb->message, cols, MESSAGE_KINDS, M_COLUMNS, n, "INSERT INTO message (bulk)");
     free(arena);
@@ -269,10 +286,7 @@ static int insert_transitions(struct journal_bulk *jb, const struct jobchange *c
         set_str(&cols[T_FROM], i, from, strlen(from));
         set_str(&cols[T_TO], i, to, strlen(to));
         cols[T_AT].num[i] = r->at;
-        set_str(&cols[T_ACTOR], i, r->actor, strnlen(r->actor, sizeof r->actor));
-        set_str(&cols[T_HOST], i, r->host, strnlen(r->host, sizeof r->host));
-        const char *inst = r->instance[0] ? r->instance : instance;
-        set_str(&cols[T_INSTANCE], i, inst, strnlen(inst, sizeof r->instance));
+        set_who(&cols[T_ACTOR], &cols[T_HOST], &cols[T_INSTANCE], i, r, instance);
         cols[T_ATTEMPTS].num[i] = r->attempts;
     }
     int rc =
@@ -310,7 +324,8 @@ static int update_messages(struct journal_bulk *jb, const struct jobchange *cons
 static size_t message_bytes(const struct jobchange *r)
 {
     const struct job_spec *j = r->job;
-    return 256 + j->topic_len + j->body_len + (j->biz_key ? j->biz_len : 0) + j->tracestate_len + j->group_len;
+    return 256 + j->topic_len + j->body_len + (j->biz_key ? j->biz_len : 0) + j->tracestate_len + j->group_len +
+           strnlen(r->actor, sizeof r->actor) + strnlen(r->host, sizeof r->host) + sizeof r->instance;
 }
 
 static size_t transition_bytes(const struct jobchange *r)
@@ -348,9 +363,10 @@ static int in_chunks(struct journal_bulk *jb, const struct jobchange *const *rec
     return 0;
 }
 
-int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, size_t chunk_bytes)
+int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
+                          size_t chunk_bytes)
 {
-    return in_chunks(jb, recs, n, NULL, chunk_bytes, message_bytes, insert_messages);
+    return in_chunks(jb, recs, n, instance, chunk_bytes, message_bytes, insert_messages);
 }
 
 int journal_bulk_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
@@ -387,9 +403,10 @@ void journal_bulk_free(struct journal_bulk *jb)
     (void)jb;
 }
 
-int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, size_t chunk_bytes)
+int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
+                          size_t chunk_bytes)
 {
-    (void)jb, (void)recs, (void)n, (void)chunk_bytes;
+    (void)jb, (void)recs, (void)n, (void)instance, (void)chunk_bytes;
     return -1;
 }
 

@@ -1,7 +1,8 @@
 /* journal_bulk.h — a journal cycle's rows written through MariaDB's bulk binary protocol.
  *
- * A push costs MySQL two rows, its message row and its first transition row; a delivery two
- * transition rows and two updates of its message row. Sent as text (journal_sql.h), the server
+ * A push costs MySQL one row, its message row, which records the push itself (schema 9: it had a
+ * transition row of its own too); a delivery two transition rows and two updates of its message
+ * row. Sent as text (journal_sql.h), the server
  * parses every value of every row: about a quarter of MariaDB's time under a push load went to
  * its SQL parser (docs/performance.md, figure 1's profile). Here three statements are prepared
  * once per connection — INSERT INTO message, INSERT IGNORE INTO transition, and an UPDATE of one
@@ -41,8 +42,10 @@ void journal_bulk_free(struct journal_bulk *jb);
  * the connection's error set (mysql_errno of the handle), as a failed statement of the script
  * would leave it. */
 
-/* The message rows of new jobs (JC_INSERT records with their job). */
-int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, size_t chunk_bytes);
+/* The message rows of new jobs (JC_INSERT records with their job), each with its push (`instance`
+ * when the record names none). */
+int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
+                          size_t chunk_bytes);
 
 /* The transition rows of recs[0..n); `instance` is written where a record names none. */
 int journal_bulk_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,

@@ -135,7 +135,17 @@ static void put_group(struct journal_sql *b, const struct job_spec *j)
         db_quote(b->db, &b->sql, j->group, j->group_len);
 }
 
-int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
+/* Who made a change: its actor, host and instance (`instance` when the record names none). */
+static void put_who(struct journal_sql *b, const struct jobchange *r, const char *instance)
+{
+    put_field(b, r->actor, sizeof r->actor);
+    sb_putc(&b->sql, ',');
+    put_field(b, r->host, sizeof r->host);
+    sb_putc(&b->sql, ',');
+    put_field(b, r->instance[0] ? r->instance : instance, sizeof r->instance);
+}
+
+int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r, const char *instance)
 {
     const struct job_spec *j = r->job;
     if (begin_row(b, MESSAGE_HEAD) < 0)
@@ -177,6 +187,11 @@ int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r)
     put_trace(b, j);
     sb_putc(&b->sql, ',');
     put_group(b, j);
+    /* the push itself (push_state, push_actor, push_host, push_instance): its transition */
+    sb_putc(&b->sql, ',');
+    put_state(&b->sql, r->to);
+    sb_putc(&b->sql, ',');
+    put_who(b, r, instance);
     sb_putc(&b->sql, ')');
     return 0;
 }
@@ -195,11 +210,7 @@ int journal_sql_transition_row(struct journal_sql *b, const struct jobchange *r,
     sb_putc(&b->sql, ',');
     sb_json_int(&b->sql, r->at);
     sb_putc(&b->sql, ',');
-    put_field(b, r->actor, sizeof r->actor);
-    sb_putc(&b->sql, ',');
-    put_field(b, r->host, sizeof r->host);
-    sb_putc(&b->sql, ',');
-    put_field(b, r->instance[0] ? r->instance : instance, sizeof r->instance);
+    put_who(b, r, instance);
     sb_putc(&b->sql, ',');
     sb_json_uint(&b->sql, r->attempts);
     sb_putc(&b->sql, ')');

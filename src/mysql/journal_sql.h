@@ -3,8 +3,8 @@
  * MySQL would be sent (tests/unit/test_journal_sql.c).
  *
  * A cycle is a multi-statement script of:
- *   INSERT INTO message (...) VALUES (...),(...)            — one row per new job
- *   INSERT IGNORE INTO transition (...) VALUES (...),(...)  — one row per record
+ *   INSERT INTO message (...) VALUES (...),(...)            — one row per new job, its push in it
+ *   INSERT IGNORE INTO transition (...) VALUES (...),(...)  — one row per other record
  *   DELETE FROM journal_update; INSERT INTO journal_update ...; UPDATE message m JOIN ...
  *                                                           — the newest update per job,
  *                                                             applied only where it is newer
@@ -41,10 +41,13 @@ struct journal_sql {
 void journal_sql_init(struct journal_sql *b, MYSQL *db, size_t flush_bytes, journal_sql_send_fn send, void *send_arg);
 void journal_sql_free(struct journal_sql *b);
 
-/* A new job's message row (r->kind == JC_INSERT, r->job set). 0 / -1. */
-int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r);
+/* A new job's message row (r->kind == JC_INSERT, r->job set), its push recorded in it (push_state,
+ * push_actor, push_host, push_instance: schema 9), so that a push writes no transition row.
+ * `instance` is written when the record names none. 0 / -1. */
+int journal_sql_message_row(struct journal_sql *b, const struct jobchange *r, const char *instance);
 
-/* A record's transition row; `instance` is written when the record names none. 0 / -1. */
+/* A record's transition row (any change but a push); `instance` is written when the record names
+ * none. 0 / -1. */
 int journal_sql_transition_row(struct journal_sql *b, const struct jobchange *r, const char *instance);
 
 /* Sort updates[0..n) in place by job, then version (a forced change after an unforced one of

@@ -56,7 +56,7 @@ class BadInputTest(CoreTestCase):
             "message": ns.query("SELECT id, topic, state, version, attempts, run_at, HEX(body) "
                                 "FROM message ORDER BY id"),
             "transition": ns.query("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS(',', message_id, version, to_state, at))), 0) "
-                                "FROM transition"),
+                                "FROM job_history"),
         }
         return {"redis": redis, "mysql": mysql}
 

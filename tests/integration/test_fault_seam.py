@@ -70,7 +70,7 @@ class FaultSeamTest(HourglassTestCase):
         self.assertStatus(d.finish(jid), 200, "finish")
         wait_until(lambda: journal_idle(d), 10, 0.05, "the finish's commit")
 
-        history = ns.query(f"SELECT version, from_state, to_state FROM transition WHERE message_id = {jid} "
+        history = ns.query(f"SELECT version, from_state, to_state FROM job_history WHERE message_id = {jid} "
                            "ORDER BY version, to_state")
         self.assertEqual([h[2] for h in history], ["ready", "reserved", "finished"],
                          f"each transition exactly once: {history}")

@@ -516,7 +516,7 @@ class FleetThroughNginxTest(HourglassTestCase):
         late = sorted(late, key=lambda d: d.run_at)[:40]
         if not late:
             return []
-        rows = ns.query("SELECT message_id, to_state, at, instance, actor FROM transition WHERE message_id IN ("
+        rows = ns.query("SELECT message_id, to_state, at, instance, actor FROM job_history WHERE message_id IN ("
                         + ",".join(str(d.id) for d in late) + ") ORDER BY message_id, version, at")
         ready: dict[int, tuple[int, str]] = {}
         for mid, to_state, at, instance, actor in rows:
@@ -856,7 +856,7 @@ class GracefulShutdownTest(HourglassTestCase):
 
         # The journal was flushed before exit: nothing is added afterwards (the process is gone).
         id_list = ",".join(ids)
-        rows = ns.query(f"SELECT to_state, COUNT(*) FROM transition WHERE message_id IN ({id_list}) "
+        rows = ns.query(f"SELECT to_state, COUNT(*) FROM job_history WHERE message_id IN ({id_list}) "
                         f"GROUP BY to_state ORDER BY to_state")
         counts = {s: int(n) for s, n in rows}
         self.assertEqual(sum(counts.values()), made,

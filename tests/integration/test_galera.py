@@ -93,7 +93,7 @@ class GaleraTest(FaultCase):
         ballast = self.lagging_node2(db)
 
         def journaled(node, jid: str, state: str) -> list[tuple[str | None, ...]]:
-            return node.query(f"SELECT instance FROM transition WHERE message_id = {jid} AND to_state = '{state}'",
+            return node.query(f"SELECT instance FROM job_history WHERE message_id = {jid} AND to_state = '{state}'",
                               db=db)
 
         lagged = None

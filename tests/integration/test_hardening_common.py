@@ -91,7 +91,7 @@ def snapshot(ns: Namespace) -> dict[str, Any]:
         "message": ns.query("SELECT id, topic, state, version, attempts, run_at, HEX(body), "
                             "COALESCE(HEX(biz_key), '-') FROM message ORDER BY id"),
         "transition": ns.query("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS(',', message_id, version, to_state, at))), 0) "
-                                "FROM transition"),
+                                "FROM job_history"),
     }
     return {"redis": sorted(x for x in redis if x), "mysql": mysql}
 

@@ -85,13 +85,13 @@ class SharedStackTest(HourglassTestCase):
         self.assertNotEqual(a.redis_db, b.redis_db)
         self.assertFalse(a.prefix.startswith(b.prefix) or b.prefix.startswith(a.prefix))
         for ns in (a, b):
-            self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
+            self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_mark", "job_history", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
             self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"),
                              [(str(v),) for v in range(1, SCHEMA_VERSION + 1)])
         a.execute("INSERT INTO transition (message_id, version, from_state, to_state, at, actor, host, instance) "
                   "VALUES (1, 1, '', 'ready', 0, 't', 'h', 'i')")
-        self.assertEqual(a.query("SELECT COUNT(*) FROM transition"), [("1",)])
-        self.assertEqual(b.query("SELECT COUNT(*) FROM transition"), [("0",)])
+        self.assertEqual(a.query("SELECT COUNT(*) FROM job_history"), [("1",)])
+        self.assertEqual(b.query("SELECT COUNT(*) FROM job_history"), [("0",)])
         a.redis_cli("SET", a.prefix + ":k", "1")
         self.assertEqual(a.redis_keys(), [a.prefix + ":k"])
         self.assertEqual(b.redis_keys(), [])
@@ -102,7 +102,7 @@ class SharedStackTest(HourglassTestCase):
         ns = self.namespace()
         ns.mariadb.apply_schema(ns.database)  # second time
         ns.mariadb.apply_schema(ns.database)  # third time
-        self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
+        self.assertEqual(ns.mariadb.tables(ns.database), ["biz_latest", "far_biz", "far_count", "far_mark", "job_history", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
         self.assertEqual(ns.query("SELECT COUNT(*) FROM schema_version"), [(str(SCHEMA_VERSION),)])
 
     def test_hourglass_user_connects_over_tcp(self):

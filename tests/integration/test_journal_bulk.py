@@ -62,7 +62,7 @@ class BulkRowsTest(HourglassTestCase):
         wait_until(lambda: journal_idle(d), 10, 0.05, "the journal to settle")
         q = d.namespace.query
         messages = q(f"SELECT body, {MESSAGE_COMPARED} FROM message ORDER BY id")
-        transitions = q(f"SELECT m.body, {TRANSITION_COMPARED}, t.instance FROM transition t "
+        transitions = q(f"SELECT m.body, {TRANSITION_COMPARED}, t.instance FROM job_history t "
                         f"JOIN message m ON m.id = t.message_id ORDER BY m.id, t.version")
         # the actor names the Redis key that acted: this daemon's prefix, and the job's shard
         prefix = d.config["redis"]["prefix"]
@@ -124,7 +124,8 @@ class BulkRowsTest(HourglassTestCase):
 
     def test_later_changes_are_the_same_as_text_rows(self):
         """Transition rows and message-row updates (journal_bulk_transitions, journal_bulk_updates)
-        against the text path's, for every kind of change after the push."""
+        against the text path's, for every kind of change after the push: each job's whole
+        history (job_history: its push, recorded in its message row, then its transitions)."""
         bulk, text = self.start(True), self.start(False)
         compared = ("topic, body, priority, ttr, tries, attempts, state, version, backoff, biz_key, "
                     "updated_at >= created_at, far_shard IS NULL")
@@ -135,7 +136,7 @@ class BulkRowsTest(HourglassTestCase):
             q = d.namespace.query
             rows.append((sorted(q(f"SELECT {compared} FROM message")),
                          sorted(q("SELECT m.body, t.version, t.from_state, t.to_state, t.attempts, t.actor FROM "
-                                  "transition t JOIN message m ON m.id = t.message_id")),
+                                  "job_history t JOIN message m ON m.id = t.message_id")),
                          q("SELECT run_at - updated_at FROM message WHERE topic = 'life-later' AND state = 'delayed'")))
         (bm, bt, blater), (tm, tt, tlater) = rows
         self.assertEqual(bm, tm, "message rows after their changes: bulk vs text")
@@ -167,7 +168,7 @@ class BulkRowsTest(HourglassTestCase):
         rows = d.namespace.query("SELECT id, LENGTH(body), state FROM message ORDER BY id")
         self.assertEqual([x[0] for x in rows], sorted(str(i) for i in ids))
         self.assertTrue(all(int(x[1]) > 100_000 and x[2] == "delayed" for x in rows), rows[:3])
-        self.assertEqual(d.namespace.query("SELECT COUNT(*) FROM transition"), [("30",)])
+        self.assertEqual(d.namespace.query("SELECT COUNT(*) FROM job_history"), [("30",)])
         self.assertEqual(d.stats().json()["topics"]["bulk-big"]["delayed"], 30)
 
     def test_a_refused_row_fails_its_push_alone(self):

@@ -165,7 +165,7 @@ class RetentionTest(HourglassTestCase):
                      lambda: f"still there: {q('SELECT id, state, updated_at FROM message')}")
         self.assertEqual(ids("message", "id"), keep)
         self.assertFalse(ids("transition", "message_id") & gone, "transitions of deleted messages left behind")
-        self.assertEqual(int(q(f"SELECT COUNT(*) FROM transition WHERE message_id = {changed_23h}")[0][0]), 2)
+        self.assertEqual(int(q(f"SELECT COUNT(*) FROM job_history WHERE message_id = {changed_23h}")[0][0]), 2)
         for mid in (old["finished"], old["deleted"]):
             self.assertStatus(d.job(str(mid)), 404, "a message removed by retention")
 
@@ -240,11 +240,11 @@ class RetentionRaceTest(HourglassTestCase):
 
         def settled():
             rows = q(f"SELECT state FROM message WHERE id = {mid}")
-            hist = int(q(f"SELECT COUNT(*) FROM transition WHERE message_id = {mid}")[0][0])
+            hist = int(q(f"SELECT COUNT(*) FROM job_history WHERE message_id = {mid}")[0][0])
             return (rows, hist) if (not rows and hist == 0) or (rows and rows[0][0] == "ready") else None
         wait_or_fail(self, settled, 10, "a retention pass over the message")
         time.sleep(1.5)  # and another pass
         rows = q(f"SELECT state FROM message WHERE id = {mid}")
-        hist = int(q(f"SELECT COUNT(*) FROM transition WHERE message_id = {mid}")[0][0])
+        hist = int(q(f"SELECT COUNT(*) FROM job_history WHERE message_id = {mid}")[0][0])
         self.assertTrue((rows == [] and hist == 0) or (rows == [("ready",)] and hist == 3),
                         f"message {rows} with {hist} of its 3 transitions: deleted apart")

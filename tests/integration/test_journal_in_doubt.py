@@ -317,7 +317,7 @@ class CommitInDoubtTest(HourglassTestCase):
         wait_until(lambda: ns.query(f"SELECT state FROM message WHERE id = {job_id}") == [("aborted",)],
                    20, 0.1, "the row committed in doubt to be marked aborted")
         self.assertEqual(ns.query(f"SELECT version FROM message WHERE id = {job_id}"), [("2",)])
-        history = ns.query(f"SELECT from_state, to_state, actor FROM transition WHERE message_id = {job_id} "
+        history = ns.query(f"SELECT from_state, to_state, actor FROM job_history WHERE message_id = {job_id} "
                            "ORDER BY version")
         self.assertEqual([h[1] for h in history], ["delayed", "aborted"], history)
         self.assertIn("push in doubt", history[1][2])

@@ -56,7 +56,7 @@ class JournalLanesTest(HourglassTestCase):
                          [("lanes", "delayed", "600"), ("lanes-biz", "aborted", "40"), ("lanes-biz", "delayed", "10")])
         live = {r[0] for r in q("SELECT id FROM message WHERE state = 'delayed'")}
         self.assertTrue(live <= ids, "every live row is a job a client was given")
-        self.assertEqual(q("SELECT COUNT(*), COUNT(DISTINCT message_id) FROM transition WHERE version = 1"),
+        self.assertEqual(q("SELECT COUNT(*), COUNT(DISTINCT message_id) FROM job_history WHERE version = 1"),
                          [("650", "650")], "one first transition per pushed row")
         self.assertEqual(q("SELECT COUNT(*) FROM transition WHERE to_state = 'aborted'"), [("40",)])
         topics = d.stats().json()["topics"]

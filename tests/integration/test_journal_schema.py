@@ -16,6 +16,11 @@ from harness import (MYSQL_PASSWORD, MYSQL_USER, SCHEMA_SQL, Daemon, DaemonError
 from test_journal_common import expect_ok, journal_idle, start_ready, wait_healthy, wait_or_fail
 
 
+# what a database of schema 8 lacks of schema 9 (the job_history view goes first: it reads them)
+DROP_PUSH_COLUMNS = ("DROP COLUMN push_state, DROP COLUMN push_actor, DROP COLUMN push_host, "
+                     "DROP COLUMN push_instance")
+
+
 class SchemaTest(HourglassTestCase):
     def namespace_with(self, sql: str | None):
         """A namespace whose database holds only `sql` (None: no tables at all)."""
@@ -99,13 +104,13 @@ class SchemaTest(HourglassTestCase):
         schema-5 binary left running fails instead of writing keys no pager reads); the job then
         pages in and is delivered, and its count goes."""
         ns = self.namespace_with(SCHEMA_SQL.read_text())
-        # what schema 5 had: no far key columns (nor schema 7's and 8's after them), the far_job
-        # table, no version 6 (nor 7, 8)
+        # what schema 5 had: no far key columns (nor schema 7's, 8's and 9's after them), the
+        # far_job table, no version 6 (nor 7, 8, 9)
         ns.execute("ALTER TABLE message DROP INDEX idx_far, DROP COLUMN far_shard, DROP COLUMN far_run_at, "
-                   "DROP COLUMN traceparent, DROP COLUMN tracestate, DROP COLUMN group_key")
+                   "DROP COLUMN traceparent, DROP COLUMN tracestate, DROP COLUMN group_key, " + DROP_PUSH_COLUMNS)
         ns.execute("CREATE TABLE far_job (shard SMALLINT UNSIGNED NOT NULL, run_at BIGINT NOT NULL, "
                    "id BIGINT UNSIGNED NOT NULL, PRIMARY KEY (shard, run_at, id)) ENGINE=InnoDB")
-        ns.execute("DELETE FROM schema_version WHERE version IN (6, 7, 8)")
+        ns.execute("DELETE FROM schema_version WHERE version IN (6, 7, 8, 9)")
         # a far job as a schema-5 daemon wrote it (its id on its topic's shard, as ids.h makes
         # them), due in 3 s; and a stray key without a message row, which the move drops
         shard = topic_shard("mig")
@@ -115,7 +120,7 @@ class SchemaTest(HourglassTestCase):
         ns.execute(f"INSERT INTO far_job VALUES ({shard}, {due}, {jid}), ({shard}, {due}, 999)")
         ns.execute("INSERT INTO far_count VALUES ('mig', 1)")
         d = self.assert_refuses_to_start(ns, "of schema 5")
-        self.assertIn("schema version 5 is older than 8", d.log())
+        self.assertIn("schema version 5 is older than 9", d.log())
 
         applied = self.apply_schema(ns)
         self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
@@ -138,12 +143,13 @@ class SchemaTest(HourglassTestCase):
         refused, naming sql/schema.sql; applying it (twice) adds the columns, keeps the rows (no
         context: NULL) and the daemon then starts and keeps a pushed context."""
         ns = self.namespace_with(SCHEMA_SQL.read_text())
-        ns.execute("ALTER TABLE message DROP COLUMN traceparent, DROP COLUMN tracestate, DROP COLUMN group_key")
-        ns.execute("DELETE FROM schema_version WHERE version IN (7, 8)")
+        ns.execute("ALTER TABLE message DROP COLUMN traceparent, DROP COLUMN tracestate, DROP COLUMN group_key, "
+                   + DROP_PUSH_COLUMNS)
+        ns.execute("DELETE FROM schema_version WHERE version IN (7, 8, 9)")
         ns.execute("INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, state, created_at, "
                    "updated_at) VALUES (4096, 'old', '1', 1, 5, 30000, 3, 'finished', 1, 1)")
         d = self.assert_refuses_to_start(ns, "of schema 6")
-        self.assertIn("schema version 6 is older than 8", d.log())
+        self.assertIn("schema version 6 is older than 9", d.log())
         for _ in range(2):
             applied = self.apply_schema(ns)
             self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
@@ -159,12 +165,12 @@ class SchemaTest(HourglassTestCase):
         refused, naming sql/schema.sql; applying it (twice) adds the column, keeps the rows (no
         group: NULL) and the daemon then starts and keeps a pushed group."""
         ns = self.namespace_with(SCHEMA_SQL.read_text())
-        ns.execute("ALTER TABLE message DROP COLUMN group_key")
-        ns.execute("DELETE FROM schema_version WHERE version = 8")
+        ns.execute("ALTER TABLE message DROP COLUMN group_key, " + DROP_PUSH_COLUMNS)
+        ns.execute("DELETE FROM schema_version WHERE version IN (8, 9)")
         ns.execute("INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, state, created_at, "
                    "updated_at) VALUES (4096, 'old', '1', 1, 5, 30000, 3, 'finished', 1, 1)")
         d = self.assert_refuses_to_start(ns, "of schema 7")
-        self.assertIn("schema version 7 is older than 8", d.log())
+        self.assertIn("schema version 7 is older than 9", d.log())
         for _ in range(2):
             applied = self.apply_schema(ns)
             self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
@@ -173,6 +179,59 @@ class SchemaTest(HourglassTestCase):
         jid = expect_ok(d.push({"topic": "new", "body": 1, "group": "g-ü"}), "push")["id"]
         wait_or_fail(self, lambda: ns.query(f"SELECT group_key FROM message WHERE id = {jid}") == [("g-ü",)], 10,
                      "the pushed group in its row")
+
+    def test_schema_8_pushes_are_recorded_in_their_message_rows(self):
+        """Schema 9 records a push in its message row (push_state, push_actor, push_host,
+        push_instance) rather than in a transition row of its own, and a job's history is the
+        job_history view. A schema-8 database holding a job that lived under schema 8 (its push a
+        transition row) is refused, naming sql/schema.sql; applying it (twice) adds the columns and
+        the view; that job's history still reads whole, its push once; a new push writes no
+        transition row, and its history shows the push with who made it."""
+        ns = self.namespace_with(SCHEMA_SQL.read_text())
+        ns.execute("DROP VIEW job_history")
+        ns.execute("ALTER TABLE message " + DROP_PUSH_COLUMNS)
+        ns.execute("DELETE FROM schema_version WHERE version = 9")
+        old = 4096 * 5
+        ns.execute(f"INSERT INTO message (id, topic, body, run_at, priority, ttr, tries, attempts, state, version, "
+                   f"created_at, updated_at) VALUES ({old}, 'old', '1', 1000, 5, 30000, 3, 1, 'finished', 3, 1000, 3000)")
+        who = "'10.1.1.1', 'old-1:8080'"
+        ns.execute(f"INSERT INTO transition VALUES ({old}, 1, '', 'ready', 1000, 'http-0 hg:{{0}}:jobs', {who}, 0), "
+                   f"({old}, 2, 'ready', 'reserved', 2000, 'http-1 hg:{{0}}:jobs', {who}, 1), "
+                   f"({old}, 3, 'reserved', 'finished', 3000, 'http-1 hg:{{0}}:jobs', {who}, 1)")
+        d = self.assert_refuses_to_start(ns, "of schema 8")
+        self.assertIn("schema version 8 is older than 9", d.log())
+        for _ in range(2):
+            applied = self.apply_schema(ns)
+            self.assertEqual((applied.returncode, applied.stderr.strip()), (0, ""), applied)
+        self.assertEqual(ns.query(f"SELECT push_state, push_actor, push_host, push_instance FROM message "
+                                  f"WHERE id = {old}"), [(None, None, None, None)])
+
+        d = start_ready(self, namespace=ns)
+        history = expect_ok(d.job(str(old)), "/jobs of the schema-8 job")["history"]
+        self.assertEqual([(h["from"], h["state"], h["at"], h["by"], h["host"], h["instance"], h["attempt"])
+                          for h in history],
+                         [("", "ready", 1000, "http-0 hg:{0}:jobs", "10.1.1.1", "old-1:8080", 0),
+                          ("ready", "reserved", 2000, "http-1 hg:{0}:jobs", "10.1.1.1", "old-1:8080", 1),
+                          ("reserved", "finished", 3000, "http-1 hg:{0}:jobs", "10.1.1.1", "old-1:8080", 1)])
+
+        job = expect_ok(d.push({"topic": "new", "body": 1, "delay": 60_000}), "push")
+        jid = job["id"]
+        wait_or_fail(self, lambda: journal_idle(d) and ns.query(f"SELECT COUNT(*) FROM message WHERE id = {jid}")
+                     == [("1",)], 10, "the push's row")
+        self.assertEqual(ns.query(f"SELECT COUNT(*) FROM transition WHERE message_id = {jid}"), [("0",)],
+                         "a push writes no transition row")
+        (state, actor, host, instance, created), = ns.query(
+            f"SELECT push_state, push_actor, push_host, push_instance, created_at FROM message WHERE id = {jid}")
+        self.assertEqual((state, host), ("delayed", "127.0.0.1"))
+        self.assertRegex(actor, r"^http-\d+ ")
+        self.assertTrue(instance, "the pushing instance is named")
+        history = expect_ok(d.job(jid), "/jobs of the new job")["history"]
+        self.assertEqual(history, [{"state": "delayed", "from": "", "at": int(created), "by": actor, "host": host,
+                                    "instance": instance, "attempt": 0}])
+        # its next change is a transition row, after the push in its history
+        self.assertEqual(d.delete(jid).status, 200)
+        wait_or_fail(self, lambda: journal_idle(d) and [h["state"] for h in expect_ok(d.job(jid), "/jobs")["history"]]
+                     == ["delayed", "deleted"], 10, "the delete in the history")
 
     def test_schema_applies_twice_cleanly_with_the_mariadb_client(self):
         ns = self.namespace_with(None)
@@ -189,22 +248,22 @@ class SchemaTest(HourglassTestCase):
         first = apply()
         self.assertEqual((first.returncode, first.stderr.strip()), (0, ""), first)
         tables = m.tables(ns.database)
-        self.assertEqual(tables, ["biz_latest", "far_biz", "far_count", "far_mark", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
+        self.assertEqual(tables, ["biz_latest", "far_biz", "far_count", "far_mark", "job_history", "message", "refused_record", "schedule", "schema_version", "topic_change", "topic_setting", "transition"])
 
         d = start_ready(self, namespace=ns)
         jid = expect_ok(d.push({"topic": "sc", "body": {"k": 1}}), "push")["id"]
-        wait_or_fail(self, lambda: journal_idle(d) and ns.query("SELECT COUNT(*) FROM transition") == [("1",)],
+        wait_or_fail(self, lambda: journal_idle(d) and ns.query("SELECT COUNT(*) FROM job_history") == [("1",)],
                      10, "the journal")
-        snapshot = ns.query("SELECT id, state, version FROM message"), ns.query("SELECT COUNT(*) FROM transition")
+        snapshot = ns.query("SELECT id, state, version FROM message"), ns.query("SELECT COUNT(*) FROM job_history")
 
         second = apply()
         self.assertEqual((second.returncode, second.stderr.strip()), (0, ""), second)
         self.assertNotIn("Error", second.stdout)
         self.assertEqual(m.tables(ns.database), tables)
         self.assertEqual(ns.query("SELECT version FROM schema_version ORDER BY version"),
-                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("7",), ("8",)])
+                         [("1",), ("2",), ("3",), ("4",), ("5",), ("6",), ("7",), ("8",), ("9",)])
         self.assertEqual((ns.query("SELECT id, state, version FROM message"),
-                          ns.query("SELECT COUNT(*) FROM transition")), snapshot, "reapplying changed data")
+                          ns.query("SELECT COUNT(*) FROM job_history")), snapshot, "reapplying changed data")
         self.assertEqual(snapshot[0][0][0], jid)
 
         # the running daemon keeps working on the re-applied schema, and a new one starts

@@ -274,11 +274,11 @@ class FiringTest(CoreTestCase):
         self.assertJsonOk(a.request("DELETE", f"/schedules/{sid}"))
         ready = dict()
         for (biz, at) in a.namespace.query(
-                f"SELECT m.biz_key, t.at FROM message m JOIN transition t ON t.message_id = m.id "
+                f"SELECT m.biz_key, t.at FROM message m JOIN job_history t ON t.message_id = m.id "
                 f"WHERE m.topic = '{topic}' AND m.state <> 'aborted' AND t.to_state = 'ready'"):
             ready[int(biz.split("@")[1])] = int(at)
         plain = {int(run_at): int(at) for (run_at, at) in a.namespace.query(
-            f"SELECT m.run_at, t.at FROM message m JOIN transition t ON t.message_id = m.id "
+            f"SELECT m.run_at, t.at FROM message m JOIN job_history t ON t.message_id = m.id "
             f"WHERE m.topic = '{topic}.plain' AND t.to_state = 'ready'")}
         for k in (2, 3, 4):
             t = created + 2000 * k

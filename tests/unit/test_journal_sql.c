@@ -102,30 +102,38 @@ START_TEST(message_row_exact_text)
                          .tries = 3};
     struct jobchange r = {
         .kind = JC_INSERT, .from = JS_NONE, .to = JS_DELAYED, .ver = 1, .id = 42, .at = 1700000000000, .job = &j};
-    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    snprintf(r.actor, sizeof r.actor, "http-0 hg:{3}:jobs");
+    snprintf(r.host, sizeof r.host, "10.0.0.1");
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
     ck_assert_uint_eq(c.n, 0); /* nothing is sent before journal_sql_send */
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 1);
     ck_assert_str_eq(c.scripts[0], "INSERT INTO message (" MESSAGE_COLUMNS ") VALUES "
                                    "(42,'orders',NULL,'{\\\"a\\\":1}',1700000060000,5,30000,3,0,NULL,'delayed',1,"
-                                   "1700000000000,1700000000000,NULL,NULL,NULL,NULL,NULL);");
+                                   "1700000000000,1700000000000,NULL,NULL,NULL,NULL,NULL,"
+                                   "'delayed','http-0 hg:{3}:jobs','10.0.0.1','me:7000');");
     ck_assert_int_eq(journal_sql_send(&b), 0); /* nothing built: nothing sent */
     ck_assert_uint_eq(c.n, 1);
     /* a job pushed with its own backoff keeps it in its row (restore reads it back) */
     j.has_backoff = 1;
     j.backoff = 1500;
-    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 2);
     ck_assert_ptr_nonnull(strstr(c.scripts[1], ",3,0,1500,'delayed',1,"));
     /* a far job's row carries its far key, the pager's index: its shard and due time */
     r.to = JS_FAR;
     r.shard = 9;
-    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_uint_eq(c.n, 3);
     ck_assert_ptr_nonnull(
-        strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000,NULL,NULL,NULL);"));
+        strstr(c.scripts[2], ",'far',1,1700000000000,1700000000000,9,1700000060000,NULL,NULL,NULL,'far',"));
+    /* the push's instance is the record's own when it names one (a schedule's fire, say) */
+    snprintf(r.instance, sizeof r.instance, "other:7001");
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
+    ck_assert_int_eq(journal_sql_send(&b), 0);
+    ck_assert_ptr_nonnull(strstr(c.scripts[3], ",'10.0.0.1','other:7001');"));
 }
 END_TEST
 
@@ -142,7 +150,7 @@ START_TEST(values_are_escaped)
                          .ttr = 1,
                          .tries = 1};
     struct jobchange r = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 2, .job = &j};
-    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     ck_assert_ptr_nonnull(strstr(c.scripts[0], "'o\\'brien'"));
     /* every quote, backslash, newline and the NUL byte escaped; the text after the NUL kept */
@@ -188,9 +196,9 @@ START_TEST(switching_kinds_ends_the_statement)
     struct job_spec j = {.topic = "t", .topic_len = 1, .body = one, .body_len = 1, .ttr = 1, .tries = 1};
     struct jobchange ins = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 1, .at = 1, .job = &j};
     struct jobchange tr = transition(1, 1, JS_NONE, JS_READY);
-    ck_assert_int_eq(journal_sql_message_row(&b, &ins), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &ins, "i"), 0);
     ck_assert_int_eq(journal_sql_transition_row(&b, &tr, "i"), 0);
-    ck_assert_int_eq(journal_sql_message_row(&b, &ins), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &ins, "i"), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     const char *s = c.scripts[0];
     ck_assert_uint_eq(count(s, "INSERT INTO message"), 2);
@@ -255,7 +263,7 @@ START_TEST(trace_context_columns)
     j.tracestate = state;
     j.tracestate_len = 5;
     struct jobchange r = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 3, .job = &j};
-    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
     struct jobchange rep = transition(7, 2, JS_READY, JS_READY);
     rep.kind = JC_REPLACE;
     rep.replacement = &j;
@@ -263,15 +271,16 @@ START_TEST(trace_context_columns)
     ck_assert_int_eq(journal_sql_update_messages(&b, u, 1), 0);
     j.tracestate = NULL; /* a traceparent alone */
     r.id = 8;
-    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     const char *s = c.scripts[0];
-    ck_assert_ptr_nonnull(
-        strstr(s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "','k=v\\'s',NULL);"));
+    ck_assert_ptr_nonnull(strstr(s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP
+                                    "','k=v\\'s',NULL,'ready','','','me:7000');"));
     ck_assert_ptr_nonnull(strstr(s, "tries = 1, backoff = NULL, traceparent = '" TP
                                     "', tracestate = 'k=v\\'s', group_key = NULL "
                                     "WHERE id = 7 AND version = 2;"));
-    ck_assert_ptr_nonnull(strstr(s, "(8,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP "',NULL,NULL)"));
+    ck_assert_ptr_nonnull(strstr(s, "(8,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,'" TP
+                                    "',NULL,NULL,'ready','','','me:7000')"));
 }
 END_TEST
 
@@ -283,7 +292,7 @@ START_TEST(group_column)
     j.group = group;
     j.group_len = 6;
     struct jobchange r = {.kind = JC_INSERT, .to = JS_READY, .ver = 1, .id = 7, .at = 3, .job = &j};
-    ck_assert_int_eq(journal_sql_message_row(&b, &r), 0);
+    ck_assert_int_eq(journal_sql_message_row(&b, &r, "me:7000"), 0);
     struct jobchange rep = transition(7, 2, JS_READY, JS_READY);
     rep.kind = JC_REPLACE;
     rep.replacement = &j;
@@ -291,7 +300,8 @@ START_TEST(group_column)
     ck_assert_int_eq(journal_sql_update_messages(&b, u, 1), 0);
     ck_assert_int_eq(journal_sql_send(&b), 0);
     const char *s = c.scripts[0];
-    ck_assert_ptr_nonnull(strstr(s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,NULL,NULL,'cust\\'7');"));
+    ck_assert_ptr_nonnull(strstr(
+        s, "(7,'t',NULL,'1',5,0,1,1,0,NULL,'ready',1,3,3,NULL,NULL,NULL,NULL,'cust\\'7','ready','','','me:7000');"));
     ck_assert_ptr_nonnull(strstr(s, "tracestate = NULL, group_key = 'cust\\'7' WHERE id = 7 AND version = 2;"));
 }
 END_TEST
