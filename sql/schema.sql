@@ -210,10 +210,10 @@ ALTER TABLE message ADD COLUMN IF NOT EXISTS group_key VARBINARY(128) NULL AFTER
 -- Schema 9: a job's push is recorded in its message row, not in a transition row of its own
 -- (issue 34: that row was a third of a push's work in MySQL, and everything in it but who
 -- pushed is in the message row already). `push_state` is the state the push gave the job
--- ('delayed', 'ready', 'far', or 'aborted' for a bizKey duplicate), the push's actor, client
--- address and instance beside it; its time is created_at, its version 1. NULL on rows written
--- before schema 9, whose push has its transition row as before. A job's history is the view
--- below: read it, not `transition`, which no longer holds pushes.
+-- ('delayed', 'ready' or 'far'; a bizKey duplicate's abort is a transition after it), the
+-- push's actor, client address and instance beside it; its time is created_at, its version 1.
+-- NULL on rows written before schema 9, whose push has its transition row as before. A job's
+-- history is the view below: read it, not `transition`, which no longer holds pushes.
 ALTER TABLE message ADD COLUMN IF NOT EXISTS push_state VARCHAR(16) NULL AFTER group_key,
     ADD COLUMN IF NOT EXISTS push_actor VARCHAR(200) NULL AFTER push_state,
     ADD COLUMN IF NOT EXISTS push_host VARCHAR(64) NULL AFTER push_actor,

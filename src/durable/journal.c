@@ -323,10 +323,6 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
      * other record's transition row (a far job's change writes its own), the message rows'
      * updates, and the bizKey and far-tier bookkeeping. */
     for (struct jsync *g = groups; g; g = g->next)
-        for (int i = 0; i < g->n; i++)
-            if (g->recs[i].kind == JC_INSERT)
-                inserts[nnew++] = &g->recs[i];
-    for (struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
             const struct jobchange *r = &g->recs[i];
             if (r->to == JS_ABORTED)
@@ -338,9 +334,11 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
             if (r->kind != JC_INSERT) {
                 transitions[ntransitions++] = r;
                 updates[nupdates++] = r;
-            } else if (r->to == JS_FAR) {
-                far_inserts[ninserts++] = r;
+                continue;
             }
+            inserts[nnew++] = r;
+            if (r->to == JS_FAR)
+                far_inserts[ninserts++] = r;
         }
     for (size_t i = 0; i < nrecs; i++) {
         if (recs[i].to == JS_ABORTED)
