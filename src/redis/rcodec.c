@@ -30,6 +30,50 @@ int rkey(char *buf, size_t cap, const char *prefix, int shard, const char *suffi
     return (int)n;
 }
 
+/* ---- commands in RESP ---- */
+
+static size_t decimal_digits(size_t v)
+{
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+static char *put_header(char *p, char type, size_t n)
+{
+    *p++ = type;
+    p += sb_int_to_text((int64_t)n, p);
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+long resp_command(char **out, int argc, const char *const *argv, const size_t *lens)
+{
+    size_t total = 1 + decimal_digits((size_t)argc) + 2;
+    for (int i = 0; i < argc; i++)
+        total += 1 + decimal_digits(lens[i]) + 2 + lens[i] + 2;
+    /* sb_int_to_text writes a NUL after the digits: room for the last one */
+    char *buf = malloc(total + 1);
+    if (buf == NULL)
+        return -1;
+    char *p = put_header(buf, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        p = put_header(p, '$', lens[i]);
+        if (lens[i] > 0)
+            memcpy(p, argv[i], lens[i]);
+        p += lens[i];
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *p = '\0';
+    *out = buf;
+    return (long)(p - buf);
+}
+
 /* ---- reply helpers ---- */
 
 int rreply_is_array(const redisReply *r, size_t min)

@@ -54,6 +54,13 @@ void rargv_int(struct rargv *b, int64_t v);
 void rargv_id(struct rargv *b, uint64_t id);
 void rargv_key(struct rargv *b, const char *prefix, int shard, const char *suffix);
 
+/* The RESP encoding of a command: `*<argc>`, then `$<len>` and the bytes of each argument,
+ * each line ending in CRLF — what redisFormatCommandArgv makes, but without a printf per
+ * argument (a push's FCALL has 12 arguments a job, and their formatting showed in profiles).
+ * A malloc'd buffer (NUL after its last byte, freed with free()) in *out; its length, or -1
+ * when out of memory. */
+long resp_command(char **out, int argc, const char *const *argv, const size_t *lens);
+
 /* r is an array of at least `min` elements. */
 int rreply_is_array(const redisReply *r, size_t min);
 

@@ -36,6 +36,7 @@
  * master that has loaded (set-up asks ROLE). Every other error is the command's: the reply
  * fails, the cause is remembered for the HTTP layer (503 message, /health) and counted. */
 #include "redis/rconn.h"
+#include "redis/rcodec.h"
 #include "base/clock.h"
 #include "core/cluster.h"
 #include "base/log.h"
@@ -284,8 +285,7 @@ static void schedule_reconnect(struct rconn *rc)
 
 static void free_pending(struct pending *p)
 {
-    if (p->cmd)
-        redisFreeCommand(p->cmd);
+    free(p->cmd);
     free(p);
 }
 
@@ -517,7 +517,7 @@ int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **a
     if (p == NULL)
         return -1;
     /* Formatted once and kept: the same bytes are re-sent if the script cache was flushed. */
-    int len = redisFormatCommandArgv(&p->cmd, argc, argv, lens);
+    long len = resp_command(&p->cmd, argc, argv, lens);
     if (len < 0) {
         p->cmd = NULL;
         free_pending(p);

@@ -12,6 +12,7 @@
 #include "core/metrics.h"
 #include "base/log.h"
 #include "redis/rconn.h"
+#include "redis/rcodec.h"
 #include "base/resolve.h"
 #include "redis/scripts.h"
 
@@ -19,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <hiredis/hiredis.h>
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <netdb.h>
@@ -888,6 +890,42 @@ END_TEST
 
 #endif /* RCONN_OLD_API */
 
+#ifndef RCONN_OLD_API
+/* resp_command (rcodec.h), which script calls are formatted with, makes the bytes hiredis's own
+ * formatter makes: argument lengths across every digit count, empty arguments, bytes RESP must
+ * carry as they are (NUL, CR, LF, '$', '*'), and argument counts of one and two digits. */
+START_TEST(test_resp_command_is_hiredis_format)
+{
+    static char big[12345];
+    memset(big, 'x', sizeof big);
+    static const char binary[] = {'a', '\0', '\r', '\n', '$', '*', '\r', 'z'};
+    const char *argv[40];
+    size_t lens[40];
+    const size_t sizes[] = {0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10000, sizeof big};
+    for (int argc = 1; argc <= 40; argc += 13) {
+        for (int i = 0; i < argc; i++) {
+            if (i % 3 == 2) {
+                argv[i] = binary;
+                lens[i] = sizeof binary;
+            } else {
+                argv[i] = big;
+                lens[i] = sizes[(size_t)(i + argc) % (sizeof sizes / sizeof sizes[0])];
+            }
+        }
+        char *ours = NULL, *theirs = NULL;
+        long n = resp_command(&ours, argc, argv, lens);
+        int m = redisFormatCommandArgv(&theirs, argc, argv, lens);
+        ck_assert_int_gt(m, 0);
+        ck_assert_int_eq(n, m);
+        ck_assert_msg(memcmp(ours, theirs, (size_t)m) == 0, "argc %d: the encodings differ", argc);
+        ck_assert_int_eq(ours[n], '\0');
+        free(ours);
+        redisFreeCommand(theirs);
+    }
+}
+END_TEST
+#endif
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon does: a dropped connection is not a crash */
@@ -919,6 +957,7 @@ int main(void)
     tcase_add_test(tc, test_every_address_is_tried);
     tcase_add_test(tc, test_unresolvable_name_is_named_and_retried);
     tcase_add_test(tc, test_freed_while_resolving);
+    tcase_add_test(tc, test_resp_command_is_hiredis_format);
 #endif
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
