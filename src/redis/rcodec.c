@@ -51,7 +51,7 @@ static char *put_header(char *p, char type, size_t n)
     return p;
 }
 
-long resp_command(char **out, int argc, const char *const *argv, const size_t *lens)
+long rcodec_format_command(char **out, int argc, const char *const *argv, const size_t *lens)
 {
     size_t total = 1 + decimal_digits((size_t)argc) + 2;
     for (int i = 0; i < argc; i++)

@@ -1,5 +1,6 @@
-/* rcodec.h — building Redis command arguments and reading replies, shared by the async job
- * store (store.c) and the blocking restore (restore.c).
+/* rcodec.h — building Redis command arguments, encoding commands and reading replies, shared
+ * by the async job store (store.c), the connection (rconn.c) and the blocking restore
+ * (restore.c).
  *
  * struct rargv collects an FCALL's argv without copying what it points at: strings stay the
  * caller's, numbers and id keys are formatted into the builder's own storage. Small calls
@@ -59,7 +60,7 @@ void rargv_key(struct rargv *b, const char *prefix, int shard, const char *suffi
  * argument (a push's FCALL has 12 arguments a job, and their formatting showed in profiles).
  * A malloc'd buffer (NUL after its last byte, freed with free()) in *out; its length, or -1
  * when out of memory. */
-long resp_command(char **out, int argc, const char *const *argv, const size_t *lens);
+long rcodec_format_command(char **out, int argc, const char *const *argv, const size_t *lens);
 
 /* r is an array of at least `min` elements. */
 int rreply_is_array(const redisReply *r, size_t min);

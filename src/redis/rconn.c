@@ -517,7 +517,7 @@ int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **a
     if (p == NULL)
         return -1;
     /* Formatted once and kept: the same bytes are re-sent if the script cache was flushed. */
-    long len = resp_command(&p->cmd, argc, argv, lens);
+    long len = rcodec_format_command(&p->cmd, argc, argv, lens);
     if (len < 0) {
         p->cmd = NULL;
         free_pending(p);

@@ -891,10 +891,10 @@ END_TEST
 #endif /* RCONN_OLD_API */
 
 #ifndef RCONN_OLD_API
-/* resp_command (rcodec.h), which script calls are formatted with, makes the bytes hiredis's own
- * formatter makes: argument lengths across every digit count, empty arguments, bytes RESP must
- * carry as they are (NUL, CR, LF, '$', '*'), and argument counts of one and two digits. */
-START_TEST(test_resp_command_is_hiredis_format)
+/* rcodec_format_command (rcodec.h), which formats script calls, makes the bytes hiredis's own
+ * formatter makes: argument lengths across every digit count, empty arguments, bytes RESP
+ * must carry as they are (NUL, CR, LF, '$', '*'), and argument counts of one and two digits. */
+START_TEST(test_rcodec_format_command_is_hiredis_format)
 {
     static char big[12345];
     memset(big, 'x', sizeof big);
@@ -913,7 +913,7 @@ START_TEST(test_resp_command_is_hiredis_format)
             }
         }
         char *ours = NULL, *theirs = NULL;
-        long n = resp_command(&ours, argc, argv, lens);
+        long n = rcodec_format_command(&ours, argc, argv, lens);
         int m = redisFormatCommandArgv(&theirs, argc, argv, lens);
         ck_assert_int_gt(m, 0);
         ck_assert_int_eq(n, m);
@@ -957,7 +957,7 @@ int main(void)
     tcase_add_test(tc, test_every_address_is_tried);
     tcase_add_test(tc, test_unresolvable_name_is_named_and_retried);
     tcase_add_test(tc, test_freed_while_resolving);
-    tcase_add_test(tc, test_resp_command_is_hiredis_format);
+    tcase_add_test(tc, test_rcodec_format_command_is_hiredis_format);
 #endif
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
