@@ -10,7 +10,10 @@
  * 74,000-81,000, which made the push/hello ratio read up to a third high). Every request — whatever its method, path or
  * body — is answered 200 with a fixed small JSON body shaped like a push answer. It reads the request body (evhttp
  * does) and does nothing else: no parsing, no Redis, no MySQL. The ratio hourglass/hello therefore says how much of the
- * bare HTTP stack's throughput is left once the queue's own work is added. Runs until SIGINT/SIGTERM. */
+ * bare HTTP stack's throughput is left once the queue's own work is added. Its loops are
+ * configured as hourglassd's HTTP workers' are (src/process/worker.c: epoll's changelist): the
+ * flag alone made this server ~16 % faster (80,000 -> 95,000 req/s), and a baseline without it
+ * would credit the daemon with what is libevent's. Runs until SIGINT/SIGTERM. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
@@ -82,8 +85,13 @@ int main(int argc, char **argv)
     struct worker *ws = calloc((size_t)nthreads, sizeof *ws);
     for (int i = 0; i < nthreads; i++) {
         struct worker *w = &ws[i];
-        w->base = event_base_new();
-        w->http = evhttp_new(w->base);
+        struct event_config *ec = event_config_new();
+        if (ec)
+            event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+        w->base = ec ? event_base_new_with_config(ec) : NULL;
+        if (ec)
+            event_config_free(ec);
+        w->http = w->base ? evhttp_new(w->base) : NULL;
         if (!w->base || !w->http)
             return 1;
         evhttp_set_gencb(w->http, on_request, w);
