@@ -888,9 +888,6 @@ START_TEST(test_freed_while_resolving)
 }
 END_TEST
 
-#endif /* RCONN_OLD_API */
-
-#ifndef RCONN_OLD_API
 /* rcodec_format_command (rcodec.h), which formats script calls, makes the bytes hiredis's own
  * formatter makes: argument lengths across every digit count, empty arguments, bytes RESP
  * must carry as they are (NUL, CR, LF, '$', '*'), and argument counts of one and two digits. */
@@ -924,7 +921,8 @@ START_TEST(test_rcodec_format_command_is_hiredis_format)
     }
 }
 END_TEST
-#endif
+
+#endif /* RCONN_OLD_API */
 
 int main(void)
 {
