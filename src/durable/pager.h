@@ -9,7 +9,8 @@
  * shards are taken over with its mover duties):
  *
  *   every PAGER_TICK_MS, per owned shard, the rows whose far key is due before
- *   bucket_end(now + lead), CHUNK at a time in key order (one range of idx_far):
+ *   bucket_end(now + lead), CHUNK at a time in key order (one range of idx_far) — unless one
+ *   count over the owned shards, first, finds none (an idle pager: one statement a tick):
  *   1. read them;
  *   2. put them into Redis with restore.lua (insert-if-absent: a job Redis holds is left, a job
  *      that ended meanwhile left a tombstone — finish/delete leave them while the shard's

@@ -303,9 +303,19 @@ int pager_conns_open(struct pager_conns *k, const struct config *cfg, struct bgt
         mysql_close(k->db);
         k->db = NULL;
     }
-    if (k->db == NULL && (k->db = db_connect(cfg, err, sizeof err)) == NULL && now - k->last_complaint > 10000) {
-        log_warn("pager: MySQL: %s", err);
-        k->last_complaint = now;
+    if (k->db == NULL) {
+        k->db = db_connect(cfg, err, sizeof err);
+        /* The reader only reads: with autocommit each read is a transaction of its own and sees
+         * every commit before it, without a COMMIT's round trip to end its snapshot. */
+        if (k->db != NULL && k->thread == PAGER_READER && mysql_autocommit(k->db, 1) != 0) {
+            snprintf(err, sizeof err, "autocommit on failed: %s", mysql_error(k->db));
+            mysql_close(k->db);
+            k->db = NULL;
+        }
+        if (k->db == NULL && now - k->last_complaint > 10000) {
+            log_warn("pager: MySQL: %s", err);
+            k->last_complaint = now;
+        }
     }
     if (k->c == NULL && (k->c = layout_open_shards(cfg, 1, NULL, err, sizeof err)) == NULL &&
         now - k->last_complaint > 10000) {

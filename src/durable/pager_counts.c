@@ -20,8 +20,7 @@ int pager_counts_refresh(MYSQL *db)
 {
     struct sbuf sql = SBUF_INIT;
     sb_puts(&sql, "SELECT topic, jobs FROM far_count WHERE jobs <> 0 ORDER BY topic");
-    MYSQL_RES *res = db_query(db, &sql);
-    mysql_commit(db); /* end the read's snapshot: the next one sees newer commits */
+    MYSQL_RES *res = db_query(db, &sql); /* autocommit (the pager's reader): sees the latest commits */
     if (res == NULL)
         return -1;
     int n = (int)mysql_num_rows(res);
