@@ -13,6 +13,7 @@
 #include "base/bgthread.h"
 #include "base/clock.h"
 #include "delivery/delivstats.h"
+#include "base/evbase.h"
 #include "base/hmap.h"
 #include "durable/journal.h"
 #include "redis/layout.h"
@@ -630,12 +631,7 @@ struct deliver *deliver_start(struct app *app)
     if (d == NULL)
         return NULL;
     d->app = app;
-    struct event_config *ec = event_config_new();
-    if (ec)
-        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
-    d->base = ec ? event_base_new_with_config(ec) : NULL;
-    if (ec)
-        event_config_free(ec);
+    d->base = evbase_new(EVENT_BASE_FLAG_PRECISE_TIMER);
     char err[256] = "";
     if (d->base == NULL || (d->inbox = loopq_new(d->base)) == NULL)
         goto fail;

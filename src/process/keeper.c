@@ -10,6 +10,7 @@
 #include "duties/idlease.h"
 #include "durable/journal.h"
 #include "redis/layout.h"
+#include "base/evbase.h"
 #include "base/log.h"
 #include "durable/pager.h"
 #include "durable/firing.h"
@@ -239,12 +240,7 @@ struct keeper *keeper_start(struct app *app, keeper_ready_fn ready_fn, void *arg
     k->ready_arg = arg;
     const struct config *cfg = &app->cfg;
     /* precise timers: the mover sleeps until a job's due millisecond */
-    struct event_config *ec = event_config_new();
-    if (ec)
-        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
-    k->base = ec ? event_base_new_with_config(ec) : NULL;
-    if (ec)
-        event_config_free(ec);
+    k->base = evbase_new(EVENT_BASE_FLAG_PRECISE_TIMER);
     if (k->base == NULL)
         goto fail;
     struct rlink_config rcfg = {"keeper", cfg->redis_address, cfg->redis_password, cfg->redis_db, cfg->redis_timeout_ms,

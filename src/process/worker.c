@@ -4,6 +4,7 @@
 #include "core/app.h"
 #include "api/dispatch.h"
 #include "redis/layout.h"
+#include "base/evbase.h"
 #include "base/log.h"
 #include "api/longpoll.h"
 #include "api/api_util.h"
@@ -167,12 +168,7 @@ int worker_start(struct worker *w, struct app *app, int index, int listen_fd)
      * 3 epoll_ctl calls a push instead of 4 at 64 connections, and ~8 % less of hourglassd's
      * CPU a push. Its one hazard, two descriptors of one socket (dup), does not arise: nothing
      * here dups a descriptor it gives libevent. */
-    struct event_config *ec = event_config_new();
-    if (ec == NULL)
-        return -1;
-    event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    ctx->base = event_base_new_with_config(ec);
-    event_config_free(ec);
+    ctx->base = evbase_new(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
     if (ctx->base == NULL)
         return -1;
     ctx->inbox = loopq_new(ctx->base);
