@@ -288,7 +288,7 @@ static void on_deleted(const struct id_outcome *o, void *arg)
     if (o == NULL) {
         /* MySQL says deleted, Redis did not answer (or refused): the reconciler carries the
          * delete out in Redis unless the job moved on meanwhile (doubt.h). */
-        doubt_delete(st->id, st->rec.ver - 1);
+        doubt_delete(st->id, st->rec.ver - 1, NULL);
         respond_unavailable(st->r, "Redis");
         return;
     }
@@ -323,7 +323,7 @@ static void on_delete_committed(int ok, void *arg)
         return;
     }
     if (store_delete(&st->r->ctx->store, st->id, clock_unix_ms(), st->who, on_deleted, st) < 0) {
-        doubt_delete(st->id, st->rec.ver - 1); /* committed in MySQL, not sent to Redis */
+        doubt_delete(st->id, st->rec.ver - 1, NULL); /* committed in MySQL, not sent to Redis */
         respond_unavailable(st->r, "Redis");
     }
 }

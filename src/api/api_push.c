@@ -150,7 +150,7 @@ static void finish_push(struct push_state *st)
         const struct push_outcome *o = &st->outcomes[i];
         int first = j->far ? JS_FAR : job_initial_state(j, st->now);
         if (st->failed[i] && st->in_doubt[i]) {
-            doubt_push(j->id); /* the reconciler looks it up in Redis, persisted across a crash */
+            doubt_push(j->id, NULL); /* the reconciler looks it up in Redis, persisted across a crash */
             nfailed++;
             continue;
         }

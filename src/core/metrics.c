@@ -23,6 +23,9 @@ static const struct counter_def counter_defs[MC_COUNT] = {
     [MC_JOBS_DELIVERED] = {"hourglass_jobs_delivered_total", "jobs handed to consumers"},
     [MC_JOURNAL_RECORDS] = {"hourglass_journal_records_total", "records committed to MySQL"},
     [MC_JOURNAL_BATCHES] = {"hourglass_journal_batches_total", "MySQL transactions committed by the journal"},
+    [MC_JOURNAL_STATEMENT_COMMITS] =
+        {"hourglass_journal_statement_commits_total",
+         "journal cycles of new jobs alone, committed by their one statement (autocommit)"},
     [MC_MOVER_RUNS] = {"hourglass_mover_runs_total", "mover script calls"},
     [MC_LONGPOLL_TIMEOUTS] = {"hourglass_longpoll_timeouts_total", "long-polls answered 204 after their timeout"},
     [MC_LONGPOLL_RESERVATIONS] = {"hourglass_longpoll_reservations_total",

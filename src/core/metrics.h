@@ -22,6 +22,7 @@ enum metric_counter {
     MC_JOBS_DELIVERED,
     MC_JOURNAL_RECORDS,
     MC_JOURNAL_BATCHES,
+    MC_JOURNAL_STATEMENT_COMMITS, /* of those, cycles of new jobs alone committed by their one statement */
     MC_MOVER_RUNS,
     MC_LONGPOLL_TIMEOUTS,
     MC_LONGPOLL_RESERVATIONS, /* reservations a long-poll made (a script call each) */

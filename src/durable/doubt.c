@@ -1,14 +1,16 @@
 /* doubt.c — see doubt.h.
  *
- * The file holds one line per outcome: "P <id> <at ms>" (push) or "D <id> <version before>
- * <at ms>" (delete). Lines are appended with O_APPEND and fsync'd under the module lock; after
- * a settle pass the file is rewritten with what is left (temporary file, fsync, rename). A
- * lock file next to it (flock, held for the process's life) keeps two instances from sharing
- * one state_dir. */
+ * The file holds one line per outcome: "P <id> <at ms> <ticket>" (push) or "D <id> <version
+ * before> <at ms> <ticket>" (delete), the ticket naming the connection that lost the answer
+ * (dbfence_format; "-" for none; lines of older versions have no ticket and read as "-").
+ * Lines are appended with O_APPEND and fsync'd under the module lock; after a settle pass the
+ * file is rewritten with what is left (temporary file, fsync, rename). A lock file next to it
+ * (flock, held for the process's life) keeps two instances from sharing one state_dir. */
 #include "durable/doubt.h"
 #include "core/dutywatch.h"
 #include "base/clock.h"
 #include "mysql/db.h"
+#include "mysql/dbfence.h"
 #include "mysql/dbtask.h"
 #include "core/ids.h"
 #include "core/job.h"
@@ -31,13 +33,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SETTLE_BATCH 1000 /* outcomes looked at per pass */
+#define SETTLE_BATCH  1000 /* outcomes looked at per pass */
+#define FENCE_WAIT_MS 5000 /* how long a killed connection may take to leave the server's list */
 
 struct entry {
     uint64_t id;
-    uint32_t ver;  /* delete: the job's version before it */
-    char kind;     /* 'P' push, 'D' delete */
-    int64_t at_ms; /* when it was noted */
+    uint32_t ver;          /* delete: the job's version before it */
+    char kind;             /* 'P' push, 'D' delete */
+    int64_t at_ms;         /* when it was noted */
+    struct dbfence ticket; /* the connection whose answer was lost (ok = 0: unknown) */
 };
 
 static struct {
@@ -65,17 +69,21 @@ static int add_locked(const struct entry *e)
     return 0;
 }
 
+#define LINE_MAX_BYTES (96 + DBFENCE_WORD_MAX)
+
 static int format_entry(const struct entry *e, char *buf, size_t cap)
 {
+    char ticket[DBFENCE_WORD_MAX];
+    dbfence_format(&e->ticket, ticket, sizeof ticket);
     if (e->kind == 'P')
-        return snprintf(buf, cap, "P %llu %lld\n", (unsigned long long)e->id, (long long)e->at_ms);
-    return snprintf(buf, cap, "D %llu %u %lld\n", (unsigned long long)e->id, e->ver, (long long)e->at_ms);
+        return snprintf(buf, cap, "P %llu %lld %s\n", (unsigned long long)e->id, (long long)e->at_ms, ticket);
+    return snprintf(buf, cap, "D %llu %u %lld %s\n", (unsigned long long)e->id, e->ver, (long long)e->at_ms, ticket);
 }
 
-static void note(char kind, uint64_t id, uint32_t ver)
+static void note(char kind, uint64_t id, uint32_t ver, const struct dbfence *ticket)
 {
-    struct entry e = {id, ver, kind, clock_unix_ms()};
-    char line[96];
+    struct entry e = {id, ver, kind, clock_unix_ms(), ticket ? *ticket : (struct dbfence){0}};
+    char line[LINE_MAX_BYTES];
     int len = format_entry(&e, line, sizeof line);
     pthread_mutex_lock(&ledger.lock);
     if (add_locked(&e) < 0)
@@ -87,14 +95,14 @@ static void note(char kind, uint64_t id, uint32_t ver)
     pthread_mutex_unlock(&ledger.lock);
 }
 
-void doubt_push(uint64_t id)
+void doubt_push(uint64_t id, const struct dbfence *ticket)
 {
-    note('P', id, 0);
+    note('P', id, 0, ticket);
 }
 
-void doubt_delete(uint64_t id, uint32_t ver_before)
+void doubt_delete(uint64_t id, uint32_t ver_before, const struct dbfence *ticket)
 {
-    note('D', id, ver_before);
+    note('D', id, ver_before, ticket);
 }
 
 long doubt_count(void)
@@ -107,16 +115,18 @@ long doubt_count(void)
 
 static void load(FILE *f)
 {
-    char line[128];
+    char line[LINE_MAX_BYTES + 32];
     while (fgets(line, sizeof line, f)) {
         struct entry e = {0};
         unsigned long long id;
         long long at;
         unsigned ver;
-        if (sscanf(line, "P %llu %lld", &id, &at) == 2) {
-            e = (struct entry){id, 0, 'P', at};
-        } else if (sscanf(line, "D %llu %u %lld", &id, &ver, &at) == 3) {
-            e = (struct entry){id, ver, 'D', at};
+        char ticket[DBFENCE_WORD_MAX] = "-"; /* %63s below: DBFENCE_WORD_MAX - 1 */
+        struct dbfence t;
+        if (sscanf(line, "P %llu %lld %63s", &id, &at, ticket) >= 2 && dbfence_parse(ticket, &t) == 0) {
+            e = (struct entry){id, 0, 'P', at, t};
+        } else if (sscanf(line, "D %llu %u %lld %63s", &id, &ver, &at, ticket) >= 3 && dbfence_parse(ticket, &t) == 0) {
+            e = (struct entry){id, ver, 'D', at, t};
         } else {
             log_warn("doubt: %s: ignoring a line it cannot read: %.60s", ledger.path, line);
             continue;
@@ -201,7 +211,7 @@ static void forget(const struct entry *settled, size_t n)
         int fd = open(ledger.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
         int ok = fd >= 0;
         for (size_t i = 0; ok && i < ledger.n; i++) {
-            char line[96];
+            char line[LINE_MAX_BYTES];
             int len = format_entry(&ledger.v[i], line, sizeof line);
             ok = write(fd, line, (size_t)len) == len;
         }
@@ -388,8 +398,50 @@ static int delete_in_redis(struct rblock_shards *set, const struct config *cfg, 
     return 0;
 }
 
+/* Close, for good, each connection that lost the answer of e[0..n) (dbfence.h): what it may still
+ * hold in its socket would otherwise commit after the rows were read. Keeps, in place, the
+ * outcomes that can be read now (their connection is gone, or cannot be reached from here, as
+ * before tickets); the others wait for the next pass. Returns how many are kept. */
+static size_t fence_old_connections(MYSQL *db, struct entry *e, size_t n)
+{
+    enum { REMEMBERED = 8 }; /* a pass meets one or two connections; more are closed again */
+    struct dbfence seen[REMEMBERED];
+    enum dbfence_result result[REMEMBERED];
+    size_t nseen = 0, keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        enum dbfence_result r = DBFENCE_ELSEWHERE;
+        if (e[i].ticket.ok) {
+            size_t k = 0;
+            while (k < nseen && !dbfence_same(&seen[k], &e[i].ticket))
+                k++;
+            if (k < nseen) {
+                r = result[k];
+            } else {
+                r = dbfence_close(db, &e[i].ticket, FENCE_WAIT_MS);
+                if (r == DBFENCE_FAILED)
+                    log_warn("reconciler: the MySQL connection %llu that lost an answer is not closed yet (%s); its "
+                             "outcomes stay in doubt for now",
+                             (unsigned long long)e[i].ticket.conn_id,
+                             mysql_errno(db) ? mysql_error(db) : "still listed");
+                else if (r == DBFENCE_ELSEWHERE)
+                    log_warn("reconciler: the MySQL connection %llu that lost an answer was on another server than "
+                             "this one; its outcomes are read without closing it first",
+                             (unsigned long long)e[i].ticket.conn_id);
+                if (nseen < REMEMBERED) {
+                    seen[nseen] = e[i].ticket;
+                    result[nseen++] = r;
+                }
+            }
+        }
+        if (r != DBFENCE_FAILED)
+            e[keep++] = e[i];
+    }
+    return keep;
+}
+
 long doubt_settle(MYSQL *db, const struct config *cfg, int all)
 {
+    size_t ripe_n = 0;
     int64_t ripe = all ? INT64_MAX : clock_unix_ms() - DOUBT_GRACE_MS;
     struct entry *e = malloc(SETTLE_BATCH * sizeof *e);
     struct row_view *rows = malloc(SETTLE_BATCH * sizeof *rows), *jobs = malloc(SETTLE_BATCH * sizeof *jobs);
@@ -406,6 +458,12 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
     pthread_mutex_unlock(&ledger.lock);
     if (n == 0) {
         settled = 0;
+        goto out;
+    }
+    ripe_n = n;
+    n = fence_old_connections(db, e, n);
+    if (n == 0) {
+        log_warn("reconciler: %zu outcomes stay in doubt for now (their connections are not closed yet)", ripe_n);
         goto out;
     }
     char err[256];
@@ -440,7 +498,9 @@ long doubt_settle(MYSQL *db, const struct config *cfg, int all)
              n, aborted, deleted);
     metrics_inc(MC_DOUBT_SETTLED, n);
     forget(e, n);
-    settled = (long)n;
+    /* some connections could not be closed yet: their outcomes wait, and the pass says it failed
+     * (a /reStore must not go on with them in doubt) */
+    settled = n < ripe_n ? -1 : (long)n;
 out:
     free(e);
     free(rows);

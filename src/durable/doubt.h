@@ -15,7 +15,9 @@
  *           that version as a guard (a job that moved on meanwhile is left to its newer
  *           state); otherwise nothing.
  * Settling waits DOUBT_GRACE_MS after an outcome was noted (a script whose reply timed out may
- * still be about to run), then runs on the MySQL pool with a blocking Redis connection,
+ * still be about to run), closes the MySQL connection that lost the answer for good (KILL, and
+ * wait until the server no longer lists it: dbfence.h), so that nothing it still holds can commit
+ * after the reading, then runs on the MySQL pool with a blocking Redis connection,
  * scheduled by the keeper every second while anything is in doubt, and first thing in every
  * /reStore (so a restore never revives a push that was answered 503). Entries settle in any
  * order; settled ones are dropped from the file.
@@ -40,9 +42,11 @@ int doubt_open(const struct config *cfg, const char *instance, const char *host,
 void doubt_close(void);
 
 /* Note an outcome in doubt (persisted before returning). `ver_before`: the job's version
- * before the delete. */
-void doubt_push(uint64_t id);
-void doubt_delete(uint64_t id, uint32_t ver_before);
+ * before the delete. `ticket`: the connection that lost the answer (dbfence.h; NULL or not ok:
+ * unknown), which settling closes for good before it reads the job's row. */
+struct dbfence;
+void doubt_push(uint64_t id, const struct dbfence *ticket);
+void doubt_delete(uint64_t id, uint32_t ver_before, const struct dbfence *ticket);
 
 /* Outcomes in doubt now (for /stats, /metrics and tests). */
 long doubt_count(void);
@@ -51,7 +55,8 @@ long doubt_count(void);
 void doubt_schedule(const struct config *cfg);
 
 /* Settle what is ripe now, on this pool thread's connection (restore calls it first). Returns
- * how many outcomes were settled, or -1 when MySQL or Redis failed (they stay in doubt).
+ * how many outcomes were settled, or -1 when MySQL or Redis failed, or a connection that lost
+ * an answer could not be closed yet (those stay in doubt; the others may have settled).
  * `all`: ignore the grace period. */
 long doubt_settle(MYSQL *db, const struct config *cfg, int all);
 

@@ -32,11 +32,23 @@
  * loss would bring back jobs whose producers were told they failed (and have likely pushed
  * again). The same holds for a delete whose row may say 'deleted' while the job is still in
  * Redis. Such outcomes are handed to the reconciler (doubt.h), which remembers them across a
- * crash and settles each against the job's state in Redis. */
+ * crash and settles each against the job's state in Redis, once the connection that lost the
+ * answer can commit nothing more (dbfence.h: the connection's ticket, taken when it was made).
+ *
+ * A cycle of new jobs alone (no bizKey, none far, rows that fit one statement: what a load of
+ * pushes makes) is one round trip: its rows in one bulk statement on a connection in autocommit,
+ * which commits them by itself, instead of the statement and then a COMMIT. Its outcome is known
+ * or in doubt exactly as a COMMIT's is, so it is taken only on a connection with a ticket (and
+ * not on Galera, whose reconciler cannot reach a connection on another node). In autocommit
+ * every other cycle begins with START TRANSACTION, a round trip more; out of it, such a cycle
+ * pays its COMMIT. So a lane's connection follows what most of its recent cycles were (`lean`,
+ * with hysteresis: each switch is a round trip too): a load of pushes, with an outbox batch
+ * among them now and then, runs in autocommit; a load of deliveries in transactions. */
 #include "durable/journal.h"
 #include "base/bgthread.h"
 #include "base/clock.h"
 #include "mysql/db.h"
+#include "mysql/dbfence.h"
 #include "durable/doubt.h"
 #include "mysql/journal_bulk.h"
 #include "mysql/journal_sql.h"
@@ -53,6 +65,8 @@
 
 #define SCRIPT_FLUSH_BYTES  (1u << 20) /* send the statements built so far past this */
 #define DURABLE_MAX_RECORDS 200000     /* durable records queued before refusing */
+#define LEAN_SWITCH         4          /* a lane enters autocommit at lean >= this, leaves it at <= -this */
+#define LEAN_MAX            8          /* lean is kept within +-this: a change of load shows within 12 cycles */
 
 /* One lane: a thread, its connection, and what its last failed cycle left to know. */
 struct lane {
@@ -64,8 +78,11 @@ struct lane {
     /* The last failed write broke the connection during COMMIT (its pushes may have committed
      * although they were answered 503: doubt.h). */
     int commit_in_doubt;
-    char last_error[512]; /* the server's words for the last batch it refused */
-    unsigned last_errno;  /* and its number */
+    struct dbfence ticket; /* names this connection for the reconciler (dbfence.h); ok = 0: none */
+    int autocommit;        /* the connection is in autocommit: cycles of new jobs alone are one statement */
+    int lean;              /* +1 a cycle of new jobs alone, -1 another, within +-LEAN_MAX */
+    char last_error[512];  /* the server's words for the last batch it refused */
+    unsigned last_errno;   /* and its number */
 };
 
 struct jsync {
@@ -293,6 +310,14 @@ static int send_script(void *db, const char *sql, size_t len)
     return db_exec_script(db, sql, len, NULL);
 }
 
+/* A commit failed: did its answer get lost (the connection broke, or no answer came in time), so
+ * that it may have happened? A deadlock at commit is Galera's certification failure: rolled back
+ * on every node, so not in doubt — the cycle is simply written again (lock_conflict_victim). */
+static int answer_lost(MYSQL *db)
+{
+    return (db_error_is_connection(db) && !db_errno_is_lock_conflict(mysql_errno(db))) || mysql_errno(db) == 0;
+}
+
 static int is_far_change(const struct jobchange *r)
 {
     return r->kind == JC_FAR_LEAVE || r->kind == JC_FAR_MOVE;
@@ -315,7 +340,7 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
     const struct jobchange **far_inserts = updates + cap, **far_changes = far_inserts + cap;
     const struct jobchange **inserts = far_changes + cap, **aborts = inserts + cap, **transitions = aborts + cap;
     size_t ninserts = 0, nchanges = 0, nnew = 0, naborts = 0, ntransitions = 0;
-    int rc = -1;
+    int rc = -1, one_statement = 0; /* a cycle of new jobs alone, committed by its statement */
     if (updates == NULL)
         goto out;
 
@@ -349,6 +374,37 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
         }
         transitions[ntransitions++] = &recs[i];
         updates[nupdates++] = &recs[i];
+    }
+
+    /* A cycle of new jobs alone, on a connection with a ticket: one statement that commits by
+     * itself, on a connection in autocommit (the file's header says when it is). Any other cycle
+     * runs in a transaction. */
+    int may_self_commit = l->ticket.ok && l->bulk != NULL && !l->galera && !journal.cfg->journal_per_row;
+    int plain = may_self_commit && nnew > 0 && nupdates == 0 && naborts == 0 && nchanges == 0 && ninserts == 0 &&
+                journal_bulk_messages_fit(inserts, nnew, SCRIPT_FLUSH_BYTES);
+    for (size_t i = 0; plain && i < nnew; i++)
+        plain = inserts[i]->job->biz_key == NULL;
+    if (may_self_commit) {
+        l->lean += plain ? (l->lean < LEAN_MAX) : -(l->lean > -LEAN_MAX);
+        int want = l->autocommit ? l->lean > -LEAN_SWITCH : l->lean >= LEAN_SWITCH;
+        if (want != l->autocommit) {
+            if (mysql_autocommit(db, (my_bool)want) != 0)
+                goto out;
+            l->autocommit = want;
+        }
+    }
+    static const char begin[] = "START TRANSACTION";
+    if (l->autocommit && !plain && mysql_real_query(db, begin, sizeof begin - 1) != 0)
+        goto out;
+    if (l->autocommit && plain) {
+        one_statement = 1;
+        if (journal_bulk_messages_commit(l->bulk, inserts, nnew, instance) < 0) {
+            l->commit_in_doubt = answer_lost(db);
+            goto out;
+        }
+        metrics_inc(MC_JOURNAL_STATEMENT_COMMITS, 1);
+        rc = 0;
+        goto out;
     }
 
     /* On a Galera node, changes of rows that exist already (updates, bizKey and far-tier
@@ -395,14 +451,12 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
         goto out;
     /* COMMIT on its own, only once every statement succeeded: sent inside the script it would
      * run even after we gave up on a hung server (the script waits in its socket), committing
-     * pushes already answered 503 (HeldScriptTest in tests/integration/test_journal_in_doubt.py).
-     * Folding it in safely needs a per-connection lock that a new connection uses to KILL the
-     * old one before settling; docs/performance.md has the measurement that kept it out. */
+     * pushes already answered 503 (HeldScriptTest in tests/integration/test_journal_in_doubt.py)
+     * with nothing to stop it on a connection without a ticket (through a proxy). With a ticket
+     * the reconciler fences the old connection first; the cycles that commit by themselves above
+     * are taken only then. */
     if (db_commit(db) < 0) {
-        /* A deadlock at COMMIT is Galera's certification failure: rolled back on every node, so
-         * not in doubt — the cycle is simply written again (lock_conflict_victim). */
-        l->commit_in_doubt =
-            (db_error_is_connection(db) && !db_errno_is_lock_conflict(mysql_errno(db))) || mysql_errno(db) == 0;
+        l->commit_in_doubt = answer_lost(db);
         goto out;
     }
     rc = 0;
@@ -412,7 +466,8 @@ out:
         /* the rollback clears the error: keep what the server said, for refused_record */
         l->last_errno = mysql_errno(db);
         snprintf(l->last_error, sizeof l->last_error, "%u: %s", mysql_errno(db), mysql_error(db));
-        mysql_rollback(db);
+        if (!one_statement)
+            mysql_rollback(db);
     }
     free(updates);
     journal_sql_free(&b);
@@ -457,8 +512,11 @@ static MYSQL *connect_db(void)
     return db;
 }
 
+static void lane_close(struct lane *l);
+
 /* Connect the lane, with its bulk statements unless [mysql] bulk_inserts is off or the server
- * cannot (said once per process: every lane meets the same server). */
+ * cannot (said once per process: every lane meets the same server), and its ticket (dbfence.h)
+ * unless it is on Galera. */
 static int lane_connect(struct lane *l)
 {
     static int said;
@@ -466,6 +524,13 @@ static int lane_connect(struct lane *l)
     if (l->db == NULL)
         return -1;
     l->galera = db_is_galera(l->db);
+    l->autocommit = l->lean = 0;
+    l->ticket = (struct dbfence){0};
+    if (!l->galera && dbfence_take(l->db, &l->ticket) < 0) {
+        log_warn("journal: cannot read this connection's id: %s", mysql_error(l->db));
+        lane_close(l);
+        return -1;
+    }
     const char *why = "[mysql] bulk_inserts = false";
     l->bulk = journal.cfg->journal_bulk ? journal_bulk_new(l->db, &why) : NULL;
     if (l->bulk == NULL && !said++)
@@ -521,15 +586,15 @@ static int write_all(struct lane *l, struct jsync **groups, struct jobchange *ta
 /* The connection broke during a COMMIT: the durable submissions about to be answered 503 may
  * have been committed all the same. Their outcomes go to the reconciler (doubt.h), which
  * persists them and settles each by the job's real state in MySQL and Redis. */
-static void note_in_doubt(const struct jsync *groups)
+static void note_in_doubt(const struct jsync *groups, const struct dbfence *ticket)
 {
     for (const struct jsync *g = groups; g; g = g->next)
         for (int i = 0; i < g->n; i++) {
             const struct jobchange *r = &g->recs[i];
             if (r->kind == JC_INSERT)
-                doubt_push(r->id);
+                doubt_push(r->id, ticket);
             else if (r->kind == JC_TRANSITION && r->to == JS_DELETED && r->ver > 0)
-                doubt_delete(r->id, r->ver - 1);
+                doubt_delete(r->id, r->ver - 1, ticket);
         }
 }
 
@@ -671,7 +736,10 @@ static void *journal_main(void *arg)
             }
             if (warned_down)
                 metrics_inc(MC_MYSQL_RECONNECTS, 1);
-            log_info("journal: connected to MySQL"); /* the log line's thread names the lane */
+            if (l->ticket.ok) /* the log line's thread names the lane */
+                log_info("journal: connected to MySQL (connection %llu)", (unsigned long long)l->ticket.conn_id);
+            else
+                log_info("journal: connected to MySQL");
             warned_down = 0;
             journal.connected++;
             journal.up = 1;
@@ -744,7 +812,7 @@ static void *journal_main(void *arg)
             /* The connection broke: the unsettled durable submitters get their 503 now, the
              * local records stay queued for the next connection. */
             if (l->commit_in_doubt)
-                note_in_doubt(groups);
+                note_in_doubt(groups, &l->ticket);
             lane_close(l);
             last_connect_try = clock_mono_us();
             pthread_mutex_lock(&journal.lock);

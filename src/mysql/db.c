@@ -363,6 +363,16 @@ int db_stmt_execute(MYSQL *db, MYSQL_STMT *stmt, const char *what)
     return 0;
 }
 
+int db_stmt_commit(MYSQL *db, MYSQL_STMT *stmt, const char *what)
+{
+    enum fault_action f = fault_before(db, FP_MYSQL_COMMIT);
+    if (mysql_stmt_execute(stmt) != 0 || fault_after(db, f) < 0) {
+        note_failure(db, "COMMIT", 1, what);
+        return -1;
+    }
+    return 0;
+}
+
 int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *affected)
 {
     /* mysql_real_query: 0 = the first statement succeeded; mysql_next_result: 0 = the next

@@ -67,6 +67,10 @@ int db_commit(MYSQL *db) __attribute__((warn_unused_result));
  * error is then the connection's too (mysql_errno(db)). */
 int db_stmt_execute(MYSQL *db, MYSQL_STMT *stmt, const char *what) __attribute__((warn_unused_result));
 
+/* Execute a prepared statement that commits by itself (the connection in autocommit): as
+ * db_stmt_execute, but the fault seam's commit point, and a failure is logged as a COMMIT's. */
+int db_stmt_commit(MYSQL *db, MYSQL_STMT *stmt, const char *what) __attribute__((warn_unused_result));
+
 /* Run several statements separated by ';' in one round trip (needs db_enable_scripts).
  * The server stops at the first failing one; logs it and returns -1. 0 when all succeeded,
  * with *affected (unless NULL) set to the rows the last statement without a result set

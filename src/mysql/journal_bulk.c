@@ -181,7 +181,7 @@ static const enum column_kind UPDATE_KINDS[U_COLUMNS] = {
 
 /* Bind cols[0..ncols) by their kinds and execute `st` once for their n rows. */
 static int execute(MYSQL *db, MYSQL_STMT *st, struct column *cols, const enum column_kind *kinds, int ncols, size_t n,
-                   const char *what)
+                   const char *what, int commits)
 {
     static const enum enum_field_types types[] = {
         [NUM] = MYSQL_TYPE_LONGLONG, [ID] = MYSQL_TYPE_LONGLONG, [STR] = MYSQL_TYPE_STRING, [BLOB] = MYSQL_TYPE_BLOB};
@@ -199,7 +199,7 @@ static int execute(MYSQL *db, MYSQL_STMT *st, struct column *cols, const enum co
         log_warn("mysql: cannot bind the journal's bulk %s: %s", what, mysql_stmt_error(st));
         return -1;
     }
-    return db_stmt_execute(db, st, what);
+    return commits ? db_stmt_commit(db, st, what) : db_stmt_execute(db, st, what);
 }
 
 /* Who made a change: its actor, host and instance (`instance` when the record names none), into
@@ -213,7 +213,9 @@ static void set_who(struct column *actor, struct column *host, struct column *in
     set_str(inst, i, who, strnlen(who, sizeof r->instance));
 }
 
-static int insert_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance)
+/* `commits`: the connection is in autocommit and this one statement is the cycle's commit. */
+static int write_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
+                          int commits)
 {
     struct column cols[M_COLUMNS];
     void *arena = columns_alloc(cols, M_COLUMNS, n);
@@ -266,9 +268,14 @@ static int insert_messages(struct journal_bulk *jb, const struct jobchange *cons
         set_str(&cols[M_PUSH_STATE], i, state, strlen(state)); /* the push itself: its transition */
         set_who(&cols[M_PUSH_ACTOR], &cols[M_PUSH_HOST], &cols[M_PUSH_INSTANCE], i, r, instance);
     }
-    int rc = execute(jb->db, jb->message, cols, MESSAGE_KINDS, M_COLUMNS, n, "INSERT INTO message (bulk)");
+    int rc = execute(jb->db, jb->message, cols, MESSAGE_KINDS, M_COLUMNS, n, "INSERT INTO message (bulk)", commits);
     free(arena);
     return rc;
+}
+
+static int insert_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance)
+{
+    return write_messages(jb, recs, n, instance, 0);
 }
 
 static int insert_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
@@ -289,8 +296,8 @@ static int insert_transitions(struct journal_bulk *jb, const struct jobchange *c
         set_who(&cols[T_ACTOR], &cols[T_HOST], &cols[T_INSTANCE], i, r, instance);
         cols[T_ATTEMPTS].num[i] = r->attempts;
     }
-    int rc =
-        execute(jb->db, jb->transition, cols, TRANSITION_KINDS, T_COLUMNS, n, "INSERT IGNORE INTO transition (bulk)");
+    int rc = execute(jb->db, jb->transition, cols, TRANSITION_KINDS, T_COLUMNS, n,
+                     "INSERT IGNORE INTO transition (bulk)", 0);
     free(arena);
     return rc;
 }
@@ -314,7 +321,7 @@ static int update_messages(struct journal_bulk *jb, const struct jobchange *cons
         cols[U_OLDER_THAN].num[i] = r->ver;
         cols[U_FORCE].num[i] = r->force;
     }
-    int rc = execute(jb->db, jb->update, cols, UPDATE_KINDS, U_COLUMNS, n, "UPDATE message (bulk)");
+    int rc = execute(jb->db, jb->update, cols, UPDATE_KINDS, U_COLUMNS, n, "UPDATE message (bulk)", 0);
     free(arena);
     return rc;
 }
@@ -369,6 +376,20 @@ int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const
     return in_chunks(jb, recs, n, instance, chunk_bytes, message_bytes, insert_messages);
 }
 
+int journal_bulk_messages_fit(const struct jobchange *const *recs, size_t n, size_t chunk_bytes)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < n && bytes <= chunk_bytes; i++)
+        bytes += message_bytes(recs[i]);
+    return bytes <= chunk_bytes;
+}
+
+int journal_bulk_messages_commit(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
+                                 const char *instance)
+{
+    return write_messages(jb, recs, n, instance, 1);
+}
+
 int journal_bulk_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
                              const char *instance, size_t chunk_bytes)
 {
@@ -407,6 +428,19 @@ int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const
                           size_t chunk_bytes)
 {
     (void)jb, (void)recs, (void)n, (void)instance, (void)chunk_bytes;
+    return -1;
+}
+
+int journal_bulk_messages_fit(const struct jobchange *const *recs, size_t n, size_t chunk_bytes)
+{
+    (void)recs, (void)n, (void)chunk_bytes;
+    return 0;
+}
+
+int journal_bulk_messages_commit(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
+                                 const char *instance)
+{
+    (void)jb, (void)recs, (void)n, (void)instance;
     return -1;
 }
 

@@ -19,7 +19,8 @@
  * Only when the server and the client library can: MariaDB 10.2+ announces bulk operations
  * in its extended capabilities; against a server that does not (MySQL), or a client library
  * without array binding, journal_bulk_new answers NULL and the journal writes text as before.
- * Statements go through db_stmt_execute, so the fault seam counts each as a statement. */
+ * Statements go through db_stmt_execute, so the fault seam counts each as a statement (and the
+ * one that commits by itself as a commit). */
 #ifndef HG_JOURNAL_BULK_H
 #define HG_JOURNAL_BULK_H
 
@@ -46,6 +47,15 @@ void journal_bulk_free(struct journal_bulk *jb);
  * when the record names none). */
 int journal_bulk_messages(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n, const char *instance,
                           size_t chunk_bytes);
+
+/* Do the message rows of recs[0..n) fit in one statement of about `chunk_bytes`? */
+int journal_bulk_messages_fit(const struct jobchange *const *recs, size_t n, size_t chunk_bytes);
+
+/* The message rows of recs[0..n) as ONE statement, on a connection in autocommit: the statement
+ * commits them by itself (all or none), so it is the cycle's commit, and it goes through the
+ * fault seam as one (db_stmt_commit). The caller checked journal_bulk_messages_fit. */
+int journal_bulk_messages_commit(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
+                                 const char *instance);
 
 /* The transition rows of recs[0..n); `instance` is written where a record names none. */
 int journal_bulk_transitions(struct journal_bulk *jb, const struct jobchange *const *recs, size_t n,
