@@ -353,24 +353,25 @@ int db_exec(MYSQL *db, const char *sql, size_t len)
     return 0;
 }
 
-int db_stmt_execute(MYSQL *db, MYSQL_STMT *stmt, const char *what)
+/* Execute `stmt` as the fault seam's `point`; a failure is logged as `kind`'s. */
+static int stmt_execute_as(MYSQL *db, MYSQL_STMT *stmt, const char *what, enum fault_point point, const char *kind)
 {
-    enum fault_action f = fault_before(db, FP_MYSQL_EXEC);
+    enum fault_action f = fault_before(db, point);
     if (mysql_stmt_execute(stmt) != 0 || fault_after(db, f) < 0) {
-        note_failure(db, "prepared statement", 1, what);
+        note_failure(db, kind, 1, what);
         return -1;
     }
     return 0;
 }
 
+int db_stmt_execute(MYSQL *db, MYSQL_STMT *stmt, const char *what)
+{
+    return stmt_execute_as(db, stmt, what, FP_MYSQL_EXEC, "prepared statement");
+}
+
 int db_stmt_commit(MYSQL *db, MYSQL_STMT *stmt, const char *what)
 {
-    enum fault_action f = fault_before(db, FP_MYSQL_COMMIT);
-    if (mysql_stmt_execute(stmt) != 0 || fault_after(db, f) < 0) {
-        note_failure(db, "COMMIT", 1, what);
-        return -1;
-    }
-    return 0;
+    return stmt_execute_as(db, stmt, what, FP_MYSQL_COMMIT, "COMMIT");
 }
 
 int db_exec_script(MYSQL *db, const char *sql, size_t len, unsigned long long *affected)
