@@ -65,8 +65,12 @@
 
 #define SCRIPT_FLUSH_BYTES  (1u << 20) /* send the statements built so far past this */
 #define DURABLE_MAX_RECORDS 200000     /* durable records queued before refusing */
-#define LEAN_SWITCH         4          /* a lane enters autocommit at lean >= this, leaves it at <= -this */
-#define LEAN_MAX            8          /* lean is kept within +-this: a change of load shows within 12 cycles */
+/* A cycle this large came of a machine short of CPU, not of waiting: there the COMMIT's round trip
+ * is what lets the next cycle gather more rows, and fewer, larger cycles cost fewer wake-ups and
+ * Redis calls a push (docs/performance.md, 2026-11-29 21:47). */
+#define SELF_COMMIT_MAX_ROWS 48
+#define LEAN_SWITCH          4 /* a lane enters autocommit at lean >= this, leaves it at <= -this */
+#define LEAN_MAX             8 /* lean is kept within +-this: a change of load shows within 12 cycles */
 
 /* One lane: a thread, its connection, and what its last failed cycle left to know. */
 struct lane {
@@ -380,8 +384,8 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
      * itself, on a connection in autocommit (the file's header says when it is). Any other cycle
      * runs in a transaction. */
     int may_self_commit = l->ticket.ok && l->bulk != NULL && !l->galera && !journal.cfg->journal_per_row;
-    int plain = may_self_commit && nnew > 0 && nupdates == 0 && naborts == 0 && nchanges == 0 && ninserts == 0 &&
-                journal_bulk_messages_fit(inserts, nnew, SCRIPT_FLUSH_BYTES);
+    int plain = may_self_commit && nnew > 0 && nnew <= SELF_COMMIT_MAX_ROWS && nupdates == 0 && naborts == 0 &&
+                nchanges == 0 && ninserts == 0 && journal_bulk_messages_fit(inserts, nnew, SCRIPT_FLUSH_BYTES);
     for (size_t i = 0; plain && i < nnew; i++)
         plain = inserts[i]->job->biz_key == NULL;
     if (may_self_commit) {
