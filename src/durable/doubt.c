@@ -424,8 +424,8 @@ static size_t fence_old_connections(MYSQL *db, struct entry *e, size_t n)
                              (unsigned long long)e[i].ticket.conn_id,
                              mysql_errno(db) ? mysql_error(db) : "still listed");
                 else if (r == DBFENCE_ELSEWHERE)
-                    log_warn("reconciler: the MySQL connection %llu that lost an answer was on another server than "
-                             "this one; its outcomes are read without closing it first",
+                    log_warn("reconciler: the MySQL connection %llu that lost an answer cannot be closed from here "
+                             "(another server, or another user's); its outcomes are read without closing it first",
                              (unsigned long long)e[i].ticket.conn_id);
                 if (nseen < REMEMBERED) {
                     seen[nseen] = e[i].ticket;

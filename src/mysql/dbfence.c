@@ -66,11 +66,9 @@ static int seen_as_self(MYSQL *db, const char *host)
 int dbfence_take(MYSQL *db, struct dbfence *t)
 {
     char host[300];
-    *t = (struct dbfence){0};
-    if (identify(db, t, host, sizeof host) < 0) {
-        *t = (struct dbfence){0};
+    *t = (struct dbfence){0}; /* identify fills it only when it succeeds */
+    if (identify(db, t, host, sizeof host) < 0)
         return -1;
-    }
     if (!seen_as_self(db, host)) {
         log_info("mysql: the server lists this connection as '%s', not as this process's socket (a proxy in "
                  "between?): a connection whose answer is lost is not fenced before its outcome is read",
