@@ -4,9 +4,9 @@
  *   1. validate everything (all-or-nothing) and give each job an id on its topic's shard;
  *   2. commit the message rows in MySQL (the journal's group commit) — MySQL down: 503, and
  *      nothing was written anywhere;
- *   3. add the jobs to Redis, one push.lua call per shard for all the pushes whose commits
- *      this worker received together (below) — Redis failing now: 503, and the rows just
- *      committed are marked 'aborted' so /reStore never brings them back;
+ *   3. add the jobs to Redis, one push.lua call for all the pushes whose commits this worker
+ *      received together (one per shard under Cluster; below) — Redis failing now: 503, and
+ *      the rows just committed are marked 'aborted' so /reStore never brings them back;
  *   4. answer. A bizKey duplicate (or a replace) leaves the new row 'aborted' too: the job
  *      that counts is the one that already held the bizKey.
  *
@@ -266,30 +266,35 @@ static void answer_push(struct push_state *st)
     sb_free(&sb);
 }
 
-/* ---- to Redis: one push.lua call per shard for everything one inbox drain committed ----
+/* ---- to Redis: one push.lua call for everything one inbox drain committed ----
  *
  * A journal cycle commits the rows of ~20-100 pushes at once and its completions reach this
  * worker together (one drain of its inbox). Each push's jobs wait here, by shard, until the
- * drain is over (api_push_flush); then each shard's jobs go to Redis in one call, in commit
- * order, each with its own request's clock and actor. Fewer calls, and fewer allocations,
- * than one call per push and shard. A call carries at most PUSH_CALL_MAX jobs, so one call
- * never holds Redis (single-threaded) for long, however many pushes one drain brings. */
+ * drain is over (api_push_flush); then they go to Redis in commit order, each with its own
+ * request's clock and actor: on a single Redis in one call for every shard (push.lua takes a
+ * run of jobs per shard), since a call's fixed part costs Redis more than a plain job's own
+ * commands and a drain's ~20 jobs spread over every shard (one call per shard was 8 calls of
+ * two or three jobs); under Redis Cluster one call per shard, which stays in its slot. A
+ * call carries at most PUSH_CALL_MAX jobs, so one call never holds Redis (single-threaded)
+ * for long, however many pushes one drain brings. */
 
 #define PUSH_CALL_MAX 1000
 
 struct shard_call {
-    int n;
-    struct pending_job jobs[]; /* a push's jobs are consecutive */
+    int n, nseg;
+    struct push_segment *seg;  /* nseg runs of one shard each, in the same allocation */
+    struct pending_job jobs[]; /* within a segment, a push's jobs are consecutive */
 };
 
-/* Outcome of jobs[0..n) (out == NULL: no answer; `sent`: the call may have run all the same). */
-static void settle_jobs(const struct pending_job *jobs, int n, const struct push_outcome *out, int nout, int sent)
+/* Outcome of jobs[0..n), all of one shard (out == NULL: no answer; `sent`: the call may have
+ * run all the same). Each push counts one pending run per shard (and per cut, below). */
+static void settle_jobs(const struct pending_job *jobs, int n, const struct push_outcome *out, int sent)
 {
     for (int k = 0; k < n;) {
         struct push_state *st = jobs[k].st;
         for (; k < n && jobs[k].st == st; k++) {
             int i = jobs[k].index;
-            if (out == NULL || k >= nout) {
+            if (out == NULL) {
                 st->failed[i] = 1;
                 st->in_doubt[i] = (char)sent; /* sent: Redis may have run it */
             } else {
@@ -299,6 +304,12 @@ static void settle_jobs(const struct pending_job *jobs, int n, const struct push
         if (--st->calls_pending == 0)
             finish_push(st); /* st is not looked at again: its jobs were consecutive */
     }
+}
+
+static void settle_call(struct shard_call *call, const struct push_outcome *out, int sent)
+{
+    for (int k = 0, from = 0; k < call->nseg; from += call->seg[k++].n)
+        settle_jobs(call->jobs + from, call->seg[k].n, out ? out + from : NULL, sent);
 }
 
 static void on_pushed(const struct push_outcome *out, int n, void *arg)
@@ -312,28 +323,47 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
     if (out == NULL && call->n > 0 && rlink_last_error(call->jobs[0].st->r->ctx->redis, &e) != RCAUSE_NONE &&
         rcause_refuses(e.cause))
         maybe_ran = 0;
-    settle_jobs(call->jobs, call->n, out, n, maybe_ran);
+    settle_call(call, out != NULL && n == call->n ? out : NULL, maybe_ran);
     free(call);
 }
 
-/* Send jobs[0..n) of one shard as one push.lua call (n <= PUSH_CALL_MAX). `items` has room. */
-static void send_call(struct hctx *ctx, int shard, const struct pending_job *jobs, int n, struct push_item *items)
+/* A part of one shard's queue that goes into a call. */
+struct call_part {
+    int shard;
+    const struct pending_job *jobs;
+    int n;
+    int ends_call; /* the last part of its call */
+};
+
+/* Send parts[0..nparts) as one push.lua call (their jobs add up to PUSH_CALL_MAX at most).
+ * `items` has room. */
+static void send_call(struct hctx *ctx, const struct call_part *parts, int nparts, struct push_item *items)
 {
-    struct shard_call *call = malloc(sizeof *call + (size_t)n * sizeof call->jobs[0]);
+    int n = 0;
+    for (int k = 0; k < nparts; k++)
+        n += parts[k].n;
+    struct shard_call *call =
+        malloc(sizeof *call + (size_t)n * sizeof call->jobs[0] + (size_t)nparts * sizeof call->seg[0]);
     if (call == NULL) {
-        settle_jobs(jobs, n, NULL, 0, 0); /* not sent: 503, and their rows are marked aborted */
+        for (int k = 0; k < nparts; k++) /* not sent: 503, and their rows are marked aborted */
+            settle_jobs(parts[k].jobs, parts[k].n, NULL, 0);
         return;
     }
     call->n = n;
-    memcpy(call->jobs, jobs, (size_t)n * sizeof call->jobs[0]);
+    call->nseg = nparts;
+    call->seg = (struct push_segment *)(call->jobs + n);
+    for (int k = 0, at = 0; k < nparts; at += parts[k++].n) {
+        call->seg[k] = (struct push_segment){parts[k].shard, parts[k].n};
+        memcpy(call->jobs + at, parts[k].jobs, (size_t)parts[k].n * sizeof call->jobs[0]);
+    }
     for (int k = 0; k < n; k++) {
         const struct push_state *st = call->jobs[k].st;
         items[k].job = &st->jobs[call->jobs[k].index];
         items[k].now = st->now;
         items[k].who = st->who;
     }
-    if (store_push(&ctx->store, shard, items, n, on_pushed, call) < 0) {
-        settle_jobs(call->jobs, n, NULL, 0, 0);
+    if (store_push(&ctx->store, call->seg, nparts, items, n, on_pushed, call) < 0) {
+        settle_call(call, NULL, 0);
         free(call);
     }
 }
@@ -343,26 +373,55 @@ void api_push_flush(struct hctx *ctx)
     struct push_batch *p = ctx->pushes;
     if (p == NULL)
         return;
-    struct push_item *items = NULL;
+    int total = 0;
+    for (int shard = 0; shard < p->nshards; shard++)
+        total += p->shard[shard].n;
+    if (total == 0)
+        return;
+    /* each queue is cut where a call is full: at most a part per shard and one per cut */
+    struct call_part *parts = malloc((size_t)(p->nshards + total / PUSH_CALL_MAX + 1) * sizeof *parts);
+    struct push_item *items = malloc(PUSH_CALL_MAX * sizeof *items);
+    if (parts == NULL || items == NULL) {
+        for (int shard = 0; shard < p->nshards; shard++) { /* not sent: 503, rows marked aborted */
+            struct shard_jobs *q = &p->shard[shard];
+            int n = q->n;
+            q->n = 0;
+            settle_jobs(q->jobs, n, NULL, 0);
+        }
+        free(parts);
+        free(items);
+        return;
+    }
+    /* Plan the calls first: each shard's queue in parts, a call closed when it is full or, under
+     * Cluster, at the end of its shard. A push whose jobs straddle a cut inside one shard's
+     * queue is settled by both calls: its extra run is counted before any call is sent, so that
+     * it is not finished by whichever call answers (or fails to be sent) first. */
+    int spans = store_push_spans_shards(&ctx->store);
+    int nparts = 0, room = PUSH_CALL_MAX;
     for (int shard = 0; shard < p->nshards; shard++) {
         struct shard_jobs *q = &p->shard[shard];
-        if (q->n == 0)
-            continue;
-        int n = q->n;
-        q->n = 0;
-        if (items == NULL && (items = malloc(PUSH_CALL_MAX * sizeof *items)) == NULL) {
-            settle_jobs(q->jobs, n, NULL, 0, 0); /* not sent: 503, and their rows are marked aborted */
-            continue;
-        }
-        /* A push whose jobs straddle a cut is settled by both calls: count the extra one
-         * first, so that it is not finished by whichever call answers first. */
-        for (int from = PUSH_CALL_MAX; from < n; from += PUSH_CALL_MAX)
-            if (q->jobs[from - 1].st == q->jobs[from].st)
+        for (int from = 0; from < q->n;) {
+            int n = q->n - from < room ? q->n - from : room;
+            parts[nparts++] = (struct call_part){shard, q->jobs + from, n, 0};
+            room -= n;
+            from += n;
+            if (from < q->n && q->jobs[from - 1].st == q->jobs[from].st)
                 q->jobs[from].st->calls_pending++;
-        for (int from = 0; from < n; from += PUSH_CALL_MAX)
-            send_call(ctx, shard, q->jobs + from, n - from < PUSH_CALL_MAX ? n - from : PUSH_CALL_MAX, items);
+            if (room == 0 || (!spans && from == q->n)) {
+                parts[nparts - 1].ends_call = 1;
+                room = PUSH_CALL_MAX;
+            }
+        }
+        q->n = 0; /* its jobs stay where they are until sent: nothing queues during a flush */
     }
+    parts[nparts - 1].ends_call = 1;
+    for (int k = 0, first = 0; k < nparts; k++)
+        if (parts[k].ends_call) {
+            send_call(ctx, parts + first, k - first + 1, items);
+            first = k + 1;
+        }
     free(items);
+    free(parts);
 }
 
 void api_push_free(struct hctx *ctx)

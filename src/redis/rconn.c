@@ -508,7 +508,18 @@ int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, cons
 int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
                void *arg)
 {
+    return rconn_eval_keys(rc, script, 1, argc, argv, lens, fn, arg);
+}
+
+int rconn_eval_keys(struct rconn *rc, enum script_id script, int nkeys, int argc, const char **argv, size_t *lens,
+                    rconn_reply_fn fn, void *arg)
+{
+    char numkeys[INT_TEXT_MAX]; /* read by the formatting below, before this returns */
     script_call_head(script, argv, lens);
+    if (nkeys != 1) {
+        argv[2] = numkeys;
+        lens[2] = sb_int_to_text(nkeys, numkeys);
+    }
     if (rc->state != RC_UP || rc->subscriber)
         return -1;
     if (fault_fn && fault_fn(rc, RCONN_AT_SEND, (int)script, fault_arg) == RCONN_FAULT_FAIL)

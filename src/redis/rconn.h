@@ -80,6 +80,10 @@ int rconn_command(struct rconn *rc, rconn_reply_fn fn, void *arg, int argc, cons
  * the caller); argv[3] is KEYS[1], argv[4..] are ARGV. Same return as rconn_command. */
 int rconn_eval(struct rconn *rc, enum script_id script, int argc, const char **argv, size_t *lens, rconn_reply_fn fn,
                void *arg) __attribute__((warn_unused_result));
+/* The same with `nkeys` keys, argv[3..3 + nkeys): a script that works on several shards at
+ * once (push.lua), on a single Redis only (under Cluster a call stays in one slot). */
+int rconn_eval_keys(struct rconn *rc, enum script_id script, int nkeys, int argc, const char **argv, size_t *lens,
+                    rconn_reply_fn fn, void *arg) __attribute__((warn_unused_result));
 
 #define RCONN_ERROR_TEXT 160
 /* How long an error that leaves the connection up stays "current" without repeating. */

@@ -88,14 +88,30 @@ static inline __attribute__((warn_unused_result)) int rlink_command_for_key(stru
     return rcluster_command(l->cluster, cluster_keyslot(key, keylen), fn, arg, argc, argv, lens);
 }
 
+/* FCALL of `script` with `nkeys` keys, argv[3..3 + nkeys) (rconn_eval_keys): keys of several
+ * shards in one call, on a single Redis only. Under Cluster a call stays in one slot: only
+ * nkeys = 1 is sent there, more is refused (-1, not sent). */
+static inline __attribute__((warn_unused_result)) int rlink_eval_keys(struct rlink *l, enum script_id script, int nkeys,
+                                                                      int argc, const char **argv, size_t *lens,
+                                                                      rconn_reply_fn fn, void *arg)
+{
+    if (l->cluster == NULL)
+        return rconn_eval_keys(l->plain, script, nkeys, argc, argv, lens, fn, arg);
+    return nkeys == 1 ? rcluster_eval(l->cluster, script, argc, argv, lens, fn, arg) : -1;
+}
+
+/* Whether one call may carry keys of several shards (rlink_eval_keys): on a single Redis. */
+static inline int rlink_spans_shards(const struct rlink *l)
+{
+    return l->cluster == NULL;
+}
+
 /* FCALL of `script`, argv as rconn_eval (argv[0..2] reserved, argv[3] = KEYS[1]). */
 static inline __attribute__((warn_unused_result)) int rlink_eval(struct rlink *l, enum script_id script, int argc,
                                                                  const char **argv, size_t *lens, rconn_reply_fn fn,
                                                                  void *arg)
 {
-    if (l->cluster == NULL)
-        return rconn_eval(l->plain, script, argc, argv, lens, fn, arg);
-    return rcluster_eval(l->cluster, script, argc, argv, lens, fn, arg);
+    return rlink_eval_keys(l, script, 1, argc, argv, lens, fn, arg);
 }
 
 /* The link's current trouble (rconn_last_error): for a cluster, the most recent one over its

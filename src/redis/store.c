@@ -207,7 +207,13 @@ static void read_group(const redisReply *e, size_t i, const char **group, size_t
         *len = 0;
 }
 
-int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
+int store_push_spans_shards(const struct store *s)
+{
+    return rlink_spans_shards(s->rc);
+}
+
+int store_push(struct store *s, const struct push_segment *segs, int nseg, const struct push_item *items, int n,
+               store_push_fn fn, void *arg)
 {
     /* Plain new jobs (no bizKey) go with their records built here (jobpack.h), in one buffer. */
     size_t record_bytes = 0;
@@ -220,17 +226,26 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
     char *records = malloc(record_bytes ? record_bytes : 1);
     struct rargv b;
     int rc = -1;
-    if (c == NULL || records == NULL)
+    /* the first shard's key is kept in the builder, the others here */
+    char(*keys)[sizeof b.key] = nseg > 1 ? malloc((size_t)(nseg - 1) * sizeof *keys) : NULL;
+    if (c == NULL || records == NULL || (nseg > 1 && keys == NULL))
         goto out;
-    if (rargv_init(&b, 5 + 12 * n, 2 + 6 * n, n) < 0)
+    if (rargv_init(&b, 4 + 2 * nseg + 12 * n, 1 + nseg + 6 * n, n) < 0)
         goto out_argv;
     c->fn = fn;
     c->arg = arg;
     c->n = n;
-    rargv_key(&b, s->prefix, shard, "jobs");
-    rargv_int(&b, n);
+    rargv_key(&b, s->prefix, segs[0].shard, "jobs");
+    for (int k = 1; k < nseg; k++) {
+        int len = rkey(keys[k - 1], sizeof *keys, s->prefix, segs[k].shard, "jobs");
+        rargv_str(&b, keys[k - 1], len < 0 ? 0 : (size_t)len);
+    }
     char *rec = records;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0, k = 0, seg_end = 0; i < n; i++) {
+        if (i == seg_end) { /* the next shard's jobs start: their count first */
+            rargv_int(&b, segs[k].n);
+            seg_end += segs[k++].n;
+        }
         const struct job_spec *j = items[i].job;
         c->jobs[i].id = j->id;
         c->jobs[i].run_at = j->run_at;
@@ -261,13 +276,14 @@ int store_push(struct store *s, int shard, const struct push_item *items, int n,
         rec += rec_len + tail_len;
     }
     /* rlink_eval copies the arguments into the command it queues */
-    if (rlink_eval(s->rc, SCRIPT_PUSH, b.argc, b.argv, b.lens, on_push, c) == 0) {
+    if (rlink_eval_keys(s->rc, SCRIPT_PUSH, nseg, b.argc, b.argv, b.lens, on_push, c) == 0) {
         c = NULL; /* on_push frees it */
         rc = 0;
     }
 out_argv:
     rargv_free(&b);
 out:
+    free(keys);
     free(records);
     free(c);
     return rc;

@@ -58,9 +58,22 @@ struct push_item {
     int64_t now;     /* the pusher's clock: due at or before it, the job starts ready */
     const char *who; /* store_who() of the request */
 };
+/* A run of one shard's jobs in a push.lua call. */
+struct push_segment {
+    int shard;
+    int n;
+};
 typedef void (*store_push_fn)(const struct push_outcome *out, int n, void *arg);
-int store_push(struct store *s, int shard, const struct push_item *items, int n, store_push_fn fn, void *arg)
-    __attribute__((warn_unused_result));
+/* One push.lua call for items[0..n): segs[0..nseg) say whose shard they are, in order (the
+ * first segs[0].n items on segs[0].shard, and so on). More than one segment only where
+ * store_push_spans_shards says a call may. The callback gets one outcome per item, in order,
+ * or NULL when there is no answer. 0 when sent, -1 when not (the callback never runs). */
+int store_push(struct store *s, const struct push_segment *segs, int nseg, const struct push_item *items, int n,
+               store_push_fn fn, void *arg) __attribute__((warn_unused_result));
+/* Whether one store_push call may carry the jobs of several shards: on a single Redis, where
+ * one call for everything a journal commit released costs Redis a call's fixed part once
+ * instead of once a shard; not under Cluster (a call stays in its slot). */
+int store_push_spans_shards(const struct store *s);
 
 /* ---- reserve ---- */
 struct delivered {

@@ -201,12 +201,15 @@ def script_function(name: str) -> str:
 
 class RedisMonitor:
     """Every command Redis runs while open (MONITOR on its own connection), as text lines cut
-    to 300 characters. `with RedisMonitor(port) as mon: ...` then read mon.lines."""
+    to 300 characters, or whole with full=True. `with RedisMonitor(port) as mon: ...` then read
+    mon.lines."""
 
     FCALL = re.compile(r'"(?i:fcall)" "(hg_[0-9a-f]{12}_[a-z]+)" "1" "([^"]+):\{(\d+)\}:[a-z]+" "([^"]*)"')
+    ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')  # one quoted argument of a MONITOR line
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, full: bool = False) -> None:
         self.lines: list[str] = []
+        self._cut = None if full else 300
         self._sock = socket.create_connection(("127.0.0.1", port))
         self._stop = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -237,10 +240,35 @@ class RedisMonitor:
                 return
             buf += chunk
             *done, buf = buf.split(b"\r\n")
-            self.lines.extend(x[:300].decode(errors="replace") for x in done)
+            self.lines.extend(x[:self._cut].decode(errors="replace") for x in done)
 
     def calls(self, script: str, prefix: str) -> list[str]:
         """The first ARGV of every call of `script` on keys under `prefix`."""
         function = script_function(script)
         return [m.group(4) for m in map(self.FCALL.search, self.lines)
                 if m and m.group(1) == function and m.group(2) == prefix]
+
+    def push_calls(self, prefix: str) -> list[list[tuple[int, int]]]:
+        """Every push.lua call on keys under `prefix`, as its (shard, jobs) pairs, one a key in
+        the order sent: push.lua's ARGV is, for each key in turn, its job count and then 12
+        values a job. Needs whole lines (full=True): a call of many jobs is long."""
+        function = script_function("push")
+        key = re.compile(re.escape(prefix) + r":\{(\d+)\}:jobs")
+        out = []
+        for line in self.lines:
+            args = self.ARG.findall(line)
+            if len(args) < 4 or args[0].lower() != "fcall" or args[1] != function:
+                continue
+            nkeys = int(args[2])
+            shards = [key.fullmatch(k) for k in args[3:3 + nkeys]]
+            if not all(shards):
+                continue
+            argv, at, call = args[3 + nkeys:], 0, []
+            for m in shards:
+                n = int(argv[at])
+                call.append((int(m.group(1)), n))
+                at += 1 + 12 * n
+            if at != len(argv):
+                raise AssertionError(f"a push.lua call's ARGV does not add up: {nkeys} keys, {len(argv)} values")
+            out.append(call)
+        return out

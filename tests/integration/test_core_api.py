@@ -11,7 +11,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 
 from core_common import CoreTestCase, RedisMonitor, now_ms
-from harness import wait_until
+from harness import topics_one_per_shard, wait_until
 
 
 class PushTest(CoreTestCase):
@@ -232,41 +232,60 @@ class MoverWakeTest(CoreTestCase):
 
 
 class PushBatchingTest(CoreTestCase):
-    """Pushes whose rows one journal cycle committed go to Redis together: one push.lua call
-    per shard (api_push.c), each job with its own request's clock, in commit order. Watched
-    with Redis MONITOR: every job reaches Redis exactly once, calls carry several requests'
-    jobs, and each job's state in Redis is the one its committed row says."""
+    """Pushes whose rows one journal cycle committed go to Redis together: on a single Redis,
+    one push.lua call for every shard they are on (api_push.c), a run of jobs a shard, each job
+    with its own request's clock, in commit order. Watched with Redis MONITOR: every job reaches
+    Redis exactly once, calls carry several requests' jobs and several shards, and each job's
+    state in Redis is the one its committed row says."""
 
-    def test_pushes_committed_together_share_one_call_per_shard(self):
+    def test_pushes_committed_together_share_one_call(self):
         ns = self.namespace()
         d = self.start_daemon(namespace=ns)
         self.wait_healthy(d)
+        topics = topics_one_per_shard("batch")
 
-        # 40 clients x 5 single pushes: half due now (ready), half in 10 minutes (delayed),
-        # on two topics (two shards, as it happens, or one: either way calls are per shard)
-        def client(c: int) -> list[tuple[str, str]]:
+        # 40 clients x 5 pushes: half due now (ready), half in 10 minutes (delayed), on the 8
+        # shards; every fifth is an array of three jobs on three shards (one request, answered
+        # once, whose jobs are in three runs of one call)
+        def client(c: int) -> list[tuple[str, str, int]]:
             out = []
             for k in range(5):
                 delay = 0 if (c + k) % 2 == 0 else 600000
-                r = d.push({"topic": f"batch{c % 2}", "body": [c, k], "delay": delay})
+                state = "ready" if delay == 0 else "delayed"
+                if k == 4:
+                    shards = [(c + m) % 8 for m in range(3)]
+                    r = d.push([{"topic": topics[s], "body": [c, k, m], "delay": delay} for m, s in enumerate(shards)])
+                    self.assertStatus(r, 200, f"array push {c}")
+                    out.extend((i, state, s) for i, s in zip(r.json()["ids"], shards))
+                    continue
+                shard = (c * 5 + k) % 8
+                r = d.push({"topic": topics[shard], "body": [c, k], "delay": delay})
                 self.assertStatus(r, 200, f"push {c}/{k}")
-                out.append((r.json()["id"], "ready" if delay == 0 else "delayed"))
+                out.append((r.json()["id"], state, shard))
             return out
 
-        with RedisMonitor(ns.redis.port) as mon, ThreadPoolExecutor(40) as pool:
+        with RedisMonitor(ns.redis.port, full=True) as mon, ThreadPoolExecutor(40) as pool:
             pushed = [job for jobs in pool.map(client, range(40)) for job in jobs]
 
-        calls = [int(n) for n in mon.calls("push", ns.prefix)]
+        calls = mon.push_calls(ns.prefix)
         self.assertGreater(len(calls), 0, "MONITOR saw no push.lua call (is the script's sha computed right?)")
-        self.assertEqual(sum(calls), len(pushed), f"every job reaches Redis exactly once: calls {calls}")
+        jobs = [sum(n for _, n in call) for call in calls]
+        self.assertEqual(sum(jobs), len(pushed), f"every job reaches Redis exactly once: calls {calls}")
+        per_shard = {s: sum(n for call in calls for t, n in call if t == s) for s in range(8)}
+        self.assertEqual(per_shard, {s: sum(1 for *_, t in pushed if t == s) for s in range(8)}, calls)
         self.assertLess(len(calls), len(pushed), f"no call carried more than one request's job: {calls}")
-        self.assertGreater(max(calls), 1, calls)
+        self.assertGreater(max(jobs), 1, calls)
+        self.assertGreater(max(len(call) for call in calls), 1, f"no call carried more than one shard: {calls}")
+        for call in calls:
+            shards = [s for s, _ in call]
+            self.assertEqual(shards, sorted(set(shards)), f"a call names each shard once, in order: {call}")
+            self.assertTrue(all(n > 0 for _, n in call), call)
 
         # each job is where its own request's clock put it, in Redis and in MySQL alike
-        for job_id, state in pushed:
+        for job_id, state, _ in pushed:
             self.assertEqual(self.state(d, job_id), state, job_id)
         rows = dict(ns.query("SELECT id, state FROM message WHERE topic LIKE 'batch%'"))
-        self.assertEqual(rows, {job_id: state for job_id, state in pushed})
+        self.assertEqual(rows, {job_id: state for job_id, state, _ in pushed})
 
 
 class PushCallCapTest(CoreTestCase):
@@ -279,25 +298,28 @@ class PushCallCapTest(CoreTestCase):
         ns = self.namespace()
         d = self.start_daemon(namespace=ns)
         self.wait_healthy(d)
+        topics = topics_one_per_shard("capped")[:2]
 
-        # 8 concurrent arrays of 700 jobs on one topic (one shard): the journal commits the
-        # ones that queue behind the first together, so one drain holds several thousand
+        # 8 concurrent arrays of 700 jobs on two topics (two shards): the journal commits the
+        # ones that queue behind the first together, so one drain holds several thousand, and
+        # calls are cut inside a shard's run as well as between shards
         def push(c: int) -> list[str]:
-            jobs = [{"topic": "capped", "body": [c, k], "delay": 600000} for k in range(700)]
+            jobs = [{"topic": topics[c % 2], "body": [c, k], "delay": 600000} for k in range(700)]
             r = d.push(jobs)
             self.assertStatus(r, 200, f"array push {c}")
             ids = r.json()["ids"]
             self.assertEqual(len(ids), 700)
             return ids
 
-        with RedisMonitor(ns.redis.port) as mon, ThreadPoolExecutor(8) as pool:
+        with RedisMonitor(ns.redis.port, full=True) as mon, ThreadPoolExecutor(8) as pool:
             pushed = [i for ids in pool.map(push, range(8)) for i in ids]
 
-        calls = [int(n) for n in mon.calls("push", ns.prefix)]
-        self.assertEqual(sum(calls), len(pushed), f"every job reaches Redis exactly once: calls {calls}")
-        self.assertLessEqual(max(calls), 1000, f"a push.lua call carried more than 1000 jobs: {calls}")
-        self.assertCounts(d, "capped", delayed=len(pushed))
-        rows = ns.query("SELECT state, COUNT(*) FROM message WHERE topic = 'capped' GROUP BY state")
+        jobs = [sum(n for _, n in call) for call in mon.push_calls(ns.prefix)]
+        self.assertEqual(sum(jobs), len(pushed), f"every job reaches Redis exactly once: calls {jobs}")
+        self.assertLessEqual(max(jobs), 1000, f"a push.lua call carried more than 1000 jobs: {jobs}")
+        for topic in topics:
+            self.assertCounts(d, topic, delayed=len(pushed) // 2)
+        rows = ns.query("SELECT state, COUNT(*) FROM message WHERE topic LIKE 'capped%' GROUP BY state")
         self.assertEqual(dict((s, int(n)) for s, n in rows), {"delayed": len(pushed)})
 
 
