@@ -40,8 +40,8 @@ void api_console(struct request *r);      /* api_console.c */
 void api_openapi(struct request *r);      /* api_openapi.c: GET /openapi.json */
 
 /* The push path's per-worker state (hctx.pushes), called from the worker's subsystem table:
- * after each inbox drain the committed pushes go to Redis, a call per shard; at the end it
- * is freed. */
+ * after each inbox drain the committed pushes go to Redis, in one call (one per shard under
+ * Redis Cluster); at the end it is freed. */
 void api_push_flush(struct hctx *ctx);
 void api_push_free(struct hctx *ctx);
 
