@@ -329,9 +329,8 @@ static void on_pushed(const struct push_outcome *out, int n, void *arg)
 
 /* A part of one shard's queue that goes into a call. */
 struct call_part {
-    int shard;
+    struct push_segment seg; /* its shard, and how many of the queue's jobs */
     const struct pending_job *jobs;
-    int n;
     int ends_call; /* the last part of its call */
 };
 
@@ -341,20 +340,20 @@ static void send_call(struct hctx *ctx, const struct call_part *parts, int npart
 {
     int n = 0;
     for (int k = 0; k < nparts; k++)
-        n += parts[k].n;
+        n += parts[k].seg.n;
     struct shard_call *call =
         malloc(sizeof *call + (size_t)n * sizeof call->jobs[0] + (size_t)nparts * sizeof call->seg[0]);
     if (call == NULL) {
         for (int k = 0; k < nparts; k++) /* not sent: 503, and their rows are marked aborted */
-            settle_jobs(parts[k].jobs, parts[k].n, NULL, 0);
+            settle_jobs(parts[k].jobs, parts[k].seg.n, NULL, 0);
         return;
     }
     call->n = n;
     call->nseg = nparts;
     call->seg = (struct push_segment *)(call->jobs + n);
-    for (int k = 0, at = 0; k < nparts; at += parts[k++].n) {
-        call->seg[k] = (struct push_segment){parts[k].shard, parts[k].n};
-        memcpy(call->jobs + at, parts[k].jobs, (size_t)parts[k].n * sizeof call->jobs[0]);
+    for (int k = 0, at = 0; k < nparts; at += parts[k++].seg.n) {
+        call->seg[k] = parts[k].seg;
+        memcpy(call->jobs + at, parts[k].jobs, (size_t)parts[k].seg.n * sizeof call->jobs[0]);
     }
     for (int k = 0; k < n; k++) {
         const struct push_state *st = call->jobs[k].st;
@@ -402,7 +401,7 @@ void api_push_flush(struct hctx *ctx)
         struct shard_jobs *q = &p->shard[shard];
         for (int from = 0; from < q->n;) {
             int n = q->n - from < room ? q->n - from : room;
-            parts[nparts++] = (struct call_part){shard, q->jobs + from, n, 0};
+            parts[nparts++] = (struct call_part){{shard, n}, q->jobs + from, 0};
             room -= n;
             from += n;
             if (from < q->n && q->jobs[from - 1].st == q->jobs[from].st)

@@ -397,8 +397,7 @@ static int write_batch(struct lane *l, struct jsync *groups, struct jobchange *r
             l->autocommit = want;
         }
     }
-    static const char begin[] = "START TRANSACTION";
-    if (l->autocommit && !plain && mysql_real_query(db, begin, sizeof begin - 1) != 0)
+    if (l->autocommit && !plain && db_begin(db) < 0)
         goto out;
     if (l->autocommit && plain) {
         one_statement = 1;

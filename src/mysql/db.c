@@ -276,16 +276,21 @@ int db_is_galera(MYSQL *db)
     return waits;
 }
 
-int db_wait_for_cluster(MYSQL *db)
+int db_begin(MYSQL *db)
 {
-    /* wsrep_sync_wait bit 1 covers BEGIN as well as reads; and it opens the transaction, which
-     * the cycle's statements would have opened anyway (autocommit is off) */
     static const char q[] = "START TRANSACTION";
     if (mysql_real_query(db, q, sizeof q - 1) != 0) { /* as a read: not a statement to the fault seam */
         note_failure(db, "statement", 1, q);
         return -1;
     }
     return 0;
+}
+
+int db_wait_for_cluster(MYSQL *db)
+{
+    /* wsrep_sync_wait bit 1 covers BEGIN as well as reads; and it opens the transaction, which
+     * the cycle's statements would have opened anyway (autocommit is off) */
+    return db_begin(db);
 }
 
 void db_cut(void *db)

@@ -49,6 +49,11 @@ int db_is_galera(MYSQL *db);
  * logged (the error is the connection's). */
 int db_wait_for_cluster(MYSQL *db) __attribute__((warn_unused_result));
 
+/* START TRANSACTION, on a connection in autocommit (which would otherwise commit each statement
+ * by itself). Like db_wait_for_cluster, which is this on a Galera session: not a statement to
+ * the fault seam. 0 / -1, logged. */
+int db_begin(MYSQL *db) __attribute__((warn_unused_result));
+
 /* Is the schema there, new enough, and are its tables' columns the ones this binary writes?
  * 0; -1 with err saying to apply sql/schema.sql; -3 when a table lacks a column (made by an
  * older sql/schema.sql: applying it again does not change the table); -2 when the check

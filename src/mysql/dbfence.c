@@ -25,7 +25,9 @@ static int identify(MYSQL *db, struct dbfence *t, char *host, size_t hostcap)
     MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
     int rc = -1;
     if (row != NULL && row[0] && row[1] && row[2] && row[3] && row[4]) {
-        /* FNV-1a over "hostname:port:server_id" */
+        /* FNV-1a over "hostname:port:server_id", from 1469598103934665603: one digit short of the
+         * standard offset basis, and kept, since in-doubt lines written before carry this value
+         * and compare it (any fixed start makes the same kind of hash) */
         char name[300];
         snprintf(name, sizeof name, "%s:%s:%s", row[1], row[2], row[3]);
         uint64_t h = 1469598103934665603ull;
